@@ -1,0 +1,102 @@
+package cgo
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"superfluid/engine"
+)
+
+// benchModel is the model the engine benchmarks run on: SF_BENCH_MODEL
+// (`make bench` generates the 0.5B-shaped synthetic model), else the tiny one.
+func benchModel(b *testing.B) string {
+	if p := os.Getenv("SF_BENCH_MODEL"); p != "" {
+		return p
+	}
+	b.Logf("SF_BENCH_MODEL unset: benchmarking the tiny test model (make bench uses the 0.5b shape)")
+	return tinyModel(b)
+}
+
+// tickDecode admits lanes with promptLen-token prompts, prefills them, then
+// times decode ticks of `rounds` rounds until each lane has emitted n tokens.
+func tickDecode(b *testing.B, e *Engine, lanes, promptLen, n, rounds int) time.Duration {
+	var p engine.Plan
+	for i := range lanes {
+		prompt := make([]engine.Token, promptLen)
+		for j := range prompt {
+			prompt[j] = engine.Token((1 + i*31 + j*7) % e.Descriptor().Vocab)
+		}
+		p.AddAdmit(engine.Admit{Lane: uint32(i), Seq: int32(i), MaxTokens: uint32(n + 1), Sampling: engine.Greedy()}, prompt, nil)
+		p.Prefills = append(p.Prefills, engine.Prefill{Lane: uint32(i), Count: uint32(promptLen)})
+	}
+	if _, err := e.Tick(&p); err != nil {
+		b.Fatal(err)
+	}
+	var spent time.Duration
+	for left := n; left > 0; left -= rounds {
+		p.Reset()
+		for i := range lanes {
+			p.Decodes = append(p.Decodes, engine.Decode{Lane: uint32(i), Rounds: uint32(min(rounds, left))})
+		}
+		start := time.Now()
+		if _, err := e.Tick(&p); err != nil {
+			b.Fatal(err)
+		}
+		spent += time.Since(start)
+	}
+	p.Reset()
+	for i := range lanes {
+		p.Retires = append(p.Retires, uint32(i))
+	}
+	if _, err := e.Tick(&p); err != nil {
+		b.Fatal(err)
+	}
+	for i := range lanes {
+		e.Free(int32(i))
+	}
+	return spent
+}
+
+// BenchmarkDecode compares decoding through sf_tick with a plain C loop over
+// llama_decode on the same context, alternating the two to share the
+// machine's noise. Reported: tokens/s of each and the tick's overhead.
+func BenchmarkDecode(b *testing.B) {
+	path := benchModel(b)
+	threads := runtime.NumCPU()
+	for _, lanes := range []int{1, 8} {
+		for _, rounds := range []int{1, 8} {
+			b.Run(fmt.Sprintf("lanes=%d/rounds=%d", lanes, rounds), func(b *testing.B) {
+				e, err := Open(Options{ModelPath: path, Ctx: 2048, Lanes: lanes, Seqs: lanes, Batch: 512, Threads: threads})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				const promptLen, n, reps = 32, 64, 5
+				var plain, tick []float64
+				tickDecode(b, e, lanes, promptLen, 8, rounds) // warm up
+				b.ResetTimer()
+				for range b.N {
+					for range reps {
+						ns, err := e.PlainDecodeLoop(lanes, promptLen, n)
+						if err != nil {
+							b.Fatal(err)
+						}
+						plain = append(plain, float64(lanes*n)/(float64(ns)/1e9))
+						d := tickDecode(b, e, lanes, promptLen, n, rounds)
+						tick = append(tick, float64(lanes*n)/d.Seconds())
+					}
+				}
+				slices.Sort(plain)
+				slices.Sort(tick)
+				p, t := plain[len(plain)/2], tick[len(tick)/2]
+				b.ReportMetric(p, "plain-tok/s")
+				b.ReportMetric(t, "tick-tok/s")
+				b.ReportMetric(100*(p-t)/p, "overhead-%")
+			})
+		}
+	}
+}

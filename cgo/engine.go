@@ -1,0 +1,221 @@
+// Package cgo binds the native engine (native/superfluid.h, llama.cpp inside)
+// to Go and implements engine.Engine.
+//
+// One goroutine owns an *Engine: Tick and the sequence primitives must be
+// called from it (or under the owner's synchronisation). Yield, Descriptor
+// and the text functions (Tokenize, AppendPiece, Detokenize,
+// ApplyChatTemplate) may be called from any goroutine. Close releases
+// everything, after every other call has returned; there is no finalizer.
+package cgo
+
+/*
+#cgo CXXFLAGS: -std=c++17 -Wall -Wextra
+#cgo CPPFLAGS: -I${SRCDIR}/../native
+#cgo linux LDFLAGS: -lm
+#include <stdlib.h>
+#include "superfluid.h"
+*/
+import "C"
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"superfluid/engine"
+	"superfluid/gguf"
+
+	// llama.cpp and ggml with its CPU backend, compiled from the module's
+	// vendored sources.
+	_ "github.com/ollama/ollama/llama/llama.cpp/src"
+	_ "github.com/ollama/ollama/ml/backend/ggml/ggml/src"
+)
+
+// Options configure an engine.
+type Options struct {
+	ModelPath string
+	Ctx       int    // context tokens shared by all sequences; 0: the model's
+	Seqs      int    // engine sequences: lanes plus cached prefixes
+	Lanes     int    // lanes that may run at once
+	Batch     int    // most tokens a step may carry
+	UBatch    int    // physical micro-batch; 0: min(Batch, 512)
+	Threads   int    // 0: all cores
+	KVType    string // "f16" (default), "q8_0", "q4_0"
+	FlashAttn int    // -1 auto, 0 off, 1 on
+	NoMmap    bool
+	GPULayers int // layers to offload in a GPU build: 0 all (default), <0 none
+}
+
+func (o *Options) withDefaults() Options {
+	v := *o
+	if v.Lanes <= 0 {
+		v.Lanes = 4
+	}
+	if v.Seqs <= 0 {
+		v.Seqs = 2 * v.Lanes
+	}
+	if v.Batch <= 0 {
+		v.Batch = 512
+	}
+	if v.Threads <= 0 {
+		v.Threads = runtime.NumCPU()
+	}
+	if v.KVType == "" {
+		v.KVType = "f16"
+	}
+	return v
+}
+
+var kvTypes = map[string]C.int32_t{"f16": C.SF_KV_F16, "q8_0": C.SF_KV_Q8_0, "q4_0": C.SF_KV_Q4_0}
+
+// Engine is an open model with its context and lanes.
+type Engine struct {
+	e     *C.sf_engine
+	desc  engine.Descriptor
+	yield *int32
+
+	// The plan and event headers live in C memory so that the only Go
+	// memory C sees is the record arrays, pinned for the call.
+	cplan   *C.sf_plan
+	cevents *C.sf_events
+	pinner  runtime.Pinner
+
+	tokens []engine.TokenEvent
+	top    []engine.TopLogprob
+	lanes  []engine.LaneEvent
+	events engine.Events
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// Open loads a model and creates its context.
+func Open(opts Options) (*Engine, error) {
+	o := opts.withDefaults()
+	kv, ok := kvTypes[o.KVType]
+	if !ok {
+		return nil, fmt.Errorf("cgo: unknown KV cache type %q (want f16, q8_0 or q4_0)", o.KVType)
+	}
+	if _, err := os.Stat(o.ModelPath); err != nil {
+		return nil, fmt.Errorf("cgo: model: %w", err)
+	}
+	digest, err := gguf.ModelDigest(o.ModelPath)
+	if err != nil {
+		return nil, fmt.Errorf("cgo: model %s: %w", o.ModelPath, err)
+	}
+	id, err := hex.DecodeString(digest)
+	if err != nil {
+		return nil, fmt.Errorf("cgo: model digest %q: %w", digest, err)
+	}
+	logCPUFeatures()
+	if err := loadGPUBackend(); err != nil {
+		return nil, err
+	}
+
+	var p C.sf_open_params
+	path := C.CString(o.ModelPath)
+	defer C.free(unsafe.Pointer(path))
+	p.model_path = path
+	p.n_ctx = C.int32_t(o.Ctx)
+	p.n_seq_max = C.int32_t(o.Seqs)
+	p.n_batch = C.int32_t(o.Batch)
+	p.n_ubatch = C.int32_t(o.UBatch)
+	p.n_threads = C.int32_t(o.Threads)
+	p.kv_type = kv
+	p.flash_attn = C.int32_t(o.FlashAttn)
+	if !o.NoMmap {
+		p.use_mmap = 1
+	}
+	p.max_lanes = C.int32_t(o.Lanes)
+	p.n_gpu_layers = C.int32_t(gpuLayers(o.GPULayers))
+	for i := 0; i < len(p.model_id) && i < len(id); i++ {
+		p.model_id[i] = C.uint8_t(id[i])
+	}
+	var errBuf [512]C.char
+	ce := C.sf_open(&p, &errBuf[0], C.size_t(len(errBuf)))
+	if ce == nil {
+		msg := C.GoString(&errBuf[0])
+		if why := lastLlamaError(); why != "" {
+			msg += ": " + why
+		}
+		return nil, fmt.Errorf("cgo: open: %s", msg)
+	}
+	e := &Engine{e: ce}
+	e.yield = (*int32)(unsafe.Pointer(C.sf_yield_word(ce)))
+	e.cplan = (*C.sf_plan)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sf_plan{}))))
+	e.cevents = (*C.sf_events)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sf_events{}))))
+	e.fillDescriptor(o, digest)
+	e.growEvents(o.Lanes * 4)
+	return e, nil
+}
+
+func (e *Engine) fillDescriptor(o Options, identity string) {
+	var d C.sf_desc
+	C.sf_describe(e.e, &d)
+	eog := unsafe.Slice((*int32)(unsafe.Pointer(d.eog)), int(d.n_eog))
+	e.desc = engine.Descriptor{
+		Architecture:      C.GoString(&d.arch[0]),
+		Vocab:             int(d.n_vocab),
+		Ctx:               int(d.n_ctx),
+		CtxTrain:          int(d.n_ctx_train),
+		Seqs:              int(d.n_seq_max),
+		Lanes:             o.Lanes,
+		Batch:             int(d.n_batch),
+		Embd:              int(d.n_embd),
+		Layers:            int(d.n_layer),
+		KVType:            o.KVType,
+		KVBytesPerToken:   int64(d.kv_bytes_per_token),
+		BOS:               int32(d.bos),
+		EOS:               int32(d.eos),
+		EOT:               int32(d.eot),
+		EOG:               append([]int32(nil), eog...),
+		AddBOS:            d.add_bos != 0,
+		ChatTemplate:      C.GoString(d.chat_template),
+		PartialTruncation: d.partial_truncation != 0,
+		Params:            uint64(d.n_params),
+		ModelBytes:        uint64(d.model_bytes),
+		Identity:          identity,
+		FIM: engine.FIM{
+			Prefix:   int32(d.fim_pre),
+			Suffix:   int32(d.fim_suf),
+			Middle:   int32(d.fim_mid),
+			Pad:      int32(d.fim_pad),
+			RepoName: int32(d.fim_rep),
+			FileSep:  int32(d.fim_sep),
+		},
+	}
+}
+
+// Close frees the context, the model and the arenas.
+func (e *Engine) Close() error {
+	if e == nil || e.e == nil {
+		return nil
+	}
+	C.sf_close(e.e)
+	C.free(unsafe.Pointer(e.cplan))
+	C.free(unsafe.Pointer(e.cevents))
+	e.e, e.cplan, e.cevents, e.yield = nil, nil, nil, nil
+	return nil
+}
+
+// Descriptor describes the model and the engine.
+func (e *Engine) Descriptor() *engine.Descriptor { return &e.desc }
+
+// Yield makes a running tick stop at its next step boundary. Any goroutine.
+func (e *Engine) Yield() { atomic.StoreInt32(e.yield, 1) }
+
+// ClearYield lowers the yield word before the owner plans the next tick.
+func (e *Engine) ClearYield() { atomic.StoreInt32(e.yield, 0) }
+
+func (e *Engine) err(op string, rc C.int) error {
+	if rc == C.SF_OK {
+		return nil
+	}
+	return &engine.Error{Status: engine.Status(rc), Op: op, Msg: C.GoString(C.sf_last_error(e.e))}
+}
+
+// errClosed is returned by calls on a closed engine.
+var errClosed = errors.New("cgo: engine is closed")

@@ -1,0 +1,193 @@
+package cgo
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"superfluid/engine"
+)
+
+// openTest opens the tiny test model with room for lanes.
+func openTest(t testing.TB, lanes int) *Engine {
+	t.Helper()
+	e, err := Open(Options{ModelPath: tinyModel(t), Ctx: 1024, Lanes: lanes, Seqs: lanes + 4, Batch: 256, Threads: 1})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// promptTokens returns a deterministic prompt of n tokens made of ordinary
+// text tokens.
+func promptTokens(t testing.TB, e *Engine, n int, salt string) []engine.Token {
+	t.Helper()
+	text := "The quick brown fox " + salt + " jumps over the lazy dog while the compiler builds the engine. "
+	var out []engine.Token
+	for len(out) < n {
+		toks, err := e.Tokenize(text, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, toks...)
+	}
+	return out[:n]
+}
+
+// generate runs lanes to completion through ticks: each prompt prefilled in
+// chunks of at most chunk tokens, then decoded rounds tokens per tick. It
+// returns each lane's tokens; lanes are retired when they finish.
+func generate(t testing.TB, e *Engine, prompts [][]engine.Token, maxTokens, chunk, rounds int, s engine.Sampling) [][]engine.Token {
+	t.Helper()
+	const base = 100
+	var p engine.Plan
+	out := make([][]engine.Token, len(prompts))
+	prefilled := make([]int, len(prompts))
+	done := make([]bool, len(prompts))
+	for i, pr := range prompts {
+		if err := e.Free(int32(i)); err != nil {
+			t.Fatal(err)
+		}
+		p.AddAdmit(engine.Admit{Lane: uint32(base + i), Seq: int32(i), MaxTokens: uint32(maxTokens), Sampling: s}, pr, nil)
+	}
+	for {
+		for i := range prompts {
+			lane := uint32(base + i)
+			switch {
+			case done[i]:
+			case prefilled[i] < len(prompts[i]):
+				n := min(chunk, len(prompts[i])-prefilled[i])
+				p.Prefills = append(p.Prefills, engine.Prefill{Lane: lane, Offset: uint32(prefilled[i]), Count: uint32(n)})
+				prefilled[i] += n
+			default:
+				p.Decodes = append(p.Decodes, engine.Decode{Lane: lane, Rounds: uint32(rounds)})
+			}
+		}
+		if p.Empty() {
+			return out
+		}
+		ev, err := e.Tick(&p)
+		if err != nil {
+			t.Fatalf("tick: %v", err)
+		}
+		p.Reset()
+		for _, te := range ev.Tokens {
+			i := int(te.Lane - base)
+			out[i] = append(out[i], te.Token)
+			if te.Finish != engine.FinishNone {
+				done[i] = true
+				p.Retires = append(p.Retires, te.Lane)
+			}
+		}
+	}
+}
+
+func TestOpenReportsDescriptor(t *testing.T) {
+	e := openTest(t, 2)
+	d := e.Descriptor()
+	if d.Architecture != "llama" || d.Vocab <= 0 || d.Ctx != 1024 || d.KVBytesPerToken <= 0 || len(d.EOG) == 0 {
+		t.Fatalf("descriptor: %+v", d)
+	}
+	if d.Identity == "" || !d.PartialTruncation {
+		t.Fatalf("descriptor identity/truncation: %+v", d)
+	}
+}
+
+func TestOpenRejectsBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	notGGUF := filepath.Join(dir, "x.gguf")
+	os.WriteFile(notGGUF, []byte("this is not a model file at all"), 0o644)
+	for _, path := range []string{filepath.Join(dir, "missing.gguf"), notGGUF} {
+		if _, err := Open(Options{ModelPath: path}); err == nil {
+			t.Errorf("open %s: no error", path)
+		}
+	}
+	if _, err := Open(Options{ModelPath: tinyModel(t), KVType: "q2"}); err == nil {
+		t.Error("unknown KV type accepted")
+	}
+}
+
+func TestMalformedTicksReturnStatus(t *testing.T) {
+	e := openTest(t, 2)
+	prompt := promptTokens(t, e, 8, "a")
+	admit := func(p *engine.Plan, lane uint32, seq int32) {
+		p.AddAdmit(engine.Admit{Lane: lane, Seq: seq, Sampling: engine.Greedy()}, prompt, nil)
+	}
+	cases := []struct {
+		name string
+		plan func(p *engine.Plan)
+		want error
+	}{
+		{"retire unknown lane", func(p *engine.Plan) { p.Retires = append(p.Retires, 9) }, engine.ErrUnknownLane},
+		{"prefill unknown lane", func(p *engine.Plan) {
+			p.Prefills = append(p.Prefills, engine.Prefill{Lane: 9, Offset: 0, Count: 1})
+		}, engine.ErrUnknownLane},
+		{"decode unknown lane", func(p *engine.Plan) { p.Decodes = append(p.Decodes, engine.Decode{Lane: 9, Rounds: 1}) }, engine.ErrUnknownLane},
+		{"sequence out of range", func(p *engine.Plan) { admit(p, 1, 99) }, engine.ErrSeqRange},
+		{"negative sequence", func(p *engine.Plan) { admit(p, 1, -1) }, engine.ErrSeqRange},
+		{"prefill past the prompt", func(p *engine.Plan) {
+			admit(p, 1, 0)
+			p.Prefills = append(p.Prefills, engine.Prefill{Lane: 1, Offset: 0, Count: 9})
+		}, engine.ErrPastPrompt},
+		{"prompt longer than the context", func(p *engine.Plan) {
+			p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Sampling: engine.Greedy()}, make([]engine.Token, 1025), nil)
+		}, engine.ErrContext},
+		{"token outside the vocabulary", func(p *engine.Plan) {
+			p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Sampling: engine.Greedy()}, []engine.Token{1, 1 << 30}, nil)
+		}, engine.ErrInvalid},
+		{"cached tokens the sequence lacks", func(p *engine.Plan) {
+			p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Cached: 4, Sampling: engine.Greedy()}, prompt, nil)
+		}, engine.ErrInvalid},
+		{"two lanes on one sequence", func(p *engine.Plan) { admit(p, 1, 0); admit(p, 2, 0) }, engine.ErrSeqBusy},
+		{"too many logprobs", func(p *engine.Plan) {
+			p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Logprobs: 99, Sampling: engine.Greedy()}, prompt, nil)
+		}, engine.ErrInvalid},
+		{"decode before prefill", func(p *engine.Plan) {
+			admit(p, 1, 0)
+			p.Decodes = append(p.Decodes, engine.Decode{Lane: 1, Rounds: 1})
+		}, engine.ErrInvalid},
+		{"more lanes than the engine", func(p *engine.Plan) { admit(p, 1, 0); admit(p, 2, 1); admit(p, 3, 2) }, engine.ErrInvalid},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p engine.Plan
+			c.plan(&p)
+			_, err := e.Tick(&p)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			var ee *engine.Error
+			if !errors.As(err, &ee) || ee.Msg == "" {
+				t.Fatalf("no message: %#v", err)
+			}
+		})
+	}
+	// The engine still works after all of that.
+	out := generate(t, e, [][]engine.Token{prompt}, 4, 8, 1, engine.Greedy())
+	if len(out[0]) != 4 {
+		t.Fatalf("generated %d tokens after bad plans", len(out[0]))
+	}
+}
+
+func TestSequencePrimitivesRejectBadCalls(t *testing.T) {
+	e := openTest(t, 2)
+	if err := e.CopyPrefix(0, 99, 1); !errors.Is(err, engine.ErrSeqRange) {
+		t.Errorf("copy to 99: %v", err)
+	}
+	if err := e.CopyPrefix(0, 1, 5); !errors.Is(err, engine.ErrInvalid) {
+		t.Errorf("copy of tokens the source lacks: %v", err)
+	}
+	if err := e.Truncate(-3, 0); !errors.Is(err, engine.ErrSeqRange) {
+		t.Errorf("truncate -3: %v", err)
+	}
+	if err := e.Free(1 << 20); !errors.Is(err, engine.ErrSeqRange) {
+		t.Errorf("free: %v", err)
+	}
+	for _, junk := range [][]byte{nil, []byte("garbage"), make([]byte, 4096)} {
+		if _, err := e.Import(0, junk); !errors.Is(err, engine.ErrState) {
+			t.Errorf("import of %d junk bytes: %v", len(junk), err)
+		}
+	}
+}

@@ -1,0 +1,3 @@
+// Compiles native/bench.cpp as part of this package: cgo builds only the
+// sources in the package folder.
+#include "../native/bench.cpp"

@@ -1,0 +1,3 @@
+// Compiles native/sampling.cpp as part of this package: cgo builds only the
+// sources in the package folder.
+#include "../native/sampling.cpp"

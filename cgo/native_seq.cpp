@@ -1,0 +1,3 @@
+// Compiles native/seq.cpp as part of this package: cgo builds only the
+// sources in the package folder.
+#include "../native/seq.cpp"

@@ -1,0 +1,88 @@
+package chat
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// fuzzTemplates are the templates FuzzRender feeds arbitrary contents to.
+var fuzzTemplates = []string{"llama-3.jinja", "deepseek-coder.jinja", "mistral-v0.1.jinja", "gemma.jinja", "llama-2.jinja", "zephyr.jinja", "qwen2.5-instruct.jinja"}
+
+// FuzzRender renders arbitrary message contents with every known template.
+// No input may panic the engine; with ChatML, whose output is fully
+// determined by the messages, the output must be exactly the messages
+// framed, each content verbatim.
+func FuzzRender(f *testing.F) {
+	f.Add("You are terse.", "Hi", "Hello!", true)
+	f.Add("", "", "", false)
+	f.Add("{{ x }}", "{% if %}", "<|im_end|>\n", true)
+	f.Add("  \t\n", "é🦙\x00", "\r\n'\"\\", false)
+	f.Add("\xff\xfe", "a\nb", "}}{{", true)
+
+	opts := Options{BOS: "<s>", EOS: "</s>"}
+	chatml := mustParse(f, ChatML, opts)
+	tmpls := make([]*Template, len(fuzzTemplates))
+	for i, name := range fuzzTemplates {
+		tmpls[i] = mustParse(f, testdataTemplate(f, name), opts)
+	}
+	f.Fuzz(func(t *testing.T, sys, user, asst string, agp bool) {
+		msgs := []Message{
+			{Role: RoleSystem, Content: sys},
+			{Role: RoleUser, Content: user},
+			{Role: RoleAssistant, Content: asst},
+			{Role: RoleUser, Content: sys + user},
+		}
+		got, err := chatml.Render(msgs, agp)
+		if err != nil {
+			t.Fatalf("ChatML: %v", err)
+		}
+		var want strings.Builder
+		for _, m := range msgs {
+			want.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
+		}
+		if agp {
+			want.WriteString("<|im_start|>assistant\n")
+		}
+		if got != want.String() {
+			t.Fatalf("ChatML:\n got %q\nwant %q", got, want.String())
+		}
+		for i, tmpl := range tmpls {
+			out, err := tmpl.Render(msgs, agp)
+			if errors.Is(err, errEnginePanic) {
+				t.Fatalf("%s: %v", fuzzTemplates[i], err)
+			}
+			if err == nil && utf8.ValidString(sys) && utf8.ValidString(user) && utf8.ValidString(asst) && !utf8.ValidString(out) {
+				t.Fatalf("%s: valid input gave invalid UTF-8 %q", fuzzTemplates[i], out)
+			}
+		}
+	})
+}
+
+// FuzzParse feeds arbitrary template text to Parse and, when it parses,
+// renders with it: malformed templates must fail with an error, never a
+// panic in the engine.
+func FuzzParse(f *testing.F) {
+	f.Add(ChatML, "hi")
+	for _, name := range fuzzTemplates {
+		f.Add(testdataTemplate(f, name), "hi")
+	}
+	f.Add("{% for m in messages %}{{ m.content[1:] | trim | upper }}{% endfor %}", "x")
+	f.Add("{{ messages[0].content.split(' ')[-1] }}{% set ns = namespace(a=1) %}{{ ns.a }}", "a b")
+	f.Add("{% if %}", "")
+	f.Add("{{ ", "")
+	f.Fuzz(func(t *testing.T, src, content string) {
+		tmpl, err := Parse(src, Options{BOS: "<s>", EOS: "</s>"})
+		if errors.Is(err, errEnginePanic) {
+			t.Fatalf("Parse(%q): %v", src, err)
+		}
+		if err != nil {
+			return
+		}
+		_, err = tmpl.Render([]Message{{Role: RoleSystem, Content: content}, {Role: RoleUser, Content: content}}, true)
+		if errors.Is(err, errEnginePanic) {
+			t.Fatalf("Render(%q): %v", src, err)
+		}
+	})
+}

@@ -1,0 +1,152 @@
+package chat
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// ChatML is the template of the project's synthetic models (synth writes it)
+// and the one to fall back on for a model file that carries none, as
+// llama.cpp does.
+const ChatML = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+
+// Options are the tokenizer facts a template needs besides the messages.
+type Options struct {
+	// BOS and EOS are the text of the model's beginning- and end-of-sequence
+	// tokens, which templates see as bos_token and eos_token.
+	BOS, EOS string
+
+	// TokenizerAddsBOS says the prompt will be tokenized with the model's
+	// BOS token added in front. Render then removes a leading BOS text from
+	// its output, so a template that writes bos_token itself (Llama 3,
+	// Phi-3) does not give the model two; llama.cpp does the same.
+	TokenizerAddsBOS bool
+}
+
+// Template is a parsed chat template. It is immutable after Parse: any
+// number of goroutines may call Render at once.
+type Template struct {
+	engine *jinja.Template
+	opts   Options
+	// globals are the variables every render sees besides messages and
+	// add_generation_prompt; read-only after Parse.
+	globals map[string]jinja.Value
+	system  bool
+}
+
+// probeText is the system message Parse renders to learn whether the
+// template shows system messages. It is one word so that templates that trim
+// or strip content still print it unchanged.
+const probeText = "SystemProbe7f3c"
+
+// Parse parses a chat template once for any number of renders. It fails on
+// malformed template text and on a template that cannot render a single
+// user message with a generation prompt, the least any chat template must
+// do, so that a broken template is found when the model loads.
+func Parse(src string, opts Options) (*Template, error) {
+	engine, err := compile(src)
+	if err != nil {
+		return nil, fmt.Errorf("chat: parse: %w", err)
+	}
+	t := &Template{engine: engine, opts: opts, globals: globals(opts)}
+	if _, err := t.exec([]Message{{Role: RoleUser, Content: "Hello"}}, true); err != nil {
+		return nil, fmt.Errorf("chat: parse: template cannot render a single user message: %w", err)
+	}
+	out, err := t.exec([]Message{{Role: RoleSystem, Content: probeText}, {Role: RoleUser, Content: "Hello"}}, false)
+	t.system = err == nil && strings.Contains(out, probeText)
+	return t, nil
+}
+
+// SupportsSystemRole reports whether the template shows a system message
+// given as the first message. When it does not, Render folds system
+// messages into user messages (see the package doc).
+func (t *Template) SupportsSystemRole() bool { return t.system }
+
+// Render renders msgs into prompt text. With addGenerationPrompt the prompt
+// ends where the assistant's reply begins (templates that always open the
+// assistant turn, like Phi-3's, ignore it). Any error means this template
+// cannot render this conversation; see the package doc.
+func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
+	if err := checkMessages(msgs); err != nil {
+		return "", err
+	}
+	if !t.system {
+		msgs = foldSystem(msgs)
+	}
+	out, err := t.exec(msgs, addGenerationPrompt)
+	if err != nil {
+		return "", fmt.Errorf("chat: render: %w", err)
+	}
+	if t.opts.TokenizerAddsBOS && t.opts.BOS != "" {
+		out = strings.TrimPrefix(out, t.opts.BOS)
+	}
+	return out, nil
+}
+
+// exec runs the engine on msgs as they are. A panic in the engine becomes
+// an error: one bad template or request must not take the server down.
+func (t *Template) exec(msgs []Message, addGenerationPrompt bool) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("%w: %v", errEnginePanic, r)
+		}
+	}()
+	vars := make(map[string]jinja.Value, len(t.globals)+2)
+	for k, v := range t.globals {
+		vars[k] = v
+	}
+	vars["messages"] = messageValues(msgs)
+	vars["add_generation_prompt"] = jinja.NewBool(addGenerationPrompt)
+	return t.engine.RenderValues(vars)
+}
+
+// compile parses src, turning an engine panic into an error like exec does.
+func compile(src string) (tmpl *jinja.Template, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			tmpl, err = nil, fmt.Errorf("%w: %v", errEnginePanic, r)
+		}
+	}()
+	return jinja.Compile(normalizeSource(src))
+}
+
+// newlines maps every line ending to "\n".
+var newlines = strings.NewReplacer("\r\n", "\n", "\r", "\n")
+
+// normalizeSource does what Jinja's lexer does to a template before reading
+// it and the engine leaves out: line endings become "\n" and a single
+// trailing newline is dropped (keep_trailing_newline is off in
+// transformers). Templates stored in tokenizer_config.json often end in a
+// newline that would otherwise reach the prompt.
+func normalizeSource(src string) string {
+	if strings.Contains(src, "\r") {
+		src = newlines.Replace(src)
+	}
+	return strings.TrimSuffix(src, "\n")
+}
+
+// globals builds the variables transformers passes besides the messages.
+// raise_exception shadows the engine's builtin so that a template's refusal
+// comes back as a *RaiseError the caller can tell apart and show.
+func globals(opts Options) map[string]jinja.Value {
+	return map[string]jinja.Value{
+		"bos_token":       jinja.NewString(opts.BOS),
+		"eos_token":       jinja.NewString(opts.EOS),
+		"tools":           jinja.None(),
+		"documents":       jinja.None(),
+		"raise_exception": jinja.NewCallable("raise_exception", raiseException),
+	}
+}
+
+func raiseException(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.Undefined(), &RaiseError{Message: "raise_exception called without a message"}
+	}
+	msg := args[0].String()
+	if args[0].IsString() {
+		msg = args[0].AsString()
+	}
+	return jinja.Undefined(), &RaiseError{Message: msg}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"superfluid/cgo"
+	"superfluid/synth"
+)
+
+func cpuFeatures() string { return cgo.CPUFeatures() }
+
+func modelCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "model",
+		Usage: "inspect or generate GGUF models",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "info",
+				Usage: "print a model's descriptor as JSON",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file", EnvVars: []string{"SUPERFLUID_MODEL"}},
+				},
+				Action: modelInfo,
+			},
+			{
+				Name:  "synth",
+				Usage: "write a synthetic llama-architecture model with seeded random weights",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "shape", Value: "tiny", Usage: "tiny, small or 0.5b"},
+					&cli.StringFlag{Name: "vocab", Usage: "graft the tokenizer of this vocab-only GGUF (default: a built-in byte-level BPE with ChatML and FIM tokens)"},
+					&cli.StringFlag{Name: "type", Value: "f16", Usage: "weight type: f16 or q8_0"},
+					&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
+					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output file"},
+				},
+				Action: modelSynth,
+			},
+		},
+	}
+}
+
+func modelInfo(c *cli.Context) error {
+	if c.Args().Present() {
+		return fmt.Errorf("model info: unexpected argument %q", c.Args().First())
+	}
+	e, err := cgo.Open(cgo.Options{ModelPath: c.String("model"), Ctx: 512, Lanes: 1, Seqs: 1, Batch: 32, Threads: 1})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	out, err := json.MarshalIndent(e.Descriptor(), "", "  ")
+	if err != nil {
+		return fmt.Errorf("model info: %w", err)
+	}
+	fmt.Fprintf(c.App.Writer, "%s\n", out)
+	return nil
+}
+
+func modelSynth(c *cli.Context) error {
+	shape, err := synth.ShapeByName(c.String("shape"))
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	opts := synth.Options{Shape: shape, VocabFile: c.String("vocab"), Type: c.String("type"), Seed: c.Uint64("seed")}
+	if err := synth.Write(c.String("output"), opts); err != nil {
+		return err
+	}
+	slog.Info("model written", "file", c.String("output"), "shape", shape.Name, "type", opts.Type, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,77 @@
+package engine
+
+// Descriptor describes an open model and the engine around it.
+type Descriptor struct {
+	Architecture      string  `json:"architecture"`
+	Vocab             int     `json:"vocab_size"`
+	Ctx               int     `json:"context"`
+	CtxTrain          int     `json:"context_train"`
+	Seqs              int     `json:"max_sequences"`
+	Lanes             int     `json:"max_lanes"`
+	Batch             int     `json:"batch"`
+	Embd              int     `json:"embedding"`
+	Layers            int     `json:"layers"`
+	KVType            string  `json:"kv_type"`
+	KVBytesPerToken   int64   `json:"kv_bytes_per_token"`
+	BOS               Token   `json:"bos"`
+	EOS               Token   `json:"eos"`
+	EOT               Token   `json:"eot"`
+	EOG               []Token `json:"eog"`
+	AddBOS            bool    `json:"add_bos"`
+	FIM               FIM     `json:"fim"`
+	ChatTemplate      string  `json:"chat_template"`
+	PartialTruncation bool    `json:"partial_truncation"`
+	Params            uint64  `json:"parameters"`
+	ModelBytes        uint64  `json:"model_bytes"`
+	Identity          string  `json:"identity"` // digest of the model file
+}
+
+// FIM names the fill-in-the-middle tokens; -1 where the vocabulary has none.
+type FIM struct {
+	Prefix   Token `json:"prefix"`
+	Suffix   Token `json:"suffix"`
+	Middle   Token `json:"middle"`
+	Pad      Token `json:"pad"`
+	RepoName Token `json:"repo_name"`
+	FileSep  Token `json:"file_separator"`
+}
+
+// Capable reports whether the vocabulary has the three FIM tokens.
+func (f FIM) Capable() bool { return f.Prefix >= 0 && f.Suffix >= 0 && f.Middle >= 0 }
+
+// IsEOG reports whether t ends generation.
+func (d *Descriptor) IsEOG(t Token) bool {
+	for _, e := range d.EOG {
+		if e == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Engine runs ticks and keeps sequences. One goroutine owns it; only Yield
+// may be called from others.
+type Engine interface {
+	Descriptor() *Descriptor
+	// Tick carries out a plan. The events belong to the engine until the
+	// next Tick. A malformed plan changes nothing and returns an *Error.
+	Tick(p *Plan) (*Events, error)
+	// Yield makes a running tick stop at its next step boundary.
+	Yield()
+	// ClearYield lowers the yield word; the owner calls it before planning.
+	ClearYield()
+
+	// CopyPrefix makes dst hold the first n tokens of src.
+	CopyPrefix(src, dst int32, n int) error
+	// Truncate keeps the first keep tokens of seq.
+	Truncate(seq int32, keep int) error
+	// Free empties seq.
+	Free(seq int32) error
+	// SeqLen is the number of tokens seq holds.
+	SeqLen(seq int32) int
+	// Export appends seq's state to dst.
+	Export(seq int32, dst []byte) ([]byte, error)
+	// Import replaces seq's contents with exported state and returns the
+	// number of tokens it holds.
+	Import(seq int32, data []byte) (int, error)
+}

@@ -1,0 +1,79 @@
+package engine
+
+// Finish says why a lane stopped generating.
+type Finish uint32
+
+// Finish reasons.
+const (
+	FinishNone    Finish = iota
+	FinishEOG            // the model produced an end-of-generation token
+	FinishLength         // the lane's token limit
+	FinishContext        // the sequence filled the context
+	FinishError
+)
+
+func (f Finish) String() string {
+	switch f {
+	case FinishNone:
+		return "none"
+	case FinishEOG:
+		return "eog"
+	case FinishLength:
+		return "length"
+	case FinishContext:
+		return "context"
+	case FinishError:
+		return "error"
+	}
+	return "unknown"
+}
+
+// TokenEvent is one sampled token. Finish is set on a lane's last token.
+type TokenEvent struct {
+	Lane    uint32
+	Token   Token
+	Logprob float32 // of the sampled token, when logprobs were asked for
+	TopOff  uint32  // into Events.Top
+	TopLen  uint32
+	Finish  Finish
+}
+
+// TopLogprob is one of the most likely tokens at a position.
+type TopLogprob struct {
+	Token   Token
+	Logprob float32
+}
+
+// LaneEvent is where a lane stands after a tick.
+type LaneEvent struct {
+	Lane      uint32
+	Finish    Finish
+	Prefilled uint32 // prompt tokens in the sequence
+	NPast     uint32 // tokens in the sequence
+	Generated uint32 // tokens sampled since admission
+	Status    Status // of the lane's last step
+}
+
+// Timings are what the scheduler learns prefill and decode rates from.
+type Timings struct {
+	PrefillNS     int64 // steps that carried prompt tokens
+	DecodeNS      int64 // decode-only steps
+	PrefillTokens uint32
+	DecodeTokens  uint32
+	Steps         uint32
+	Yielded       uint32 // 1: the tick stopped early on the yield word
+}
+
+// Events is what one tick reports. Its slices belong to the engine and stay
+// valid until the next tick.
+type Events struct {
+	Tokens  []TokenEvent
+	Top     []TopLogprob
+	Lanes   []LaneEvent
+	Timings Timings
+}
+
+// TopOf returns the top logprobs recorded for a token event.
+func (ev *Events) TopOf(t *TokenEvent) []TopLogprob {
+	return ev.Top[t.TopOff : t.TopOff+t.TopLen]
+}

@@ -1,0 +1,100 @@
+package engine
+
+// Token is a vocabulary id.
+type Token = int32
+
+// Sampling holds one lane's sampling parameters. Temperature <= 0 is greedy.
+type Sampling struct {
+	Temperature      float32
+	TopK             int32   // 0: off
+	TopP             float32 // 1: off
+	MinP             float32 // 0: off
+	RepeatPenalty    float32 // 1: off
+	FrequencyPenalty float32
+	PresencePenalty  float32
+	PenaltyLastN     int32 // tokens the penalties look back over; -1: whole context
+	Seed             uint64
+}
+
+// Greedy returns sampling that always picks the most likely token.
+func Greedy() Sampling {
+	return Sampling{TopP: 1, RepeatPenalty: 1, PenaltyLastN: 64}
+}
+
+// LogitBias adds Bias to a token's logit before sampling.
+type LogitBias struct {
+	Token Token
+	Bias  float32
+}
+
+// Admit binds a lane to an engine sequence with a prompt. The first Cached
+// prompt tokens must already be in the sequence; prefills cover the rest.
+type Admit struct {
+	Lane      uint32
+	Seq       int32
+	PromptOff uint32 // into Plan.Tokens
+	PromptLen uint32
+	Cached    uint32
+	MaxTokens uint32 // 0: until end of generation or a full context
+	BiasOff   uint32 // into Plan.Biases
+	BiasLen   uint32
+	Logprobs  int32 // top-N logprobs per token, 0..MaxLogprobs
+	Flags     uint32
+	Sampling  Sampling
+}
+
+// MaxLogprobs is the most top-N logprobs a lane may ask for.
+const MaxLogprobs = 20
+
+// Prefill feeds Count prompt tokens of a lane starting at Offset.
+type Prefill struct {
+	Lane   uint32
+	Offset uint32
+	Count  uint32
+}
+
+// Decode lets a lane emit up to Rounds tokens in this tick.
+type Decode struct {
+	Lane   uint32
+	Rounds uint32
+}
+
+// Plan is one tick's work: retires first, then admits, then steps of mixed
+// batches (every prefill chunk beside one token per decoding lane in the
+// first step, decoding lanes alone after it). Reuse a Plan across ticks with
+// Reset so that steady-state ticks allocate nothing.
+type Plan struct {
+	Retires  []uint32
+	Admits   []Admit
+	Prefills []Prefill
+	Decodes  []Decode
+	Tokens   []Token
+	Biases   []LogitBias
+}
+
+// Reset empties the plan, keeping its storage.
+func (p *Plan) Reset() {
+	p.Retires = p.Retires[:0]
+	p.Admits = p.Admits[:0]
+	p.Prefills = p.Prefills[:0]
+	p.Decodes = p.Decodes[:0]
+	p.Tokens = p.Tokens[:0]
+	p.Biases = p.Biases[:0]
+}
+
+// AddAdmit appends an admission whose prompt and logit bias are copied into
+// the plan's token and bias arrays; a's offsets and lengths are set here.
+func (p *Plan) AddAdmit(a Admit, prompt []Token, bias []LogitBias) {
+	a.PromptOff = uint32(len(p.Tokens))
+	a.PromptLen = uint32(len(prompt))
+	a.BiasOff = uint32(len(p.Biases))
+	a.BiasLen = uint32(len(bias))
+	p.Tokens = append(p.Tokens, prompt...)
+	p.Biases = append(p.Biases, bias...)
+	p.Admits = append(p.Admits, a)
+}
+
+// Empty reports whether the plan asks for nothing.
+func (p *Plan) Empty() bool {
+	return len(p.Retires)+len(p.Admits)+len(p.Prefills)+len(p.Decodes) == 0
+}

@@ -1,0 +1,89 @@
+package http
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/sched"
+)
+
+func commonRoutes() map[string]route {
+	return map[string]route{
+		"/health":  {method: "GET", kind: apiLlama, handler: (*Server).health, public: true, loading: true},
+		"/metrics": {method: "GET", kind: apiLlama, handler: (*Server).metrics},
+	}
+}
+
+// health answers 503 while the model loads and 200 once it serves, as
+// llama.cpp's server does (editors poll it before their first request).
+func (s *Server) health(ctx *fasthttp.RequestCtx, m *Model) error {
+	if m == nil {
+		return &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "unavailable_error", Msg: "Loading model"}
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBodyString(`{"status":"ok"}`)
+	return nil
+}
+
+// metrics renders the scheduler's and the cache's counters in Prometheus'
+// text format.
+func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
+	var b strings.Builder
+	st := m.Sched.Stats()
+	counter := func(name, help string, v uint64) {
+		fmt.Fprintf(&b, "# HELP superfluid_%s %s\n# TYPE superfluid_%s counter\nsuperfluid_%s %d\n", name, help, name, name, v)
+	}
+	gauge := func(name, help string, v int64) {
+		fmt.Fprintf(&b, "# HELP superfluid_%s %s\n# TYPE superfluid_%s gauge\nsuperfluid_%s %d\n", name, help, name, name, v)
+	}
+	counter("ticks_total", "Engine ticks that carried work.", st.Ticks)
+	counter("prefill_tokens_total", "Prompt tokens prefilled.", st.PrefillTokens)
+	counter("decode_tokens_total", "Tokens generated.", st.DecodeTokens)
+	counter("warm_prefix_tokens_total", "Prompt tokens found in the prefix cache at admission.", st.WarmPrefixTokens)
+	counter("admissions_total", "Lanes admitted.", st.Admissions)
+	counter("cold_admissions_total", "Admissions that found nothing cached.", st.ColdAdmissions)
+	counter("preemptions_total", "Lanes preempted for a better class.", st.Preemptions)
+	counter("starvation_grants_total", "Grants to lanes that had starved.", st.StarvationGrants)
+	counter("shared_prefix_holds_total", "Admissions held for a shared prefix.", st.SharedPrefixHolds)
+	counter("kv_full_total", "Ticks stopped by a full KV pool.", st.KVFull)
+	counter("tick_errors_total", "Ticks the engine failed.", st.TickErrors)
+	counter("requests_cancelled_total", "Requests cancelled.", st.Cancelled)
+	counter("requests_expired_total", "Requests past their deadline.", st.Expired)
+	counter("requests_completed_total", "Requests ended.", st.Completed)
+	gauge("lanes_active", "Lanes running now.", st.LanesActive)
+	gauge("prefill_budget_tokens", "The last tick's prompt budget.", st.PrefillBudget)
+	b.WriteString("# HELP superfluid_queue_depth Requests waiting for a lane, by class.\n# TYPE superfluid_queue_depth gauge\n")
+	for c := range sched.NumClasses {
+		fmt.Fprintf(&b, "superfluid_queue_depth{class=%q} %d\n", sched.Class(c).String(), st.QueueDepth[c])
+	}
+	b.WriteString("# HELP superfluid_ttft_seconds Time from submission to the first token.\n# TYPE superfluid_ttft_seconds histogram\n")
+	var cum uint64
+	for i, bound := range sched.TTFTBucketsMS {
+		cum += st.TTFTBuckets[i]
+		fmt.Fprintf(&b, "superfluid_ttft_seconds_bucket{le=%q} %d\n", strconv.FormatFloat(float64(bound)/1000, 'g', -1, 64), cum)
+	}
+	cum += st.TTFTBuckets[len(sched.TTFTBucketsMS)]
+	fmt.Fprintf(&b, "superfluid_ttft_seconds_bucket{le=\"+Inf\"} %d\nsuperfluid_ttft_seconds_sum %g\nsuperfluid_ttft_seconds_count %d\n",
+		cum, float64(st.TTFTSumMS)/1000, st.TTFTCount)
+	if m.Cache != nil {
+		seen := map[string]bool{}
+		for _, x := range m.Cache.Metrics() {
+			name := "superfluid_" + x.Name
+			if !seen[name] {
+				fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, x.Help, name, x.Type)
+				seen[name] = true
+			}
+			if x.Labels != "" {
+				fmt.Fprintf(&b, "%s{%s} %g\n", name, x.Labels, x.Value)
+			} else {
+				fmt.Fprintf(&b, "%s %g\n", name, x.Value)
+			}
+		}
+	}
+	ctx.SetContentType("text/plain; version=0.0.4")
+	ctx.SetBodyString(b.String())
+	return nil
+}

@@ -1,0 +1,300 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/chat"
+	"superfluid/engine"
+	"superfluid/sched"
+)
+
+// chatMessages maps OpenAI messages onto the template's roles; content may
+// be a string or an array of text parts.
+func chatMessages(in []oaiMessage) ([]chat.Message, error) {
+	if len(in) == 0 {
+		return nil, badParam("messages", "messages must not be empty")
+	}
+	out := make([]chat.Message, 0, len(in))
+	for i, msg := range in {
+		role := msg.Role
+		switch role {
+		case "developer":
+			role = chat.RoleSystem
+		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
+		default:
+			return nil, badParam("messages", "messages[%d]: unknown role %q", i, msg.Role)
+		}
+		text, err := contentText(msg.Content)
+		if err != nil {
+			return nil, badParam("messages", "messages[%d].content: %v", i, err)
+		}
+		out = append(out, chat.Message{Role: role, Content: text})
+	}
+	return out, nil
+}
+
+// contentText reads message content: a string, null, or text parts.
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []oaiContentPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("expected a string or an array of content parts")
+	}
+	text := ""
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content parts of type %q are not supported (text only)", p.Type)
+		}
+		text += p.Text
+	}
+	return text, nil
+}
+
+// renderChat renders a conversation with the model's template and tokenizes it.
+func renderChat(m *Model, msgs []chat.Message) ([]engine.Token, error) {
+	if m.Chat == nil {
+		return nil, badRequest("the model has no chat template; use the completion endpoints")
+	}
+	text, err := m.Chat.Render(msgs, true)
+	if err != nil {
+		return nil, badRequest("the model's chat template cannot render this conversation: %v", err)
+	}
+	prompt, err := tokenize(m, text, true)
+	if err != nil {
+		return nil, err
+	}
+	return prompt, checkPrompt(m, prompt)
+}
+
+// logitBias reads OpenAI's {"token id": bias} map.
+func logitBias(in map[string]float64, vocab int) ([]engine.LogitBias, error) {
+	var out []engine.LogitBias
+	for k, v := range in {
+		id, err := strconv.Atoi(k)
+		if err != nil || id < 0 || id >= vocab {
+			return nil, badParam("logit_bias", "logit_bias key %q is not a token id of this model", k)
+		}
+		if v < -100 || v > 100 {
+			return nil, badParam("logit_bias", "logit_bias %v for token %d outside [-100, 100]", v, id)
+		}
+		out = append(out, engine.LogitBias{Token: engine.Token(id), Bias: float32(v)})
+	}
+	return out, nil
+}
+
+// choiceCount reads "n" (1–16).
+func choiceCount(n *int) (int, error) {
+	if n == nil {
+		return 1, nil
+	}
+	if *n < 1 || *n > 16 {
+		return 0, badParam("n", "n must be between 1 and 16")
+	}
+	return *n, nil
+}
+
+func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatRequest) (*genSpec, int, error) {
+	if err := checkModelName(m, req.Model); err != nil {
+		return nil, 0, err
+	}
+	msgs, err := chatMessages(req.Messages)
+	if err != nil {
+		return nil, 0, err
+	}
+	prompt, err := renderChat(m, msgs)
+	if err != nil {
+		return nil, 0, err
+	}
+	limit := req.MaxCompletionTokens
+	field := "max_completion_tokens"
+	if limit == nil {
+		limit, field = req.MaxTokens, "max_tokens"
+	}
+	maxTok, err := maxTokens(field, limit, m.Desc.Ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := choiceCount(req.N)
+	if err != nil {
+		return nil, 0, err
+	}
+	smp, err := sampling(req.Temperature, 1, req.TopK, req.TopP, req.MinP, req.Seed, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty)
+	if err != nil {
+		return nil, 0, err
+	}
+	stops, err := stopList(req.Stop, "stop")
+	if err != nil {
+		return nil, 0, err
+	}
+	class, err := s.requestClass(ctx, "")
+	if err != nil {
+		return nil, 0, err
+	}
+	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}
+	if req.Logprobs {
+		top := 0
+		if req.TopLogprobs != nil {
+			top = *req.TopLogprobs
+		}
+		if top < 0 || top > engine.MaxLogprobs {
+			return nil, 0, badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
+		}
+		g.Logprobs = max(top, 1)
+		g.topLogprobs = top
+	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
+		return nil, 0, badParam("top_logprobs", "top_logprobs needs logprobs: true")
+	}
+	if g.Bias, err = logitBias(req.LogitBias, m.Desc.Vocab); err != nil {
+		return nil, 0, err
+	}
+	return g, n, nil
+}
+
+// withSeed returns g for choice i of n: each choice samples with its own
+// seed so that n > 1 gives different answers.
+func (g *genSpec) withSeed(i int) *genSpec {
+	c := *g
+	c.Sampling.Seed += uint64(i)
+	return &c
+}
+
+func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
+	var req oaiChatRequest
+	if err := decodeJSON(ctx, &req); err != nil {
+		return err
+	}
+	g, n, err := s.chatSpec(ctx, m, &req)
+	if err != nil {
+		return err
+	}
+	id := newID("chatcmpl-")
+	created := time.Now().Unix()
+	if req.Stream {
+		return s.streamChat(ctx, m, g, n, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+	}
+	rctx, done := s.requestContext(ctx, false)
+	defer done()
+	outs, err := generateN(rctx, m, g, n, func(c *choiceOut, d *delta) { c.addLogprobs(m, d) })
+	if err != nil {
+		return err
+	}
+	resp := oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
+	for i, o := range outs {
+		resp.Choices = append(resp.Choices, oaiChatChoice{
+			Index: i, Message: oaiChatMessage{Role: "assistant", Content: string(o.Text)},
+			Logprobs: o.logprobs, FinishReason: o.Finish,
+		})
+	}
+	resp.Usage = usageOf(g, outs)
+	return writeJSON(ctx, resp)
+}
+
+// generateN runs n choices at once and collects each; onDelta, when not
+// nil, sees every delta of a choice that asked for logprobs.
+func generateN(ctx context.Context, m *Model, g *genSpec, n int, onDelta func(c *choiceOut, d *delta)) ([]*choiceOut, error) {
+	streams := make([]*choiceOut, n)
+	for i := range n {
+		c := &choiceOut{spec: g.withSeed(i)}
+		st, err := submit(ctx, m, c.spec)
+		if err != nil {
+			for _, prev := range streams[:i] {
+				prev.st.Cancel()
+			}
+			return nil, err
+		}
+		c.st = st
+		streams[i] = c
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, c := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var emit func(d *delta) error
+			if c.spec.Logprobs > 0 && onDelta != nil {
+				emit = func(d *delta) error { onDelta(c, d); return nil }
+			}
+			c.outcome, errs[i] = follow(ctx, m, c.spec, c.st, true, emit)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return streams, nil
+}
+
+// choiceOut is one of n choices being generated.
+type choiceOut struct {
+	outcome
+	spec     *genSpec
+	st       *sched.Stream
+	logprobs *oaiLogprobs
+}
+
+func (c *choiceOut) addLogprobs(m *Model, d *delta) {
+	if c.logprobs == nil {
+		c.logprobs = &oaiLogprobs{Content: []oaiTokenLogprob{}}
+	}
+	for i := range d.Tokens {
+		c.logprobs.Content = append(c.logprobs.Content, oaiTokenEntry(m, c.spec, &d.Tokens[i]))
+	}
+}
+
+// oaiTokenEntry is one token's logprob entry: its text, its bytes (a token
+// may be part of a character), and the top alternatives asked for.
+func oaiTokenEntry(m *Model, g *genSpec, t *tokenOut) oaiTokenLogprob {
+	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
+	var piece []byte
+	for _, alt := range t.Top[:min(len(t.Top), g.topLogprobs)] {
+		piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
+		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(alt.Logprob), Bytes: byteList(piece)})
+	}
+	return e
+}
+
+func byteList(b []byte) []int {
+	out := make([]int, len(b))
+	for i, c := range b {
+		out[i] = int(c)
+	}
+	return out
+}
+
+func usageOf(g *genSpec, outs []*choiceOut) oaiUsage {
+	u := oaiUsage{PromptTokens: len(g.Prompt)}
+	for _, o := range outs {
+		u.CompletionTokens += o.Completed
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	if len(outs) > 0 {
+		u.PromptTokensDetails = &oaiPromptDetails{CachedTokens: outs[0].Result.CachedTokens}
+	}
+	return u
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return serverError("encoding the response: %v", err)
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+	return nil
+}

@@ -1,0 +1,364 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"superfluid/engine"
+)
+
+// Config sizes a Cache. Validate it with New.
+type Config struct {
+	// Seqs is the number of engine sequences, [0, Seqs); the cache hands
+	// them to lanes and keeps the rest as entries.
+	Seqs int
+	// MaxResidentTokens bounds the distinct tokens resident entries hold in
+	// the KV pool (a prefix several entries share counts once); 0: bounded
+	// only by the sequence table and the engine's KV-full reports.
+	MaxResidentTokens int
+	// HostBytes is the host-memory tier's budget for exported entries; 0
+	// disables the tier.
+	HostBytes int64
+	// MinSharedTokens is the shortest prefix that eviction keeps because two
+	// requests shared it (default 32).
+	MinSharedTokens int
+	// MinHostTokens is the shortest entry worth exporting to host memory
+	// (default 64): below it, prefilling again is as cheap as importing.
+	MinHostTokens int
+}
+
+func (c *Config) validate() error {
+	if c.Seqs < 1 {
+		return fmt.Errorf("kv: %d sequences: need at least one", c.Seqs)
+	}
+	if c.MaxResidentTokens < 0 || c.HostBytes < 0 || c.MinSharedTokens < 0 || c.MinHostTokens < 0 {
+		return errors.New("kv: negative budget")
+	}
+	if c.MinSharedTokens == 0 {
+		c.MinSharedTokens = 32
+	}
+	if c.MinHostTokens == 0 {
+		c.MinHostTokens = 64
+	}
+	return nil
+}
+
+// ErrNoSequence means every sequence carries a lane: nothing can be evicted
+// to make room for another.
+var ErrNoSequence = errors.New("kv: every sequence is in use by a lane")
+
+// entry is a resident cached stream: seq holds the tokens of node's path.
+type entry struct {
+	seq  int32
+	node *node
+	used uint64 // the cache clock when last matched or published
+}
+
+// Cache is the prefix cache over an engine's sequences. It implements
+// sched.Cache. One goroutine owns it.
+type Cache struct {
+	eng     engine.Engine
+	cfg     Config
+	tree    radix
+	free    []int32
+	leased  map[int32]bool
+	entries map[int32]*entry
+	host    hostTier
+	clock   uint64
+	stats   Stats
+}
+
+// New returns a cache managing sequences [0, cfg.Seqs) of eng, all of which
+// must be empty and free of lanes.
+func New(eng engine.Engine, cfg Config) (*Cache, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Cache{eng: eng, cfg: cfg, leased: map[int32]bool{}, entries: map[int32]*entry{}}
+	c.host.budget = cfg.HostBytes
+	for s := cfg.Seqs - 1; s >= 0; s-- {
+		c.free = append(c.free, int32(s))
+	}
+	return c, nil
+}
+
+// Acquire returns a free sequence holding the longest cached prefix of
+// tokens (at most len(tokens)-1 of them) and that prefix's length.
+func (c *Cache) Acquire(tokens []engine.Token) (int32, int, error) {
+	c.clock++
+	seq, err := c.takeSeq()
+	if err != nil {
+		return -1, 0, err
+	}
+	c.leased[seq] = true
+	limit := len(tokens) - 1
+	if limit <= 0 {
+		c.stats.Misses.Add(1)
+		return seq, 0, nil
+	}
+	n, matched := c.tree.match(tokens)
+	res, resDepth, host, hostDepth := c.candidates(n, matched)
+	resDepth, hostDepth = min(resDepth, limit), min(hostDepth, limit)
+	cached := 0
+	switch {
+	case host != nil && hostDepth > resDepth:
+		cached = c.seedFromHost(seq, host, hostDepth)
+	case res != nil && resDepth > 0:
+		if err := c.eng.CopyPrefix(res.seq, seq, resDepth); err != nil {
+			slog.Warn("prefix cache: copy failed, admitting cold", "err", err)
+			break
+		}
+		res.used = c.clock
+		cached = resDepth
+	}
+	if cached == 0 {
+		c.stats.Misses.Add(1)
+		return seq, 0, nil
+	}
+	c.stats.Hits.Add(1)
+	c.stats.WarmTokens.Add(int64(cached))
+	c.countHits(tokens[:cached])
+	return seq, cached, nil
+}
+
+// candidates finds the best resident and host entries sharing a prefix with
+// the walked tokens: below the deepest node reached they share all matched
+// tokens; below an ancestor, the ancestor's depth.
+func (c *Cache) candidates(n *node, matched int) (res *entry, resDepth int, host *hostEntry, hostDepth int) {
+	depth := matched
+	for at := n; at != nil && at != &c.tree.root && (res == nil || host == nil); at = at.parent {
+		if at != n {
+			depth = at.depth
+		}
+		r, h := at.find()
+		if res == nil && r != nil {
+			res, resDepth = r, depth
+		}
+		if host == nil && h != nil {
+			host, hostDepth = h, depth
+		}
+	}
+	return res, resDepth, host, hostDepth
+}
+
+// seedFromHost imports a host entry into seq and cuts it to depth tokens;
+// on failure the sequence is emptied and the lane starts cold.
+func (c *Cache) seedFromHost(seq int32, h *hostEntry, depth int) int {
+	n, err := c.eng.Import(seq, h.blob)
+	if err == nil && n > depth {
+		err = c.eng.Truncate(seq, depth)
+	}
+	if err != nil {
+		slog.Warn("prefix cache: host entry refused, admitting cold", "err", err)
+		c.host.remove(&c.tree, h)
+		c.eng.Free(seq)
+		return 0
+	}
+	h.used = c.clock
+	c.stats.HostHits.Add(1)
+	return min(n, depth)
+}
+
+// countHits marks the nodes a match covered, so eviction knows which
+// prefixes requests share.
+func (c *Cache) countHits(prefix []engine.Token) {
+	n, matched := c.tree.match(prefix)
+	if matched < n.depth {
+		// The match ended inside n's edge: split there, so the shared
+		// prefix has a node of its own to count on.
+		n = c.tree.split(n, len(n.edge)-(n.depth-matched))
+	}
+	for ; n != nil && n != &c.tree.root; n = n.parent {
+		n.hits++
+	}
+}
+
+// Release takes back a leased sequence holding tokens and publishes it.
+func (c *Cache) Release(seq int32, tokens []engine.Token) {
+	c.clock++
+	delete(c.leased, seq)
+	if len(tokens) == 0 {
+		c.freeSeq(seq)
+		return
+	}
+	n := c.tree.insert(tokens)
+	if existing := n.resident; existing != nil || n.coveredBelow(nil) {
+		// The stream is already cached (here or inside a longer entry).
+		if existing != nil {
+			existing.used = c.clock
+		}
+		c.freeSeq(seq)
+		c.tree.prune(n)
+		return
+	}
+	e := &entry{seq: seq, node: n, used: c.clock}
+	n.resident = e
+	c.entries[seq] = e
+	c.stats.Published.Add(1)
+	// Entries that are strict prefixes of this one add nothing now.
+	if h := n.host; h != nil {
+		c.host.remove(&c.tree, h)
+	}
+	for at := n.parent; at != nil && at != &c.tree.root; at = at.parent {
+		if old := at.resident; old != nil {
+			at.resident = nil
+			delete(c.entries, old.seq)
+			c.freeSeq(old.seq)
+		}
+		if h := at.host; h != nil {
+			c.host.remove(&c.tree, h)
+		}
+	}
+	c.enforceBudget()
+	c.publishGauges()
+}
+
+// Relieve evicts one entry (cutting it back to a shared prefix where it has
+// one) after the engine ran out of KV cells; false when nothing is cached.
+func (c *Cache) Relieve() bool {
+	v := c.victim()
+	if v == nil {
+		return false
+	}
+	c.evict(v, false)
+	c.publishGauges()
+	return true
+}
+
+func (c *Cache) freeSeq(seq int32) {
+	if err := c.eng.Free(seq); err != nil {
+		slog.Error("prefix cache: freeing a sequence failed", "seq", seq, "err", err)
+	}
+	c.free = append(c.free, seq)
+}
+
+// takeSeq pops a free sequence, evicting a whole entry when none is free.
+func (c *Cache) takeSeq() (int32, error) {
+	if len(c.free) == 0 {
+		v := c.victim()
+		if v == nil {
+			return -1, ErrNoSequence
+		}
+		c.evict(v, true)
+		c.publishGauges()
+	}
+	seq := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	return seq, nil
+}
+
+// victim picks the entry to evict: least recently used, entries whose
+// prefix other requests shared last.
+func (c *Cache) victim() *entry {
+	var best *entry
+	bestShared := false
+	for _, e := range c.entries {
+		shared := c.sharedPrefix(e) != nil
+		if best == nil || (!shared && bestShared) || (shared == bestShared && e.used < best.used) {
+			best, bestShared = e, shared
+		}
+	}
+	return best
+}
+
+// sharedPrefix returns the deepest node on e's path, short of e's own end,
+// that two or more matches covered and that is long enough to keep.
+func (c *Cache) sharedPrefix(e *entry) *node {
+	for at := e.node.parent; at != nil && at != &c.tree.root; at = at.parent {
+		if at.hits >= 2 && at.depth >= c.cfg.MinSharedTokens {
+			return at
+		}
+	}
+	return nil
+}
+
+// evict removes e from the pool: exported to host memory first when the
+// tier has room for it; cut back to its shared prefix instead of dropped
+// unless whole (the caller needs the sequence itself).
+func (c *Cache) evict(e *entry, whole bool) {
+	c.stats.Evictions.Add(1)
+	if c.host.budget > 0 && e.node.depth >= c.cfg.MinHostTokens && e.node.host == nil {
+		if blob, err := c.eng.Export(e.seq, nil); err == nil {
+			c.host.add(&c.tree, e.node, blob, c.clock)
+			c.stats.HostExports.Add(1)
+		} else {
+			slog.Warn("prefix cache: export to host memory failed", "err", err)
+		}
+	}
+	old := e.node
+	old.resident = nil
+	if s := c.sharedPrefix(e); !whole && s != nil && s.resident == nil && !s.coveredBelow(e) {
+		if err := c.eng.Truncate(e.seq, s.depth); err == nil {
+			e.node = s
+			s.resident = e
+			c.tree.prune(old)
+			return
+		}
+	}
+	delete(c.entries, e.seq)
+	c.freeSeq(e.seq)
+	c.tree.prune(old)
+}
+
+// enforceBudget evicts until resident entries fit MaxResidentTokens.
+func (c *Cache) enforceBudget() {
+	if c.cfg.MaxResidentTokens <= 0 {
+		return
+	}
+	for c.residentTokens() > c.cfg.MaxResidentTokens {
+		v := c.victim()
+		if v == nil {
+			return
+		}
+		c.evict(v, false)
+	}
+}
+
+// residentTokens counts the distinct tokens resident entries cover.
+func (c *Cache) residentTokens() int {
+	var walk func(n *node) (int, bool)
+	walk = func(n *node) (int, bool) {
+		total, covered := 0, n.resident != nil
+		for _, ch := range n.children {
+			t, cv := walk(ch)
+			total += t
+			covered = covered || cv
+		}
+		if covered {
+			total += len(n.edge)
+		}
+		return total, covered
+	}
+	t, _ := walk(&c.tree.root)
+	return t
+}
+
+func (c *Cache) publishGauges() {
+	c.stats.Entries.Store(int64(len(c.entries)))
+	c.stats.ResidentTokens.Store(int64(c.residentTokens()))
+	c.stats.HostEntries.Store(int64(len(c.host.entries)))
+	c.stats.HostBytes.Store(c.host.bytes)
+}
+
+// Entry describes one cached stream, for status views.
+type Entry struct {
+	Tier   string // "resident" or "host"
+	Tokens int
+	Seq    int32 // resident entries only
+	Bytes  int64 // host entries only
+}
+
+// Entries lists what the cache holds, longest first. Owner goroutine only.
+func (c *Cache) Entries() []Entry {
+	var out []Entry
+	for _, e := range c.entries {
+		out = append(out, Entry{Tier: "resident", Tokens: e.node.depth, Seq: e.seq})
+	}
+	for _, h := range c.host.entries {
+		out = append(out, Entry{Tier: "host", Tokens: h.node.depth, Bytes: int64(len(h.blob))})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Tokens > out[j].Tokens })
+	return out
+}

@@ -1,0 +1,92 @@
+package kv
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"superfluid/engine"
+)
+
+// fakeEngine keeps sequences as token lists; exported state is the tokens.
+type fakeEngine struct {
+	seqs    [][]engine.Token
+	desc    engine.Descriptor
+	copies  int
+	imports int
+}
+
+func newFakeEngine(n int) *fakeEngine {
+	return &fakeEngine{seqs: make([][]engine.Token, n), desc: engine.Descriptor{Seqs: n}}
+}
+
+func (f *fakeEngine) Descriptor() *engine.Descriptor { return &f.desc }
+func (f *fakeEngine) Tick(*engine.Plan) (*engine.Events, error) {
+	return nil, errors.New("fake: no ticks here")
+}
+func (f *fakeEngine) Yield()      {}
+func (f *fakeEngine) ClearYield() {}
+
+func (f *fakeEngine) check(s int32) error {
+	if s < 0 || int(s) >= len(f.seqs) {
+		return engine.ErrSeqRange
+	}
+	return nil
+}
+
+func (f *fakeEngine) CopyPrefix(src, dst int32, n int) error {
+	if err := errors.Join(f.check(src), f.check(dst)); err != nil {
+		return err
+	}
+	if n > len(f.seqs[src]) {
+		return fmt.Errorf("fake: copy %d of %d", n, len(f.seqs[src]))
+	}
+	f.copies++
+	f.seqs[dst] = slices.Clone(f.seqs[src][:n])
+	return nil
+}
+
+func (f *fakeEngine) Truncate(s int32, keep int) error {
+	if err := f.check(s); err != nil {
+		return err
+	}
+	if keep < len(f.seqs[s]) {
+		f.seqs[s] = f.seqs[s][:keep]
+	}
+	return nil
+}
+
+func (f *fakeEngine) Free(s int32) error {
+	if err := f.check(s); err != nil {
+		return err
+	}
+	f.seqs[s] = nil
+	return nil
+}
+
+func (f *fakeEngine) SeqLen(s int32) int { return len(f.seqs[s]) }
+
+func (f *fakeEngine) Export(s int32, dst []byte) ([]byte, error) {
+	dst = append(dst, 'F', 'K')
+	for _, t := range f.seqs[s] {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(t))
+	}
+	return dst, nil
+}
+
+func (f *fakeEngine) Import(s int32, data []byte) (int, error) {
+	if len(data) < 2 || data[0] != 'F' || data[1] != 'K' || (len(data)-2)%4 != 0 {
+		return 0, engine.ErrState
+	}
+	f.imports++
+	var toks []engine.Token
+	for i := 2; i < len(data); i += 4 {
+		toks = append(toks, engine.Token(binary.LittleEndian.Uint32(data[i:])))
+	}
+	f.seqs[s] = toks
+	return len(toks), nil
+}
+
+// fill makes seq hold tokens, as a lane's prefill would.
+func (f *fakeEngine) fill(s int32, tokens []engine.Token) { f.seqs[s] = slices.Clone(tokens) }

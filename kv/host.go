@@ -1,0 +1,52 @@
+package kv
+
+// hostEntry is an evicted stream's exported state kept in host memory.
+type hostEntry struct {
+	node *node
+	blob []byte
+	used uint64
+}
+
+// hostTier keeps exported entries within a byte budget, least recently used
+// out first.
+type hostTier struct {
+	budget  int64
+	bytes   int64
+	entries []*hostEntry
+}
+
+func (t *hostTier) add(tree *radix, n *node, blob []byte, clock uint64) {
+	if int64(len(blob)) > t.budget {
+		return
+	}
+	if n.host != nil {
+		t.remove(tree, n.host)
+	}
+	h := &hostEntry{node: n, blob: blob, used: clock}
+	n.host = h
+	t.entries = append(t.entries, h)
+	t.bytes += int64(len(blob))
+	for t.bytes > t.budget {
+		oldest := t.entries[0]
+		for _, e := range t.entries[1:] {
+			if e.used < oldest.used {
+				oldest = e
+			}
+		}
+		t.remove(tree, oldest)
+	}
+}
+
+func (t *hostTier) remove(tree *radix, h *hostEntry) {
+	for i, e := range t.entries {
+		if e == h {
+			t.entries = append(t.entries[:i], t.entries[i+1:]...)
+			break
+		}
+	}
+	t.bytes -= int64(len(h.blob))
+	if h.node.host == h {
+		h.node.host = nil
+		tree.prune(h.node)
+	}
+}

@@ -1,0 +1,92 @@
+// Command superfluid is a local LLM inference server and CLI with llama.cpp
+// compiled in.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at link time by the Makefile.
+var version = "dev"
+
+func main() {
+	if err := newApp(os.Stdout, os.Stderr).Run(os.Args); err != nil {
+		fmt.Fprintf(os.Stderr, "superfluid: %s\n", oneLine(err))
+		os.Exit(1)
+	}
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:      "superfluid",
+		Usage:     "a local LLM inference server and CLI with llama.cpp compiled in",
+		Version:   version,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error (debug includes llama.cpp's own log)", EnvVars: []string{"SUPERFLUID_LOG_LEVEL"}},
+		},
+		Before: func(c *cli.Context) error {
+			return setupLogging(stderr, c.String("log-level"))
+		},
+		Commands: []*cli.Command{
+			runCommand(),
+			serveCommand(),
+			modelCommand(),
+			versionCommand(),
+		},
+		OnUsageError:    usageError,
+		HideHelpCommand: true,
+	}
+	for _, c := range app.Commands {
+		setUsageErrors(c)
+	}
+	return app
+}
+
+// usageError makes a bad flag a one-line error instead of the help text.
+func usageError(_ *cli.Context, err error, _ bool) error {
+	return err
+}
+
+func setUsageErrors(c *cli.Command) {
+	c.OnUsageError = usageError
+	for _, sub := range c.Subcommands {
+		setUsageErrors(sub)
+	}
+}
+
+func setupLogging(w io.Writer, level string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})))
+	return nil
+}
+
+func oneLine(err error) string {
+	var exit cli.ExitCoder
+	if errors.As(err, &exit) && exit.Error() == "" {
+		return "failed"
+	}
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version and the CPU features llama.cpp was built with",
+		Action: func(c *cli.Context) error {
+			fmt.Fprintf(c.App.Writer, "superfluid %s\ncpu: %s\n", version, cpuFeatures())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,258 @@
+/*
+ * superfluid.h — the engine ABI between the Go scheduler and llama.cpp.
+ *
+ * One call per scheduling step: sf_tick(engine, plan, events). The plan and
+ * the events are plain arrays of fixed-size records that the caller owns
+ * (Go allocates and pins them), so a steady-state tick allocates nothing on
+ * the caller's side and the engine copies only what it must keep (a lane's
+ * prompt, at admission).
+ *
+ * Threading: an engine is owned by one thread at a time. The only exception
+ * is the yield word (sf_yield_word), which any thread may raise atomically.
+ *
+ * Errors: every call returns an sf_status; a non-zero status comes with a
+ * message readable through sf_last_error until the next call on the engine.
+ * No call aborts the process on bad input.
+ */
+#ifndef SUPERFLUID_H
+#define SUPERFLUID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sf_engine sf_engine;
+
+/* Status codes. Keep in sync with cgo/status.go. */
+enum sf_status {
+    SF_OK = 0,
+    SF_ERR_INVALID = 1,      /* a malformed argument or plan entry */
+    SF_ERR_UNKNOWN_LANE = 2, /* the lane is not admitted */
+    SF_ERR_LANE_EXISTS = 3,  /* admitting a lane tag already in use */
+    SF_ERR_SEQ_RANGE = 4,    /* sequence id outside [0, n_seq_max) */
+    SF_ERR_SEQ_BUSY = 5,     /* the sequence already carries a lane */
+    SF_ERR_PAST_PROMPT = 6,  /* a prefill outside the lane's prompt */
+    SF_ERR_CONTEXT = 7,      /* a prompt longer than the context */
+    SF_ERR_KV_FULL = 8,      /* the KV pool has no room for the batch */
+    SF_ERR_BATCH = 9,        /* a step larger than the batch size */
+    SF_ERR_STATE = 10,       /* a state blob that is not ours or not this model's */
+    SF_ERR_BUFFER = 11,      /* a caller buffer too small; the needed size is reported */
+    SF_ERR_MODEL = 12,       /* the model could not be loaded */
+    SF_ERR_DECODE = 13,      /* llama_decode failed */
+    SF_ERR_UNSUPPORTED = 14, /* the model cannot do this (e.g. partial truncation) */
+    SF_ERR_TEMPLATE = 15     /* the chat template could not be applied */
+};
+
+/* Why a lane stopped generating. */
+enum sf_finish {
+    SF_FINISH_NONE = 0,
+    SF_FINISH_EOG = 1,       /* the model produced an end-of-generation token */
+    SF_FINISH_LENGTH = 2,    /* max_tokens reached */
+    SF_FINISH_CONTEXT = 3,   /* the sequence filled the context */
+    SF_FINISH_ERROR = 4
+};
+
+enum sf_kv_type { SF_KV_F16 = 0, SF_KV_Q8_0 = 1, SF_KV_Q4_0 = 2 };
+
+typedef struct sf_open_params {
+    const char *model_path;
+    int32_t n_ctx;       /* 0: the model's training context */
+    int32_t n_seq_max;   /* engine sequences (lanes plus cached prefixes) */
+    int32_t n_batch;     /* most tokens one step may carry */
+    int32_t n_ubatch;    /* physical micro-batch */
+    int32_t n_threads;
+    int32_t kv_type;     /* enum sf_kv_type */
+    int32_t flash_attn;  /* -1 auto, 0 off, 1 on */
+    int32_t use_mmap;
+    int32_t max_lanes;   /* lanes that may be admitted at once */
+    int32_t n_gpu_layers;/* layers offloaded to a GPU backend, if one is loaded */
+    /* The caller's identity of the model file (a digest); exported state
+     * carries it and import refuses state from any other model. */
+    uint8_t model_id[32];
+} sf_open_params;
+
+/* Sampling parameters of one lane. temperature <= 0 means greedy. */
+typedef struct sf_sampling {
+    float temperature;
+    int32_t top_k;          /* 0: off */
+    float top_p;            /* 1: off */
+    float min_p;            /* 0: off */
+    float repeat_penalty;   /* 1: off */
+    float frequency_penalty;
+    float presence_penalty;
+    int32_t penalty_last_n; /* tokens the penalties look back over; -1: whole context */
+    uint64_t seed;
+} sf_sampling;
+
+typedef struct sf_logit_bias {
+    int32_t token;
+    float bias;
+} sf_logit_bias;
+
+/*
+ * Admit a lane: bind a lane tag to an engine sequence with a prompt. The
+ * first `cached` prompt tokens must already be in the sequence (a prefix the
+ * cache seeded); prefills then cover [cached, prompt_len).
+ */
+typedef struct sf_admit {
+    uint32_t lane;
+    int32_t seq;
+    uint32_t prompt_off;  /* into sf_plan.tokens */
+    uint32_t prompt_len;
+    uint32_t cached;
+    uint32_t max_tokens;  /* 0: until EOG or the context is full */
+    uint32_t bias_off;    /* into sf_plan.biases */
+    uint32_t bias_len;
+    int32_t n_logprobs;   /* 0: none; >0: the sampled token's and the top-N */
+    uint32_t flags;       /* reserved, 0 */
+    sf_sampling sampling;
+} sf_admit;
+
+/* Feed prompt[offset, offset+count) of a lane. */
+typedef struct sf_prefill {
+    uint32_t lane;
+    uint32_t offset;
+    uint32_t count;
+} sf_prefill;
+
+/* Let a lane emit up to `rounds` tokens this tick. */
+typedef struct sf_decode {
+    uint32_t lane;
+    uint32_t rounds;
+} sf_decode;
+
+typedef struct sf_plan {
+    const uint32_t *retires;     uint32_t n_retires;
+    const sf_admit *admits;      uint32_t n_admits;
+    const sf_prefill *prefills;  uint32_t n_prefills;
+    const sf_decode *decodes;    uint32_t n_decodes;
+    const int32_t *tokens;       uint32_t n_tokens;
+    const sf_logit_bias *biases; uint32_t n_biases;
+} sf_plan;
+
+/* One sampled token. */
+typedef struct sf_token_event {
+    uint32_t lane;
+    int32_t token;
+    float logprob;     /* of the sampled token, when logprobs were asked for */
+    uint32_t top_off;  /* into sf_events.top */
+    uint32_t top_len;
+    uint32_t finish;   /* enum sf_finish: set on a lane's last token */
+} sf_token_event;
+
+typedef struct sf_top_logprob {
+    int32_t token;
+    float logprob;
+} sf_top_logprob;
+
+/* Where a lane stands after the tick; one record per lane the tick touched. */
+typedef struct sf_lane_event {
+    uint32_t lane;
+    uint32_t finish;      /* enum sf_finish */
+    uint32_t prefilled;   /* prompt tokens now in the sequence */
+    uint32_t n_past;      /* tokens now in the sequence (prompt + fed replies) */
+    uint32_t generated;   /* tokens sampled since admission */
+    int32_t status;       /* enum sf_status of the lane's last step */
+} sf_lane_event;
+
+typedef struct sf_timings {
+    int64_t prefill_ns;      /* wall time of steps that carried prompt tokens */
+    int64_t decode_ns;       /* wall time of decode-only steps */
+    uint32_t prefill_tokens;
+    uint32_t decode_tokens;
+    uint32_t steps;
+    uint32_t yielded;        /* the tick stopped early on the yield word */
+} sf_timings;
+
+typedef struct sf_events {
+    sf_token_event *tokens; uint32_t n_tokens; uint32_t cap_tokens;
+    sf_top_logprob *top;    uint32_t n_top;    uint32_t cap_top;
+    sf_lane_event *lanes;   uint32_t n_lanes;  uint32_t cap_lanes;
+    sf_timings timings;
+} sf_events;
+
+/* The model descriptor. Strings are owned by the engine. */
+typedef struct sf_desc {
+    char arch[32];
+    int32_t n_vocab;
+    int32_t n_ctx;
+    int32_t n_ctx_train;
+    int32_t n_seq_max;
+    int32_t n_batch;
+    int32_t n_embd;
+    int32_t n_layer;
+    int64_t kv_bytes_per_token;
+    int32_t bos, eos, eot;
+    int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep; /* -1: absent */
+    int32_t add_bos;
+    int32_t partial_truncation; /* 1: a sequence can be cut at any position */
+    int32_t n_eog;
+    const int32_t *eog;         /* every end-of-generation token */
+    const char *chat_template;  /* "" when the model has none */
+    uint64_t n_params;
+    uint64_t model_bytes;
+} sf_desc;
+
+/* Engine lifetime. sf_open writes a message into err on failure. */
+sf_engine *sf_open(const sf_open_params *params, char *err, size_t err_len);
+void sf_close(sf_engine *e);
+const char *sf_last_error(const sf_engine *e);
+int sf_describe(const sf_engine *e, sf_desc *out);
+
+/* Raised by any thread; the running tick stops at its next step boundary.
+ * The owner clears it before planning the next tick. */
+int32_t *sf_yield_word(sf_engine *e);
+
+int sf_tick(sf_engine *e, const sf_plan *plan, sf_events *events);
+
+/* Text. tokenize/detokenize/token_piece return the length written, or a
+ * negative value whose magnitude is the size needed. */
+int32_t sf_tokenize(const sf_engine *e, const char *text, int32_t text_len,
+                    int32_t *out, int32_t cap, int32_t add_special, int32_t parse_special);
+int32_t sf_token_piece(const sf_engine *e, int32_t token, char *out, int32_t cap, int32_t special);
+int32_t sf_detokenize(const sf_engine *e, const int32_t *tokens, int32_t n,
+                      char *out, int32_t cap, int32_t special);
+/* Apply the model's chat template (or tmpl, when given) through llama.cpp's
+ * built-in template matcher. *needed gets the rendered length; with cap too
+ * small it returns SF_ERR_BUFFER. */
+int sf_chat_apply(const sf_engine *e, const char *tmpl, const char *const *roles,
+                  const char *const *contents, int32_t n_msg, int32_t add_assistant,
+                  char *out, int32_t cap, int32_t *needed);
+
+/* Sequence primitives for the prefix cache. A sequence with a lane on it
+ * cannot be the target of a copy, truncation, free or import. */
+int sf_seq_copy(sf_engine *e, int32_t src, int32_t dst, int32_t n_tokens);
+int sf_seq_truncate(sf_engine *e, int32_t seq, int32_t n_keep);
+int sf_seq_free(sf_engine *e, int32_t seq);
+int32_t sf_seq_length(const sf_engine *e, int32_t seq);
+/* Export writes a self-describing blob (header + llama state); *needed gets
+ * its size. With cap too small it returns SF_ERR_BUFFER and writes nothing. */
+int sf_seq_export(sf_engine *e, int32_t seq, uint8_t *out, size_t cap, size_t *needed);
+int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens);
+
+/* The CPU features ggml's CPU backend was built with, "NAME=VALUE;…". */
+int32_t sf_cpu_features(char *out, int32_t cap);
+
+/* Load ggml backend plugins (e.g. libggml-cuda.so) from a directory; returns
+ * the number of devices now registered. The CPU backend is built in. */
+int32_t sf_load_backends(const char *dir);
+
+/* Install the log sink (llama.cpp and ggml). */
+typedef void (*sf_log_fn)(int32_t level, const char *text);
+void sf_set_log(sf_log_fn fn);
+
+/* A plain C decode loop, the baseline the tick is measured against: n_lanes
+ * sequences starting at the given sequence ids each hold a prompt of
+ * prompt_len tokens, then n_rounds batches of one token per lane are decoded
+ * and sampled greedily. Returns the nanoseconds spent in the decode rounds,
+ * or a negative status. */
+int64_t sf_bench_plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len, int32_t n_rounds);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,467 @@
+// tick.cpp — sf_tick: validate a plan, then run it as mixed batches.
+//
+// A tick is a sequence of steps. Step 0 carries every prefill chunk beside
+// one token per decoding lane; later steps carry only decoding lanes, until
+// each has emitted its granted rounds, finished, or the yield word is raised.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "internal.h"
+
+namespace {
+
+// What validation learns about each lane the plan names, so the apply
+// phase needs no further checks.
+struct plan_view {
+    const sf_plan *p;
+    sf_events *ev;
+};
+
+sf_lane *find_lane(sf_engine *e, uint32_t tag) {
+    auto it = e->lanes.find(tag);
+    return it == e->lanes.end() ? nullptr : &it->second;
+}
+
+bool retired_in_plan(const sf_plan *p, uint32_t tag) {
+    for (uint32_t i = 0; i < p->n_retires; i++) {
+        if (p->retires[i] == tag) {
+            return true;
+        }
+    }
+    return false;
+}
+
+const sf_admit *admitted_in_plan(const sf_plan *p, uint32_t tag) {
+    for (uint32_t i = 0; i < p->n_admits; i++) {
+        if (p->admits[i].lane == tag) {
+            return &p->admits[i];
+        }
+    }
+    return nullptr;
+}
+
+bool finite_sampling(const sf_sampling &s) {
+    return std::isfinite(s.temperature) && std::isfinite(s.top_p) && std::isfinite(s.min_p) &&
+           std::isfinite(s.repeat_penalty) && std::isfinite(s.frequency_penalty) &&
+           std::isfinite(s.presence_penalty) && s.top_k >= 0 && s.top_p > 0 && s.top_p <= 1 && s.min_p >= 0 &&
+           s.min_p <= 1 && s.repeat_penalty > 0 && s.penalty_last_n >= -1;
+}
+
+int validate_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
+    if (a.seq < 0 || a.seq >= e->n_seq_max) {
+        return sf_fail(e, SF_ERR_SEQ_RANGE, "admit lane %u: sequence %d outside [0, %d)", a.lane, a.seq,
+                       e->n_seq_max);
+    }
+    int64_t owner = e->seq_lane[(size_t)a.seq];
+    if (owner >= 0 && !retired_in_plan(p, (uint32_t)owner)) {
+        return sf_fail(e, SF_ERR_SEQ_BUSY, "admit lane %u: sequence %d carries lane %lld", a.lane, a.seq,
+                       (long long)owner);
+    }
+    if (a.prompt_len == 0) {
+        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: empty prompt", a.lane);
+    }
+    if ((uint64_t)a.prompt_off + a.prompt_len > p->n_tokens) {
+        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: prompt [%u, +%u) outside the plan's %u tokens", a.lane,
+                       a.prompt_off, a.prompt_len, p->n_tokens);
+    }
+    if (a.prompt_len > (uint32_t)e->n_ctx) {
+        return sf_fail(e, SF_ERR_CONTEXT, "admit lane %u: prompt of %u tokens exceeds the context of %d", a.lane,
+                       a.prompt_len, e->n_ctx);
+    }
+    if (a.cached >= a.prompt_len) {
+        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: %u cached tokens leave nothing of a %u-token prompt to prefill",
+                       a.lane, a.cached, a.prompt_len);
+    }
+    int32_t have = llama_memory_seq_pos_max(e->mem, a.seq) + 1;
+    if (have != (int32_t)a.cached) {
+        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: sequence %d holds %d tokens, the plan says %u are cached",
+                       a.lane, a.seq, have, a.cached);
+    }
+    for (uint32_t i = 0; i < a.prompt_len; i++) {
+        int32_t t = p->tokens[a.prompt_off + i];
+        if (t < 0 || t >= e->n_vocab) {
+            return sf_fail(e, SF_ERR_INVALID, "admit lane %u: token %d at %u outside the vocabulary", a.lane, t, i);
+        }
+    }
+    if ((uint64_t)a.bias_off + a.bias_len > p->n_biases) {
+        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: logit bias outside the plan", a.lane);
+    }
+    for (uint32_t i = 0; i < a.bias_len; i++) {
+        const sf_logit_bias &b = p->biases[a.bias_off + i];
+        if (b.token < 0 || b.token >= e->n_vocab || std::isnan(b.bias)) {
+            return sf_fail(e, SF_ERR_INVALID, "admit lane %u: logit bias for token %d is invalid", a.lane, b.token);
+        }
+    }
+    if (a.n_logprobs < 0 || a.n_logprobs > SF_MAX_LOGPROBS) {
+        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: logprobs %d outside [0, %d]", a.lane, a.n_logprobs,
+                       SF_MAX_LOGPROBS);
+    }
+    if (!finite_sampling(a.sampling)) {
+        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: sampling parameters out of range", a.lane);
+    }
+    return SF_OK;
+}
+
+// Checks the whole plan before anything changes, so a malformed plan leaves
+// the engine exactly as it was.
+int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
+    if ((p->n_retires > 0 && p->retires == nullptr) || (p->n_admits > 0 && p->admits == nullptr) ||
+        (p->n_prefills > 0 && p->prefills == nullptr) || (p->n_decodes > 0 && p->decodes == nullptr) ||
+        (p->n_tokens > 0 && p->tokens == nullptr) || (p->n_biases > 0 && p->biases == nullptr)) {
+        return sf_fail(e, SF_ERR_INVALID, "plan array with a count but no data");
+    }
+    if ((ev->cap_tokens > 0 && ev->tokens == nullptr) || (ev->cap_top > 0 && ev->top == nullptr) ||
+        (ev->cap_lanes > 0 && ev->lanes == nullptr)) {
+        return sf_fail(e, SF_ERR_INVALID, "event array with a capacity but no storage");
+    }
+    for (uint32_t i = 0; i < p->n_retires; i++) {
+        if (find_lane(e, p->retires[i]) == nullptr) {
+            return sf_fail(e, SF_ERR_UNKNOWN_LANE, "retire: unknown lane %u", p->retires[i]);
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (p->retires[j] == p->retires[i]) {
+                return sf_fail(e, SF_ERR_INVALID, "retire: lane %u twice", p->retires[i]);
+            }
+        }
+    }
+    size_t live = e->lanes.size() - p->n_retires;
+    if (live + p->n_admits > (size_t)e->max_lanes) {
+        return sf_fail(e, SF_ERR_INVALID, "admit: %zu lanes would exceed the engine's %d", live + p->n_admits,
+                       e->max_lanes);
+    }
+    for (uint32_t i = 0; i < p->n_admits; i++) {
+        const sf_admit &a = p->admits[i];
+        if (find_lane(e, a.lane) != nullptr && !retired_in_plan(p, a.lane)) {
+            return sf_fail(e, SF_ERR_LANE_EXISTS, "admit: lane %u is already admitted", a.lane);
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (p->admits[j].lane == a.lane) {
+                return sf_fail(e, SF_ERR_LANE_EXISTS, "admit: lane %u twice", a.lane);
+            }
+            if (p->admits[j].seq == a.seq) {
+                return sf_fail(e, SF_ERR_SEQ_BUSY, "admit: sequence %d twice", a.seq);
+            }
+        }
+        if (int rc = validate_admit(e, p, a)) {
+            return rc;
+        }
+    }
+    uint64_t step0 = 0;
+    for (uint32_t i = 0; i < p->n_prefills; i++) {
+        const sf_prefill &f = p->prefills[i];
+        const sf_admit *a = admitted_in_plan(p, f.lane);
+        sf_lane *l = a == nullptr && !retired_in_plan(p, f.lane) ? find_lane(e, f.lane) : nullptr;
+        if (a == nullptr && l == nullptr) {
+            return sf_fail(e, SF_ERR_UNKNOWN_LANE, "prefill: unknown lane %u", f.lane);
+        }
+        uint32_t len = a != nullptr ? a->prompt_len : (uint32_t)l->prompt.size();
+        uint32_t done = a != nullptr ? a->cached : l->prefilled;
+        if (f.count == 0 || (uint64_t)f.offset + f.count > len) {
+            return sf_fail(e, SF_ERR_PAST_PROMPT, "prefill lane %u: [%u, +%u) outside its %u-token prompt", f.lane,
+                           f.offset, f.count, len);
+        }
+        if (f.offset != done) {
+            return sf_fail(e, SF_ERR_INVALID, "prefill lane %u: starts at %u, its prompt continues at %u", f.lane,
+                           f.offset, done);
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (p->prefills[j].lane == f.lane) {
+                return sf_fail(e, SF_ERR_INVALID, "prefill: lane %u twice", f.lane);
+            }
+        }
+        step0 += f.count;
+    }
+    for (uint32_t i = 0; i < p->n_decodes; i++) {
+        const sf_decode &d = p->decodes[i];
+        const sf_admit *a = admitted_in_plan(p, d.lane);
+        sf_lane *l = a == nullptr && !retired_in_plan(p, d.lane) ? find_lane(e, d.lane) : nullptr;
+        if (a == nullptr && l == nullptr) {
+            return sf_fail(e, SF_ERR_UNKNOWN_LANE, "decode: unknown lane %u", d.lane);
+        }
+        if (d.rounds == 0) {
+            return sf_fail(e, SF_ERR_INVALID, "decode lane %u: zero rounds", d.lane);
+        }
+        if (l != nullptr && l->finish != SF_FINISH_NONE) {
+            return sf_fail(e, SF_ERR_INVALID, "decode lane %u: the lane has finished", d.lane);
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (p->decodes[j].lane == d.lane) {
+                return sf_fail(e, SF_ERR_INVALID, "decode: lane %u twice", d.lane);
+            }
+        }
+        bool prefilling = false;
+        for (uint32_t j = 0; j < p->n_prefills; j++) {
+            prefilling = prefilling || p->prefills[j].lane == d.lane;
+        }
+        if (l != nullptr && l->pending < 0 && !prefilling) {
+            return sf_fail(e, SF_ERR_INVALID, "decode lane %u: its prompt is not prefilled", d.lane);
+        }
+        if (a != nullptr && !prefilling) {
+            return sf_fail(e, SF_ERR_INVALID, "decode lane %u: admitted without a prefill", d.lane);
+        }
+        if (l != nullptr && l->pending >= 0) {
+            step0++;
+        }
+    }
+    if (step0 > (uint64_t)e->n_batch) {
+        return sf_fail(e, SF_ERR_BATCH, "step of %llu tokens exceeds the batch of %d", (unsigned long long)step0,
+                       e->n_batch);
+    }
+    size_t touched = p->n_admits + p->n_prefills + p->n_decodes;
+    if (ev->cap_lanes < std::min(touched, (size_t)e->max_lanes)) {
+        return sf_fail(e, SF_ERR_BUFFER, "events hold %u lanes, the plan may touch %zu", ev->cap_lanes, touched);
+    }
+    return SF_OK;
+}
+
+void touch(sf_engine *e, sf_lane *l) {
+    if (l->touched_tick != e->tick_no) {
+        l->touched_tick = e->tick_no;
+        l->rounds = 0;
+        l->emitted = 0;
+        e->touched.push_back(l);
+    }
+}
+
+int apply_admits(sf_engine *e, const sf_plan *p) {
+    for (uint32_t i = 0; i < p->n_retires; i++) {
+        auto it = e->lanes.find(p->retires[i]);
+        llama_sampler_free(it->second.chain);
+        e->seq_lane[(size_t)it->second.seq] = -1;
+        e->lanes.erase(it);
+    }
+    for (uint32_t i = 0; i < p->n_admits; i++) {
+        const sf_admit &a = p->admits[i];
+        sf_lane &l = e->lanes[a.lane];
+        l = sf_lane{};
+        l.tag = a.lane;
+        l.seq = a.seq;
+        l.prompt.assign(p->tokens + a.prompt_off, p->tokens + a.prompt_off + a.prompt_len);
+        l.prefilled = a.cached;
+        l.n_past = a.cached;
+        l.max_tokens = a.max_tokens;
+        l.n_logprobs = a.n_logprobs;
+        e->seq_lane[(size_t)a.seq] = a.lane;
+        if (int rc = sf_lane_init_sampling(e, &l, &a, p->biases + a.bias_off)) {
+            return rc;
+        }
+        touch(e, &l);
+    }
+    return SF_OK;
+}
+
+void add_row(sf_engine *e, llama_token tok, int32_t pos, int32_t seq, sf_lane *sampler) {
+    llama_batch &b = e->batch;
+    int32_t i = b.n_tokens++;
+    b.token[i] = tok;
+    b.pos[i] = pos;
+    b.n_seq_id[i] = 1;
+    b.seq_id[i][0] = seq;
+    b.logits[i] = sampler != nullptr ? 1 : 0;
+    e->row_lane[(size_t)i] = sampler;
+}
+
+// Fills in the top-N logprobs of one row and returns the sampled token's.
+float logprobs(sf_engine *e, const float *logits, llama_token tok, int32_t n_top, sf_events *ev, sf_token_event *te) {
+    float mx = logits[0];
+    for (int32_t i = 1; i < e->n_vocab; i++) {
+        mx = std::max(mx, logits[i]);
+    }
+    double sum = 0;
+    for (int32_t i = 0; i < e->n_vocab; i++) {
+        sum += std::exp((double)(logits[i] - mx));
+    }
+    float lse = mx + (float)std::log(sum);
+    auto &top = e->top_scratch;
+    top.clear();
+    for (int32_t i = 0; i < e->n_vocab && n_top > 0; i++) {
+        if ((int32_t)top.size() == n_top && logits[i] <= top.back().first) {
+            continue;
+        }
+        auto at = std::upper_bound(top.begin(), top.end(), std::make_pair(logits[i], i),
+                                   [](const std::pair<float, int32_t> &a, const std::pair<float, int32_t> &b) {
+                                       return a.first > b.first || (a.first == b.first && a.second < b.second);
+                                   });
+        top.insert(at, std::make_pair(logits[i], i));
+        if ((int32_t)top.size() > n_top) {
+            top.pop_back();
+        }
+    }
+    uint32_t room = ev->cap_top - ev->n_top;
+    uint32_t n = std::min<uint32_t>((uint32_t)top.size(), room);
+    te->top_off = ev->n_top;
+    te->top_len = n;
+    for (uint32_t i = 0; i < n; i++) {
+        ev->top[ev->n_top++] = sf_top_logprob{top[i].second, top[i].first - lse};
+    }
+    return logits[tok] - lse;
+}
+
+llama_token argmax(const float *logits, int32_t n) {
+    int32_t best = 0;
+    float bv = logits[0];
+    for (int32_t i = 1; i < n; i++) {
+        if (logits[i] > bv) {
+            bv = logits[i];
+            best = i;
+        }
+    }
+    return best;
+}
+
+void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
+    const float *logits = llama_get_logits_ith(e->ctx, row);
+    llama_token tok = l->plain_greedy ? argmax(logits, e->n_vocab) : llama_sampler_sample(l->chain, e->ctx, row);
+    sf_token_event &te = ev->tokens[ev->n_tokens++];
+    te = sf_token_event{l->tag, tok, 0.0f, 0, 0, SF_FINISH_NONE};
+    if (l->n_logprobs > 0) {
+        te.logprob = logprobs(e, logits, tok, l->n_logprobs, ev, &te);
+    }
+    l->generated++;
+    l->emitted++;
+    if (llama_vocab_is_eog(e->vocab, tok)) {
+        l->finish = SF_FINISH_EOG;
+    } else if (l->max_tokens > 0 && l->generated >= l->max_tokens) {
+        l->finish = SF_FINISH_LENGTH;
+    } else if (l->n_past >= (uint32_t)e->n_ctx) {
+        l->finish = SF_FINISH_CONTEXT;
+    } else {
+        l->pending = tok;
+    }
+    te.finish = l->finish;
+}
+
+// Undoes what a failed step may have left in the KV cache.
+void rollback_step(sf_engine *e) {
+    for (int32_t i = 0; i < e->batch.n_tokens; i++) {
+        llama_memory_seq_rm(e->mem, e->batch.seq_id[i][0], e->batch.pos[i], -1);
+    }
+}
+
+int run_step(sf_engine *e, const sf_plan *p, sf_events *ev, bool first) {
+    e->batch.n_tokens = 0;
+    uint32_t sampling = 0;
+    bool has_prefill = false;
+    if (first) {
+        for (uint32_t i = 0; i < p->n_prefills; i++) {
+            const sf_prefill &f = p->prefills[i];
+            sf_lane *l = find_lane(e, f.lane);
+            touch(e, l);
+            bool completes = f.offset + f.count == l->prompt.size();
+            for (uint32_t j = 0; j < f.count; j++) {
+                bool last = completes && j + 1 == f.count;
+                add_row(e, l->prompt[f.offset + j], (int32_t)(f.offset + j), l->seq, last ? l : nullptr);
+            }
+            sampling += completes ? 1 : 0;
+            has_prefill = true;
+        }
+    }
+    for (uint32_t i = 0; i < p->n_decodes; i++) {
+        sf_lane *l = find_lane(e, p->decodes[i].lane);
+        if (l->pending >= 0 && l->finish == SF_FINISH_NONE && l->emitted < l->rounds) {
+            add_row(e, l->pending, (int32_t)l->n_past, l->seq, l);
+            sampling++;
+        }
+    }
+    if (e->batch.n_tokens == 0) {
+        return 1;  // nothing left to do
+    }
+    if (ev->n_tokens + sampling > ev->cap_tokens) {
+        if (first) {
+            return sf_fail(e, SF_ERR_BUFFER, "events hold %u tokens, the step samples %u", ev->cap_tokens, sampling);
+        }
+        return 1;
+    }
+    int64_t t0 = sf_now_ns();
+    int32_t rc = llama_decode(e->ctx, e->batch);
+    if (rc != 0) {
+        rollback_step(e);
+        int code = rc == 1 ? SF_ERR_KV_FULL : SF_ERR_DECODE;
+        for (int32_t i = 0; i < e->batch.n_tokens; i++) {
+            if (e->row_lane[(size_t)i] != nullptr) {
+                e->row_lane[(size_t)i]->status = code;
+            }
+        }
+        return sf_fail(e, code, rc == 1 ? "the KV cache has no room for a step of %d tokens"
+                                        : "llama_decode failed on a step of %d tokens",
+                       e->batch.n_tokens);
+    }
+    int64_t dt = sf_now_ns() - t0;
+    // The step is in the cache: advance every lane it carried.
+    if (first) {
+        for (uint32_t i = 0; i < p->n_prefills; i++) {
+            sf_lane *l = find_lane(e, p->prefills[i].lane);
+            l->prefilled += p->prefills[i].count;
+            l->n_past += p->prefills[i].count;
+            ev->timings.prefill_tokens += p->prefills[i].count;
+        }
+    }
+    for (int32_t i = 0; i < e->batch.n_tokens; i++) {
+        sf_lane *l = e->row_lane[(size_t)i];
+        if (l == nullptr) {
+            continue;
+        }
+        if (l->pending >= 0) {
+            l->pending = -1;
+            l->n_past++;
+            ev->timings.decode_tokens++;
+        }
+        sample_row(e, i, l, ev);
+    }
+    (has_prefill ? ev->timings.prefill_ns : ev->timings.decode_ns) += dt;
+    ev->timings.steps++;
+    return SF_OK;
+}
+
+void report_lanes(sf_engine *e, sf_events *ev) {
+    for (sf_lane *l : e->touched) {
+        if (ev->n_lanes == ev->cap_lanes) {
+            break;
+        }
+        ev->lanes[ev->n_lanes++] =
+            sf_lane_event{l->tag, l->finish, l->prefilled, l->n_past, l->generated, l->status};
+    }
+}
+
+}  // namespace
+
+int sf_tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
+    if (e == nullptr || p == nullptr || ev == nullptr) {
+        return SF_ERR_INVALID;
+    }
+    e->err.clear();
+    ev->n_tokens = ev->n_top = ev->n_lanes = 0;
+    ev->timings = sf_timings{};
+    if (int rc = validate(e, p, ev)) {
+        return rc;
+    }
+    e->tick_no++;
+    e->touched.clear();
+    if (int rc = apply_admits(e, p)) {
+        report_lanes(e, ev);
+        return rc;
+    }
+    for (uint32_t i = 0; i < p->n_decodes; i++) {
+        sf_lane *l = find_lane(e, p->decodes[i].lane);
+        touch(e, l);
+        l->rounds = p->decodes[i].rounds;
+    }
+    int rc = SF_OK;
+    for (bool first = true;; first = false) {
+        int r = run_step(e, p, ev, first);
+        if (r == 1) {
+            break;
+        }
+        if (r != SF_OK) {
+            rc = r;
+            break;
+        }
+        if (__atomic_load_n(&e->yield, __ATOMIC_ACQUIRE) != 0) {
+            ev->timings.yielded = 1;
+            break;
+        }
+    }
+    report_lanes(e, ev);
+    return rc;
+}

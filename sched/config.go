@@ -1,0 +1,131 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"superfluid/engine"
+)
+
+// Config tunes a Scheduler. The zero value is usable: every field has a
+// default, documented beside it. New validates it before anything starts.
+type Config struct {
+	// Lanes is how many requests run at once. 0 takes the engine
+	// descriptor's Lanes; more than the descriptor allows is refused.
+	Lanes int
+
+	// ClassLanes caps the lanes each class may hold at once (0: uncapped).
+	// ParseClassLanes reads the --class-lanes spec into it.
+	ClassLanes ClassLanes
+
+	// StarvationTicks is the aging period and the starvation bound, in
+	// ticks: a queued request's class improves one level per period it
+	// waits, and a lane passed over that many ticks for prefill (by younger
+	// lanes) or decode goes first. 0: 8.
+	StarvationTicks int
+
+	// PrefillBudget fixes how many prompt tokens one tick may prefill
+	// (64–4096). 0 adapts the budget to the measured prefill rate so that
+	// prefill takes its share of TickTarget, starting at 1024.
+	PrefillBudget int
+
+	// TickTarget is how long a tick aims to run while every lane is busy
+	// and nothing better could join. Ticks are shorter (a quarter second)
+	// while a newcomer could still be admitted. 0: 2s.
+	TickTarget time.Duration
+
+	// DecodeBudget fixes the decode rounds, summed over lanes, that one tick
+	// may grant. 0: Lanes times the tick's per-lane grant.
+	DecodeBudget int
+
+	// BackgroundDivisor throttles the classes nobody watches token by token
+	// (Agent and Background): they decode only on every Nth tick. 0 or 1:
+	// no throttling. SetBackgroundDivisor changes it while running.
+	BackgroundDivisor int
+
+	// MaxQueued bounds the requests waiting for a lane; Submit refuses more
+	// with ErrQueueFull. 0: 4096.
+	MaxQueued int
+
+	// Clock reads the time and sets deadline timers. nil: the wall clock.
+	Clock Clock
+}
+
+// Defaults.
+const (
+	defaultStarvationTicks = 8
+	defaultTickTarget      = 2 * time.Second
+	defaultMaxQueued       = 4096
+	minFixedPrefillBudget  = 64
+)
+
+// withDefaults fills the zero fields of c from the engine's descriptor.
+func (c Config) withDefaults(d *engine.Descriptor) Config {
+	if c.Lanes == 0 {
+		c.Lanes = d.Lanes
+	}
+	if c.StarvationTicks == 0 {
+		c.StarvationTicks = defaultStarvationTicks
+	}
+	if c.TickTarget == 0 {
+		c.TickTarget = defaultTickTarget
+	}
+	if c.BackgroundDivisor == 0 {
+		c.BackgroundDivisor = 1
+	}
+	if c.MaxQueued == 0 {
+		c.MaxQueued = defaultMaxQueued
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	return c
+}
+
+// validate checks a defaulted config against the engine it will drive.
+func (c *Config) validate(d *engine.Descriptor) error {
+	switch {
+	case c.Lanes < 1:
+		return fmt.Errorf("sched: %d lanes: need at least 1 (the engine descriptor says %d)", c.Lanes, d.Lanes)
+	case d.Lanes > 0 && c.Lanes > d.Lanes:
+		return fmt.Errorf("sched: %d lanes asked for; the engine runs at most %d", c.Lanes, d.Lanes)
+	case d.Seqs > 0 && c.Lanes > d.Seqs:
+		return fmt.Errorf("sched: %d lanes need a sequence each; the engine has %d", c.Lanes, d.Seqs)
+	case d.Batch < c.Lanes:
+		// Every decoding lane puts one token in a tick's first step.
+		return fmt.Errorf("sched: a batch of %d tokens cannot carry one token for each of %d lanes", d.Batch, c.Lanes)
+	case d.Ctx < 2:
+		return fmt.Errorf("sched: a context of %d tokens leaves no room to generate", d.Ctx)
+	case c.StarvationTicks < 1:
+		return fmt.Errorf("sched: starvation ticks %d: need at least 1", c.StarvationTicks)
+	case c.PrefillBudget != 0 && (c.PrefillBudget < minFixedPrefillBudget || c.PrefillBudget > maxPrefillBudget):
+		return fmt.Errorf("sched: prefill budget %d outside [%d, %d] (0 adapts it)", c.PrefillBudget, minFixedPrefillBudget, maxPrefillBudget)
+	case c.TickTarget < 0:
+		return fmt.Errorf("sched: negative tick target %v", c.TickTarget)
+	case c.DecodeBudget < 0:
+		return fmt.Errorf("sched: negative decode budget %d", c.DecodeBudget)
+	case c.BackgroundDivisor < 1:
+		return fmt.Errorf("sched: background divisor %d: need at least 1", c.BackgroundDivisor)
+	case c.MaxQueued < 1:
+		return fmt.Errorf("sched: max queued %d: need at least 1", c.MaxQueued)
+	}
+	for cl, n := range c.ClassLanes {
+		if n < 0 || n > c.Lanes {
+			return fmt.Errorf("sched: class lanes: cap %d for %s outside [0, %d]", n, Class(cl), c.Lanes)
+		}
+	}
+	return nil
+}
+
+// Errors a stream's Result carries, and Submit returns.
+var (
+	// ErrClosed: the scheduler stopped before the request finished.
+	ErrClosed = errors.New("sched: scheduler closed")
+	// ErrDeadline: the request's deadline passed before it started.
+	ErrDeadline = errors.New("sched: deadline passed before the request started")
+	// ErrCancelled: the request was cancelled before it started.
+	ErrCancelled = errors.New("sched: cancelled")
+	// ErrQueueFull: too many requests are waiting for a lane.
+	ErrQueueFull = errors.New("sched: queue full")
+)

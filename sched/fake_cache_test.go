@@ -1,0 +1,136 @@
+package sched
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"superfluid/engine"
+)
+
+// fakeCache is a prefix cache over the fake engine's sequences: a list of
+// published token streams, each on its own sequence. It checks the
+// contract the scheduler must keep: a released sequence holds exactly the
+// tokens Release names.
+type fakeCache struct {
+	t       testing.TB
+	eng     *fakeEngine
+	free    []int32
+	entries []*cacheEntry
+	now     int
+
+	acquireErr error // Acquire fails with it while set
+	acquires   int
+	hits       int // acquires that found a prefix
+	releases   int
+}
+
+type cacheEntry struct {
+	seq    int32
+	tokens []engine.Token
+	used   int
+}
+
+func newFakeCache(t testing.TB, e *fakeEngine) *fakeCache {
+	c := &fakeCache{t: t, eng: e}
+	for s := len(e.seqs) - 1; s >= 0; s-- {
+		c.free = append(c.free, int32(s))
+	}
+	return c
+}
+
+func (c *fakeCache) Acquire(tokens []engine.Token) (int32, int, error) {
+	c.now++
+	c.acquires++
+	if c.acquireErr != nil {
+		return 0, 0, c.acquireErr
+	}
+	var best *cacheEntry
+	n := 0
+	for _, e := range c.entries {
+		if k := min(commonPrefix(tokens, e.tokens), len(tokens)-1); k > n {
+			best, n = e, k
+		}
+	}
+	if len(c.free) == 0 {
+		victim := c.lru(best)
+		if victim == nil && best != nil {
+			// The only entry is the one we want: hand its sequence over.
+			c.remove(best)
+			_ = c.eng.Truncate(best.seq, n)
+			c.hits++
+			return best.seq, n, nil
+		}
+		if victim == nil {
+			return 0, 0, errors.New("fake cache: no free sequence")
+		}
+		c.evict(victim)
+	}
+	seq := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	if c.eng.SeqLen(seq) != 0 {
+		c.t.Errorf("fake cache: free sequence %d holds %d tokens", seq, c.eng.SeqLen(seq))
+	}
+	if best != nil && n > 0 {
+		best.used = c.now
+		if err := c.eng.CopyPrefix(best.seq, seq, n); err != nil {
+			c.t.Errorf("fake cache: copy prefix: %v", err)
+		}
+		c.hits++
+	}
+	return seq, n, nil
+}
+
+func (c *fakeCache) Release(seq int32, tokens []engine.Token) {
+	c.now++
+	c.releases++
+	if held := c.eng.seqs[seq]; !slices.Equal(held, tokens) {
+		c.t.Errorf("fake cache: released sequence %d holds %d tokens, Release names %d (or different ones)", seq, len(held), len(tokens))
+		_ = c.eng.Free(seq)
+		c.free = append(c.free, seq)
+		return
+	}
+	if c.eng.seqOwner[seq] != 0 {
+		c.t.Errorf("fake cache: released sequence %d still carries lane %d", seq, c.eng.seqOwner[seq])
+	}
+	if len(tokens) == 0 {
+		c.free = append(c.free, seq)
+		return
+	}
+	for _, e := range slices.Clone(c.entries) {
+		if len(e.tokens) <= len(tokens) && commonPrefix(e.tokens, tokens) == len(e.tokens) {
+			c.evict(e) // the new entry covers it
+		}
+	}
+	c.entries = append(c.entries, &cacheEntry{seq: seq, tokens: tokens, used: c.now})
+}
+
+func (c *fakeCache) Relieve() bool {
+	v := c.lru(nil)
+	if v == nil {
+		return false
+	}
+	c.evict(v)
+	return true
+}
+
+// lru is the least recently used entry other than keep.
+func (c *fakeCache) lru(keep *cacheEntry) *cacheEntry {
+	var v *cacheEntry
+	for _, e := range c.entries {
+		if e != keep && (v == nil || e.used < v.used) {
+			v = e
+		}
+	}
+	return v
+}
+
+func (c *fakeCache) evict(e *cacheEntry) {
+	c.remove(e)
+	_ = c.eng.Free(e.seq)
+	c.free = append(c.free, e.seq)
+}
+
+func (c *fakeCache) remove(e *cacheEntry) {
+	c.entries = slices.DeleteFunc(c.entries, func(x *cacheEntry) bool { return x == e })
+}

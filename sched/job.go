@@ -1,0 +1,107 @@
+package sched
+
+import (
+	"time"
+
+	"superfluid/engine"
+)
+
+// job is a request from Submit until its Result: queued, running on a
+// lane, or queued again after a preemption.
+type job struct {
+	id     uint64
+	class  Class
+	stream *Stream
+
+	// prompt is what the next admission prefills: the request's prompt,
+	// followed by every token generated before a preemption. It is never
+	// modified once set, so the cache may keep it.
+	prompt    []engine.Token
+	promptLen int // the request's own prompt
+	// maxTokens is how many tokens are still to generate; 0: no limit.
+	maxTokens int
+	sampling  engine.Sampling
+	logprobs  int
+	bias      []engine.LogitBias
+	stop      []engine.Token
+	deadline  time.Time
+
+	submitted time.Time
+	// queuedTick is the tick the job was first queued on: aging and the
+	// shared-prefix hold count from it, across preemptions.
+	queuedTick uint64
+	// resumed: a preempted lane's job, carrying its output so far.
+	resumed bool
+
+	generated   int // tokens delivered over all admissions
+	cached      int // warm prefix at the first admission
+	preemptions int
+	admitted    bool // at least once
+	admittedAt  time.Time
+	firstToken  time.Time
+	timer       Timer // stops a running lane at its deadline
+
+	// How it ended, once it has.
+	finish Finish
+	err    error
+	ended  time.Time
+}
+
+func (j *job) cancelled() bool { return j.stream != nil && j.stream.cancelled.Load() }
+
+func (j *job) expired(now time.Time) bool { return !j.deadline.IsZero() && !now.Before(j.deadline) }
+
+func (j *job) isStop(t engine.Token) bool {
+	for _, s := range j.stop {
+		if s == t {
+			return true
+		}
+	}
+	return false
+}
+
+// lane is a job admitted on an engine sequence. Lane tags rise with
+// admission, so a higher tag is a younger lane.
+type lane struct {
+	tag uint32
+	job *job
+	seq int32
+	// warm is how many prompt tokens the sequence held at admission.
+	warm int
+	// admitted: the engine holds the lane (a tick carried its admit).
+	admitted bool
+	// prefilled is how many prompt tokens the sequence holds; npast how
+	// many tokens in all. The engine's lane events are the truth for both.
+	prefilled int
+	npast     int
+	// produced is the tokens sampled on this lane; tokens is the job's
+	// prompt followed by all of them: what the sequence holds, plus the
+	// last sampled token (never fed back).
+	produced int
+	tokens   []engine.Token
+	// finishing: the lane is done (or preempted) and retires in the next
+	// plan; its job has its result unless preempted.
+	finishing bool
+	preempted bool
+	// prefillStarved counts ticks younger lanes prefilled while this one
+	// waited; decodeStarved ticks it was granted no decode.
+	prefillStarved int
+	decodeStarved  int
+	// chunk is the prompt tokens planned for this lane in the tick being
+	// planned.
+	chunk int
+}
+
+// remaining is the prompt tokens left to prefill.
+func (l *lane) remaining() int { return len(l.job.prompt) - l.prefilled }
+
+// decoding: the prompt is in and a token is pending.
+func (l *lane) decoding() bool { return l.prefilled >= len(l.job.prompt) }
+
+// toGenerate is how many tokens the lane may still sample; -1: no limit.
+func (l *lane) toGenerate() int {
+	if l.job.maxTokens == 0 {
+		return -1
+	}
+	return l.job.maxTokens - l.produced
+}

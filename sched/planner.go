@@ -1,0 +1,250 @@
+package sched
+
+import (
+	"time"
+
+	"superfluid/engine"
+)
+
+// planner decides; it does no IO. Like raft's RawNode, its owner feeds it
+// arrivals, the time and each tick's events, and asks it for the next
+// plan; the owner carries the plan out on the engine and the planner's
+// decisions on the cache and the streams (see loop). Given the same inputs
+// it makes the same plans, which is what lets its tests run in virtual
+// time against a fake engine.
+type planner struct {
+	cfg   Config
+	batch int // the engine's most tokens per step
+	stats *counters
+
+	queues [NumClasses][]*job
+	lanes  []*lane // by tag: oldest first
+	tick   uint64  // plans made for a non-empty set of lanes
+	// nextTag names the next lane; tags rise with admission.
+	nextTag uint32
+
+	// Learned rates (seconds; 0 until measured): one decode round; one
+	// prompt token (smoothed over ticks of prefillRateMinTokens or more,
+	// and over bulk ticks of bulkRateMinTokens or more, with the last bulk
+	// sample beside it).
+	roundSecs          float64
+	prefillSPT         float64
+	prefillSPTBulk     float64
+	prefillSPTLast     float64
+	prefillRateSamples int
+	// prefillBudget is the adaptive per-tick prompt budget (or the fixed one).
+	prefillBudget int
+	prefillFixed  bool
+	// bgDivisor throttles Agent and Background decoding to one tick in N.
+	bgDivisor int
+
+	lastInteractive time.Time // the last Chat or FIM arrival
+	sawInteractive  bool
+
+	// Admission round state: queued jobs passed over for the shared-prefix
+	// hold (at the head of each class), admission stopped for this tick,
+	// lanes preemption freed for Chat/FIM requests.
+	heldSkip            [NumClasses]int
+	admitBlocked        bool
+	reservedInteractive int
+	// kvBackoff stops admission after a lane was preempted for KV room,
+	// until a lane finishes.
+	kvBackoff bool
+
+	plan  engine.Plan
+	order []*lane // prefill order, reused
+	cands []*lane // decode candidates, reused
+	// The tick in flight, for learning from its events.
+	tickPrefillTokens int
+	tickPrefillLanes  int // lanes that wanted prefill (queued included)
+	tickDecodeLanes   int
+
+	ready ready
+}
+
+// ready is what the owner must carry out after a planner call: tokens to
+// deliver, jobs that ended, sequences to give back to the cache. Its slices
+// are reused; the owner empties them with clear.
+type ready struct {
+	tokens   []readyToken
+	done     []*job
+	releases []release
+}
+
+type readyToken struct {
+	job *job
+	ev  int // index into the tick's Events.Tokens
+}
+
+type release struct {
+	seq    int32
+	tokens []engine.Token
+}
+
+func (r *ready) clear() {
+	clear(r.tokens)
+	clear(r.done)
+	clear(r.releases)
+	r.tokens, r.done, r.releases = r.tokens[:0], r.done[:0], r.releases[:0]
+}
+
+func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
+	p := &planner{cfg: cfg, batch: d.Batch, stats: stats, bgDivisor: cfg.BackgroundDivisor}
+	p.prefillBudget = startPrefillBudget
+	if cfg.PrefillBudget > 0 {
+		p.prefillBudget, p.prefillFixed = cfg.PrefillBudget, true
+	}
+	return p
+}
+
+// liveLanes is the lanes holding a slot past this tick: a finishing lane
+// retires before anything is admitted, so its slot is already free.
+func (p *planner) liveLanes() int {
+	n := 0
+	for _, l := range p.lanes {
+		if !l.finishing {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *planner) find(tag uint32) *lane {
+	for _, l := range p.lanes {
+		if l.tag == tag {
+			return l
+		}
+	}
+	return nil
+}
+
+// idle: nothing runs and nothing waits.
+func (p *planner) idle() bool { return len(p.lanes) == 0 && p.queued() == 0 }
+
+// sweep ends what was cancelled or passed its deadline: queued jobs leave
+// their queue, running lanes finish (and retire in the next plan).
+func (p *planner) sweep(now time.Time) {
+	for c := range p.queues {
+		q := p.queues[c][:0]
+		for _, j := range p.queues[c] {
+			if j.cancelled() || j.expired(now) {
+				p.failQueued(j, now)
+				continue
+			}
+			q = append(q, j)
+		}
+		clear(p.queues[c][len(q):])
+		p.queues[c] = q
+	}
+	for _, l := range p.lanes {
+		switch {
+		case l.finishing:
+		case l.job.cancelled():
+			p.finishLane(l, FinishCancelled, nil, now)
+		case l.job.expired(now):
+			p.stats.expired.Add(1)
+			p.finishLane(l, FinishDeadline, nil, now)
+		}
+	}
+	p.dropUnstarted()
+}
+
+// dropUnstarted drops finished lanes no tick admitted: the engine has
+// nothing of them to retire, and their sequences go straight back.
+func (p *planner) dropUnstarted() {
+	p.dropLanes(func(l *lane) bool { return l.finishing && !l.admitted })
+}
+
+// finishLane ends a lane's job; the lane retires in the next plan.
+func (p *planner) finishLane(l *lane, f Finish, err error, now time.Time) {
+	if l.finishing && !l.preempted {
+		return
+	}
+	l.finishing = true
+	l.preempted = false
+	p.endJob(l.job, f, err, now)
+}
+
+// endJob records how a job ended and hands it to the owner. A job that
+// never ran keeps the error saying why; one that ran ends without one when
+// it was cancelled or ran out of time.
+func (p *planner) endJob(j *job, f Finish, err error, now time.Time) {
+	if j.admitted && (f == FinishCancelled || f == FinishDeadline) {
+		err = nil
+	}
+	if f == FinishCancelled {
+		p.stats.cancelled.Add(1)
+	}
+	j.finish, j.err, j.ended = f, err, now
+	p.ready.done = append(p.ready.done, j)
+}
+
+// dropLanes removes the lanes drop selects, releasing their sequences and
+// requeueing the jobs of preempted ones. The engine must no longer hold
+// them.
+func (p *planner) dropLanes(drop func(*lane) bool) {
+	kept := p.lanes[:0]
+	for _, l := range p.lanes {
+		if !drop(l) {
+			kept = append(kept, l)
+			continue
+		}
+		p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.npast:l.npast]})
+		if l.preempted {
+			p.requeuePreempted(l)
+		} else {
+			p.kvBackoff = false
+		}
+	}
+	clear(p.lanes[len(kept):])
+	p.lanes = kept
+	if len(p.lanes) == 0 {
+		p.kvBackoff = false
+	}
+}
+
+// joinerWaits reports whether a request could join after this tick and
+// would wait it out: a lane is free, a Chat or FIM request waits, or a lane
+// runs that such a request could preempt. Such a tick stays short.
+func (p *planner) joinerWaits() bool {
+	if p.cfg.Lanes <= 1 {
+		return false
+	}
+	if p.liveLanes() < p.cfg.Lanes || len(p.queues[Chat]) > 0 || len(p.queues[FIM]) > 0 {
+		return true
+	}
+	for _, l := range p.lanes {
+		if !l.finishing && !l.job.class.interactive() {
+			return true
+		}
+	}
+	return false
+}
+
+// latencyHold is how long after the last Chat or FIM arrival ticks stay
+// sized for latency.
+const latencyHold = 300 * time.Second
+
+// latencySensitive reports whether a Chat or FIM request waits, runs, or
+// arrived within latencyHold.
+func (p *planner) latencySensitive(now time.Time) bool {
+	if len(p.queues[Chat]) > 0 || len(p.queues[FIM]) > 0 {
+		return true
+	}
+	for _, l := range p.lanes {
+		if !l.finishing && l.job.class.interactive() {
+			return true
+		}
+	}
+	return p.sawInteractive && now.Sub(p.lastInteractive) < latencyHold
+}
+
+// laneOf is the lane running j, or nil.
+func (p *planner) laneOf(j *job) *lane {
+	for _, l := range p.lanes {
+		if l.job == j {
+			return l
+		}
+	}
+	return nil
+}

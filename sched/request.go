@@ -1,0 +1,80 @@
+package sched
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"superfluid/engine"
+)
+
+// Request is one generation to schedule.
+type Request struct {
+	// Prompt is the tokens to continue; at least one. Submit copies it.
+	Prompt []engine.Token
+	// Class is who waits on the reply; see Class.
+	Class Class
+	// MaxTokens bounds the tokens generated; 0: until end of generation, a
+	// stop token or a full context.
+	MaxTokens int
+	// Sampling parameters; the zero value means engine.Greedy().
+	Sampling engine.Sampling
+	// Logprobs asks for the top-N logprobs of each token (0–20).
+	Logprobs int
+	// Bias is added to token logits before sampling. Submit copies it.
+	Bias []engine.LogitBias
+	// StopTokens end generation like an end-of-generation token does (the
+	// engine only knows the model's own). The stop token is delivered, with
+	// the final Result saying FinishStop, so a caller can hide it.
+	StopTokens []engine.Token
+	// Deadline, when set, is when the request stops being worth running: a
+	// request still queued then never starts (its Result carries
+	// ErrDeadline), and a running one stops within a step (FinishDeadline).
+	Deadline time.Time
+}
+
+// validate refuses what the engine would refuse at admission: a malformed
+// admit fails the whole tick, every lane in it, so it must never reach a
+// plan.
+func (r *Request) validate(d *engine.Descriptor) error {
+	if len(r.Prompt) == 0 {
+		return fmt.Errorf("sched: empty prompt")
+	}
+	if len(r.Prompt) >= d.Ctx {
+		return fmt.Errorf("sched: prompt of %d tokens leaves no room in a context of %d", len(r.Prompt), d.Ctx)
+	}
+	if int(r.Class) >= NumClasses {
+		return fmt.Errorf("sched: unknown class %d", r.Class)
+	}
+	if r.MaxTokens < 0 || int64(r.MaxTokens) > math.MaxUint32 {
+		return fmt.Errorf("sched: max tokens %d out of range", r.MaxTokens)
+	}
+	if r.Logprobs < 0 || r.Logprobs > engine.MaxLogprobs {
+		return fmt.Errorf("sched: logprobs %d outside [0, %d]", r.Logprobs, engine.MaxLogprobs)
+	}
+	for i, t := range r.Prompt {
+		if t < 0 || (d.Vocab > 0 && int(t) >= d.Vocab) {
+			return fmt.Errorf("sched: prompt token %d at %d outside the vocabulary of %d", t, i, d.Vocab)
+		}
+	}
+	for _, b := range r.Bias {
+		if b.Token < 0 || (d.Vocab > 0 && int(b.Token) >= d.Vocab) || math.IsNaN(float64(b.Bias)) {
+			return fmt.Errorf("sched: logit bias for token %d is invalid", b.Token)
+		}
+	}
+	if r.Sampling == (engine.Sampling{}) {
+		return nil // greedy
+	}
+	return validSampling(&r.Sampling)
+}
+
+// validSampling mirrors the engine's range checks on sampling parameters.
+func validSampling(s *engine.Sampling) error {
+	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
+	if !finite(s.Temperature) || !finite(s.TopP) || !finite(s.MinP) || !finite(s.RepeatPenalty) ||
+		!finite(s.FrequencyPenalty) || !finite(s.PresencePenalty) || s.TopK < 0 || s.TopP <= 0 || s.TopP > 1 ||
+		s.MinP < 0 || s.MinP > 1 || s.RepeatPenalty <= 0 || s.PenaltyLastN < -1 {
+		return fmt.Errorf("sched: sampling parameters out of range: %+v", *s)
+	}
+	return nil
+}

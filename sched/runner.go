@@ -1,0 +1,202 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"superfluid/engine"
+)
+
+// Scheduler runs requests on an engine. Run's goroutine owns the engine,
+// the cache and every piece of scheduling state; the other methods may be
+// called from any goroutine and only hand things to it.
+type Scheduler struct {
+	eng   engine.Engine
+	cfg   Config
+	desc  engine.Descriptor
+	stats counters
+	loop  *loop
+
+	nextID      atomic.Uint64
+	outstanding atomic.Int64 // submitted, not yet ended
+	freeLanes   atomic.Int64 // lanes a newcomer could take after this tick
+	divisor     atomic.Int64
+	started     atomic.Bool
+	streams     sync.Map // id → *Stream, for Cancel by id
+
+	// The inbox hands submissions to Run. Its mutex guards the inbox and
+	// closed, never scheduling state: Submit must not wait out a tick in
+	// flight (a Chat request raises the yield word instead, to cut it
+	// short), and a submission racing shutdown must be either refused or
+	// failed, never lost.
+	mu     sync.Mutex
+	inbox  []*job
+	closed bool
+	wake   chan struct{}
+}
+
+// New makes a scheduler for eng over cache. It checks cfg against the
+// engine's descriptor (errors start "sched: "); nothing runs until Run.
+func New(eng engine.Engine, cache Cache, cfg Config) (*Scheduler, error) {
+	if eng == nil || cache == nil {
+		return nil, errors.New("sched: nil engine or cache")
+	}
+	d := eng.Descriptor()
+	if d == nil {
+		return nil, errors.New("sched: engine has no descriptor")
+	}
+	cfg = cfg.withDefaults(d)
+	if err := cfg.validate(d); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{eng: eng, cfg: cfg, desc: *d, wake: make(chan struct{}, 1)}
+	s.loop = newLoop(eng, cache, cfg, &s.stats)
+	s.loop.ended = s.ended
+	s.divisor.Store(int64(cfg.BackgroundDivisor))
+	s.freeLanes.Store(int64(cfg.Lanes))
+	return s, nil
+}
+
+// Config is the validated configuration, defaults filled in.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+// Stats reads the live counters; safe from any goroutine at any time.
+func (s *Scheduler) Stats() Snapshot { return s.stats.Snapshot() }
+
+// SetBackgroundDivisor throttles Agent and Background decoding to one tick
+// in n (n ≤ 1: none) from the next tick on.
+func (s *Scheduler) SetBackgroundDivisor(n int) { s.divisor.Store(int64(max(n, 1))) }
+
+// Submit queues a request and returns its stream. The request is checked
+// against the engine first (empty or over-long prompt, tokens outside the
+// vocabulary, sampling out of range). Cancelling ctx cancels the request,
+// as Stream.Cancel does. Submit never waits for the scheduler.
+func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
+	if err := req.validate(&s.desc); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sched: submit: %w", err)
+	}
+	j := s.newJob(&req)
+	st := j.stream
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, ErrClosed
+	case s.outstanding.Load() >= int64(s.cfg.MaxQueued+s.cfg.Lanes):
+		s.mu.Unlock()
+		return nil, ErrQueueFull
+	}
+	s.outstanding.Add(1)
+	s.streams.Store(st.id, st)
+	st.stopCtx = context.AfterFunc(ctx, st.Cancel)
+	s.inbox = append(s.inbox, j)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	// A Chat or FIM request, or anyone while a lane is free, should not
+	// wait out the tick in flight: it ends at its next step.
+	if req.Class.interactive() || s.freeLanes.Load() > 0 {
+		s.eng.Yield()
+	}
+	return st, nil
+}
+
+func (s *Scheduler) newJob(req *Request) *job {
+	return newJob(s.nextID.Add(1), req, s.eng.Yield)
+}
+
+// newJob makes a job of a validated request, copying what the caller may
+// reuse.
+func newJob(id uint64, req *Request, yield func()) *job {
+	j := &job{
+		id:        id,
+		class:     req.Class,
+		prompt:    append([]engine.Token(nil), req.Prompt...),
+		promptLen: len(req.Prompt),
+		maxTokens: req.MaxTokens,
+		sampling:  req.Sampling,
+		logprobs:  req.Logprobs,
+		bias:      append([]engine.LogitBias(nil), req.Bias...),
+		stop:      append([]engine.Token(nil), req.StopTokens...),
+		deadline:  req.Deadline,
+	}
+	if j.sampling == (engine.Sampling{}) {
+		j.sampling = engine.Greedy()
+	}
+	j.stream = newStream(id, req.Class, yield)
+	return j
+}
+
+// Cancel cancels the request with the given stream ID; false if it is not
+// running or queued.
+func (s *Scheduler) Cancel(id uint64) bool {
+	v, ok := s.streams.Load(id)
+	if ok {
+		v.(*Stream).Cancel()
+	}
+	return ok
+}
+
+// ended is the loop's word that a job's stream has its result.
+func (s *Scheduler) ended(j *job) {
+	s.streams.Delete(j.id)
+	s.outstanding.Add(-1)
+}
+
+// Run schedules until ctx ends, then fails whatever is queued or running
+// with ErrClosed, retires every lane (publishing its sequence to the
+// cache) and returns nil. It starts no goroutine and leaves none behind;
+// call it once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("sched: Run called twice")
+	}
+	defer s.shutdown()
+	busy := false
+	for {
+		if !busy {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-s.wake:
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Lowered before the inbox is read: a request that arrives after
+		// raises it again for the tick about to run.
+		s.eng.ClearYield()
+		s.takeInbox()
+		s.loop.p.bgDivisor = int(s.divisor.Load())
+		busy = s.loop.step()
+		s.freeLanes.Store(int64(s.cfg.Lanes - s.loop.p.liveLanes()))
+	}
+}
+
+// takeInbox queues what Submit handed over.
+func (s *Scheduler) takeInbox() {
+	s.mu.Lock()
+	in := s.inbox
+	s.inbox = nil
+	s.mu.Unlock()
+	for _, j := range in {
+		s.loop.submit(j)
+	}
+}
+
+func (s *Scheduler) shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.takeInbox()
+	s.loop.close()
+}

@@ -1,0 +1,330 @@
+package sched
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Scheduling behaviour, end to end through the loop, the fake engine and
+// the fake cache, in virtual time.
+
+func TestEightEqualPromptsFinishOneAfterAnother(t *testing.T) {
+	h := newHarness(t, 8, 8192, Config{PrefillBudget: 512}).fast()
+	h.eng.keep = true
+	names := make([]string, 8)
+	for i := range names {
+		names[i] = fmt.Sprint("p", i)
+		h.submit(names[i], Request{Prompt: promptOf(i, 7680), Class: Agent, MaxTokens: 1})
+	}
+	finishedAt := map[string]int{}
+	for range 1000 {
+		busy := h.step()
+		for _, n := range names {
+			if _, ok := finishedAt[n]; !ok && h.done(n) {
+				finishedAt[n] = len(h.prefillTicks())
+			}
+		}
+		if !busy {
+			break
+		}
+	}
+	for i, n := range names {
+		if want := 15 * (i + 1); finishedAt[n] != want {
+			t.Errorf("%s finished after %d prefill ticks, want %d (fifteen each, in turn)", n, finishedAt[n], want)
+		}
+		h.expectOutput(n, Request{Prompt: promptOf(i, 7680), MaxTokens: 1})
+	}
+}
+
+func TestLongPrefillProgressesUnderAStreamOfShortPrompts(t *testing.T) {
+	const bound = 3
+	h := newHarness(t, 3, 4096, Config{PrefillBudget: 512, StarvationTicks: bound}).fast()
+	h.eng.keep = true
+	h.submit("long", Request{Prompt: promptOf(0, 8*512), Class: Agent, MaxTokens: 1})
+	short := 0
+	for range 200 {
+		for h.loop.p.queued() < 2 {
+			short++
+			h.submit(fmt.Sprint("s", short), Request{Prompt: promptOf(short, 512), Class: Agent, MaxTokens: 1})
+		}
+		h.step()
+		if h.done("long") {
+			break
+		}
+	}
+	if !h.done("long") {
+		t.Fatal("the long prompt never finished")
+	}
+	var served []int
+	tag := uint32(1) // the first lane admitted
+	for i, p := range h.prefillTicks() {
+		if chunkOf(&p, tag) > 0 {
+			served = append(served, i)
+		}
+	}
+	if len(served) != 8 {
+		t.Fatalf("the long lane was served in %d ticks, want 8: %v", len(served), served)
+	}
+	for i := 1; i < len(served); i++ {
+		if served[i]-served[i-1] > bound+1 {
+			t.Fatalf("the long lane waited more than %d ticks: served at %v", bound+1, served)
+		}
+	}
+	if short < 8 {
+		t.Fatalf("only %d short prompts ran beside it", short)
+	}
+	h.expectOutput("long", Request{Prompt: promptOf(0, 8*512), MaxTokens: 1})
+}
+
+func TestTailCapAfterAPromptCompletes(t *testing.T) {
+	// Three chats fill every lane, so the tick is not an open one and takes
+	// the whole fixed budget.
+	for _, c := range []struct {
+		prompts, want []int
+	}{
+		{[]int{500, 4000, 4000}, []int{500, 500, 0}},
+		{[]int{40, 4000, 4000}, []int{40, 256, 0}},
+		{[]int{1000, 300, 200}, []int{0, 256, 200}}, // shortest first: 200 completes, the tail is 256
+		{[]int{3000, 3000}, []int{3000, 1096}},
+	} {
+		h := newHarness(t, len(c.prompts), 8192, Config{PrefillBudget: 4096}).fast()
+		h.eng.keep = true
+		for i, n := range c.prompts {
+			h.submit(fmt.Sprint("c", i), Request{Prompt: promptOf(i, n), Class: Chat, MaxTokens: 2})
+		}
+		h.step()
+		p := h.eng.plans[0]
+		var got []int
+		for i := range c.prompts {
+			got = append(got, chunkOf(&p, uint32(i+1)))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("prompts %v: first tick prefilled %v, want %v", c.prompts, got, c.want)
+		}
+		h.run(100)
+	}
+}
+
+func TestChatCompletingItsPromptHoldsLowerClassesBack(t *testing.T) {
+	h := newHarness(t, 2, 4096, Config{}).fast()
+	h.eng.keep = true
+	h.submit("agent", Request{Prompt: promptOf(1, 6000), Class: Agent, MaxTokens: 4})
+	h.step()
+	h.step()
+	h.submit("chat", Request{Prompt: promptOf(2, 22), Class: Chat, MaxTokens: 4})
+	before := len(h.eng.plans)
+	h.step()
+	h.step()
+	ticks := h.eng.plans[before:] // the chat's tick, its retire, the next
+	chat, agent := uint32(2), uint32(1)
+	if chunkOf(&ticks[0], chat) != 22 {
+		t.Fatalf("the chat's prompt did not complete in its first tick: %+v", ticks[0].Prefills)
+	}
+	if n := chunkOf(&ticks[0], agent); n != 0 {
+		t.Fatalf("the agent prefilled %d tokens beside the chat's completing prompt", n)
+	}
+	if len(ticks) < 3 || chunkOf(&ticks[2], agent) == 0 {
+		t.Fatalf("the agent did not resume prefill the tick after: %+v", ticks)
+	}
+	h.run(500)
+	h.expectOutput("chat", Request{Prompt: promptOf(2, 22), MaxTokens: 4})
+	h.expectOutput("agent", Request{Prompt: promptOf(1, 6000), MaxTokens: 4})
+}
+
+func TestTickTargets(t *testing.T) {
+	round := tickShape{openSecs: 0.05, fullSecs: 0.25, decodeFloor: 4, besidePrefill: 1}
+	for _, c := range []struct {
+		shape      *tickShape
+		configured float64
+		lanes, max int
+		finishing  bool
+		want       float64
+		why        string
+	}{
+		{&nativeTicks, 2, 1, 2, false, openTickSecs, "a slot is free"},
+		{&nativeTicks, 2, 2, 2, false, 2, "full and staying full: nothing could admit a joiner"},
+		{&round, 2, 1, 2, false, 0.05, "a round-granular engine's open tick is a few rounds"},
+		{&round, 2, 2, 2, false, 0.25, "and its full one is never long"},
+		{&nativeTicks, 2, 2, 2, true, openTickSecs, "a finishing lane frees a slot"},
+		{&nativeTicks, 0.1, 2, 2, true, 0.1, "a configured target under the open one stands"},
+	} {
+		if got := tickTarget(c.shape, c.configured, c.lanes, c.max, c.finishing); got != c.want {
+			t.Errorf("%s: tickTarget = %v, want %v", c.why, got, c.want)
+		}
+	}
+}
+
+func TestOpenTicksStayShort(t *testing.T) {
+	// One agent decoding with lanes free: a newcomer would wait out each
+	// tick, so ticks aim at a quarter second.
+	h := newHarness(t, 4, 4096, Config{}).fast()
+	h.eng.keep = true
+	h.submit("a", Request{Prompt: promptOf(1, 3000), Class: Agent, MaxTokens: 2000})
+	var open []time.Duration
+	for range 30 {
+		before := h.clock.Now()
+		h.step()
+		open = append(open, h.clock.Now().Sub(before))
+		if got := h.stats.tickTargetMS.Load(); got != 250 {
+			t.Fatalf("tick target %dms with lanes free, want 250", got)
+		}
+	}
+	for i, d := range open[5:] {
+		if d > 300*time.Millisecond {
+			t.Fatalf("open tick %d ran %v", i+5, d)
+		}
+	}
+	for _, p := range h.eng.plans {
+		for _, f := range p.Prefills {
+			if f.Count > openPrefillTickMax {
+				t.Fatalf("an open tick prefilled %d tokens", f.Count)
+			}
+		}
+	}
+	// Every lane busy with chats, nothing waiting: ticks run to the
+	// configured target.
+	h = newHarness(t, 2, 4096, Config{}).fast()
+	h.submit("c1", Request{Prompt: promptOf(3, 20), Class: Chat, MaxTokens: 3000})
+	h.submit("c2", Request{Prompt: promptOf(4, 20), Class: Chat, MaxTokens: 3000})
+	var full time.Duration
+	for range 10 {
+		before := h.clock.Now()
+		h.step()
+		full = max(full, h.clock.Now().Sub(before))
+	}
+	if got := h.stats.tickTargetMS.Load(); got != 2000 {
+		t.Fatalf("tick target %dms with every lane busy, want 2000", got)
+	}
+	if full < 500*time.Millisecond {
+		t.Fatalf("full ticks ran at most %v; they should approach the 2s target", full)
+	}
+}
+
+func TestClassCapsBindAndAgingAdmitsBackgroundWork(t *testing.T) {
+	h := newHarness(t, 4, 4096, Config{ClassLanes: ClassLanes{Background: 1}}).fast()
+	for i := range 4 {
+		h.submit(fmt.Sprint("b", i), Request{Prompt: promptOf(i, 50), Class: Background, MaxTokens: 20})
+	}
+	for range 500 {
+		n := 0
+		for _, l := range h.loop.p.lanes {
+			if !l.finishing && l.job.class == Background {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Fatalf("%d background lanes under a cap of 1", n)
+		}
+		if !h.step() {
+			break
+		}
+	}
+	for i := range 4 {
+		h.expectOutput(fmt.Sprint("b", i), Request{Prompt: promptOf(i, 50), MaxTokens: 20})
+	}
+
+	// One lane, a steady stream of agent work, one background job queued
+	// behind it: aging admits the background job before the agents run dry.
+	const period = 2
+	h = newHarness(t, 1, 4096, Config{StarvationTicks: period}).fast()
+	h.submit("a0", Request{Prompt: promptOf(0, 30), Class: Agent, MaxTokens: 3})
+	h.submit("bg", Request{Prompt: promptOf(99, 30), Class: Background, MaxTokens: 3})
+	agents := 0
+	for range 200 {
+		for len(h.loop.p.queues[Agent]) < 2 {
+			agents++
+			h.submit(fmt.Sprint("a", agents), Request{Prompt: promptOf(agents, 30), Class: Agent, MaxTokens: 3})
+		}
+		h.step()
+		if h.done("bg") {
+			break
+		}
+	}
+	if !h.done("bg") {
+		t.Fatal("the background job never ran behind the agents")
+	}
+	if r := h.result("bg"); r.QueueWait <= 0 {
+		t.Fatalf("the background job did not wait: %+v", r)
+	}
+	h.expectOutput("bg", Request{Prompt: promptOf(99, 30), MaxTokens: 3})
+}
+
+func TestParseClassLanes(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want ClassLanes
+	}{
+		{"", ClassLanes{}},
+		{"background=2, agent=6", ClassLanes{0, 0, 6, 2}},
+		{"interactive=8", ClassLanes{8, 0, 0, 0}},
+		{"fim=1,chat=2", ClassLanes{2, 1, 0, 0}},
+	} {
+		got, err := ParseClassLanes(c.spec, 8)
+		if err != nil || got != c.want {
+			t.Errorf("ParseClassLanes(%q) = %v, %v; want %v", c.spec, got, err, c.want)
+		}
+	}
+	for spec, msg := range map[string]string{
+		"background":           "class=N",
+		"urgent=1":             "unknown class",
+		"agent=-1":             "whole number",
+		"agent=x":              "whole number",
+		"agent=9":              "exceeds",
+		"background=0":         "at least 1",
+		"agent=1,foreground=2": "twice",
+	} {
+		_, err := ParseClassLanes(spec, 8)
+		if err == nil || !contains(err.Error(), msg) || !contains(err.Error(), "sched: ") {
+			t.Errorf("ParseClassLanes(%q) = %v, want an error saying %q", spec, err, msg)
+		}
+	}
+	if caps, _ := ParseClassLanes("background=2,agent=6", 8); caps.String() != "agent=6,background=2" {
+		t.Errorf("String = %q", caps.String())
+	}
+	for _, n := range []string{"chat", "FIM", " Interactive-Chat ", "foreground_agent", "3"} {
+		if _, err := ParseClass(n); err != nil {
+			t.Errorf("ParseClass(%q): %v", n, err)
+		}
+	}
+	if _, err := ParseClass("4"); err == nil {
+		t.Error("ParseClass(4) should fail")
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func TestBackgroundDecodingIsThrottled(t *testing.T) {
+	h := newHarness(t, 2, 4096, Config{BackgroundDivisor: 3, StarvationTicks: 2}).fast()
+	h.eng.keep = true
+	h.submit("chat", Request{Prompt: promptOf(1, 20), Class: Chat, MaxTokens: 1 << 30})
+	h.submit("bg", Request{Prompt: promptOf(2, 20), Class: Background, MaxTokens: 1 << 30})
+	for range 30 {
+		h.step()
+	}
+	chatTicks, bgTicks := 0, 0
+	for _, p := range h.eng.plans[1:] {
+		if roundsOf(&p, 1) > 0 {
+			chatTicks++
+		}
+		if roundsOf(&p, 2) > 0 {
+			bgTicks++
+		}
+	}
+	if chatTicks < 25 || bgTicks > chatTicks/3+1 || bgTicks < chatTicks/3-1 {
+		t.Fatalf("chat decoded in %d ticks, background in %d: want one in three", chatTicks, bgTicks)
+	}
+	if h.stats.Snapshot().StarvationGrants == 0 {
+		t.Fatal("grants to the throttled lane after it starved should count")
+	}
+	h.jobs["chat"].stream.Cancel()
+	h.jobs["bg"].stream.Cancel()
+	h.run(10)
+}

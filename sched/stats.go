@@ -1,0 +1,128 @@
+package sched
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// TTFTBucketsMS are the upper bounds, in milliseconds, of the time-to-
+// first-token histogram's buckets; one more bucket counts the rest.
+var TTFTBucketsMS = [...]uint64{5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 20_000, 40_000}
+
+// counters are the scheduler's live counters. The runner goroutine writes
+// them with atomics; anyone may read a Snapshot at any time without
+// holding the scheduler up.
+type counters struct {
+	ticks             atomic.Uint64
+	prefillTokens     atomic.Uint64
+	decodeTokens      atomic.Uint64
+	warmPrefixTokens  atomic.Uint64
+	admissions        atomic.Uint64
+	coldAdmissions    atomic.Uint64
+	admitsDeferred    atomic.Uint64
+	preemptions       atomic.Uint64
+	starvationGrants  atomic.Uint64
+	sharedPrefixHolds atomic.Uint64
+	kvFull            atomic.Uint64
+	tickErrors        atomic.Uint64
+	cancelled         atomic.Uint64
+	expired           atomic.Uint64
+	completed         atomic.Uint64
+
+	lanesActive       atomic.Int64
+	queueDepth        [NumClasses]atomic.Int64
+	prefillBudgetLive atomic.Int64
+	decodeGrantLive   atomic.Int64
+	tickTargetMS      atomic.Int64
+
+	ttftBuckets [len(TTFTBucketsMS) + 1]atomic.Uint64
+	ttftSumMS   atomic.Uint64
+	ttftCount   atomic.Uint64
+}
+
+// Snapshot is a copy of the counters at one moment (each read atomically;
+// the set is not one transaction).
+type Snapshot struct {
+	Ticks             uint64 // ticks that carried work
+	PrefillTokens     uint64 // prompt tokens prefilled
+	DecodeTokens      uint64 // tokens generated and delivered
+	WarmPrefixTokens  uint64 // prompt tokens admissions found in the cache
+	Admissions        uint64
+	ColdAdmissions    uint64 // admissions that found nothing cached
+	AdmitsDeferred    uint64 // admissions put off for want of a sequence
+	Preemptions       uint64
+	StarvationGrants  uint64 // decode grants to lanes that had starved
+	SharedPrefixHolds uint64 // admissions put off for a shared prefix
+	KVFull            uint64 // ticks stopped by a full KV pool
+	TickErrors        uint64 // ticks the engine failed otherwise
+	Cancelled         uint64
+	Expired           uint64 // requests that passed their deadline
+	Completed         uint64 // requests ended, however
+
+	LanesActive   int64
+	QueueDepth    [NumClasses]int64 // by Class
+	PrefillBudget int64             // the last tick's prompt budget
+	DecodeGrant   int64             // the last tick's rounds per lane
+	TickTargetMS  int64             // the last tick's target
+
+	// TTFT histogram: TTFTBuckets[i] counts first tokens delivered within
+	// TTFTBucketsMS[i] (and above the bound before it); the last bucket
+	// the rest.
+	TTFTBuckets [len(TTFTBucketsMS) + 1]uint64
+	TTFTSumMS   uint64
+	TTFTCount   uint64
+}
+
+// Snapshot reads the counters.
+func (s *counters) Snapshot() Snapshot {
+	out := Snapshot{
+		Ticks:             s.ticks.Load(),
+		PrefillTokens:     s.prefillTokens.Load(),
+		DecodeTokens:      s.decodeTokens.Load(),
+		WarmPrefixTokens:  s.warmPrefixTokens.Load(),
+		Admissions:        s.admissions.Load(),
+		ColdAdmissions:    s.coldAdmissions.Load(),
+		AdmitsDeferred:    s.admitsDeferred.Load(),
+		Preemptions:       s.preemptions.Load(),
+		StarvationGrants:  s.starvationGrants.Load(),
+		SharedPrefixHolds: s.sharedPrefixHolds.Load(),
+		KVFull:            s.kvFull.Load(),
+		TickErrors:        s.tickErrors.Load(),
+		Cancelled:         s.cancelled.Load(),
+		Expired:           s.expired.Load(),
+		Completed:         s.completed.Load(),
+		LanesActive:       s.lanesActive.Load(),
+		PrefillBudget:     s.prefillBudgetLive.Load(),
+		DecodeGrant:       s.decodeGrantLive.Load(),
+		TickTargetMS:      s.tickTargetMS.Load(),
+		TTFTSumMS:         s.ttftSumMS.Load(),
+		TTFTCount:         s.ttftCount.Load(),
+	}
+	for i := range s.queueDepth {
+		out.QueueDepth[i] = s.queueDepth[i].Load()
+	}
+	for i := range s.ttftBuckets {
+		out.TTFTBuckets[i] = s.ttftBuckets[i].Load()
+	}
+	return out
+}
+
+// observeTTFT counts one time to first token.
+func (s *counters) observeTTFT(d time.Duration) {
+	ms := uint64(max(d, 0) / time.Millisecond)
+	i := 0
+	for i < len(TTFTBucketsMS) && ms > TTFTBucketsMS[i] {
+		i++
+	}
+	s.ttftBuckets[i].Add(1)
+	s.ttftSumMS.Add(ms)
+	s.ttftCount.Add(1)
+}
+
+// publishOccupancy stores the lanes and queue depths.
+func (p *planner) publishOccupancy() {
+	p.stats.lanesActive.Store(int64(len(p.lanes)))
+	for c := range p.queues {
+		p.stats.queueDepth[c].Store(int64(len(p.queues[c])))
+	}
+}

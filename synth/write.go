@@ -1,0 +1,80 @@
+package synth
+
+import (
+	"fmt"
+	"strings"
+
+	"superfluid/gguf"
+)
+
+// Options select what Write generates.
+type Options struct {
+	Shape Shape
+	// VocabFile is a vocab-only GGUF whose tokenizer is grafted onto the
+	// model; "" uses the built-in vocabulary.
+	VocabFile string
+	// Type is the matrix encoding: "f16" (default when empty) or "q8_0".
+	Type string
+	Seed uint64
+}
+
+// SuppressScale multiplies the token_embd rows of tokens greedy decoding
+// must avoid (see classify). Embeddings are tied, so a row also serves as
+// the token's output weights: a row shrunk a hundredfold has logits near
+// zero while ordinary tokens' logits spread over several units, so the
+// argmax is always an ordinary text token — no byte fragments, no control
+// or end-of-generation tokens — and generation runs to the requested
+// length.
+const SuppressScale = 0.01
+
+// general.file_type values (llama_ftype): all matrices F16 / Q8_0.
+const (
+	fileTypeF16  uint32 = 1
+	fileTypeQ8_0 uint32 = 7
+)
+
+// ggmlType maps Options.Type to the tensor type and general.file_type.
+func ggmlType(name string) (gguf.GGMLType, uint32, error) {
+	switch strings.ToLower(name) {
+	case "", "f16":
+		return gguf.F16, fileTypeF16, nil
+	case "q8_0":
+		return gguf.Q8_0, fileTypeQ8_0, nil
+	}
+	return 0, 0, fmt.Errorf("synth: unknown type %q (valid: f16, q8_0)", name)
+}
+
+// Write generates the model and writes it to path atomically (a temporary
+// file in the same directory, renamed into place when complete). The same
+// options always produce byte-identical files.
+func Write(path string, o Options) error {
+	s := o.Shape
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	typ, fileType, err := ggmlType(o.Type)
+	if err != nil {
+		return err
+	}
+	var voc *vocab
+	if o.VocabFile == "" {
+		padTo := s.Vocab
+		if padTo == 0 {
+			padTo = BuiltinVocabSize()
+		}
+		voc, err = builtinVocab(padTo)
+	} else {
+		voc, err = graftVocab(o.VocabFile)
+	}
+	if err != nil {
+		return err
+	}
+
+	w := gguf.NewWriter()
+	addMetadata(w, o, voc, fileType)
+	addTensors(w, s, voc, gen{seed: o.Seed, typ: typ})
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
+}
