@@ -1,28 +1,19 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"superfluid/cgo"
-	"superfluid/chat"
-	"superfluid/engine"
-	"superfluid/fim"
-	"superfluid/gguf"
+	"superfluid/app"
 	sfhttp "superfluid/http"
-	"superfluid/kv"
 	"superfluid/sched"
 )
 
@@ -70,138 +61,31 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := sfhttp.NewServer(sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"), Version: version})
-	if err != nil {
-		return err
+	hostCache := c.Int64("host-cache")
+	if hostCache == 0 {
+		hostCache = -1 // app: <0 is off
 	}
-	addr := net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port")))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	slog.Info("listening; loading the model", "addr", ln.Addr().String())
-
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	st, err := loadStack(c, lanes, classLanes)
+	addr := net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port")))
+	st, err := app.Start(addr, app.Options{
+		ModelPath: c.String("model"), Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
+		Threads: c.Int("threads"), Batch: c.Int("batch"), KVType: c.String("kv-type"), HostCache: hostCache,
+		Sched: sched.Config{ClassLanes: classLanes},
+		HTTP:  sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"), Version: version},
+	})
 	if err != nil {
-		srv.Shutdown(context.Background())
 		return err
 	}
-	defer st.eng.Close()
-	schedDone := make(chan error, 1)
-	schedCtx, stopSched := context.WithCancel(context.Background())
-	go func() { schedDone <- st.sched.Run(schedCtx) }()
-	srv.SetModel(st.model)
-	slog.Info("ready", "addr", "http://"+ln.Addr().String(), "model", st.model.Name, "lanes", lanes, "ctx", st.model.Desc.Ctx, "fim", st.model.FIM != nil && st.model.FIM.Capable())
-
+	slog.Info("ready", "url", st.URL(), "model", st.Model.Name)
 	select {
 	case <-ctx.Done():
 		slog.Info("shutting down: draining running requests")
-	case err := <-serveErr:
-		stopSched()
-		<-schedDone
+	case err := <-st.ServeErr():
+		st.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
-	err = srv.Shutdown(context.Background())
-	stopSched()
-	if e := <-schedDone; e != nil && err == nil {
-		err = e
-	}
+	err = st.Close()
 	slog.Info("stopped")
 	return err
-}
-
-// stack is a loaded model with its scheduler and cache.
-type stack struct {
-	eng   *cgo.Engine
-	sched *sched.Scheduler
-	cache *kv.Cache
-	model *sfhttp.Model
-}
-
-func loadStack(c *cli.Context, lanes int, classLanes sched.ClassLanes) (*stack, error) {
-	path := c.String("model")
-	seqs := c.Int("seqs")
-	if seqs <= 0 {
-		seqs = 4 * lanes
-	}
-	eng, err := cgo.Open(cgo.Options{ModelPath: path, Ctx: c.Int("ctx"), Lanes: lanes, Seqs: seqs, Batch: c.Int("batch"), Threads: c.Int("threads"), KVType: c.String("kv-type")})
-	if err != nil {
-		return nil, err
-	}
-	desc := eng.Descriptor()
-	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: desc.Ctx / 2, HostBytes: c.Int64("host-cache")})
-	if err != nil {
-		eng.Close()
-		return nil, err
-	}
-	s, err := sched.New(eng, cache, sched.Config{Lanes: lanes, ClassLanes: classLanes})
-	if err != nil {
-		eng.Close()
-		return nil, err
-	}
-	name := c.String("alias")
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	}
-	m := &sfhttp.Model{Name: name, Path: path, Desc: desc, Text: eng, Sched: s, Cache: cacheMetrics{cache}}
-	m.Chat = loadChatTemplate(path, desc, eng)
-	m.FIM = loadFIM(desc, eng)
-	return &stack{eng: eng, sched: s, cache: cache, model: m}, nil
-}
-
-// loadChatTemplate parses the model's chat template (ChatML when it has
-// none). A template the renderer cannot parse leaves chat endpoints
-// answering 400 rather than rendering garbage.
-func loadChatTemplate(path string, desc *engine.Descriptor, eng *cgo.Engine) *chat.Template {
-	src, opts := chat.ChatML, chat.Options{}
-	if f, err := gguf.Open(path); err == nil {
-		if s, o, ok := chat.FromGGUF(f); ok {
-			src, opts = s, o
-		} else {
-			opts = o
-		}
-	}
-	opts.TokenizerAddsBOS = desc.AddBOS
-	if opts.BOS == "" && desc.BOS >= 0 {
-		opts.BOS = string(eng.AppendPiece(nil, desc.BOS, true))
-	}
-	t, err := chat.Parse(src, opts)
-	if err != nil {
-		slog.Warn("the model's chat template cannot be used; chat endpoints will refuse requests", "err", err)
-		return nil
-	}
-	return t
-}
-
-func loadFIM(desc *engine.Descriptor, eng *cgo.Engine) *fim.Builder {
-	b, err := fim.NewBuilder(fim.Config{
-		FIM: desc.FIM, NumTokens: desc.Vocab, BOS: desc.BOS, AddBOS: desc.AddBOS,
-		TokenText: func(t engine.Token) string { return string(eng.AppendPiece(nil, t, true)) },
-	})
-	if err != nil && !errors.Is(err, fim.ErrNoFIM) {
-		slog.Warn("fill-in-the-middle unavailable", "err", err)
-	}
-	return b
-}
-
-// cacheMetrics exposes the prefix cache's counters on /metrics.
-type cacheMetrics struct{ c *kv.Cache }
-
-func (m cacheMetrics) Metrics() []sfhttp.Metric {
-	st := m.c.Stats()
-	return []sfhttp.Metric{
-		{Name: "cache_hits_total", Help: "Admissions that found a cached prefix.", Type: "counter", Value: float64(st.Hits.Load())},
-		{Name: "cache_misses_total", Help: "Admissions that found nothing cached.", Type: "counter", Value: float64(st.Misses.Load())},
-		{Name: "cache_warm_tokens_total", Help: "Prompt tokens served from the cache.", Type: "counter", Value: float64(st.WarmTokens.Load())},
-		{Name: "cache_host_hits_total", Help: "Prefixes restored from host memory.", Type: "counter", Value: float64(st.HostHits.Load())},
-		{Name: "cache_evictions_total", Help: "Cache entries evicted from the KV pool.", Type: "counter", Value: float64(st.Evictions.Load())},
-		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="resident"`, Value: float64(st.Entries.Load())},
-		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="host"`, Value: float64(st.HostEntries.Load())},
-		{Name: "cache_resident_tokens", Help: "Tokens cached entries hold in the KV pool.", Type: "gauge", Value: float64(st.ResidentTokens.Load())},
-		{Name: "cache_host_bytes", Help: "Bytes of conversation state in host memory.", Type: "gauge", Value: float64(st.HostBytes.Load())},
-	}
 }

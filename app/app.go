@@ -1,0 +1,207 @@
+// Package app assembles a serving stack — engine, prefix cache, scheduler,
+// HTTP server — from options, the way `superfluid serve` runs it. Tests and
+// benchmarks start the same stack through it on a real socket.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"superfluid/cgo"
+	"superfluid/chat"
+	"superfluid/engine"
+	"superfluid/fim"
+	"superfluid/gguf"
+	sfhttp "superfluid/http"
+	"superfluid/kv"
+	"superfluid/sched"
+)
+
+// Options configure a stack. Zero values take the defaults noted.
+type Options struct {
+	ModelPath string
+	Alias     string // model name clients see; default: file name without .gguf
+	Lanes     int    // default 4
+	Ctx       int    // default 16384
+	Seqs      int    // default 4 per lane
+	Threads   int    // default: all cores
+	Batch     int    // default 512
+	KVType    string // default f16
+	HostCache int64  // bytes for evicted conversation state; default 1 GiB, <0 off
+
+	Sched sched.Config // Lanes is filled from Lanes
+	HTTP  sfhttp.Config
+}
+
+// Stack is a loaded model serving over HTTP.
+type Stack struct {
+	Engine *cgo.Engine
+	Cache  *kv.Cache
+	Sched  *sched.Scheduler
+	Model  *sfhttp.Model
+	Server *sfhttp.Server
+
+	stopSched context.CancelFunc
+	schedDone chan error
+	serveDone chan error
+	addr      net.Addr
+}
+
+// Start listens on addr (e.g. "127.0.0.1:0"), serves 503 while the model
+// loads, loads it, and returns once the stack is ready.
+func Start(addr string, o Options) (*Stack, error) {
+	srv, err := sfhttp.NewServer(o.HTTP)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	s := &Stack{Server: srv, serveDone: make(chan error, 1), addr: ln.Addr()}
+	go func() { s.serveDone <- srv.Serve(ln) }()
+	slog.Info("listening; loading the model", "addr", ln.Addr().String())
+	if err := s.load(o); err != nil {
+		srv.Shutdown(context.Background())
+		<-s.serveDone
+		return nil, err
+	}
+	srv.SetModel(s.Model)
+	return s, nil
+}
+
+// Addr is where the stack listens.
+func (s *Stack) Addr() net.Addr { return s.addr }
+
+// URL is the stack's base URL.
+func (s *Stack) URL() string { return "http://" + s.addr.String() }
+
+// ServeErr reports a listener failure.
+func (s *Stack) ServeErr() <-chan error { return s.serveDone }
+
+// Close drains running requests (bounded by the HTTP drain time), stops
+// the scheduler and frees the engine.
+func (s *Stack) Close() error {
+	err := s.Server.Shutdown(context.Background())
+	<-s.serveDone
+	if s.stopSched != nil {
+		s.stopSched()
+		if e := <-s.schedDone; e != nil && err == nil {
+			err = e
+		}
+	}
+	if s.Engine != nil {
+		s.Engine.Close()
+	}
+	return err
+}
+
+func (o *Options) withDefaults() {
+	if o.Lanes <= 0 {
+		o.Lanes = 4
+	}
+	if o.Ctx <= 0 {
+		o.Ctx = 16384
+	}
+	if o.Seqs <= 0 {
+		o.Seqs = 4 * o.Lanes
+	}
+	if o.Batch <= 0 {
+		o.Batch = 512
+	}
+	if o.HostCache == 0 {
+		o.HostCache = 1 << 30
+	}
+	if o.Alias == "" {
+		o.Alias = strings.TrimSuffix(filepath.Base(o.ModelPath), filepath.Ext(o.ModelPath))
+	}
+	o.Sched.Lanes = o.Lanes
+}
+
+func (s *Stack) load(o Options) error {
+	o.withDefaults()
+	start := time.Now()
+	eng, err := cgo.Open(cgo.Options{ModelPath: o.ModelPath, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType})
+	if err != nil {
+		return err
+	}
+	desc := eng.Descriptor()
+	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: desc.Ctx / 2, HostBytes: max(o.HostCache, 0)})
+	if err != nil {
+		eng.Close()
+		return err
+	}
+	sc, err := sched.New(eng, cache, o.Sched)
+	if err != nil {
+		eng.Close()
+		return err
+	}
+	s.Engine, s.Cache, s.Sched = eng, cache, sc
+	s.Model = &sfhttp.Model{Name: o.Alias, Path: o.ModelPath, Desc: desc, Text: eng, Sched: sc, Cache: cacheMetrics{cache}}
+	s.Model.Chat = loadChatTemplate(o.ModelPath, desc, eng)
+	s.Model.FIM = loadFIM(desc, eng)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopSched, s.schedDone = cancel, make(chan error, 1)
+	go func() { s.schedDone <- sc.Run(ctx) }()
+	slog.Info("model loaded", "model", o.Alias, "took", time.Since(start).Round(time.Millisecond), "lanes", o.Lanes, "ctx", desc.Ctx, "fim", s.Model.FIM != nil && s.Model.FIM.Capable())
+	return nil
+}
+
+// loadChatTemplate parses the model's chat template (ChatML when it has
+// none). A template the renderer cannot parse leaves chat endpoints
+// answering 400 rather than rendering garbage.
+func loadChatTemplate(path string, desc *engine.Descriptor, eng *cgo.Engine) *chat.Template {
+	src, opts := chat.ChatML, chat.Options{}
+	if f, err := gguf.Open(path); err == nil {
+		if s, o, ok := chat.FromGGUF(f); ok {
+			src, opts = s, o
+		} else {
+			opts = o
+		}
+	}
+	opts.TokenizerAddsBOS = desc.AddBOS
+	if opts.BOS == "" && desc.BOS >= 0 {
+		opts.BOS = string(eng.AppendPiece(nil, desc.BOS, true))
+	}
+	t, err := chat.Parse(src, opts)
+	if err != nil {
+		slog.Warn("the model's chat template cannot be used; chat endpoints will refuse requests", "err", err)
+		return nil
+	}
+	return t
+}
+
+func loadFIM(desc *engine.Descriptor, eng *cgo.Engine) *fim.Builder {
+	b, err := fim.NewBuilder(fim.Config{
+		FIM: desc.FIM, NumTokens: desc.Vocab, BOS: desc.BOS, AddBOS: desc.AddBOS,
+		TokenText: func(t engine.Token) string { return string(eng.AppendPiece(nil, t, true)) },
+	})
+	if err != nil && !errors.Is(err, fim.ErrNoFIM) {
+		slog.Warn("fill-in-the-middle unavailable", "err", err)
+	}
+	return b
+}
+
+// cacheMetrics exposes the prefix cache's counters on /metrics.
+type cacheMetrics struct{ c *kv.Cache }
+
+func (m cacheMetrics) Metrics() []sfhttp.Metric {
+	st := m.c.Stats()
+	return []sfhttp.Metric{
+		{Name: "cache_hits_total", Help: "Admissions that found a cached prefix.", Type: "counter", Value: float64(st.Hits.Load())},
+		{Name: "cache_misses_total", Help: "Admissions that found nothing cached.", Type: "counter", Value: float64(st.Misses.Load())},
+		{Name: "cache_warm_tokens_total", Help: "Prompt tokens served from the cache.", Type: "counter", Value: float64(st.WarmTokens.Load())},
+		{Name: "cache_host_hits_total", Help: "Prefixes restored from host memory.", Type: "counter", Value: float64(st.HostHits.Load())},
+		{Name: "cache_evictions_total", Help: "Cache entries evicted from the KV pool.", Type: "counter", Value: float64(st.Evictions.Load())},
+		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="resident"`, Value: float64(st.Entries.Load())},
+		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="host"`, Value: float64(st.HostEntries.Load())},
+		{Name: "cache_resident_tokens", Help: "Tokens cached entries hold in the KV pool.", Type: "gauge", Value: float64(st.ResidentTokens.Load())},
+		{Name: "cache_host_bytes", Help: "Bytes of conversation state in host memory.", Type: "gauge", Value: float64(st.HostBytes.Load())},
+	}
+}
