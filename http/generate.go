@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"superfluid/engine"
@@ -24,6 +25,9 @@ type genSpec struct {
 	Stop     []string
 	Deadline time.Time
 	Bias     []engine.LogitBias
+	// StopTokens end generation like the model's end-of-generation tokens
+	// (FIM markers, for instance); they are never rendered as text.
+	StopTokens []engine.Token
 	// topLogprobs is how many alternatives the API reports per token
 	// (Logprobs is at least 1 whenever logprobs are wanted at all).
 	topLogprobs int
@@ -69,7 +73,7 @@ func generate(ctx context.Context, m *Model, g *genSpec, collect bool, emit func
 func submit(ctx context.Context, m *Model, g *genSpec) (*sched.Stream, error) {
 	st, err := m.Sched.Submit(ctx, sched.Request{
 		Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling,
-		Logprobs: g.Logprobs, Deadline: g.Deadline, Bias: g.Bias,
+		Logprobs: g.Logprobs, Deadline: g.Deadline, Bias: g.Bias, StopTokens: g.StopTokens,
 	})
 	if err != nil {
 		return nil, submitError(err)
@@ -102,7 +106,7 @@ func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect
 		}
 		out.Completed++
 		d.Tokens = d.Tokens[:0]
-		if !m.Desc.IsEOG(t.Token) {
+		if !m.Desc.IsEOG(t.Token) && !slices.Contains(g.StopTokens, t.Token) {
 			pieces = m.Text.AppendPiece(pieces[:0], t.Token, false)
 			raw = text.Push(raw[:0], pieces)
 			d.Tokens = append(d.Tokens, tokenOut{ID: t.Token, Piece: pieces, Logprob: t.Logprob, Top: t.Top})
