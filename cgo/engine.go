@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/cgo"
 	"sync/atomic"
 	"unsafe"
 
@@ -88,6 +89,10 @@ type Engine struct {
 	top    []engine.TopLogprob
 	lanes  []engine.LaneEvent
 	events engine.Events
+
+	stepHook   func(ev *engine.Events)
+	stepEvents engine.Events
+	handle     cgo.Handle // names this engine to sfGoStep; 0 without a hook
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -193,6 +198,10 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 func (e *Engine) Close() error {
 	if e == nil || e.e == nil {
 		return nil
+	}
+	if e.handle != 0 {
+		e.handle.Delete()
+		e.handle = 0
 	}
 	C.sf_close(e.e)
 	C.free(unsafe.Pointer(e.cplan))

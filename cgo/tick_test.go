@@ -222,3 +222,27 @@ func TestSteadyStateTickAllocatesNothing(t *testing.T) {
 		t.Fatalf("a steady-state tick allocates %v times", allocs)
 	}
 }
+
+func TestStepHookReportsTokensAsTheyAreSampled(t *testing.T) {
+	e := openTest(t, 2)
+	prompt := promptTokens(t, e, 6, "steps")
+	e.Free(0)
+	e.Free(1)
+	var seen []int
+	e.SetStepHook(func(ev *engine.Events) { seen = append(seen, len(ev.Tokens)) })
+	defer e.SetStepHook(nil)
+	var p engine.Plan
+	for i := range 2 {
+		p.AddAdmit(engine.Admit{Lane: uint32(i), Seq: int32(i), Sampling: engine.Greedy()}, prompt, nil)
+		p.Prefills = append(p.Prefills, engine.Prefill{Lane: uint32(i), Count: uint32(len(prompt))})
+		p.Decodes = append(p.Decodes, engine.Decode{Lane: uint32(i), Rounds: 4})
+	}
+	ev, err := e.Tick(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Step 0 samples both first tokens; three decode steps follow.
+	if !slices.Equal(seen, []int{2, 4, 6, 8}) || len(ev.Tokens) != 8 {
+		t.Fatalf("hook saw %v, tick returned %d tokens", seen, len(ev.Tokens))
+	}
+}

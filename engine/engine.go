@@ -75,3 +75,13 @@ type Engine interface {
 	// number of tokens it holds.
 	Import(seq int32, data []byte) (int, error)
 }
+
+// StepReporter is an Engine that can report tokens while a tick runs: after
+// each step it calls the hook with the tick's events so far (Tokens and Top
+// hold every record written yet; Lanes and Timings are not filled until the
+// tick ends). The hook runs on the goroutine that called Tick, inside it,
+// so a multi-second tick still streams every token as it is sampled. A nil
+// hook turns reporting off.
+type StepReporter interface {
+	SetStepHook(hook func(ev *Events))
+}

@@ -167,11 +167,18 @@ typedef struct sf_timings {
     uint32_t yielded;        /* the tick stopped early on the yield word */
 } sf_timings;
 
+/* Called after each step of a tick with the number of token and top-logprob
+ * records written so far, so the caller can hand tokens to their readers
+ * before a long tick ends. Runs on the thread that called sf_tick. */
+typedef void (*sf_step_fn)(uintptr_t user, uint32_t n_tokens, uint32_t n_top);
+
 typedef struct sf_events {
     sf_token_event *tokens; uint32_t n_tokens; uint32_t cap_tokens;
     sf_top_logprob *top;    uint32_t n_top;    uint32_t cap_top;
     sf_lane_event *lanes;   uint32_t n_lanes;  uint32_t cap_lanes;
     sf_timings timings;
+    sf_step_fn on_step;     /* optional */
+    uintptr_t step_user;
 } sf_events;
 
 /* The model descriptor. Strings are owned by the engine. */

@@ -53,7 +53,7 @@ func (p *planner) onToken(ev *engine.Events, i int, end time.Time) {
 		return // stopped, cancelled or past its deadline: not delivered
 	}
 	j := l.job
-	if j.cancelled() {
+	if j.cancelled() && !p.wasEarly(i) {
 		p.finishLane(l, FinishCancelled, nil, end)
 		return
 	}
@@ -67,6 +67,25 @@ func (p *planner) onToken(ev *engine.Events, i int, end time.Time) {
 		p.finishLane(l, FinishStop, nil, end)
 	}
 }
+
+// beginTick forgets the last tick's early deliveries.
+func (p *planner) beginTick() {
+	p.early = p.early[:0]
+	for _, l := range p.lanes {
+		l.stoppedEarly = false
+	}
+}
+
+// markEarly records that token event i went to its stream during the tick.
+func (p *planner) markEarly(i int) {
+	for len(p.early) <= i {
+		p.early = append(p.early, false)
+	}
+	p.early[i] = true
+}
+
+// wasEarly reports whether token event i went out during the tick.
+func (p *planner) wasEarly(i int) bool { return i < len(p.early) && p.early[i] }
 
 // retired drops the lanes a tick retired: the engine no longer holds them.
 func (p *planner) retired(tags []uint32) {

@@ -83,6 +83,9 @@ type lane struct {
 	// plan; its job has its result unless preempted.
 	finishing bool
 	preempted bool
+	// stoppedEarly: a stop token of the job went out during the running
+	// tick (see loop.onStep); the lane's later tokens in it are not shown.
+	stoppedEarly bool
 	// prefillStarved counts ticks younger lanes prefilled while this one
 	// waited; decodeStarved ticks it was granted no decode.
 	prefillStarved int

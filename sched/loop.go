@@ -23,10 +23,56 @@ type loop struct {
 	retire engine.Plan // retire-only ticks, reused
 	// ended is told of every job whose stream has its result.
 	ended func(*job)
+	// seen is how many of the running tick's token events onStep has
+	// looked at.
+	seen int
 }
 
 func newLoop(eng engine.Engine, cache Cache, cfg Config, stats *counters) *loop {
-	return &loop{eng: eng, cache: cache, clock: cfg.Clock, stats: stats, p: newPlanner(cfg, eng.Descriptor(), stats)}
+	l := &loop{eng: eng, cache: cache, clock: cfg.Clock, stats: stats, p: newPlanner(cfg, eng.Descriptor(), stats)}
+	if sr, ok := eng.(engine.StepReporter); ok {
+		sr.SetStepHook(l.onStep)
+	}
+	return l
+}
+
+// onStep hands the tokens a running tick has sampled so far to their
+// streams, so a reader sees each token when it is sampled rather than when
+// a multi-second tick ends. It applies the rules advance applies at the
+// tick's end — nothing after a stop token, nothing for a finishing or
+// cancelled job — and marks what it delivered so that deliver skips it.
+func (l *loop) onStep(ev *engine.Events) {
+	p := l.p
+	now := l.clock.Now()
+	for i := l.seen; i < len(ev.Tokens); i++ {
+		te := &ev.Tokens[i]
+		ln := p.find(te.Lane)
+		if ln == nil || ln.finishing || ln.stoppedEarly || ln.job.cancelled() {
+			continue
+		}
+		p.markEarly(i)
+		l.push(ln.job, ev, te, now)
+		if ln.job.isStop(te.Token) {
+			ln.stoppedEarly = true
+		}
+	}
+	l.seen = len(ev.Tokens)
+}
+
+// push hands one token to its job's stream.
+func (l *loop) push(j *job, ev *engine.Events, te *engine.TokenEvent, at time.Time) {
+	t := Token{Token: te.Token}
+	if j.logprobs > 0 {
+		t.Logprob = te.Logprob
+		t.Top = append([]engine.TopLogprob(nil), ev.TopOf(te)...)
+	}
+	if j.firstToken.IsZero() {
+		j.firstToken = at
+		l.stats.observeTTFT(at.Sub(j.submitted))
+	}
+	if j.stream != nil {
+		j.stream.push(t)
+	}
 }
 
 // submit queues a job. A deadline arms a timer that cuts the tick in
@@ -57,6 +103,8 @@ func (l *loop) step() bool {
 		return !p.idle()
 	}
 	start := l.clock.Now()
+	l.seen = 0
+	p.beginTick()
 	ev, err := l.eng.Tick(pl)
 	end := l.clock.Now()
 	if err != nil && !errors.Is(err, engine.ErrKVFull) {
@@ -116,23 +164,13 @@ func (l *loop) started(j *job, now time.Time) {
 	}
 }
 
-// deliver hands the tick's tokens to their streams.
+// deliver hands the tick's tokens to their streams, but those onStep
+// delivered while the tick ran.
 func (l *loop) deliver(ev *engine.Events, end time.Time) {
 	r := &l.p.ready
 	for _, rt := range r.tokens {
-		j := rt.job
-		te := &ev.Tokens[rt.ev]
-		t := Token{Token: te.Token}
-		if j.logprobs > 0 {
-			t.Logprob = te.Logprob
-			t.Top = append([]engine.TopLogprob(nil), ev.TopOf(te)...)
-		}
-		if j.firstToken.IsZero() {
-			j.firstToken = end
-			l.stats.observeTTFT(end.Sub(j.submitted))
-		}
-		if j.stream != nil {
-			j.stream.push(t)
+		if !l.p.wasEarly(rt.ev) {
+			l.push(rt.job, ev, &ev.Tokens[rt.ev], end)
 		}
 	}
 	clear(r.tokens)

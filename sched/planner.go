@@ -17,6 +17,10 @@ type planner struct {
 	batch int // the engine's most tokens per step
 	stats *counters
 
+	// early marks the running tick's token events that went to their
+	// streams while it ran (engines that report steps).
+	early []bool
+
 	queues [NumClasses][]*job
 	lanes  []*lane // by tag: oldest first
 	tick   uint64  // plans made for a non-empty set of lanes

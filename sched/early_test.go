@@ -1,0 +1,59 @@
+package sched
+
+import (
+	"testing"
+
+	"superfluid/engine"
+)
+
+// steppingEngine reports its tick's tokens one step at a time, as the cgo
+// engine does, so that the loop's early delivery is exercised.
+type steppingEngine struct {
+	*fakeEngine
+	hook  func(ev *engine.Events)
+	calls int
+}
+
+func (s *steppingEngine) SetStepHook(h func(ev *engine.Events)) { s.hook = h }
+
+func (s *steppingEngine) Tick(p *engine.Plan) (*engine.Events, error) {
+	ev, err := s.fakeEngine.Tick(p)
+	if s.hook != nil && ev != nil {
+		// One report per token: the finest a step could be.
+		for n := 1; n <= len(ev.Tokens); n++ {
+			step := engine.Events{Tokens: ev.Tokens[:n], Top: ev.Top}
+			s.hook(&step)
+			s.calls++
+		}
+	}
+	return ev, err
+}
+
+func newSteppingHarness(t *testing.T, lanes int) (*harness, *steppingEngine) {
+	h := newHarness(t, lanes, 4096, Config{}).fast()
+	se := &steppingEngine{fakeEngine: h.eng}
+	h.loop = newLoop(se, h.cache, h.loop.p.cfg, h.stats)
+	return h, se
+}
+
+func TestEarlyDeliveryGivesTheSameStreams(t *testing.T) {
+	h, se := newSteppingHarness(t, 2)
+	prompt := promptOf(5, 30)
+	ref := reference(prompt, 100, 0, nil, h.eng.desc.Ctx)
+	stopReq := Request{Prompt: prompt, Class: Chat, MaxTokens: 100, StopTokens: []engine.Token{ref[6]}, Logprobs: 3}
+	plain := Request{Prompt: promptOf(9, 40), Class: Background, MaxTokens: 50}
+	h.submit("stop", stopReq)
+	h.submit("plain", plain)
+	h.run(200)
+	if se.calls == 0 {
+		t.Fatal("the step hook was never called")
+	}
+	h.expectOutput("stop", stopReq)
+	h.expectOutput("plain", plain)
+	if r := h.result("stop"); r.Finish != FinishStop {
+		t.Fatalf("finish %v", r.Finish)
+	}
+	if snap := h.stats.Snapshot(); snap.TTFTCount != 2 {
+		t.Fatalf("TTFT observed %d times for 2 requests", snap.TTFTCount)
+	}
+}
