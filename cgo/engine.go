@@ -75,9 +75,13 @@ var kvTypes = map[string]C.int32_t{"f16": C.SF_KV_F16, "q8_0": C.SF_KV_Q8_0, "q4
 
 // Engine is an open model with its context and lanes.
 type Engine struct {
-	e     *C.sf_engine
-	desc  engine.Descriptor
-	yield *int32
+	e    *C.sf_engine
+	desc engine.Descriptor
+	// yield is the word a running tick checks between steps. It lives in
+	// Go memory (pinned for each tick) rather than the C engine's, so that
+	// a Yield racing Close — a client hanging up as the server stops —
+	// touches nothing freed.
+	yield atomic.Int32
 
 	// The plan and event headers live in C memory so that the only Go
 	// memory C sees is the record arrays, pinned for the call.
@@ -149,7 +153,6 @@ func Open(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("cgo: open: %s", msg)
 	}
 	e := &Engine{e: ce}
-	e.yield = (*int32)(unsafe.Pointer(C.sf_yield_word(ce)))
 	e.cplan = (*C.sf_plan)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sf_plan{}))))
 	e.cevents = (*C.sf_events)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sf_events{}))))
 	e.fillDescriptor(o, digest)
@@ -206,7 +209,7 @@ func (e *Engine) Close() error {
 	C.sf_close(e.e)
 	C.free(unsafe.Pointer(e.cplan))
 	C.free(unsafe.Pointer(e.cevents))
-	e.e, e.cplan, e.cevents, e.yield = nil, nil, nil, nil
+	e.e, e.cplan, e.cevents = nil, nil, nil
 	return nil
 }
 
@@ -214,10 +217,10 @@ func (e *Engine) Close() error {
 func (e *Engine) Descriptor() *engine.Descriptor { return &e.desc }
 
 // Yield makes a running tick stop at its next step boundary. Any goroutine.
-func (e *Engine) Yield() { atomic.StoreInt32(e.yield, 1) }
+func (e *Engine) Yield() { e.yield.Store(1) }
 
 // ClearYield lowers the yield word before the owner plans the next tick.
-func (e *Engine) ClearYield() { atomic.StoreInt32(e.yield, 0) }
+func (e *Engine) ClearYield() { e.yield.Store(0) }
 
 func (e *Engine) err(op string, rc C.int) error {
 	if rc == C.SF_OK {

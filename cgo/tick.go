@@ -70,6 +70,8 @@ func (e *Engine) Tick(p *engine.Plan) (*engine.Events, error) {
 	ce.lanes = (*C.sf_lane_event)(pinSlice(&e.pinner, e.lanes))
 	ce.cap_lanes = C.uint32_t(len(e.lanes))
 
+	e.pinner.Pin(&e.yield)
+	ce.yield = (*C.int32_t)(unsafe.Pointer(&e.yield))
 	rc := C.sf_tick(e.e, cp, ce)
 	e.pinner.Unpin()
 	clearPlanPointers(cp, ce)
@@ -86,7 +88,7 @@ func (e *Engine) Tick(p *engine.Plan) (*engine.Events, error) {
 // is over, so no stale pointer to unpinned memory outlives it.
 func clearPlanPointers(cp *C.sf_plan, ce *C.sf_events) {
 	cp.retires, cp.admits, cp.prefills, cp.decodes, cp.tokens, cp.biases = nil, nil, nil, nil, nil, nil
-	ce.tokens, ce.top, ce.lanes = nil, nil, nil
+	ce.tokens, ce.top, ce.lanes, ce.yield = nil, nil, nil, nil
 }
 
 // pinSlice pins s's backing array for the call and returns its address, or

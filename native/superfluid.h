@@ -179,6 +179,10 @@ typedef struct sf_events {
     sf_timings timings;
     sf_step_fn on_step;     /* optional */
     uintptr_t step_user;
+    /* Optional: a yield word the caller owns, read instead of the engine's
+     * (a caller that may raise it after the engine is closed keeps it in
+     * its own memory). */
+    const int32_t *yield;
 } sf_events;
 
 /* The model descriptor. Strings are owned by the engine. */

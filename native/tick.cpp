@@ -460,7 +460,8 @@ int sf_tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
         if (ev->on_step != nullptr) {
             ev->on_step(ev->step_user, ev->n_tokens, ev->n_top);
         }
-        if (__atomic_load_n(&e->yield, __ATOMIC_ACQUIRE) != 0) {
+        const int32_t *yield = ev->yield != nullptr ? ev->yield : &e->yield;
+        if (__atomic_load_n(yield, __ATOMIC_ACQUIRE) != 0) {
             ev->timings.yielded = 1;
             break;
         }
