@@ -39,6 +39,11 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "alias", Usage: "the model name clients see (default: the file name without .gguf)", EnvVars: env("ALIAS")},
 			&cli.IntFlag{Name: "max-body", Value: 16 << 20, Usage: "largest request body in bytes", EnvVars: env("MAX_BODY")},
 			&cli.Int64Flag{Name: "host-cache", Value: 1 << 30, Usage: "bytes of host memory for evicted conversation state (0: off)", EnvVars: env("HOST_CACHE")},
+			&cli.StringFlag{Name: "park-dir", Value: defaultParkDir(), Usage: "directory where conversations are parked on disk, zstd-compressed, to resume warm even after a restart (off: none)", EnvVars: env("PARK_DIR")},
+			&cli.Int64Flag{Name: "park-budget", Value: 8 << 30, Usage: "bytes the park directory may hold; least recently used files go first (<0: unbounded)", EnvVars: env("PARK_BUDGET")},
+			&cli.BoolFlag{Name: "park-eager", Usage: "park every conversation as its request ends, not only when it leaves memory (a crash then loses nothing)", EnvVars: env("PARK_EAGER")},
+			&cli.DurationFlag{Name: "park-idle", Value: 5 * time.Minute, Usage: "park conversations idle this long and free their memory (0: never)", EnvVars: env("PARK_IDLE")},
+			&cli.BoolFlag{Name: "park-lossy", Usage: "demote parked f16 KV state to 8 bits: files half the size, but resumed conversations may continue differently", EnvVars: env("PARK_LOSSY")},
 			&cli.DurationFlag{Name: "drain", Value: 30 * time.Second, Usage: "how long shutdown waits for running requests", EnvVars: env("DRAIN")},
 		},
 		Action: serveAction,
@@ -71,6 +76,8 @@ func serveAction(c *cli.Context) error {
 	st, err := app.Start(addr, app.Options{
 		ModelPath: c.String("model"), Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
 		Threads: c.Int("threads"), Batch: c.Int("batch"), KVType: c.String("kv-type"), HostCache: hostCache,
+		ParkDir: parkDir(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
+		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
 		Sched: sched.Config{ClassLanes: classLanes},
 		HTTP:  sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"), Version: version},
 	})

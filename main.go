@@ -39,6 +39,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			runCommand(),
 			serveCommand(),
+			benchCommand(),
 			modelCommand(),
 			versionCommand(),
 		},
@@ -58,8 +59,38 @@ func usageError(_ *cli.Context, err error, _ bool) error {
 
 func setUsageErrors(c *cli.Command) {
 	c.OnUsageError = usageError
+	checkRequiredQuietly(c)
 	for _, sub := range c.Subcommands {
 		setUsageErrors(sub)
+	}
+}
+
+// checkRequiredQuietly moves a command's required-flag check into its
+// Before hook: urfave/cli prints the whole help text with a missing
+// required flag, where one line says it better.
+func checkRequiredQuietly(c *cli.Command) {
+	var required []string
+	for _, f := range c.Flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
+			sf.Required = false
+			sf.Usage += " (required)"
+			required = append(required, sf.Name)
+		}
+	}
+	if len(required) == 0 {
+		return
+	}
+	before := c.Before
+	c.Before = func(ctx *cli.Context) error {
+		for _, name := range required {
+			if !ctx.IsSet(name) {
+				return fmt.Errorf("%s: missing required flag --%s", c.Name, name)
+			}
+		}
+		if before != nil {
+			return before(ctx)
+		}
+		return nil
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"superfluid/cgo"
@@ -35,6 +36,14 @@ type Options struct {
 	KVType    string // default f16
 	HostCache int64  // bytes for evicted conversation state; default 1 GiB, <0 off
 
+	// The disk tier (package park). ParkDir "" is off; `superfluid serve`
+	// defaults it to the user's cache directory.
+	ParkDir    string
+	ParkBudget int64         // bytes; default 8 GiB, <0 unbounded
+	ParkEager  bool          // park every conversation as its request ends
+	ParkIdle   time.Duration // park and evict conversations idle this long; 0: never
+	ParkLossy  bool          // demote parked f16 KV state to 8 bits
+
 	Sched sched.Config // Lanes is filled from Lanes
 	HTTP  sfhttp.Config
 }
@@ -47,6 +56,8 @@ type Stack struct {
 	Model  *sfhttp.Model
 	Server *sfhttp.Server
 
+	closeOnce sync.Once
+	closeErr  error
 	stopSched context.CancelFunc
 	schedDone chan error
 	serveDone chan error
@@ -69,6 +80,7 @@ func Start(addr string, o Options) (*Stack, error) {
 	slog.Info("listening; loading the model", "addr", ln.Addr().String())
 	if err := s.load(o); err != nil {
 		srv.Shutdown(context.Background())
+		ln.Close() // Serve may not have registered ln yet: Shutdown would miss it
 		<-s.serveDone
 		return nil, err
 	}
@@ -88,11 +100,21 @@ func (s *Stack) ServeErr() <-chan error { return s.serveDone }
 // Close drains running requests (bounded by the HTTP drain time), stops
 // the scheduler and frees the engine.
 func (s *Stack) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Stack) close() error {
 	err := s.Server.Shutdown(context.Background())
 	<-s.serveDone
 	if s.stopSched != nil {
 		s.stopSched()
 		if e := <-s.schedDone; e != nil && err == nil {
+			err = e
+		}
+	}
+	if s.Cache != nil {
+		if e := s.Cache.Close(); e != nil && err == nil { // parks what is cached
 			err = e
 		}
 	}
@@ -126,19 +148,32 @@ func (o *Options) withDefaults() {
 
 func (s *Stack) load(o Options) error {
 	o.withDefaults()
+	if err := checkParkOptions(o); err != nil {
+		return err
+	}
 	start := time.Now()
 	eng, err := cgo.Open(cgo.Options{ModelPath: o.ModelPath, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType})
 	if err != nil {
 		return err
 	}
 	desc := eng.Descriptor()
-	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: desc.Ctx / 2, HostBytes: max(o.HostCache, 0)})
+	ps, err := openPark(o, desc)
 	if err != nil {
+		eng.Close()
+		return err
+	}
+	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: desc.Ctx / 2, HostBytes: max(o.HostCache, 0),
+		Park: ps, ParkEager: o.ParkEager && ps != nil, ParkIdle: parkIdle(o, ps)})
+	if err != nil {
+		if ps != nil {
+			ps.Close()
+		}
 		eng.Close()
 		return err
 	}
 	sc, err := sched.New(eng, cache, o.Sched)
 	if err != nil {
+		cache.Close()
 		eng.Close()
 		return err
 	}
@@ -193,7 +228,7 @@ type cacheMetrics struct{ c *kv.Cache }
 
 func (m cacheMetrics) Metrics() []sfhttp.Metric {
 	st := m.c.Stats()
-	return []sfhttp.Metric{
+	return append([]sfhttp.Metric{
 		{Name: "cache_hits_total", Help: "Admissions that found a cached prefix.", Type: "counter", Value: float64(st.Hits.Load())},
 		{Name: "cache_misses_total", Help: "Admissions that found nothing cached.", Type: "counter", Value: float64(st.Misses.Load())},
 		{Name: "cache_warm_tokens_total", Help: "Prompt tokens served from the cache.", Type: "counter", Value: float64(st.WarmTokens.Load())},
@@ -201,7 +236,8 @@ func (m cacheMetrics) Metrics() []sfhttp.Metric {
 		{Name: "cache_evictions_total", Help: "Cache entries evicted from the KV pool.", Type: "counter", Value: float64(st.Evictions.Load())},
 		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="resident"`, Value: float64(st.Entries.Load())},
 		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="host"`, Value: float64(st.HostEntries.Load())},
+		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="parked"`, Value: float64(st.ParkedEntries.Load())},
 		{Name: "cache_resident_tokens", Help: "Tokens cached entries hold in the KV pool.", Type: "gauge", Value: float64(st.ResidentTokens.Load())},
 		{Name: "cache_host_bytes", Help: "Bytes of conversation state in host memory.", Type: "gauge", Value: float64(st.HostBytes.Load())},
-	}
+	}, parkMetrics(m.c)...)
 }

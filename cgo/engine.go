@@ -46,7 +46,7 @@ type Options struct {
 	UBatch    int    // physical micro-batch; 0: min(Batch, 512)
 	Threads   int    // 0: all cores
 	KVType    string // "f16" (default), "q8_0", "q4_0"
-	FlashAttn int    // -1 auto, 0 off, 1 on
+	FlashAttn int    // -1 auto, 0 off (on for a quantized KV cache), 1 on
 	NoMmap    bool
 	GPULayers int // layers to offload in a GPU build: 0 all (default), <0 none
 }
@@ -67,6 +67,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.KVType == "" {
 		v.KVType = "f16"
+	}
+	if v.KVType != "f16" && v.FlashAttn == 0 {
+		v.FlashAttn = 1 // llama.cpp quantizes V only with flash attention
 	}
 	return v
 }

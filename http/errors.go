@@ -18,6 +18,19 @@ const (
 	apiAnthropic
 )
 
+// String names the API the way RouteInfo reports it to tests.
+func (k apiKind) String() string {
+	switch k {
+	case apiOpenAI:
+		return "openai"
+	case apiOllama:
+		return "ollama"
+	case apiAnthropic:
+		return "anthropic"
+	}
+	return "llamacpp"
+}
+
 // apiError is a failed request: the status, a message for the client and
 // the OpenAI-style type/code that each API maps into its own shape.
 type apiError struct {

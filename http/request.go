@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -154,7 +155,9 @@ func sampling(temp *float64, def float64, topK *int, topP, minP *float64, seed *
 		if *topK < 0 {
 			return s, badParam("top_k", "top_k must not be negative")
 		}
-		s.TopK = int32(*topK)
+		// Past the vocabulary top_k keeps every token; clamping keeps a huge
+		// one from wrapping negative in int32.
+		s.TopK = int32(min(*topK, math.MaxInt32))
 	}
 	if topP != nil {
 		if *topP <= 0 || *topP > 1 {

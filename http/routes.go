@@ -6,6 +6,9 @@ func (s *Server) routeTable() map[string]route {
 	for _, part := range []map[string]route{
 		commonRoutes(),
 		openaiRoutes(),
+		llamaRoutes(), openaiCompletionRoutes(),
+		ollamaRoutes(),
+		anthropicRoutes(),
 	} {
 		for path, r := range part {
 			all[path] = r

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
+	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,8 +68,7 @@ func (c *Config) validate() error {
 type Server struct {
 	cfg      Config
 	model    atomic.Pointer[Model]
-	draining atomic.Bool
-	inflight sync.WaitGroup
+	gate     requestGate
 	srv      *fasthttp.Server
 	started  time.Time
 	fimCache *completionCache
@@ -116,9 +116,7 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 // Shutdown refuses new requests, waits for running ones (at most the
 // configured drain time, or ctx), then closes the listeners.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.draining.Store(true)
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
+	done := s.gate.drain()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Drain)
 	defer cancel()
 	select {
@@ -131,6 +129,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
+	defer s.recoverPanic(ctx, path)
 	r, ok := s.lookup(path)
 	kind := kindOfPath(path)
 	if !ok {
@@ -145,22 +144,59 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, r.kind, &apiError{Status: fasthttp.StatusUnauthorized, Type: "authentication_error", Msg: "invalid or missing API key"})
 		return
 	}
-	if s.draining.Load() {
-		ctx.Response.Header.Set("Connection", "close")
-		writeError(ctx, r.kind, unavailable("the server is shutting down"))
-		return
-	}
 	m := s.model.Load()
 	if m == nil && !r.loading {
 		writeError(ctx, r.kind, unavailable("the model is loading"))
 		return
 	}
-	s.inflight.Add(1)
-	defer s.inflight.Done()
+	if !s.gate.enter() {
+		ctx.Response.Header.Set("Connection", "close")
+		writeError(ctx, r.kind, unavailable("the server is shutting down"))
+		return
+	}
+	defer s.gate.leave()
+	// A streamed response outlives its handler; streamResponse holds the
+	// drain open until the stream ends (see inflightKey).
+	ctx.SetUserValue(inflightKey{}, &s.gate)
 	if err := r.handler(s, ctx, m); err != nil {
 		writeError(ctx, r.kind, err)
 	}
 }
+
+// recoverPanic turns a handler's panic into a 500 in the API's shape: one
+// request fails, the server keeps serving everyone else.
+func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, path string) {
+	if v := recover(); v != nil {
+		slog.Error("handler panic", "path", path, "panic", v, "stack", string(debug.Stack()))
+		writeError(ctx, kindOfPath(path), serverError("internal error while handling %s", path))
+	}
+}
+
+// RouteInfo describes one route the server answers, so that tests (bad
+// input, auth) can cover every route instead of a list that goes stale.
+type RouteInfo struct {
+	Path   string
+	Method string // "GET" also answers HEAD
+	API    string // whose error shape it answers in: openai, llamacpp, ollama or anthropic
+	Public bool   // answers without an API key
+}
+
+// Routes lists every route, sorted by path.
+func (s *Server) Routes() []RouteInfo {
+	out := make([]RouteInfo, 0, len(s.routes))
+	for path, r := range s.routes {
+		out = append(out, RouteInfo{Path: path, Method: r.method, API: r.kind.String(), Public: r.public})
+	}
+	slices.SortFunc(out, func(a, b RouteInfo) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// inflightKey is the RequestCtx user value under which serve leaves the
+// server's WaitGroup of running requests, so that a streamed response —
+// written by fasthttp after the handler has returned — counts as running
+// until its last byte: Shutdown must wait for it, and newcomers meanwhile
+// get 503 rather than a closed listener.
+type inflightKey struct{}
 
 func (s *Server) lookup(path string) (route, bool) {
 	if r, ok := s.routes[path]; ok {

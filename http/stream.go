@@ -27,7 +27,16 @@ func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *eventWr
 		ctx.SetContentType("application/x-ndjson")
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
+	// The handler's own count is still held here, so this Add cannot race
+	// a Shutdown that saw zero.
+	gate, _ := ctx.UserValue(inflightKey{}).(*requestGate)
+	if gate != nil {
+		gate.hold()
+	}
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		if gate != nil {
+			defer gate.leave()
+		}
 		produce(&eventWriter{w: w, sse: sse})
 	})
 }

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"time"
 
 	"superfluid/engine"
+	"superfluid/park"
 )
 
 // Config sizes a Cache. Validate it with New.
@@ -27,20 +28,47 @@ type Config struct {
 	// MinHostTokens is the shortest entry worth exporting to host memory
 	// (default 64): below it, prefilling again is as cheap as importing.
 	MinHostTokens int
+
+	// Park is the disk tier; nil disables it. The cache owns the store
+	// from New on (its index becomes entries; Close closes it). Entries
+	// leaving host memory are parked, and entries leaving the pool when
+	// host memory is off or too small for them.
+	Park *park.Store
+	// ParkEager parks every stream a lane publishes, as it retires, not
+	// only what leaves memory: a crash then loses nothing.
+	ParkEager bool
+	// ParkIdle parks and evicts entries unused for this long (0: never).
+	// The cache checks on its own calls (Acquire, Release, Relieve): a
+	// server no one calls has no one who needs the room.
+	ParkIdle time.Duration
+	// MinParkTokens is the shortest stream worth parking (default
+	// MinHostTokens).
+	MinParkTokens int
+	// Now is the clock ParkIdle is measured on (default time.Now).
+	Now func() time.Time
 }
 
 func (c *Config) validate() error {
 	if c.Seqs < 1 {
 		return fmt.Errorf("kv: %d sequences: need at least one", c.Seqs)
 	}
-	if c.MaxResidentTokens < 0 || c.HostBytes < 0 || c.MinSharedTokens < 0 || c.MinHostTokens < 0 {
+	if c.MaxResidentTokens < 0 || c.HostBytes < 0 || c.MinSharedTokens < 0 || c.MinHostTokens < 0 || c.MinParkTokens < 0 || c.ParkIdle < 0 {
 		return errors.New("kv: negative budget")
+	}
+	if c.Park == nil && (c.ParkEager || c.ParkIdle > 0) {
+		return errors.New("kv: eager or idle parking without a park store")
 	}
 	if c.MinSharedTokens == 0 {
 		c.MinSharedTokens = 32
 	}
 	if c.MinHostTokens == 0 {
 		c.MinHostTokens = 64
+	}
+	if c.MinParkTokens == 0 {
+		c.MinParkTokens = c.MinHostTokens
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return nil
 }
@@ -51,9 +79,10 @@ var ErrNoSequence = errors.New("kv: every sequence is in use by a lane")
 
 // entry is a resident cached stream: seq holds the tokens of node's path.
 type entry struct {
-	seq  int32
-	node *node
-	used uint64 // the cache clock when last matched or published
+	seq     int32
+	node    *node
+	used    uint64    // the cache clock when last matched or published
+	touched time.Time // the wall clock then, for idle parking
 }
 
 // Cache is the prefix cache over an engine's sequences. It implements
@@ -68,6 +97,11 @@ type Cache struct {
 	host    hostTier
 	clock   uint64
 	stats   Stats
+
+	park       *park.Store
+	parked     map[string]*parkEntry // by file name
+	restoreBuf []byte
+	view       viewCache
 }
 
 // New returns a cache managing sequences [0, cfg.Seqs) of eng, all of which
@@ -76,11 +110,17 @@ func New(eng engine.Engine, cfg Config) (*Cache, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Cache{eng: eng, cfg: cfg, leased: map[int32]bool{}, entries: map[int32]*entry{}}
+	c := &Cache{eng: eng, cfg: cfg, leased: map[int32]bool{}, entries: map[int32]*entry{}, parked: map[string]*parkEntry{}}
 	c.host.budget = cfg.HostBytes
 	for s := cfg.Seqs - 1; s >= 0; s-- {
 		c.free = append(c.free, int32(s))
 	}
+	if cfg.Park != nil {
+		c.park = cfg.Park
+		c.host.leaving = c.parkHost
+		c.indexParked()
+	}
+	c.publishGauges()
 	return c, nil
 }
 
@@ -88,30 +128,16 @@ func New(eng engine.Engine, cfg Config) (*Cache, error) {
 // tokens (at most len(tokens)-1 of them) and that prefix's length.
 func (c *Cache) Acquire(tokens []engine.Token) (int32, int, error) {
 	c.clock++
+	c.tidy()
 	seq, err := c.takeSeq()
 	if err != nil {
 		return -1, 0, err
 	}
 	c.leased[seq] = true
 	limit := len(tokens) - 1
-	if limit <= 0 {
-		c.stats.Misses.Add(1)
-		return seq, 0, nil
-	}
-	n, matched := c.tree.match(tokens)
-	res, resDepth, host, hostDepth := c.candidates(n, matched)
-	resDepth, hostDepth = min(resDepth, limit), min(hostDepth, limit)
 	cached := 0
-	switch {
-	case host != nil && hostDepth > resDepth:
-		cached = c.seedFromHost(seq, host, hostDepth)
-	case res != nil && resDepth > 0:
-		if err := c.eng.CopyPrefix(res.seq, seq, resDepth); err != nil {
-			slog.Warn("prefix cache: copy failed, admitting cold", "err", err)
-			break
-		}
-		res.used = c.clock
-		cached = resDepth
+	if limit > 0 {
+		cached = c.seed(seq, tokens, limit)
 	}
 	if cached == 0 {
 		c.stats.Misses.Add(1)
@@ -123,24 +149,71 @@ func (c *Cache) Acquire(tokens []engine.Token) (int32, int, error) {
 	return seq, cached, nil
 }
 
-// candidates finds the best resident and host entries sharing a prefix with
-// the walked tokens: below the deepest node reached they share all matched
-// tokens; below an ancestor, the ancestor's depth.
-func (c *Cache) candidates(n *node, matched int) (res *entry, resDepth int, host *hostEntry, hostDepth int) {
+// seed fills seq from the deepest tier entry sharing a prefix with tokens:
+// the longest match wins, resident before host memory before disk on a
+// tie (cheapest first). A host or parked entry that fails is dropped (or,
+// parked but refused by the engine, skipped) and the next best tried.
+func (c *Cache) seed(seq int32, tokens []engine.Token, limit int) int {
+	for range 4 {
+		n, matched := c.tree.match(tokens)
+		cd := c.candidates(n, matched)
+		res, host, pk := min(cd.resDepth, limit), min(cd.hostDepth, limit), min(cd.parkDepth, limit)
+		switch {
+		case cd.park != nil && pk > max(res, host):
+			if got := c.seedFromPark(seq, cd.park, pk); got > 0 {
+				return got
+			}
+		case cd.host != nil && host > res:
+			if got := c.seedFromHost(seq, cd.host, host); got > 0 {
+				return got
+			}
+		case cd.res != nil && res > 0:
+			if err := c.eng.CopyPrefix(cd.res.seq, seq, res); err != nil {
+				slog.Warn("prefix cache: copy failed, admitting cold", "err", err)
+				return 0
+			}
+			cd.res.used, cd.res.touched = c.clock, c.cfg.Now()
+			return res
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+// candidates are the best entry of each tier sharing a prefix with a
+// prompt, and how many tokens each shares.
+type candidates struct {
+	res       *entry
+	resDepth  int
+	host      *hostEntry
+	hostDepth int
+	park      *parkEntry
+	parkDepth int
+}
+
+// candidates finds the best resident, host and parked entries sharing a
+// prefix with the walked tokens: below the deepest node reached they share
+// all matched tokens; below an ancestor, the ancestor's depth.
+func (c *Cache) candidates(n *node, matched int) candidates {
+	var cd candidates
 	depth := matched
-	for at := n; at != nil && at != &c.tree.root && (res == nil || host == nil); at = at.parent {
+	for at := n; at != nil && at != &c.tree.root && (cd.res == nil || cd.host == nil || cd.park == nil); at = at.parent {
 		if at != n {
 			depth = at.depth
 		}
-		r, h := at.find()
-		if res == nil && r != nil {
-			res, resDepth = r, depth
+		r, h, p := at.find(func(p *parkEntry) bool { return c.restorable(p, depth) })
+		if cd.res == nil && r != nil {
+			cd.res, cd.resDepth = r, depth
 		}
-		if host == nil && h != nil {
-			host, hostDepth = h, depth
+		if cd.host == nil && h != nil {
+			cd.host, cd.hostDepth = h, depth
+		}
+		if cd.park == nil && p != nil {
+			cd.park, cd.parkDepth = p, depth
 		}
 	}
-	return res, resDepth, host, hostDepth
+	return cd
 }
 
 // seedFromHost imports a host entry into seq and cuts it to depth tokens;
@@ -156,7 +229,7 @@ func (c *Cache) seedFromHost(seq int32, h *hostEntry, depth int) int {
 		c.eng.Free(seq)
 		return 0
 	}
-	h.used = c.clock
+	h.used, h.touched = c.clock, c.cfg.Now()
 	c.stats.HostHits.Add(1)
 	return min(n, depth)
 }
@@ -179,6 +252,7 @@ func (c *Cache) countHits(prefix []engine.Token) {
 func (c *Cache) Release(seq int32, tokens []engine.Token) {
 	c.clock++
 	delete(c.leased, seq)
+	defer c.tidy()
 	if len(tokens) == 0 {
 		c.freeSeq(seq)
 		return
@@ -187,13 +261,13 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 	if existing := n.resident; existing != nil || n.coveredBelow(nil) {
 		// The stream is already cached (here or inside a longer entry).
 		if existing != nil {
-			existing.used = c.clock
+			existing.used, existing.touched = c.clock, c.cfg.Now()
 		}
 		c.freeSeq(seq)
 		c.tree.prune(n)
 		return
 	}
-	e := &entry{seq: seq, node: n, used: c.clock}
+	e := &entry{seq: seq, node: n, used: c.clock, touched: c.cfg.Now()}
 	n.resident = e
 	c.entries[seq] = e
 	c.stats.Published.Add(1)
@@ -211,6 +285,9 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 			c.host.remove(&c.tree, h)
 		}
 	}
+	if c.cfg.ParkEager {
+		c.parkSeq(n, seq, false)
+	}
 	c.enforceBudget()
 	c.publishGauges()
 }
@@ -218,6 +295,7 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 // Relieve evicts one entry (cutting it back to a shared prefix where it has
 // one) after the engine ran out of KV cells; false when nothing is cached.
 func (c *Cache) Relieve() bool {
+	c.tidy()
 	v := c.victim()
 	if v == nil {
 		return false
@@ -279,13 +357,21 @@ func (c *Cache) sharedPrefix(e *entry) *node {
 // unless whole (the caller needs the sequence itself).
 func (c *Cache) evict(e *entry, whole bool) {
 	c.stats.Evictions.Add(1)
-	if c.host.budget > 0 && e.node.depth >= c.cfg.MinHostTokens && e.node.host == nil {
-		if blob, err := c.eng.Export(e.seq, nil); err == nil {
-			c.host.add(&c.tree, e.node, blob, c.clock)
-			c.stats.HostExports.Add(1)
-		} else {
+	switch {
+	case c.host.budget > 0 && e.node.depth >= c.cfg.MinHostTokens && e.node.host == nil:
+		blob, err := c.eng.Export(e.seq, nil)
+		if err != nil {
 			slog.Warn("prefix cache: export to host memory failed", "err", err)
+			break
 		}
+		if !c.host.fits(len(blob)) {
+			c.parkBlob(e.node, blob, false) // too big for host memory: to disk
+			break
+		}
+		c.host.add(&c.tree, e.node, blob, c.clock, e.touched)
+		c.stats.HostExports.Add(1)
+	case e.node.host == nil:
+		c.parkSeq(e.node, e.seq, false)
 	}
 	old := e.node
 	old.resident = nil
@@ -340,25 +426,6 @@ func (c *Cache) publishGauges() {
 	c.stats.ResidentTokens.Store(int64(c.residentTokens()))
 	c.stats.HostEntries.Store(int64(len(c.host.entries)))
 	c.stats.HostBytes.Store(c.host.bytes)
-}
-
-// Entry describes one cached stream, for status views.
-type Entry struct {
-	Tier   string // "resident" or "host"
-	Tokens int
-	Seq    int32 // resident entries only
-	Bytes  int64 // host entries only
-}
-
-// Entries lists what the cache holds, longest first. Owner goroutine only.
-func (c *Cache) Entries() []Entry {
-	var out []Entry
-	for _, e := range c.entries {
-		out = append(out, Entry{Tier: "resident", Tokens: e.node.depth, Seq: e.seq})
-	}
-	for _, h := range c.host.entries {
-		out = append(out, Entry{Tier: "host", Tokens: h.node.depth, Bytes: int64(len(h.blob))})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Tokens > out[j].Tokens })
-	return out
+	c.stats.ParkedEntries.Store(int64(len(c.parked)))
+	c.publishView()
 }

@@ -14,7 +14,14 @@
 //
 // Tiers: entries are resident (an engine sequence holds the tokens' KV
 // cells); evicted entries may be exported to host memory within a byte
-// budget and imported back on a match; parking to disk is package park's.
+// budget and imported back on a match; entries leaving host memory (or the
+// pool, when host memory is off or too small for them) are parked on disk
+// by package park, and so is every published stream with Config.ParkEager,
+// every entry idle for Config.ParkIdle, and everything at Close. Parked
+// files found at start-up are entries from the first call, so a
+// conversation resumes warm after a restart. A prompt takes the longest
+// match of any tier (the cheapest tier on a tie); a parked stream longer
+// than the match is restored and truncated to it.
 //
 // Eviction is least-recently-used, except that prefixes two or more requests
 // have shared go last: evicting an entry whose beginning others share cuts

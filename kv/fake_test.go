@@ -11,14 +11,16 @@ import (
 
 // fakeEngine keeps sequences as token lists; exported state is the tokens.
 type fakeEngine struct {
-	seqs    [][]engine.Token
-	desc    engine.Descriptor
-	copies  int
-	imports int
+	seqs      [][]engine.Token
+	desc      engine.Descriptor
+	copies    int
+	imports   int
+	exports   int
+	importErr error // when set, Import fails with it
 }
 
 func newFakeEngine(n int) *fakeEngine {
-	return &fakeEngine{seqs: make([][]engine.Token, n), desc: engine.Descriptor{Seqs: n}}
+	return &fakeEngine{seqs: make([][]engine.Token, n), desc: engine.Descriptor{Seqs: n, PartialTruncation: true, Identity: "fake model", KVType: "f16"}}
 }
 
 func (f *fakeEngine) Descriptor() *engine.Descriptor { return &f.desc }
@@ -68,6 +70,7 @@ func (f *fakeEngine) Free(s int32) error {
 func (f *fakeEngine) SeqLen(s int32) int { return len(f.seqs[s]) }
 
 func (f *fakeEngine) Export(s int32, dst []byte) ([]byte, error) {
+	f.exports++
 	dst = append(dst, 'F', 'K')
 	for _, t := range f.seqs[s] {
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(t))
@@ -76,6 +79,9 @@ func (f *fakeEngine) Export(s int32, dst []byte) ([]byte, error) {
 }
 
 func (f *fakeEngine) Import(s int32, data []byte) (int, error) {
+	if f.importErr != nil {
+		return 0, f.importErr
+	}
 	if len(data) < 2 || data[0] != 'F' || data[1] != 'K' || (len(data)-2)%4 != 0 {
 		return 0, engine.ErrState
 	}

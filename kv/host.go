@@ -1,10 +1,13 @@
 package kv
 
+import "time"
+
 // hostEntry is an evicted stream's exported state kept in host memory.
 type hostEntry struct {
-	node *node
-	blob []byte
-	used uint64
+	node    *node
+	blob    []byte
+	used    uint64
+	touched time.Time // wall clock of the last use, for idle parking
 }
 
 // hostTier keeps exported entries within a byte budget, least recently used
@@ -13,16 +16,21 @@ type hostTier struct {
 	budget  int64
 	bytes   int64
 	entries []*hostEntry
+	// leaving, when set, is told of each entry the budget pushes out,
+	// before it goes (the disk tier takes it).
+	leaving func(*hostEntry)
 }
 
-func (t *hostTier) add(tree *radix, n *node, blob []byte, clock uint64) {
-	if int64(len(blob)) > t.budget {
+func (t *hostTier) fits(n int) bool { return int64(n) <= t.budget }
+
+func (t *hostTier) add(tree *radix, n *node, blob []byte, clock uint64, now time.Time) {
+	if !t.fits(len(blob)) {
 		return
 	}
 	if n.host != nil {
 		t.remove(tree, n.host)
 	}
-	h := &hostEntry{node: n, blob: blob, used: clock}
+	h := &hostEntry{node: n, blob: blob, used: clock, touched: now}
 	n.host = h
 	t.entries = append(t.entries, h)
 	t.bytes += int64(len(blob))
@@ -32,6 +40,9 @@ func (t *hostTier) add(tree *radix, n *node, blob []byte, clock uint64) {
 			if e.used < oldest.used {
 				oldest = e
 			}
+		}
+		if t.leaving != nil {
+			t.leaving(oldest)
 		}
 		t.remove(tree, oldest)
 	}

@@ -10,9 +10,10 @@ type node struct {
 	children map[engine.Token]*node
 	depth    int // tokens from the root to the end of edge
 
-	// resident and host name entries whose stream ends exactly here.
+	// resident, host and park name entries whose stream ends exactly here.
 	resident *entry
 	host     *hostEntry
+	park     *parkEntry
 	// hits counts acquisitions whose match covered this whole node.
 	hits int
 }
@@ -82,7 +83,7 @@ func (r *radix) split(n *node, k int) *node {
 
 // prune removes n and its ancestors while they name nothing and lead nowhere.
 func (r *radix) prune(n *node) {
-	for n != &r.root && n.resident == nil && n.host == nil && len(n.children) == 0 {
+	for n != &r.root && n.resident == nil && n.host == nil && n.park == nil && len(n.children) == 0 {
 		p := n.parent
 		delete(p.children, n.edge[0])
 		n = p
@@ -98,11 +99,12 @@ func (n *node) path() []engine.Token {
 	return out
 }
 
-// find returns the most recently used resident and host entries at or
-// below n.
-func (n *node) find() (*entry, *hostEntry) {
+// find returns the most recently used resident, host and parked entries
+// at or below n; usable says which parked entries may be restored.
+func (n *node) find(usable func(*parkEntry) bool) (*entry, *hostEntry, *parkEntry) {
 	var best *entry
 	var bestHost *hostEntry
+	var bestPark *parkEntry
 	var walk func(*node)
 	walk = func(at *node) {
 		if e := at.resident; e != nil && (best == nil || e.used > best.used) {
@@ -111,12 +113,15 @@ func (n *node) find() (*entry, *hostEntry) {
 		if h := at.host; h != nil && (bestHost == nil || h.used > bestHost.used) {
 			bestHost = h
 		}
+		if p := at.park; p != nil && usable(p) && (bestPark == nil || p.used > bestPark.used) {
+			bestPark = p
+		}
 		for _, c := range at.children {
 			walk(c)
 		}
 	}
 	walk(n)
-	return best, bestHost
+	return best, bestHost, bestPark
 }
 
 // coveredBelow reports whether some resident entry other than skip passes

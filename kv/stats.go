@@ -14,6 +14,15 @@ type Stats struct {
 	ResidentTokens atomic.Int64 // distinct tokens they hold
 	HostEntries    atomic.Int64
 	HostBytes      atomic.Int64
+
+	// The disk tier (package park counts files, bytes and refusals).
+	Parks                atomic.Int64 // streams the cache queued for parking
+	ParkHits             atomic.Int64 // warm prefixes restored from disk
+	ParkFailures         atomic.Int64 // restores that fell back (refused, gone, or not imported)
+	ParkRestoreNanos     atomic.Int64 // time the successful restores took, in all
+	ParkRestoreLastNanos atomic.Int64 // the last one's
+	IdleParks            atomic.Int64 // entries parked and evicted for idleness
+	ParkedEntries        atomic.Int64 // parked entries now
 }
 
 // Stats returns the live counters.

@@ -184,6 +184,20 @@ sf_engine *sf_open(const sf_open_params *p, char *err, size_t err_len) {
         snprintf(msg, sizeof msg, "cannot load model %s (see debug log for llama.cpp's reason)", p->model_path);
         return fail(msg);
     }
+    if (p->kv_type != SF_KV_F16) {
+        // ggml aborts the process on a quantized KV row that is not whole
+        // blocks; refuse such a model here instead.
+        int32_t head_dim = llama_model_n_embd(e->model) / std::max(1, llama_model_n_head(e->model));
+        int64_t block = ggml_blck_size(sf_ggml_kv_type(p->kv_type));
+        if (block > 1 && head_dim % block != 0) {
+            llama_model_free(e->model);
+            delete e;
+            char msg[200];
+            snprintf(msg, sizeof msg, "a quantized KV cache needs a head dimension divisible by %lld; this model's is %d",
+                     (long long)block, head_dim);
+            return fail(msg);
+        }
+    }
     e->ctx = llama_init_from_model(e->model, sf_context_params(p));
     if (e->ctx == nullptr) {
         llama_model_free(e->model);

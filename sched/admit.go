@@ -28,9 +28,12 @@ const (
 	sharedPrefixMaxHoldTicks = 64
 )
 
-// enqueue queues a new job at the back of its class.
+// enqueue queues a new job at the back of its class. A job Submit stamped
+// keeps its time: it waited for the tick in flight since.
 func (p *planner) enqueue(j *job, now time.Time) {
-	j.submitted = now
+	if j.submitted.IsZero() {
+		j.submitted = now
+	}
 	j.queuedTick = p.tick
 	if j.class.interactive() {
 		p.lastInteractive = now

@@ -82,6 +82,9 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 		return nil, fmt.Errorf("sched: submit: %w", err)
 	}
 	j := s.newJob(&req)
+	// Stamped here, not when the runner takes the job in after the tick in
+	// flight: that wait is part of the request's queue wait and TTFT.
+	j.submitted = s.cfg.Clock.Now()
 	st := j.stream
 	s.mu.Lock()
 	switch {

@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Scenario names a workload.
+type Scenario string
+
+// The scenarios, each measuring one figure of the design notes' bar.
+const (
+	// Decode: concurrent long greedy generations; decode tokens/s.
+	Decode Scenario = "decode"
+	// FIMUnderLoad: editor FIM requests idle, then beside long background
+	// prompts; the loaded/idle latency ratio.
+	FIMUnderLoad Scenario = "fim-under-load"
+	// MultiTurn: conversations whose follow-up turns extend the previous
+	// one; the warm/cold TTFT ratio and the cached-prompt share.
+	MultiTurn Scenario = "multi-turn"
+)
+
+// API names the protocol family the server speaks.
+type API string
+
+const (
+	// OpenAI is /v1/completions, /v1/chat/completions and llama.cpp's
+	// /infill and /tokenize: superfluid, llama-server, vLLM.
+	OpenAI API = "openai"
+	// Ollama is /api/generate and /api/chat with newline-delimited JSON.
+	Ollama API = "ollama"
+)
+
+// Config is one benchmark run. Zero values take the scenario's defaults
+// (see withDefaults).
+type Config struct {
+	URL      string   // the server's base URL; traffic goes nowhere else
+	Scenario Scenario // decode, fim-under-load or multi-turn
+	API      API      // openai (default) or ollama
+	Model    string   // model name to send; empty: the server's first listed model
+	APIKey   string   // sent as Authorization: Bearer
+
+	// Concurrency is streams at once (decode), background requests (FIM)
+	// or conversations at once (multi-turn).
+	Concurrency int
+	// Requests is generations in total (decode), FIM requests per phase
+	// (fim-under-load) or conversations in total (multi-turn).
+	Requests int
+	// Turns is the turns of each conversation (multi-turn), the first cold.
+	Turns int
+	// MaxTokens is each measured request's generation limit (n_predict for FIM).
+	MaxTokens int
+	// PromptTokens is the decode prompt, each background prompt, or each
+	// conversation's opening system prompt, in tokens (approximately).
+	PromptTokens int
+	// FIMPromptTokens is the size of a FIM request: prefix, suffix and extra context.
+	FIMPromptTokens int
+	// Duration stops starting new work after this long (0: no bound); work
+	// already started runs to its end.
+	Duration time.Duration
+	// Timeout bounds each request.
+	Timeout time.Duration
+	// Seed selects the prompt text.
+	Seed uint64
+	// FIMStream asks for FIM responses as a stream, which gives their TTFT;
+	// false sends exactly what editors send (stream: false).
+	FIMStream bool
+	// ReferenceTPS is the raw engine's decode tokens/s for this stream count
+	// (llama-bench); decode reports its ratio to it when set.
+	ReferenceTPS float64
+	// ColdTTFT is a cold turn-1 TTFT from an earlier multi-turn run with the
+	// same seed; turn 1 of this run (after a server restart) is compared with it.
+	ColdTTFT time.Duration
+	// Settle is how long the FIM scenario waits for background requests
+	// that have been sent but not yet answered before it measures.
+	Settle time.Duration
+	// HTTPClient replaces the keep-alive client (tests).
+	HTTPClient *http.Client
+}
+
+// Scenario defaults.
+const (
+	defaultTimeout         = 10 * time.Minute
+	defaultSettle          = time.Second
+	defaultTurns           = 4
+	defaultFIMPromptTokens = 512
+	backgroundMaxTokens    = 256
+	maxConcurrency         = 256
+)
+
+// withDefaults fills zero fields with the scenario's defaults.
+func (c Config) withDefaults() Config {
+	if c.API == "" {
+		c.API = OpenAI
+	}
+	if c.Timeout == 0 {
+		c.Timeout = defaultTimeout
+	}
+	if c.Settle == 0 {
+		c.Settle = defaultSettle
+	}
+	if c.FIMPromptTokens == 0 {
+		c.FIMPromptTokens = defaultFIMPromptTokens
+	}
+	c.URL = strings.TrimRight(c.URL, "/")
+	fill := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	switch c.Scenario {
+	case Decode:
+		fill(&c.Concurrency, 1)
+		fill(&c.Requests, c.Concurrency)
+		fill(&c.MaxTokens, 256)
+		fill(&c.PromptTokens, 64)
+	case FIMUnderLoad:
+		fill(&c.Concurrency, 4)
+		fill(&c.Requests, 8)
+		fill(&c.MaxTokens, 32)
+		fill(&c.PromptTokens, 2000)
+	case MultiTurn:
+		fill(&c.Concurrency, 1)
+		fill(&c.Requests, c.Concurrency)
+		fill(&c.Turns, defaultTurns)
+		fill(&c.MaxTokens, 64)
+		fill(&c.PromptTokens, 2000)
+	}
+	return c
+}
+
+// validate checks a defaulted Config up front, so a bad flag fails before
+// any traffic.
+func (c Config) validate() error {
+	u, err := url.Parse(c.URL)
+	if c.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("bench: --url %q: want http://host:port", c.URL)
+	}
+	switch c.Scenario {
+	case Decode, FIMUnderLoad, MultiTurn:
+	default:
+		return fmt.Errorf("bench: --scenario %q: want decode, fim-under-load or multi-turn", c.Scenario)
+	}
+	if c.API != OpenAI && c.API != Ollama {
+		return fmt.Errorf("bench: --api %q: want openai or ollama", c.API)
+	}
+	if c.Concurrency > maxConcurrency {
+		return fmt.Errorf("bench: --concurrency %d above %d", c.Concurrency, maxConcurrency)
+	}
+	if c.Concurrency < 0 || c.Requests < 0 || c.Turns < 0 || c.MaxTokens < 0 || c.PromptTokens < 0 || c.FIMPromptTokens < 0 || c.Duration < 0 || c.Timeout < 0 || c.Settle < 0 || c.ReferenceTPS < 0 {
+		return errors.New("bench: counts, sizes and durations must not be negative")
+	}
+	return nil
+}

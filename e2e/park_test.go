@@ -1,0 +1,475 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"superfluid/app"
+	"superfluid/gguf"
+	"superfluid/park"
+	"superfluid/synth"
+)
+
+// The disk tier end to end: the real engine and server, the tiny synthetic
+// model, conversations over /v1/chat/completions. A turn after a restart
+// must be as warm as one without it and say the same thing; a park file
+// that is foreign, truncated or damaged must be refused, counted, removed
+// and served cold — same output as a cold run, never an error.
+
+const parkSystem = "You are a careful assistant. You answer briefly, in plain words, " +
+	"and you say so when you do not know. You keep to the question asked. " +
+	"You never invent facts, names or numbers. You write short sentences. " +
+	"You prefer lists when there are several items. You end with a question."
+
+type parkReply struct {
+	Content                    string
+	Prompt, Cached, Completion int
+}
+
+func parkTurn1() []map[string]string {
+	return []map[string]string{
+		{"role": "system", "content": parkSystem},
+		{"role": "user", "content": "Tell me about rivers, lakes and the sea, and how water moves between them."},
+	}
+}
+
+func parkTurn2(reply1 string) []map[string]string {
+	return append(parkTurn1(),
+		map[string]string{"role": "assistant", "content": reply1},
+		map[string]string{"role": "user", "content": "And the clouds?"})
+}
+
+// parkChat runs a greedy chat completion and returns its text and usage.
+func parkChat(t testing.TB, st interface{ URL() string }, msgs []map[string]string) parkReply {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": "tiny", "messages": msgs, "max_tokens": 24, "temperature": 0})
+	resp, err := http.Post(st.URL()+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			CompletionTokens    int `json:"completion_tokens"`
+			PromptTokensDetails struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || len(out.Choices) != 1 {
+		t.Fatalf("chat: status %d, %v, %+v", resp.StatusCode, err, out)
+	}
+	return parkReply{out.Choices[0].Message.Content, out.Usage.PromptTokens, out.Usage.PromptTokensDetails.CachedTokens, out.Usage.CompletionTokens}
+}
+
+// parkFixture is what several tests compare against: turn 1, turn 2 warm
+// from memory (no restart), turn 2 cold, and the park file turn 1 leaves
+// when its server stops.
+type parkFixture struct {
+	turn1, warm2, cold2 parkReply
+	file                []byte
+	name                string
+}
+
+var (
+	parkFixOnce sync.Once
+	parkFix     parkFixture
+	parkFixErr  string
+)
+
+func fixture(t *testing.T) parkFixture {
+	t.Helper()
+	parkFixOnce.Do(func() {
+		ft := &fixtureT{TB: t}
+		parkFix = buildFixture(ft)
+		parkFixErr = ft.failed
+	})
+	if parkFixErr != "" {
+		t.Fatalf("fixture: %s", parkFixErr)
+	}
+	return parkFix
+}
+
+// fixtureT lets the fixture's first user record a failure for every test
+// that shares it.
+type fixtureT struct {
+	testing.TB
+	failed string
+}
+
+func (f *fixtureT) Fatalf(format string, args ...any) {
+	f.failed = fmt.Sprintf(format, args...)
+	f.TB.Fatalf(format, args...)
+}
+
+func buildFixture(t testing.TB) parkFixture {
+	var fx parkFixture
+	// Without parking: turn 1 then turn 2 warm from memory, and turn 2
+	// cold on a fresh server.
+	mem := startParkStack(t, app.Options{})
+	fx.turn1 = parkChat(t, mem, parkTurn1())
+	fx.warm2 = parkChat(t, mem, parkTurn2(fx.turn1.Content))
+	mem.Close()
+	cold := startParkStack(t, app.Options{})
+	fx.cold2 = parkChat(t, cold, parkTurn2(fx.turn1.Content))
+	cold.Close()
+	if fx.warm2.Cached == 0 || fx.cold2.Cached != 0 {
+		t.Fatalf("baselines: warm %+v cold %+v", fx.warm2, fx.cold2)
+	}
+	// Turn 1 on a parking server, which parks it as it stops.
+	dir := t.TempDir()
+	st := startParkStack(t, app.Options{ParkDir: dir})
+	if r := parkChat(t, st, parkTurn1()); r != fx.turn1 {
+		t.Fatalf("turn 1 with parking on: %+v, without %+v", r, fx.turn1)
+	}
+	st.Close()
+	files := parkFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("park files after stop: %v", files)
+	}
+	fx.name = files[0]
+	fx.file, _ = os.ReadFile(filepath.Join(dir, fx.name))
+	return fx
+}
+
+// parkStack is a stack the test may close itself (a restart); cleanup
+// closes it if the test did not. app.Stack.Close must run once.
+type parkStack struct {
+	*app.Stack
+	once sync.Once
+	err  error
+}
+
+func (p *parkStack) Close() error {
+	p.once.Do(func() { p.err = p.Stack.Close() })
+	return p.err
+}
+
+func startParkStack(t testing.TB, o app.Options) *parkStack {
+	t.Helper()
+	if o.ModelPath == "" {
+		o.ModelPath = tinyModel(t)
+	}
+	o.Threads, o.Ctx, o.Alias = 1, 4096, "tiny"
+	st, err := app.Start("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	p := &parkStack{Stack: st}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func parkFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".park") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func parkDirWith(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestParkResumesWarmAfterRestart(t *testing.T) {
+	fx := fixture(t)
+	dir := parkDirWith(t, fx.name, fx.file)
+	st := startParkStack(t, app.Options{ParkDir: dir})
+	if n := st.Cache.ParkStats().Files.Load(); n != 1 {
+		t.Fatalf("indexed %d park files", n)
+	}
+	r := parkChat(t, st, parkTurn2(fx.turn1.Content))
+	newTokens := r.Prompt - (fx.turn1.Prompt + fx.turn1.Completion)
+	t.Logf("turn 2 after a restart: %d prompt tokens, %d cached (%d without a restart), %d new", r.Prompt, r.Cached, fx.warm2.Cached, newTokens)
+	if r.Prompt-r.Cached > newTokens+32 {
+		t.Fatalf("prefilled %d tokens, %d of them new", r.Prompt-r.Cached, newTokens)
+	}
+	if r.Cached != fx.warm2.Cached {
+		t.Fatalf("cached %d after a restart, %d without", r.Cached, fx.warm2.Cached)
+	}
+	if r.Content != fx.warm2.Content {
+		t.Fatalf("after a restart: %q; without: %q", r.Content, fx.warm2.Content)
+	}
+	if st.Cache.Stats().ParkHits.Load() != 1 {
+		t.Fatal("no restore counted")
+	}
+	m := parkScrape(t, st)
+	if m["superfluid_park_restores_total"] != 1 || m[`superfluid_cache_entries{tier="parked"}`] < 1 || m["superfluid_park_restore_last_seconds"] <= 0 {
+		t.Fatalf("metrics: restores %v, parked %v, restore time %v", m["superfluid_park_restores_total"], m[`superfluid_cache_entries{tier="parked"}`], m["superfluid_park_restore_last_seconds"])
+	}
+	var tiers []string
+	for _, e := range st.Cache.View() {
+		tiers = append(tiers, e.Tier)
+	}
+	if !strings.Contains(strings.Join(tiers, ","), "parked") {
+		t.Fatalf("view %v", tiers)
+	}
+}
+
+// otherModel is the tiny shape with other weights: another identity.
+func otherModel(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny-seed12.gguf")
+	s, _ := synth.ShapeByName("tiny")
+	if err := synth.Write(path, synth.Options{Shape: s, Type: "f16", Seed: 12}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestParkRefusesForeignTruncatedAndDamagedFiles(t *testing.T) {
+	fx := fixture(t)
+	// The same conversation parked by a server on another model.
+	foreignDir := t.TempDir()
+	other := startParkStack(t, app.Options{ModelPath: otherModel(t), ParkDir: foreignDir})
+	parkChat(t, other, parkTurn1())
+	other.Close()
+	foreign := parkFiles(t, foreignDir)
+	if len(foreign) != 1 {
+		t.Fatalf("foreign files %v", foreign)
+	}
+	foreignBytes, _ := os.ReadFile(filepath.Join(foreignDir, foreign[0]))
+
+	flipped := bytes.Clone(fx.file)
+	flipped[len(flipped)-len(flipped)/3] ^= 0x08
+	for _, tc := range []struct {
+		name, file string
+		data       []byte
+		reason     park.Reason
+	}{
+		{"another model", foreign[0], foreignBytes, park.ReasonModel},
+		{"truncated", fx.name, fx.file[:len(fx.file)*2/3], park.ReasonTruncated},
+		{"flipped payload byte", fx.name, flipped, park.ReasonPayload},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := parkDirWith(t, tc.file, tc.data)
+			st := startParkStack(t, app.Options{ParkDir: dir})
+			r := parkChat(t, st, parkTurn2(fx.turn1.Content))
+			if r.Cached != 0 || r.Content != fx.cold2.Content {
+				t.Fatalf("got %+v, want the cold run's %+v", r, fx.cold2)
+			}
+			if n := st.Cache.ParkStats().Refused[tc.reason].Load(); n != 1 {
+				t.Fatalf("refused[%s] = %d", tc.reason, n)
+			}
+			if _, err := os.Stat(filepath.Join(dir, tc.file)); !os.IsNotExist(err) {
+				t.Fatalf("the refused file is still there (%v)", err)
+			}
+			if m := parkScrape(t, st); m[fmt.Sprintf(`superfluid_park_refused_total{reason=%q}`, tc.reason.String())] != 1 {
+				t.Fatal("refusal missing from /metrics")
+			}
+		})
+	}
+}
+
+// Tests run as root, so a read-only mode would not stop writes: the park
+// directory is swapped for a regular file under the running server, and
+// (second stack) is a regular file from the start.
+func TestParkWriteFailureLeavesServingUnaffected(t *testing.T) {
+	fx := fixture(t)
+	dir := filepath.Join(t.TempDir(), "park")
+	st := startParkStack(t, app.Options{ParkDir: dir, ParkEager: true})
+	os.RemoveAll(dir)
+	os.WriteFile(dir, []byte("no longer a directory"), 0o644)
+	if r := parkChat(t, st, parkTurn1()); r != fx.turn1 {
+		t.Fatalf("turn 1: %+v, want %+v", r, fx.turn1)
+	}
+	if r := parkChat(t, st, parkTurn2(fx.turn1.Content)); r != fx.warm2 {
+		t.Fatalf("turn 2: %+v, want %+v", r, fx.warm2)
+	}
+	parkPoll(t, func() bool { return st.Cache.ParkStats().WriteErrors.Load() >= 1 })
+	if err := st.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+
+	st = startParkStack(t, app.Options{ParkDir: dir}) // a regular file: parking off
+	if st.Cache.ParkInfo().Enabled {
+		t.Fatal("parking on over a regular file")
+	}
+	if r := parkChat(t, st, parkTurn1()); r != fx.turn1 {
+		t.Fatalf("turn 1 without parking: %+v", r)
+	}
+}
+
+func TestParkBudgetKeepsTheDirectoryUnderIt(t *testing.T) {
+	fx := fixture(t)
+	dir := t.TempDir()
+	budget := int64(len(fx.file)) * 5 / 2
+	st := startParkStack(t, app.Options{ParkDir: dir, ParkEager: true, ParkBudget: budget})
+	for i := range 5 {
+		msgs := parkTurn1()
+		msgs[0]["content"] = fmt.Sprintf("Conversation %d. %s", i, parkSystem)
+		parkChat(t, st, msgs)
+		parkPoll(t, func() bool { return st.Cache.ParkStats().Parks.Load() == int64(i+1) })
+		var total int64
+		for _, name := range parkFiles(t, dir) {
+			info, _ := os.Stat(filepath.Join(dir, name))
+			total += info.Size()
+		}
+		if total > budget {
+			t.Fatalf("after conversation %d: %d bytes on disk, budget %d", i, total, budget)
+		}
+	}
+	if n := st.Cache.ParkStats().Swept.Load(); n < 2 {
+		t.Fatalf("swept %d files", n)
+	}
+}
+
+func TestParkLossy(t *testing.T) {
+	fx := fixture(t)
+	if _, err := app.Start("127.0.0.1:0", app.Options{ModelPath: tinyModel(t), KVType: "q8_0", ParkDir: t.TempDir(), ParkLossy: true}); err == nil || !strings.Contains(err.Error(), "nothing to demote") {
+		t.Fatalf("lossy parking of a q8_0 cache: %v", err)
+	}
+	dir := t.TempDir()
+	st := startParkStack(t, app.Options{ParkDir: dir, ParkLossy: true})
+	parkChat(t, st, parkTurn1())
+	st.Close()
+	files := parkFiles(t, dir)
+	info, _ := os.Stat(filepath.Join(dir, files[0]))
+	ratio := float64(info.Size()) / float64(len(fx.file))
+	t.Logf("lossy park file: %d bytes, %.2f of the lossless one", info.Size(), ratio)
+	if ratio > 0.75 {
+		t.Fatalf("lossy file is %.2f of the lossless one", ratio)
+	}
+	st = startParkStack(t, app.Options{ParkDir: dir, ParkLossy: true})
+	r := parkChat(t, st, parkTurn2(fx.turn1.Content))
+	if r.Cached != fx.warm2.Cached {
+		t.Fatalf("cached %d, want %d", r.Cached, fx.warm2.Cached)
+	}
+	t.Logf("lossy resume says the same as a lossless one: %v", r.Content == fx.warm2.Content)
+	if !st.Cache.ParkInfo().Lossy || parkScrape(t, st)["superfluid_park_lossy"] != 1 {
+		t.Fatal("lossy parking not reported")
+	}
+}
+
+const parkCrashEnv = "SUPERFLUID_E2E_PARK_CRASH_DIR"
+
+// TestParkCrashWhileParking kills (SIGKILL) a server that parks eagerly
+// while it serves one conversation after another, at a random moment, then
+// checks every file left under a final name verifies completely, and that
+// a new server on the directory resumes the first conversation warm and
+// right. (park's TestCrashMidWriteLeavesNoPartialFile stops a writer at an
+// exact point inside a file; this is the same guarantee through the whole
+// server.)
+func TestParkCrashWhileParking(t *testing.T) {
+	if dir := os.Getenv(parkCrashEnv); dir != "" {
+		parkCrashChild(t, dir)
+		return
+	}
+	fx := fixture(t)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestParkCrashWhileParking$", "-test.count=1")
+	cmd.Env = append(os.Environ(), parkCrashEnv+"="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	parkPoll(t, func() bool { return len(parkFiles(t, dir)) >= 3 })
+	time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if t.Failed() {
+		t.Logf("child: %s", stderr.String())
+	}
+
+	digest, err := gguf.ModelDigest(tinyModel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := park.Open(park.Config{Dir: dir, Identity: digest, KVType: "f16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := s.List()
+	for _, m := range list {
+		if _, err := s.Load(m.Tokens, nil); err != nil {
+			t.Errorf("file %s: %v", m.Name, err)
+		}
+	}
+	var refused int64
+	for r := range park.NumReasons {
+		refused += s.Stats().Refused[r].Load()
+	}
+	t.Logf("%d files complete, %d temporary files removed, %d refused", len(list), s.Stats().StaleTemps.Load(), refused)
+	s.Close()
+	if refused != 0 || len(list) < 3 {
+		t.Fatalf("refused %d, indexed %d", refused, len(list))
+	}
+	st := startParkStack(t, app.Options{ParkDir: dir})
+	if r := parkChat(t, st, parkTurn2(fx.turn1.Content)); r != fx.warm2 {
+		t.Fatalf("after the crash: %+v, want %+v", r, fx.warm2)
+	}
+}
+
+func parkCrashChild(t *testing.T, dir string) {
+	st := startParkStack(t, app.Options{ParkDir: dir, ParkEager: true})
+	parkChat(t, st, parkTurn1())
+	for i := 0; ; i++ { // until killed
+		msgs := parkTurn1()
+		msgs[1]["content"] = fmt.Sprintf("Question %d: %s", i, msgs[1]["content"])
+		parkChat(t, st, msgs)
+	}
+}
+
+func parkPoll(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 20s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// parkScrape reads /metrics into "name{labels}" → value.
+func parkScrape(t *testing.T, st interface{ URL() string }) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(st.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.LastIndexByte(line, ' '); i > 0 && line[0] != '#' {
+			if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+				out[line[:i]] = v
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,91 @@
+package http
+
+import (
+	"strings"
+	"testing"
+
+	"superfluid/sched"
+)
+
+func anthropicSpecOf(t *testing.T, m *Model, body string) (*genSpec, error) {
+	t.Helper()
+	ctx := requestCtx([]byte(body))
+	var req anthropicRequest
+	if err := decodeJSON(ctx, &req); err != nil {
+		return nil, err
+	}
+	srv, _ := NewServer(Config{})
+	return srv.anthropicSpec(ctx, m, &req)
+}
+
+// The prompt is the chat template over system, then the turns: text blocks
+// joined by a blank line, consecutive turns of a role combined, system
+// turns kept, a final assistant turn continued.
+func TestAnthropicPrompt(t *testing.T) {
+	m := chatmlModel(t, 512)
+	cases := map[string]string{
+		`{"system":"s","messages":[{"role":"user","content":"hi"}]}`: "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+		`{"system":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"text","text":"y"}]}]}`: "<|im_start|>system\na\n\nb<|im_end|>\n<|im_start|>user\nx\n\ny<|im_end|>\n<|im_start|>assistant\n",
+		`{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"assistant","content":"Sure"}]}`:                                                  "<|im_start|>user\na\n\nb<|im_end|>\n<|im_start|>assistant\nSure",
+		`{"messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"text","text":"s"}]},{"role":"user","content":"b"}]}`:                               "<|im_start|>user\na<|im_end|>\n<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nb<|im_end|>\n<|im_start|>assistant\n",
+		`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":""}]}`:                                                                                   "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+	}
+	for body, want := range cases {
+		g, err := anthropicSpecOf(t, m, strings.Replace(body, "{", `{"model":"tiny","max_tokens":4,`, 1))
+		if err != nil {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		if got := m.Text.Detokenize(g.Prompt, true); got != want {
+			t.Errorf("%s:\n got %q\nwant %q", body, got, want)
+		}
+	}
+}
+
+// Sampling and limits: Anthropic's default temperature 1, its [0, 1]
+// range, top_k/top_p passed on, the class from the header.
+func TestAnthropicSpec(t *testing.T) {
+	m := chatmlModel(t, 512)
+	g, err := anthropicSpecOf(t, m, `{"model":"tiny:latest","max_tokens":7,"messages":[{"role":"user","content":"hi"}],"top_k":5,"top_p":0.5,"stop_sequences":["x"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.MaxTokens != 7 || g.Sampling.Temperature != 1 || g.Sampling.TopK != 5 || g.Sampling.TopP != 0.5 || len(g.Stop) != 1 || g.Class != sched.Chat {
+		t.Errorf("spec %+v", g)
+	}
+	for body, want := range map[string]string{
+		`{"model":"tiny","messages":[{"role":"user","content":"hi"}]}`:                                       "max_tokens: Field required",
+		`{"model":"tiny","max_tokens":4,"temperature":1.01,"messages":[{"role":"user","content":"hi"}]}`:     "temperature",
+		`{"model":"tiny","max_tokens":4,"messages":[{"role":"assistant","content":"hi\n"}]}`:                 "trailing whitespace",
+		`{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:       `"document"`,
+		`{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f"}]}`: "tools",
+		`{"model":"other","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`:                       "model: other",
+	} {
+		_, err := anthropicSpecOf(t, m, body)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", body, err, want)
+		}
+	}
+}
+
+func TestAnthropicStopReasonAndUsage(t *testing.T) {
+	for _, tc := range []struct {
+		out    outcome
+		reason string
+		seq    string
+	}{
+		{outcome{Finish: "stop"}, "end_turn", ""},
+		{outcome{Finish: "stop", StopWord: "END"}, "stop_sequence", "END"},
+		{outcome{Finish: "length"}, "max_tokens", ""},
+	} {
+		reason, seq := anthropicStopReason(tc.out)
+		if reason != tc.reason || (seq == nil) != (tc.seq == "") || seq != nil && *seq != tc.seq {
+			t.Errorf("%+v: %s %v", tc.out, reason, seq)
+		}
+	}
+	g := &genSpec{Prompt: make([]int32, 10)}
+	u := anthropicUsageOf(g, outcome{Completed: 3, Result: sched.Result{CachedTokens: 8}})
+	if u.InputTokens != 2 || u.CacheReadInputTokens != 8 || u.OutputTokens != 3 {
+		t.Errorf("usage %+v", u)
+	}
+}

@@ -1,0 +1,190 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"superfluid/sched"
+)
+
+// Fuzz targets for the llama.cpp and completions request decoders: any
+// body goes through decode, checks and prompt building over the fake
+// vocabulary without a panic, and what is accepted is consistent (prompts
+// fit the context, token ids are in the vocabulary). Run each with
+// go test -fuzz=Name -fuzztime=30s ./http/.
+
+var llamaSeeds = []string{
+	`{"prompt":"Hello","n_predict":8,"temperature":0}`,
+	`{"prompt":[1,2,"x",3],"n_predict":-1,"stream":true,"n_probs":2,"return_tokens":true}`,
+	`{"prompt":["a",[1,2],[3,"b"]],"stop":["\n"],"logit_bias":[[65,false],["ab",-1]],"samplers":["top_k","infill"]}`,
+	`{"prompt":"x","logit_bias":{"65":1,"z":false},"seed":-1,"repeat_last_n":-1,"ignore_eos":true,"samplers":"kfypmxt"}`,
+	`{"input_prefix":"def f():\n    ","input_suffix":"\n","input_extra":[{"filename":"a.py","text":"x = 1\n","time":[1,2]}],"prompt":"re","n_indent":4,"t_max_prompt_ms":500,"t_max_predict_ms":250,"response_fields":["content","timings/prompt_n"]}`,
+	`{"input_prefix":"","input_suffix":"","input_extra":[],"prompt":"","n_predict":0,"temperature":0.0,"stream":false,"samplers":[],"cache_prompt":true,"t_max_prompt_ms":1,"t_max_predict_ms":1,"response_fields":[""]}`,
+	`{"prompt":"` + strings.Repeat("long ", 200) + `"}`,
+	`{"prompt":null}`, `[]`, `{"n_predict":"ten"}`, "{\"prompt\":\"\xff\"}",
+}
+
+// checkJob holds what the server relies on for a job it would submit.
+func checkJob(t *testing.T, m *Model, j *llamaJob) {
+	g := j.spec
+	if len(g.Prompt) == 0 || len(g.Prompt) >= m.Desc.Ctx {
+		t.Fatalf("accepted a prompt of %d tokens in a context of %d", len(g.Prompt), m.Desc.Ctx)
+	}
+	for _, tok := range g.Prompt {
+		if tok < 0 || int(tok) >= m.Desc.Vocab {
+			t.Fatalf("accepted token %d", tok)
+		}
+	}
+	if g.MaxTokens < 0 || g.Logprobs < 0 || g.Logprobs > 20 {
+		t.Fatalf("accepted limits %+v", g)
+	}
+}
+
+func FuzzLlamaCompletionRequest(f *testing.F) {
+	for _, s := range llamaSeeds {
+		f.Add([]byte(s))
+	}
+	m := fakeModel(f, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req llamaRequest
+		if decodeBody(body, &req) != nil {
+			return
+		}
+		jobs, p, err := completionJobs(m, &req, sched.Chat)
+		if err != nil {
+			asAPIError(err) // every refusal has a status
+			return
+		}
+		for _, j := range jobs {
+			checkJob(t, m, j)
+			r := &llamaRun{job: j, p: p, content: []byte("out"), stopType: "eos"}
+			res := r.response(m, p.stream)
+			if _, err := res.marshal(p.fields); err != nil {
+				t.Fatalf("cannot encode a result: %v", err)
+			}
+		}
+	})
+}
+
+func FuzzLlamaInfillRequest(f *testing.F) {
+	for _, s := range llamaSeeds {
+		f.Add([]byte(s), true)
+	}
+	models := map[bool]*Model{true: fakeModel(f, true), false: fakeModel(f, false)}
+	f.Fuzz(func(t *testing.T, body []byte, capable bool) {
+		m := models[capable]
+		var req llamaRequest
+		if decodeBody(body, &req) != nil {
+			return
+		}
+		j, _, err := infillJob(m, &req)
+		if err != nil {
+			if e := asAPIError(err); !capable && e.Status != 501 && e.Status != 400 && e.Status != 404 {
+				t.Fatalf("status %d for a model that cannot FIM", e.Status)
+			}
+			return
+		}
+		if !capable {
+			t.Fatal("a model without FIM tokens built an infill prompt")
+		}
+		checkJob(t, m, j)
+		if j.spec.Class != sched.FIM || len(j.spec.StopTokens) == 0 {
+			t.Fatalf("infill job %+v", j.spec)
+		}
+	})
+}
+
+func FuzzOpenAICompletionRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"fake","prompt":"Hello","max_tokens":8,"temperature":0}`,
+		`{"prompt":["a","b"],"n":2,"logprobs":3,"stop":"\n","seed":3,"logit_bias":{"65":-100}}`,
+		`{"prompt":[[1,2],[3]],"echo":true,"max_tokens":0,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"prompt":"def f(","suffix":"\n    return 1\n","max_tokens":16,"best_of":1}`,
+		`{"prompt":"x","best_of":3}`, `{"prompt":7}`, `{"prompt":"x","n":0}`,
+	} {
+		f.Add([]byte(s))
+	}
+	m := fakeModel(f, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req oaiCompletionRequest
+		if decodeBody(body, &req) != nil {
+			return
+		}
+		plan, err := planCompletions(m, &req, sched.Chat)
+		if err != nil {
+			asAPIError(err)
+			return
+		}
+		for i, c := range plan.choices {
+			if c.index != i {
+				t.Fatalf("choice %d has index %d", i, c.index)
+			}
+			checkJob(t, m, &llamaJob{spec: c.spec})
+		}
+	})
+}
+
+func FuzzLlamaTokenize(f *testing.F) {
+	f.Add([]byte(`{"content":"hello <s> world","with_pieces":true,"parse_special":false}`), []byte(`{"tokens":[1,256,300]}`))
+	f.Add([]byte(`{"content":""}`), []byte(`{"tokens":[]}`))
+	m := fakeModel(f, true)
+	f.Fuzz(func(t *testing.T, tokBody, detokBody []byte) {
+		var tr llamaTokenizeRequest
+		if decodeBody(tokBody, &tr) == nil {
+			if toks, err := tokenizeContent(m, &tr); err == nil && toks == nil {
+				t.Fatal("nil tokens encode as null")
+			}
+		}
+		var dr llamaDetokenizeRequest
+		if decodeBody(detokBody, &dr) == nil {
+			if toks, err := detokenizeTokens(m, dr.Tokens); err == nil {
+				for _, tok := range toks {
+					if int(tok) >= m.Desc.Vocab || tok < 0 {
+						t.Fatalf("accepted token %d", tok)
+					}
+				}
+			}
+		}
+	})
+}
+
+// The line rules only ever cut: what they keep is a prefix of the text,
+// however it is split, and an n_indent stop is at an under-indented line.
+func FuzzLineGuard(f *testing.F) {
+	f.Add([]byte("x = 1\n    y\nz\n"), 4, 3, false)
+	f.Add([]byte("a\n\n\tb"), 1, 1, true)
+	f.Fuzz(func(t *testing.T, text []byte, nIndent, size int, overtime bool) {
+		if size <= 0 || size > 64 {
+			size = 7
+		}
+		g := lineGuard{nIndent: nIndent % 64}
+		var kept []byte
+		stop := ""
+		for i := 0; i < len(text) && stop == ""; i += size {
+			var k []byte
+			k, stop = g.push(text[i:min(i+size, len(text))], overtime)
+			kept = append(kept, k...)
+		}
+		if !bytes.HasPrefix(text, kept) {
+			t.Fatalf("kept %q is not a prefix of %q", kept, text)
+		}
+		if stop == guardIndent {
+			line := kept[bytes.LastIndexByte(kept, '\n')+1:]
+			if len(bytes.TrimLeft(line, " \t")) != 0 || len(line) >= g.nIndent || bytes.IndexByte(kept, '\n') < 0 {
+				t.Fatalf("n_indent %d stopped after %q", g.nIndent, kept)
+			}
+		}
+	})
+}
+
+func FuzzSelectFields(f *testing.F) {
+	f.Add([]byte(`{"a":{"b":1},"c":[1]}`), "a/b\x00c\x00a/x\x00\x00c/0")
+	f.Fuzz(func(t *testing.T, doc []byte, paths string) {
+		b, err := selectFields(doc, strings.Split(paths, "\x00"))
+		if err == nil && !json.Valid(b) {
+			t.Fatalf("invalid JSON %q", b)
+		}
+	})
+}

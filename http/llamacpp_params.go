@@ -1,0 +1,196 @@
+package http
+
+import (
+	"math"
+	"time"
+
+	"superfluid/engine"
+	"superfluid/sched"
+)
+
+// Limits on what a llama.cpp request may ask for.
+const (
+	maxTimeLimitMS    = 24 * 60 * 60 * 1000 // t_max_*_ms beyond a day is a mistake
+	maxResponseFields = 256
+	maxRepeatLastN    = 1 << 20
+)
+
+// llamaParams is what a /completion or /infill request asks for beyond its
+// prompt, checked, with llama.cpp's defaults applied.
+type llamaParams struct {
+	maxTokens  int  // 0: until the context is full
+	warmup     bool // n_predict 0: evaluate the prompt into the cache only
+	sampling   engine.Sampling
+	stops      []string
+	bias       []engine.LogitBias
+	nProbs     int
+	nIndent    int
+	maxPrompt  time.Duration // t_max_prompt_ms; 0: none
+	maxPredict time.Duration // t_max_predict_ms; 0: none
+	fields     []string      // response_fields; nil: all
+	stream     bool
+	wantTokens bool // return_tokens
+	settings   llamaSettings
+}
+
+// llamaOptions checks a request's parameters (not its prompt).
+func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
+	if err := checkModelName(m, req.Model); err != nil {
+		return nil, err
+	}
+	n, field := req.NPredict, "n_predict"
+	if n == nil && req.MaxTokens != nil {
+		n, field = req.MaxTokens, "max_tokens"
+	}
+	limit, err := maxTokens(field, n, m.Desc.Ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &llamaParams{maxTokens: limit, warmup: n != nil && *n == 0, stream: req.Stream, wantTokens: req.ReturnTokens, nIndent: req.NIndent}
+	if p.sampling, err = llamaSampling(req); err != nil {
+		return nil, err
+	}
+	if p.stops, err = stopList(req.Stop, "stop"); err != nil {
+		return nil, err
+	}
+	if p.bias, err = parseLlamaBias(m, req.LogitBias); err != nil {
+		return nil, err
+	}
+	if req.IgnoreEOS {
+		for _, t := range m.Desc.EOG {
+			p.bias = append(p.bias, engine.LogitBias{Token: t, Bias: float32(math.Inf(-1))})
+		}
+	}
+	if req.NProbs < 0 || req.NProbs > engine.MaxLogprobs {
+		return nil, badParam("n_probs", "n_probs must be between 0 and %d", engine.MaxLogprobs)
+	}
+	p.nProbs = req.NProbs
+	if err := checkSamplers(req.Samplers); err != nil {
+		return nil, err
+	}
+	if p.maxPrompt, err = timeLimit(req.TMaxPromptMS, "t_max_prompt_ms"); err != nil {
+		return nil, err
+	}
+	if p.maxPredict, err = timeLimit(req.TMaxPredictMS, "t_max_predict_ms"); err != nil {
+		return nil, err
+	}
+	if len(req.ResponseFields) > maxResponseFields {
+		return nil, badParam("response_fields", "at most %d response_fields", maxResponseFields)
+	}
+	if len(req.ResponseFields) > 0 { // an empty list means every field, as in llama.cpp
+		p.fields = req.ResponseFields
+	}
+	p.settings = llamaSettingsOf(m, req, p)
+	return p, nil
+}
+
+// llamaSampling applies llama.cpp's defaults and conventions: a negative
+// temperature is greedy, seed -1 (or its unsigned 32-bit form) is random.
+func llamaSampling(req *llamaRequest) (engine.Sampling, error) {
+	temp := req.Temperature
+	if temp != nil && *temp < 0 {
+		greedy := 0.0
+		temp = &greedy
+	}
+	topK, topP, minP := req.TopK, req.TopP, req.MinP
+	if topK == nil {
+		k := llamaDefaultTopK
+		topK = &k
+	}
+	if topP == nil {
+		v := llamaDefaultTopP
+		topP = &v
+	}
+	if minP == nil {
+		v := llamaDefaultMinP
+		minP = &v
+	}
+	seed := req.Seed
+	if seed != nil && (*seed == -1 || *seed == math.MaxUint32) {
+		seed = nil
+	}
+	if seed != nil && *seed < 0 {
+		return engine.Sampling{}, badParam("seed", "seed must be -1 (random) or a non-negative number")
+	}
+	s, err := sampling(temp, llamaDefaultTemperature, topK, topP, minP, seed, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty)
+	if err != nil {
+		return s, err
+	}
+	s.PenaltyLastN = llamaDefaultRepeatLastN
+	if req.RepeatLastN != nil {
+		n := *req.RepeatLastN
+		if n < -1 || n > maxRepeatLastN {
+			return s, badParam("repeat_last_n", "repeat_last_n must be -1 (the whole context), 0 (off) or a count of tokens")
+		}
+		s.PenaltyLastN = int32(n)
+	}
+	return s, nil
+}
+
+// timeLimit reads a t_max_*_ms field; zero or negative disables it, as in
+// llama.cpp.
+func timeLimit(ms int64, field string) (time.Duration, error) {
+	if ms <= 0 {
+		return 0, nil
+	}
+	if ms > maxTimeLimitMS {
+		return 0, badParam(field, "%s of %d ms is absurd", field, ms)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// llamaSettingsOf is the generation_settings a request runs with.
+func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings {
+	nPredict := -1
+	if p.maxTokens > 0 {
+		nPredict = p.maxTokens
+	} else if p.warmup {
+		nPredict = 0
+	}
+	s := llamaDefaultSettings(m)
+	s.NPredict, s.MaxTokens = nPredict, nPredict
+	s.Seed = p.sampling.Seed
+	s.Temperature, s.TopK, s.TopP, s.MinP = p.sampling.Temperature, p.sampling.TopK, p.sampling.TopP, p.sampling.MinP
+	s.RepeatLastN, s.RepeatPenalty = p.sampling.PenaltyLastN, p.sampling.RepeatPenalty
+	s.PresencePenalty, s.FrequencyPenalty = p.sampling.PresencePenalty, p.sampling.FrequencyPenalty
+	if p.stops != nil {
+		s.Stop = p.stops
+	}
+	s.IgnoreEOS, s.Stream, s.NProbs, s.NIndent = req.IgnoreEOS, p.stream, p.nProbs, p.nIndent
+	s.TMaxPromptMS, s.TMaxPredictMS = p.maxPrompt.Milliseconds(), p.maxPredict.Milliseconds()
+	s.LogitBias = biasSettings(p.bias)
+	return s
+}
+
+// llamaDefaultSettings is what a request that sets nothing runs with
+// (/props' default_generation_settings).
+func llamaDefaultSettings(m *Model) llamaSettings {
+	return llamaSettings{
+		NCtx: m.Desc.Ctx, Model: m.Name, NPredict: -1, Seed: math.MaxUint32,
+		Temperature: llamaDefaultTemperature, TopK: llamaDefaultTopK, TopP: llamaDefaultTopP, MinP: llamaDefaultMinP,
+		RepeatLastN: llamaDefaultRepeatLastN, RepeatPenalty: 1, Stop: []string{}, MaxTokens: -1,
+		CachePrompt: true, LogitBias: [][2]any{}, Samplers: llamaSamplerChain,
+	}
+}
+
+// llamaJob is one prompt of a request, ready to submit.
+type llamaJob struct {
+	index     int
+	spec      *genSpec
+	truncated bool   // the FIM prompt builder left part of the input out
+	cacheKey  string // "": the answer may not come from the completion cache
+}
+
+// newLlamaJob makes the generation of one prompt. The warm-up generates a
+// single greedy token that is thrown away: the engine must sample once to
+// finish the prefill, and the sequence it leaves in the cache holds the
+// prompt only.
+func (p *llamaParams) newLlamaJob(index int, prompt []engine.Token, class sched.Class) *llamaJob {
+	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias}
+	if p.warmup {
+		g.MaxTokens, g.Sampling, g.Stop, g.Bias = 1, engine.Greedy(), nil, nil
+	} else if p.nProbs > 0 {
+		g.Logprobs, g.topLogprobs = p.nProbs, p.nProbs
+	}
+	return &llamaJob{index: index, spec: g}
+}

@@ -1,0 +1,101 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"superfluid/engine"
+)
+
+// ollamaCheckModel answers an unknown model as Ollama does: 404 and a hint
+// to pull it. A missing name is a 400, as in Ollama.
+func ollamaCheckModel(m *Model, name string) error {
+	if name == "" {
+		return badParam("model", "model is required")
+	}
+	if checkModelName(m, name) != nil {
+		return notFound("model %q not found, try pulling it first", name)
+	}
+	return nil
+}
+
+// ollamaCheckCommon refuses what /api/generate and /api/chat share and the
+// server cannot do: structured output ("format": no grammar support) and
+// thinking (the server does not separate reasoning from the answer; Ollama
+// answers the same for a model without the thinking capability).
+func ollamaCheckCommon(name string, format, keepAlive, think json.RawMessage, top int) error {
+	if f := bytes.TrimSpace(format); len(f) > 0 && string(f) != "null" && string(f) != `""` {
+		return badParam("format", "format is not supported: this server cannot constrain output to JSON or a schema")
+	}
+	if err := checkKeepAlive(keepAlive); err != nil {
+		return err
+	}
+	switch t := string(bytes.TrimSpace(think)); t {
+	case "", "null", "false":
+	case "true", `"high"`, `"medium"`, `"low"`, `"max"`:
+		return badParam("think", "%q does not support thinking", name)
+	default:
+		return badParam("think", "think must be a boolean or one of \"high\", \"medium\", \"low\", \"max\"")
+	}
+	if top < 0 || top > engine.MaxLogprobs {
+		return badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
+	}
+	return nil
+}
+
+// loadReason is Ollama's done_reason for a request with nothing to
+// generate: "unload" when keep_alive is 0, else "load". Neither changes
+// anything here; the model stays loaded.
+func loadReason(keepAlive json.RawMessage) string {
+	if keepAliveZero(keepAlive) {
+		return "unload"
+	}
+	return "load"
+}
+
+// hasItems reports whether raw is a non-empty JSON array (or any other
+// non-null value, which is no valid list of images either).
+func hasItems(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return false
+	}
+	var items []json.RawMessage
+	return json.Unmarshal(raw, &items) != nil || len(items) > 0
+}
+
+// checkKeepAlive validates keep_alive as Ollama parses it (a number of
+// seconds or a Go duration string). Its value is then ignored: the server
+// serves the one model it was started with and keeps it loaded.
+func checkKeepAlive(raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if _, ok := optionNumber(raw); ok {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return badParam("keep_alive", "keep_alive must be a number of seconds or a duration string")
+	}
+	if _, err := time.ParseDuration(s); err != nil {
+		return badParam("keep_alive", "keep_alive: %v", err)
+	}
+	return nil
+}
+
+// keepAliveZero reports keep_alive 0: the client asks to unload.
+func keepAliveZero(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if f, ok := optionNumber(raw); ok {
+		return f == 0
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		d, err := time.ParseDuration(s)
+		return err == nil && d == 0
+	}
+	return false
+}

@@ -1,0 +1,205 @@
+package http
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"superfluid/gguf"
+)
+
+// ollamaFacts is what Ollama's listing endpoints say about the model file.
+// It is read once per model: a GGUF header with a large vocabulary takes
+// tens of milliseconds to parse, and the file does not change under a
+// running server.
+type ollamaFacts struct {
+	size     int64
+	modified time.Time
+	details  ollamaDetails
+	info     map[string]any // model_info without the vocabulary arrays
+}
+
+var factsByModel sync.Map // *Model → *ollamaFacts
+
+func modelFacts(m *Model) *ollamaFacts {
+	if f, ok := factsByModel.Load(m); ok {
+		return f.(*ollamaFacts)
+	}
+	file, _ := gguf.Open(m.Path) // nil: facts from the descriptor alone
+	f := &ollamaFacts{info: modelInfo(m, file, false)}
+	if st, err := os.Stat(m.Path); err == nil {
+		f.size, f.modified = st.Size(), st.ModTime()
+	}
+	if f.size == 0 {
+		f.size = int64(m.Desc.ModelBytes)
+	}
+	arch := m.Desc.Architecture
+	f.details = ollamaDetails{Format: "gguf", Family: arch, Families: []string{arch},
+		ParameterSize: humanNumber(m.Desc.Params), QuantizationLevel: quantizationLevel(file)}
+	actual, _ := factsByModel.LoadOrStore(m, f)
+	return actual.(*ollamaFacts)
+}
+
+// vocabularyKeys are the metadata arrays Ollama's /api/show leaves null
+// unless asked to be verbose: they are the whole vocabulary.
+var vocabularyKeys = map[string]bool{
+	"tokenizer.ggml.tokens": true, "tokenizer.ggml.merges": true,
+	"tokenizer.ggml.token_type": true, "tokenizer.ggml.scores": true,
+}
+
+// modelInfo is the GGUF metadata as Ollama's model_info reports it, with
+// one change: <arch>.context_length is the context this server runs with,
+// not the one the model was trained with. Clients (Continue among them)
+// size their prompts by that key, and a prompt longer than the served
+// context is refused here where Ollama would truncate it.
+func modelInfo(m *Model, f *gguf.File, verbose bool) map[string]any {
+	info := map[string]any{}
+	if f != nil {
+		for _, kv := range f.KVs {
+			if vocabularyKeys[kv.Key] && !verbose {
+				info[kv.Key] = nil
+				continue
+			}
+			if v, ok := jsonValue(kv.Value.Any()); ok {
+				info[kv.Key] = v
+			}
+		}
+	}
+	arch := m.Desc.Architecture
+	info["general.architecture"] = arch
+	if _, ok := info["general.parameter_count"]; !ok && m.Desc.Params > 0 {
+		info["general.parameter_count"] = m.Desc.Params
+	}
+	info[arch+".context_length"] = m.Desc.Ctx
+	return info
+}
+
+// jsonValue converts a GGUF metadata value into something encoding/json
+// renders as Ollama does: numbers, strings, booleans and arrays of them.
+// Non-finite floats (which JSON cannot hold) drop the key.
+func jsonValue(v any) (any, bool) {
+	switch x := v.(type) {
+	case float32: // kept 32-bit: JSON shows 0.000001, not 9.999999974752427e-07
+		return x, finite(float64(x))
+	case float64:
+		return x, finite(x)
+	case gguf.Array:
+		return jsonArray(x.Values)
+	}
+	return v, true
+}
+
+func jsonArray(values any) (any, bool) {
+	switch s := values.(type) {
+	case []uint8: // would marshal as base64
+		out := make([]int, len(s))
+		for i, b := range s {
+			out[i] = int(b)
+		}
+		return out, true
+	case []float32:
+		for _, f := range s {
+			if !finite(float64(f)) {
+				return nil, false
+			}
+		}
+	case []float64:
+		for _, f := range s {
+			if !finite(f) {
+				return nil, false
+			}
+		}
+	case []gguf.Array:
+		out := make([]any, len(s))
+		for i, a := range s {
+			v, ok := jsonArray(a.Values)
+			if !ok {
+				return nil, false
+			}
+			out[i] = v
+		}
+		return out, true
+	}
+	return values, true
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// humanNumber spells a parameter count as Ollama does (format.HumanNumber):
+// "494.03M", "7.6B", "8B".
+func humanNumber(n uint64) string {
+	f := float64(n)
+	switch {
+	case n >= 1e9:
+		if f/1e9 == math.Floor(f/1e9) {
+			return fmt.Sprintf("%.0fB", f/1e9)
+		}
+		return fmt.Sprintf("%.1fB", f/1e9)
+	case n >= 1e6:
+		if f/1e6 == math.Floor(f/1e6) {
+			return fmt.Sprintf("%.0fM", f/1e6)
+		}
+		return fmt.Sprintf("%.2fM", f/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.0fK", f/1e3)
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// fileTypeNames are llama.cpp's general.file_type values by the names
+// Ollama reports as quantization_level.
+var fileTypeNames = map[uint64]string{
+	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 4: "MXFP4", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
+	10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M",
+	16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 21: "Q2_K_S", 32: "BF16",
+}
+
+// quantizationLevel reads general.file_type; a file without it (or with a
+// type Ollama has no name for) is named by its most common tensor type.
+func quantizationLevel(f *gguf.File) string {
+	if f == nil {
+		return "unknown"
+	}
+	for _, kv := range f.KVs {
+		if kv.Key != "general.file_type" {
+			continue
+		}
+		if ft, ok := kv.Value.Uint(); ok && fileTypeNames[ft] != "" {
+			return fileTypeNames[ft]
+		}
+	}
+	count := map[gguf.GGMLType]int{}
+	best, most := "unknown", 0
+	for _, t := range f.Tensors {
+		if count[t.Type]++; count[t.Type] > most {
+			best, most = strings.ToUpper(t.Type.String()), count[t.Type]
+		}
+	}
+	return best
+}
+
+// ollamaParameters are the sampling defaults this server applies to
+// Ollama requests, and the context it runs with, as Modelfile parameters.
+func ollamaParameters(m *Model) []string {
+	return []string{
+		fmt.Sprintf("%-30s %d", "num_ctx", m.Desc.Ctx),
+		fmt.Sprintf("%-30s %g", "temperature", ollamaDefaultTemperature),
+		fmt.Sprintf("%-30s %d", "top_k", ollamaDefaultTopK),
+		fmt.Sprintf("%-30s %g", "top_p", ollamaDefaultTopP),
+	}
+}
+
+func ollamaModelfile(m *Model, tmpl string, params []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Modelfile generated by \"ollama show\"\n# To build a new Modelfile based on this, replace FROM with:\n# FROM %s\n\n", ollamaName(m))
+	fmt.Fprintf(&b, "FROM %s\nTEMPLATE \"\"\"%s\"\"\"\n", m.Path, tmpl)
+	for _, p := range params {
+		fields := strings.Fields(p)
+		fmt.Fprintf(&b, "PARAMETER %s\n", strings.Join(fields, " "))
+	}
+	return b.String()
+}

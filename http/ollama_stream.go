@@ -1,0 +1,198 @@
+package http
+
+import (
+	"context"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/engine"
+	"superfluid/sched"
+)
+
+// ollamaResult is what a finished job reports in its last response.
+type ollamaResult struct {
+	text    string
+	reason  string // done_reason: "stop" or "length"
+	context []engine.Token
+	metrics ollamaMetrics
+}
+
+// runOllama answers a job: at once for a load request, else streamed as
+// newline-delimited JSON (Ollama's default) or as one JSON object.
+func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
+	if job.g == nil {
+		return writeJSON(ctx, job.final(ollamaResult{reason: job.loadReason}, nil))
+	}
+	if hit, ok := s.cachedCompletion(job.g); ok {
+		res := ollamaResult{text: hit.text, reason: hit.finish,
+			metrics: ollamaMetrics{TotalDuration: time.Since(job.start), PromptEvalCount: len(job.g.Prompt), EvalCount: hit.tokens}}
+		if !job.stream {
+			return writeJSON(ctx, job.final(res, nil))
+		}
+		streamResponse(ctx, false, func(ew *eventWriter) {
+			if ew.send("", job.chunk(hit.text, nil)) == nil {
+				res.text = ""
+				ew.send("", job.final(res, nil))
+			}
+		})
+		return nil
+	}
+	if job.stream {
+		return s.streamOllama(ctx, job)
+	}
+	rctx, done := s.requestContext(ctx, false)
+	defer done()
+	var tr ollamaTrace
+	out, err := generate(rctx, job.model, job.g, true, tr.emit(job))
+	if err != nil {
+		return err
+	}
+	s.rememberCompletion(job.g, out)
+	res := job.result(out, &tr)
+	res.text = string(out.Text)
+	return writeJSON(ctx, job.final(res, tr.logprobs))
+}
+
+// streamOllama submits the job, then writes one JSON line per visible
+// piece of text and a last line with done: true and the metrics. A failed
+// write (the client left) cancels the generation; an engine failure is
+// reported as an {"error": …} line, which Ollama's client returns as an
+// error.
+func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
+	rctx, cancel := context.WithCancel(context.Background())
+	st, err := submit(rctx, job.model, job.g)
+	if err != nil {
+		cancel()
+		return err
+	}
+	streamResponse(ctx, false, func(ew *eventWriter) {
+		defer cancel()
+		var tr ollamaTrace
+		collect := tr.emit(job)
+		out, err := follow(rctx, job.model, job.g, st, cacheable(job.g), func(d *delta) error {
+			if collect != nil {
+				collect(d)
+			}
+			if len(d.Text) == 0 && tr.logprobs == nil {
+				return nil
+			}
+			lps := tr.logprobs
+			tr.logprobs = nil
+			return ew.send("", job.chunk(string(d.Text), lps))
+		})
+		if err != nil {
+			if ew.err == nil {
+				ew.send("", map[string]string{"error": asAPIError(err).Msg})
+			}
+			return
+		}
+		s.rememberCompletion(job.g, out)
+		ew.send("", job.final(job.result(out, &tr), nil))
+	})
+	return nil
+}
+
+// ollamaTrace collects, as tokens stream, what the last response reports
+// besides text: the reply's tokens for "context" and the logprobs.
+type ollamaTrace struct {
+	tokens   []engine.Token
+	logprobs []ollamaLogprob
+}
+
+// emit returns the delta callback that fills the trace, or nil when the
+// job needs neither.
+func (tr *ollamaTrace) emit(job *ollamaJob) func(d *delta) error {
+	if !job.context && job.g.Logprobs == 0 {
+		return nil
+	}
+	return func(d *delta) error {
+		for i := range d.Tokens {
+			t := &d.Tokens[i]
+			if job.context {
+				tr.tokens = append(tr.tokens, t.ID)
+			}
+			if job.g.Logprobs > 0 {
+				tr.logprobs = append(tr.logprobs, ollamaLogprobOf(job.model, job.g, t))
+			}
+		}
+		return nil
+	}
+}
+
+func ollamaLogprobOf(m *Model, g *genSpec, t *tokenOut) ollamaLogprob {
+	lp := ollamaLogprob{ollamaTokenLogprob: ollamaTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece)}}
+	var piece []byte
+	for _, alt := range t.Top[:min(len(t.Top), g.topLogprobs)] {
+		piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
+		lp.TopLogprobs = append(lp.TopLogprobs, ollamaTokenLogprob{Token: string(piece), Logprob: float64(alt.Logprob), Bytes: byteList(piece)})
+	}
+	return lp
+}
+
+// result is a finished generation in Ollama's terms. load_duration is
+// everything before the prompt started being evaluated — rendering,
+// tokenizing and waiting for a lane — since the model itself is never
+// loaded on demand; the durations add up to total_duration.
+func (job *ollamaJob) result(out outcome, tr *ollamaTrace) ollamaResult {
+	r := out.Result
+	total := time.Since(job.start)
+	res := ollamaResult{reason: out.Finish, metrics: ollamaMetrics{
+		TotalDuration: total, LoadDuration: max(total-r.Prefill-r.Decode, 0),
+		PromptEvalCount: len(job.g.Prompt), PromptEvalDuration: r.Prefill,
+		EvalCount: out.Completed, EvalDuration: r.Decode,
+	}}
+	if job.context {
+		res.context = append(append(make([]engine.Token, 0, len(job.g.Prompt)+len(tr.tokens)), job.g.Prompt...), tr.tokens...)
+	}
+	return res
+}
+
+// chunk is one streamed piece of the reply.
+func (job *ollamaJob) chunk(text string, lps []ollamaLogprob) any {
+	now := time.Now().UTC()
+	if job.chat {
+		return ollamaChatResponse{Model: job.name, CreatedAt: now, Message: ollamaReply{Role: "assistant", Content: text}, Logprobs: lps}
+	}
+	return ollamaGenerateResponse{Model: job.name, CreatedAt: now, Response: text, Logprobs: lps}
+}
+
+// final is the response that ends a job: done, why, and the metrics.
+func (job *ollamaJob) final(res ollamaResult, lps []ollamaLogprob) any {
+	now := time.Now().UTC()
+	if job.chat {
+		return ollamaChatResponse{Model: job.name, CreatedAt: now, Message: ollamaReply{Role: "assistant", Content: res.text},
+			Done: true, DoneReason: res.reason, ollamaMetrics: res.metrics, Logprobs: lps}
+	}
+	return ollamaGenerateResponse{Model: job.name, CreatedAt: now, Response: res.text, Done: true, DoneReason: res.reason,
+		Context: res.context, ollamaMetrics: res.metrics, Logprobs: lps}
+}
+
+// ollamaCacheTag keeps this API's completion-cache entries apart from the
+// other APIs': each stores its own finish names and text conventions.
+const ollamaCacheTag = "ollama /api/generate"
+
+// cacheable reports whether g's answer may come from (and go to) the
+// completion cache: a greedy FIM request whose output nothing but the
+// prompt, the limit and the stop strings decide.
+func cacheable(g *genSpec) bool {
+	smp := g.Sampling
+	return g.Class == sched.FIM && g.Logprobs == 0 && len(g.Bias) == 0 && smp.Temperature <= 0 &&
+		(smp.RepeatPenalty == 1 || smp.RepeatPenalty == 0) && smp.FrequencyPenalty == 0 && smp.PresencePenalty == 0
+}
+
+func (s *Server) cachedCompletion(g *genSpec) (cachedCompletion, bool) {
+	if !cacheable(g) {
+		return cachedCompletion{}, false
+	}
+	return s.fimCache.get(completionKey(g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag))
+}
+
+// rememberCompletion caches a greedy FIM answer that ran to its end.
+func (s *Server) rememberCompletion(g *genSpec, out outcome) {
+	if !cacheable(g) || (out.Finish != "stop" && out.Finish != "length") {
+		return
+	}
+	s.fimCache.put(cachedCompletion{key: completionKey(g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag),
+		text: string(out.Text), tokens: out.Completed, finish: out.Finish, stopped: out.StopWord})
+}

@@ -1,0 +1,422 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/engine"
+	"superfluid/fim"
+	"superfluid/sched"
+)
+
+// OpenAI's legacy completions API, POST /v1/completions, as the openai
+// clients and editor plugins (Continue, Tabby-style FIM clients) send it.
+// A non-empty suffix makes the request fill in the middle in the model's
+// own FIM format (class FIM); an empty or absent one is a plain
+// continuation. best_of is accepted only equal to n: ranking extra
+// candidates would cost best_of/n times the work for an answer clients
+// rarely ask for. echo with logprobs is refused, since it asks for the
+// prompt's logprobs, which the engine does not compute.
+
+func openaiCompletionRoutes() map[string]route {
+	return map[string]route{
+		"/v1/completions": {method: "POST", kind: apiOpenAI, handler: (*Server).openaiCompletions},
+	}
+}
+
+// Limits of the completions API.
+const (
+	maxCompletionChoices = 128 // prompts × n in one request
+	maxLegacyLogprobs    = 5   // OpenAI's documented maximum for logprobs
+)
+
+type oaiCompletionRequest struct {
+	Model            string             `json:"model"`
+	Prompt           json.RawMessage    `json:"prompt"`
+	Suffix           *string            `json:"suffix"`
+	MaxTokens        *int               `json:"max_tokens"`
+	Temperature      *float64           `json:"temperature"`
+	TopP             *float64           `json:"top_p"`
+	TopK             *int               `json:"top_k"`          // llama.cpp extension
+	MinP             *float64           `json:"min_p"`          // llama.cpp extension
+	RepeatPenalty    *float64           `json:"repeat_penalty"` // llama.cpp extension
+	N                *int               `json:"n"`
+	BestOf           *int               `json:"best_of"`
+	Stream           bool               `json:"stream"`
+	StreamOptions    *oaiStreamOptions  `json:"stream_options"`
+	Logprobs         *int               `json:"logprobs"`
+	Echo             bool               `json:"echo"`
+	Stop             json.RawMessage    `json:"stop"`
+	Seed             *int64             `json:"seed"`
+	PresencePenalty  *float64           `json:"presence_penalty"`
+	FrequencyPenalty *float64           `json:"frequency_penalty"`
+	LogitBias        map[string]float64 `json:"logit_bias"`
+	User             string             `json:"user"`
+}
+
+// oaiLegacyLogprobs is the completions API's logprobs object.
+type oaiLegacyLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+type oaiCompletionChoice struct {
+	Text         string             `json:"text"`
+	Index        int                `json:"index"`
+	Logprobs     *oaiLegacyLogprobs `json:"logprobs"`
+	FinishReason *string            `json:"finish_reason"` // null until a streamed choice ends
+}
+
+type oaiCompletion struct {
+	ID                string                `json:"id"`
+	Object            string                `json:"object"`
+	Created           int64                 `json:"created"`
+	Model             string                `json:"model"`
+	SystemFingerprint string                `json:"system_fingerprint"`
+	Choices           []oaiCompletionChoice `json:"choices"`
+	Usage             *oaiUsage             `json:"usage,omitempty"`
+}
+
+// cmplChoice is one choice of a completions request: prompt p, sample j.
+type cmplChoice struct {
+	outcome
+	index    int
+	prompt   int
+	spec     *genSpec
+	echo     string // the prompt's text, when echo
+	evalOnly bool   // max_tokens 0: the prompt is evaluated, nothing generated
+	st       *sched.Stream
+	logprobs *oaiLegacyLogprobs
+	offset   int // text_offset of the next token
+}
+
+// cmplPlan is a checked completions request.
+type cmplPlan struct {
+	choices    []*cmplChoice
+	promptLens []int
+	logprobs   int // alternatives per token; -1: no logprobs
+}
+
+func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
+	var req oaiCompletionRequest
+	if err := decodeJSON(ctx, &req); err != nil {
+		return err
+	}
+	class, err := s.requestClass(ctx, "")
+	if err != nil {
+		return err
+	}
+	plan, err := planCompletions(m, &req, class)
+	if err != nil {
+		return err
+	}
+	head := oaiCompletion{ID: newID("cmpl-"), Object: "text_completion", Created: unixNow(), Model: m.Name, SystemFingerprint: fingerprint(m)}
+	if req.Stream {
+		return s.streamCompletions(ctx, m, plan, head, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+	}
+	rctx, done := s.requestContext(ctx, false)
+	defer done()
+	if err := plan.submit(rctx, m); err != nil {
+		return err
+	}
+	if err := plan.collect(rctx, m); err != nil {
+		return err
+	}
+	for _, c := range plan.choices {
+		if plan.logprobs >= 0 && c.logprobs == nil {
+			c.logprobs = newLegacyLogprobs() // nothing generated: empty, not null
+		}
+		finish := c.Finish
+		head.Choices = append(head.Choices, oaiCompletionChoice{Text: c.echo + string(c.Text), Index: c.index, Logprobs: c.logprobs, FinishReason: &finish})
+	}
+	u := plan.usage()
+	head.Usage = &u
+	return writeJSON(ctx, head)
+}
+
+// planCompletions checks a request and renders every choice's generation.
+func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*cmplPlan, error) {
+	if err := checkModelName(m, req.Model); err != nil {
+		return nil, err
+	}
+	prompts, err := parsePrompts(req.Prompt, "prompt")
+	if err != nil {
+		return nil, err
+	}
+	n, err := choiceCount(req.N)
+	if err != nil {
+		return nil, err
+	}
+	if req.BestOf != nil && *req.BestOf != n {
+		return nil, badParam("best_of", "best_of must equal n (%d): ranking extra candidates is not supported", n)
+	}
+	if len(prompts)*n > maxCompletionChoices {
+		return nil, badParam("n", "%d prompts × n %d is more than %d choices", len(prompts), n, maxCompletionChoices)
+	}
+	g, err := completionSpec(m, req, class)
+	if err != nil {
+		return nil, err
+	}
+	plan := &cmplPlan{logprobs: -1}
+	if req.Logprobs != nil {
+		plan.logprobs = *req.Logprobs
+	}
+	fill := req.Suffix != nil && *req.Suffix != ""
+	for p, pieces := range prompts {
+		prompt, err := completionPrompt(m, pieces, req, fill, g.MaxTokens)
+		if err != nil {
+			return nil, err
+		}
+		plan.promptLens = append(plan.promptLens, len(prompt))
+		for j := range n {
+			c := &cmplChoice{index: p*n + j, prompt: p, spec: g.withSeed(j), evalOnly: req.MaxTokens != nil && *req.MaxTokens == 0}
+			c.spec.Prompt = prompt
+			if fill {
+				c.spec.Class, c.spec.StopTokens = sched.FIM, fimStops(m)
+			}
+			if c.evalOnly {
+				c.spec.MaxTokens, c.spec.Sampling, c.spec.Stop, c.spec.Bias, c.spec.Logprobs = 1, engine.Greedy(), nil, nil, 0
+			}
+			if req.Echo {
+				c.echo = promptText(m, pieces, prompt)
+			}
+			plan.choices = append(plan.choices, c)
+		}
+	}
+	return plan, nil
+}
+
+// completionSpec reads the parameters every choice shares.
+func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*genSpec, error) {
+	limit := req.MaxTokens
+	if limit == nil {
+		def := 16 // OpenAI's default
+		limit = &def
+	}
+	maxTok, err := maxTokens("max_tokens", limit, m.Desc.Ctx)
+	if err != nil {
+		return nil, err
+	}
+	smp, err := sampling(req.Temperature, 1, req.TopK, req.TopP, req.MinP, req.Seed, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty)
+	if err != nil {
+		return nil, err
+	}
+	stops, err := stopList(req.Stop, "stop")
+	if err != nil {
+		return nil, err
+	}
+	g := &genSpec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}
+	if g.Bias, err = logitBias(req.LogitBias, m.Desc.Vocab); err != nil {
+		return nil, err
+	}
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > maxLegacyLogprobs {
+			return nil, badParam("logprobs", "logprobs must be between 0 and %d", maxLegacyLogprobs)
+		}
+		if req.Echo {
+			return nil, badParam("echo", "echo with logprobs asks for the prompt's logprobs, which this server does not compute")
+		}
+		g.Logprobs, g.topLogprobs = max(*req.Logprobs, 1), *req.Logprobs
+	}
+	return g, nil
+}
+
+// completionPrompt renders one prompt: plain, or with the suffix in the
+// model's FIM format.
+func completionPrompt(m *Model, pieces []promptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
+	if !fill {
+		toks, err := promptTokens(m, pieces, "prompt")
+		if err != nil {
+			return nil, err
+		}
+		return toks, checkPrompt(m, toks)
+	}
+	if len(pieces) != 1 || !pieces[0].isText {
+		return nil, badParam("suffix", "suffix needs text prompts, not token ids")
+	}
+	toks, _, err := fimPrompt(m, fim.Request{Prefix: pieces[0].text, Suffix: *req.Suffix}, maxTok)
+	if err != nil {
+		return nil, err
+	}
+	return toks, checkPrompt(m, toks)
+}
+
+// submit hands every choice to the scheduler before any is followed; a
+// refusal cancels those already submitted.
+func (p *cmplPlan) submit(ctx context.Context, m *Model) error {
+	for i, c := range p.choices {
+		st, err := submit(ctx, m, c.spec)
+		if err != nil {
+			for _, prev := range p.choices[:i] {
+				prev.st.Cancel()
+			}
+			return err
+		}
+		c.st = st
+	}
+	return nil
+}
+
+// collect follows every choice at once to its end.
+func (p *cmplPlan) collect(ctx context.Context, m *Model) error {
+	errs := make([]error, len(p.choices))
+	var wg sync.WaitGroup
+	for i, c := range p.choices {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.follow(ctx, m, true, func(d *delta) error { c.addLogprobs(m, d, p.logprobs); return nil })
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// follow runs one choice to its end; emit sees each delta.
+func (c *cmplChoice) follow(ctx context.Context, m *Model, collect bool, emit func(d *delta) error) error {
+	if c.evalOnly {
+		emit = nil
+	}
+	out, err := follow(ctx, m, c.spec, c.st, collect && !c.evalOnly, emit)
+	c.outcome = out
+	if err != nil {
+		return err
+	}
+	if errors.Is(out.Result.Err, sched.ErrClosed) {
+		return unavailable("the server is shutting down")
+	}
+	if c.evalOnly {
+		c.Text, c.Completed, c.Finish = nil, 0, "length"
+	}
+	return nil
+}
+
+// addLogprobs appends a delta's tokens to the legacy logprobs object: each
+// token's text, its logprob, the top alternatives by text (always with the
+// token itself, as llama.cpp does) and its byte offset in the choice text.
+func (c *cmplChoice) addLogprobs(m *Model, d *delta, n int) {
+	if n < 0 {
+		return
+	}
+	if c.logprobs == nil {
+		c.logprobs = newLegacyLogprobs()
+	}
+	appendLegacyLogprobs(m, c.logprobs, d.Tokens, n, &c.offset)
+}
+
+// newLegacyLogprobs is an empty logprobs object (arrays, never null).
+func newLegacyLogprobs() *oaiLegacyLogprobs {
+	return &oaiLegacyLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+}
+
+// appendLegacyLogprobs adds tokens to lp; offset is the next token's byte
+// offset in the text.
+func appendLegacyLogprobs(m *Model, lp *oaiLegacyLogprobs, toks []tokenOut, n int, offset *int) {
+	var piece []byte
+	for i := range toks {
+		t := &toks[i]
+		text := validText(t.Piece)
+		top := make(map[string]float64, n+1)
+		for _, alt := range t.Top[:min(len(t.Top), n)] {
+			piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
+			top[validText(piece)] = finiteLogprob(alt.Logprob)
+		}
+		if _, ok := top[text]; !ok {
+			top[text] = finiteLogprob(t.Logprob)
+		}
+		lp.Tokens = append(lp.Tokens, text)
+		lp.TokenLogprobs = append(lp.TokenLogprobs, finiteLogprob(t.Logprob))
+		lp.TopLogprobs = append(lp.TopLogprobs, top)
+		lp.TextOffset = append(lp.TextOffset, *offset)
+		*offset += len(t.Piece)
+	}
+}
+
+// usage counts each prompt once and every choice's tokens.
+func (p *cmplPlan) usage() oaiUsage {
+	u := oaiUsage{PromptTokensDetails: &oaiPromptDetails{}}
+	for _, n := range p.promptLens {
+		u.PromptTokens += n
+	}
+	seen := make([]bool, len(p.promptLens))
+	for _, c := range p.choices {
+		u.CompletionTokens += c.Completed
+		if !seen[c.prompt] {
+			seen[c.prompt] = true
+			u.PromptTokensDetails.CachedTokens += c.Result.CachedTokens
+		}
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// streamCompletions streams text_completion chunks per choice (the echo
+// first, then each delta), a chunk with each choice's finish_reason, the
+// usage chunk when asked, and "data: [DONE]". A failed write cancels every
+// choice.
+func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan, head oaiCompletion, includeUsage bool) error {
+	rctx, cancel := context.WithCancel(context.Background())
+	if err := plan.submit(rctx, m); err != nil {
+		cancel()
+		return err
+	}
+	chunk := func(c oaiCompletionChoice) oaiCompletion {
+		h := head
+		h.Choices = []oaiCompletionChoice{c}
+		return h
+	}
+	streamResponse(ctx, true, func(ew *eventWriter) {
+		defer cancel()
+		var mu sync.Mutex // choices write their events one at a time
+		send := func(v any) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return ew.send("", v)
+		}
+		var wg sync.WaitGroup
+		for _, c := range plan.choices {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if c.echo != "" && send(chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})) != nil {
+					cancel()
+					return
+				}
+				err := c.follow(rctx, m, false, func(d *delta) error {
+					ch := oaiCompletionChoice{Text: string(d.Text), Index: c.index}
+					if plan.logprobs >= 0 {
+						ch.Logprobs = newLegacyLogprobs()
+						appendLegacyLogprobs(m, ch.Logprobs, d.Tokens, plan.logprobs, &c.offset)
+					}
+					return send(chunk(ch))
+				})
+				if err != nil {
+					cancel() // the client is gone or the engine failed: stop every choice
+					return
+				}
+				finish := c.Finish
+				send(chunk(oaiCompletionChoice{Index: c.index, FinishReason: &finish}))
+			}()
+		}
+		wg.Wait()
+		if rctx.Err() != nil {
+			return
+		}
+		if includeUsage {
+			u := plan.usage()
+			h := head
+			h.Choices, h.Usage = []oaiCompletionChoice{}, &u
+			send(h)
+		}
+		mu.Lock()
+		ew.raw("data: [DONE]\n\n")
+		mu.Unlock()
+	})
+	return nil
+}

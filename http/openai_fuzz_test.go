@@ -1,0 +1,117 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/engine"
+	"superfluid/sched"
+)
+
+// FuzzOpenAIChatRequest throws arbitrary bodies (and class headers) at the
+// chat-completions handler over a stub model whose scheduler refuses
+// everything. Whatever the input: no panic; a refusal is an apiError with
+// a 4xx/5xx status that renders as OpenAI's error object; and every
+// request the handler did submit is one the scheduler accepts — decoding
+// and validation, not the scheduler, are what turn bad input away.
+//
+//	go test -run '^$' -fuzz FuzzOpenAIChatRequest -fuzztime 30s ./http/
+func FuzzOpenAIChatRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"stub","messages":[{"role":"user","content":"hello"}],"max_tokens":8,"temperature":0}`,
+		`{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"n":2,"seed":7,"stop":["\n","###"]}`,
+		`{"messages":[{"role":"developer","content":"x"},{"role":"user","content":"y"},{"role":"assistant","content":null}],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"messages":[{"role":"user","content":"a"}],"logprobs":true,"top_logprobs":5,"logit_bias":{"65":-100,"66":2.5}}`,
+		`{"messages":[{"role":"user","content":"a"}],"max_completion_tokens":-1,"top_p":0.5,"top_k":40,"min_p":0.05,"repeat_penalty":1.1,"frequency_penalty":-2,"presence_penalty":2}`,
+		`{"messages":[{"role":"user","content":"a"}],"top_k":3000000000}`,
+		`{"messages":[{"role":"user","content":"a"}],"max_tokens":4294967296}`,
+		`{"messages":[{"role":"tool","content":"a"}],"seed":-1,"n":16}`,
+		`{"messages":[]}`, `{"messages":{}}`, `{"max_tokens":"ten"}`, `[]`, `null`, ``, `{"stop":"`,
+	} {
+		f.Add([]byte(s), "")
+	}
+	f.Add([]byte(`{"messages":[{"role":"user","content":"a"}]}`), "background")
+	f.Add([]byte(`{"messages":[{"role":"user","content":"a"}]}`), "vip")
+	s, err := NewServer(Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	m, sc := stubModel(f)
+	f.Fuzz(func(t *testing.T, body []byte, class string) {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod("POST")
+		ctx.Request.SetRequestURI("/v1/chat/completions")
+		if class != "" {
+			ctx.Request.Header.Set("X-Superfluid-Class", class)
+		}
+		ctx.Request.SetBody(body)
+		err := s.openaiChat(&ctx, m)
+		for _, req := range sc.taken() {
+			if msg := unschedulable(m.Desc, &req); msg != "" {
+				t.Fatalf("submitted a request the scheduler would refuse (%s): %+v\nbody: %q", msg, req, body)
+			}
+		}
+		if err == nil {
+			t.Fatalf("the stub scheduler refuses everything, yet the handler succeeded: %q", body)
+		}
+		e := asAPIError(err)
+		if e.Status < 400 || e.Status > 599 || e.Msg == "" || e.Type == "" {
+			t.Fatalf("refusal %+v for %q", e, body)
+		}
+		if e.Status >= 500 && !errors.Is(err, errStubRefused) {
+			t.Fatalf("a server error for client input: %+v for %q", e, body)
+		}
+		writeError(&ctx, apiOpenAI, err)
+		var out struct {
+			Error struct {
+				Message string  `json:"message"`
+				Type    string  `json:"type"`
+				Param   *string `json:"param"`
+				Code    *string `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(ctx.Response.Body(), &out); err != nil || out.Error.Message == "" || ctx.Response.StatusCode() != e.Status {
+			t.Fatalf("error body %q (status %d): %v", ctx.Response.Body(), ctx.Response.StatusCode(), err)
+		}
+	})
+}
+
+// unschedulable mirrors sched.Request's validation (sched/request.go):
+// what the scheduler would refuse at Submit. "" when the request is fine.
+func unschedulable(d *engine.Descriptor, r *sched.Request) string {
+	switch {
+	case len(r.Prompt) == 0 || len(r.Prompt) >= d.Ctx:
+		return "prompt length"
+	case int(r.Class) >= sched.NumClasses:
+		return "class"
+	case r.MaxTokens < 0 || int64(r.MaxTokens) > math.MaxUint32:
+		return "max tokens"
+	case r.Logprobs < 0 || r.Logprobs > engine.MaxLogprobs:
+		return "logprobs"
+	}
+	for _, t := range r.Prompt {
+		if t < 0 || int(t) >= d.Vocab {
+			return "prompt token"
+		}
+	}
+	for _, b := range r.Bias {
+		if b.Token < 0 || int(b.Token) >= d.Vocab || math.IsNaN(float64(b.Bias)) {
+			return "bias"
+		}
+	}
+	s := r.Sampling
+	if s == (engine.Sampling{}) {
+		return ""
+	}
+	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
+	if !finite(s.Temperature) || !finite(s.TopP) || !finite(s.MinP) || !finite(s.RepeatPenalty) ||
+		!finite(s.FrequencyPenalty) || !finite(s.PresencePenalty) || s.TopK < 0 || s.TopP <= 0 || s.TopP > 1 ||
+		s.MinP < 0 || s.MinP > 1 || s.RepeatPenalty <= 0 || s.PenaltyLastN < -1 {
+		return "sampling"
+	}
+	return ""
+}

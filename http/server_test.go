@@ -1,0 +1,385 @@
+package http
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"superfluid/chat"
+	"superfluid/engine"
+	"superfluid/sched"
+)
+
+// The server's own contract, without a model or an engine: what it answers
+// while the model loads, and how it drains. Served over an in-memory
+// listener; the e2e package covers the same over real sockets.
+
+// stubVocab is a byte-level vocabulary plus an end-of-generation token.
+const (
+	stubVocab = 257
+	stubEOS   = 256
+)
+
+// stubText tokenizes one token per byte.
+type stubText struct{}
+
+func (stubText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engine.Token, error) {
+	out := make([]engine.Token, 0, len(text))
+	for i := 0; i < len(text); i++ {
+		out = append(out, engine.Token(text[i]))
+	}
+	return out, nil
+}
+
+func (stubText) AppendPiece(dst []byte, tok engine.Token, special bool) []byte {
+	if tok >= 0 && tok < 256 {
+		return append(dst, byte(tok))
+	}
+	return dst
+}
+
+func (t stubText) Detokenize(tokens []engine.Token, special bool) string {
+	var b []byte
+	for _, tok := range tokens {
+		b = t.AppendPiece(b, tok, special)
+	}
+	return string(b)
+}
+
+// errStubRefused is what stubSched answers every submission with.
+var errStubRefused = errors.New("stub: not scheduling")
+
+// stubSched refuses every request after keeping it, so that a test can
+// check what the handlers would have scheduled.
+type stubSched struct {
+	mu   sync.Mutex
+	last []sched.Request
+}
+
+func (s *stubSched) Submit(_ context.Context, req sched.Request) (*sched.Stream, error) {
+	s.mu.Lock()
+	s.last = append(s.last, req)
+	s.mu.Unlock()
+	return nil, errStubRefused
+}
+
+func (s *stubSched) Stats() sched.Snapshot { return sched.Snapshot{} }
+
+// taken returns and forgets the requests submitted so far.
+func (s *stubSched) taken() []sched.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.last
+	s.last = nil
+	return out
+}
+
+// stubModel is a model over stubText with ChatML and a small context.
+func stubModel(t testing.TB) (*Model, *stubSched) {
+	t.Helper()
+	tmpl, err := chat.Parse(chat.ChatML, chat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &stubSched{}
+	desc := &engine.Descriptor{Vocab: stubVocab, Ctx: 256, Lanes: 2, Batch: 64, BOS: -1, EOS: stubEOS, EOT: -1, EOG: []engine.Token{stubEOS},
+		FIM: engine.FIM{Prefix: -1, Suffix: -1, Middle: -1, Pad: -1, RepoName: -1, FileSep: -1}, Identity: "0123456789abcdef"}
+	return &Model{Name: "stub", Path: "/models/stub.gguf", Desc: desc, Text: stubText{}, Sched: sc, Chat: tmpl}, sc
+}
+
+// memServer serves s on an in-memory listener and returns a client for it.
+func memServer(t *testing.T, s *Server) *nethttp.Client {
+	t.Helper()
+	ln := fasthttputil.NewInmemoryListener()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.srv.Shutdown()
+		<-done
+	})
+	return &nethttp.Client{
+		Timeout: 30 * time.Second,
+		Transport: &nethttp.Transport{
+			DialContext:       func(context.Context, string, string) (net.Conn, error) { return ln.Dial() },
+			DisableKeepAlives: true,
+		},
+	}
+}
+
+// call sends one request and returns the status, the Connection header
+// and the body.
+func call(t *testing.T, c *nethttp.Client, method, path, body string) (int, string, []byte) {
+	t.Helper()
+	status, conn, b, err := tryCall(c, method, path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, conn, b
+}
+
+// tryCall is call for goroutines other than the test's.
+func tryCall(c *nethttp.Client, method, path, body string) (int, string, []byte, error) {
+	req, err := nethttp.NewRequest(method, "http://superfluid"+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	conn := resp.Header.Get("Connection")
+	if resp.Close {
+		conn = "close"
+	}
+	return resp.StatusCode, conn, b, nil
+}
+
+// errorShapeOf decodes an error body in kind's shape and returns its
+// message; it fails the test when the shape is not the API's.
+func errorShapeOf(t *testing.T, kind apiKind, status int, body []byte) string {
+	t.Helper()
+	var v struct {
+		Type  string          `json:"type"`
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("%s error body %q: %v", kind, body, err)
+	}
+	var inner struct {
+		Code    any     `json:"code"`
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+	}
+	switch kind {
+	case apiOllama:
+		var msg string
+		if json.Unmarshal(v.Error, &msg) != nil || msg == "" {
+			t.Fatalf("ollama error %q: want {\"error\": \"…\"}", body)
+		}
+		return msg
+	case apiAnthropic:
+		if v.Type != "error" {
+			t.Fatalf("anthropic error %q: want type \"error\"", body)
+		}
+	}
+	if json.Unmarshal(v.Error, &inner) != nil || inner.Message == "" || inner.Type == "" {
+		t.Fatalf("%s error %q: want error.message and error.type", kind, body)
+	}
+	if kind == apiLlama {
+		if code, ok := inner.Code.(float64); !ok || int(code) != status {
+			t.Fatalf("llama.cpp error %q: code should be the status %d", body, status)
+		}
+	}
+	return inner.Message
+}
+
+// While the model loads, /health answers 503 in llama.cpp's shape (editors
+// poll it and wait), routes that need the model answer 503 in their own
+// API's shape, and the few that describe the server (Ollama's probes)
+// already answer. Once the model is set, /health is 200.
+func TestServerWhileLoading(t *testing.T) {
+	s, err := NewServer(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := memServer(t, s)
+	status, _, body := call(t, c, "GET", "/health", "")
+	if status != 503 {
+		t.Fatalf("/health while loading: %d %s", status, body)
+	}
+	if msg := errorShapeOf(t, apiLlama, 503, body); msg != "Loading model" {
+		t.Errorf("/health while loading says %q, llama.cpp says \"Loading model\"", msg)
+	}
+	for path, r := range s.routes {
+		if path == "/health" {
+			continue
+		}
+		method, body := r.method, ""
+		if method == "POST" {
+			body = `{}`
+		}
+		status, _, b := call(t, c, method, path, body)
+		if r.loading {
+			if status >= 500 {
+				t.Errorf("%s answers while loading, but gave %d %s", path, status, b)
+			}
+			continue
+		}
+		if status != 503 {
+			t.Errorf("%s while loading: %d %s", path, status, b)
+			continue
+		}
+		errorShapeOf(t, r.kind, status, b)
+	}
+	m, _ := stubModel(t)
+	s.SetModel(m)
+	if status, _, body := call(t, c, "GET", "/health", ""); status != 200 || string(body) != `{"status":"ok"}` {
+		t.Errorf("/health once loaded: %d %s", status, body)
+	}
+}
+
+// Routes lists exactly the route table, sorted, with each route's API.
+func TestServerRoutes(t *testing.T) {
+	s, err := NewServer(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := s.Routes()
+	if len(routes) != len(s.routes) {
+		t.Fatalf("%d routes listed, %d in the table", len(routes), len(s.routes))
+	}
+	for i, r := range routes {
+		if i > 0 && routes[i-1].Path >= r.Path {
+			t.Errorf("not sorted at %s", r.Path)
+		}
+		in := s.routes[r.Path]
+		if r.Method != in.method || r.API != in.kind.String() || r.Public != in.public {
+			t.Errorf("%s: listed %+v", r.Path, r)
+		}
+	}
+}
+
+// Shutdown refuses new work with 503 (and Connection: close) in each API's
+// shape while a running request finishes — a whole response held in its
+// handler, or a streamed one that fasthttp writes after its handler has
+// returned — and returns only once it has ended.
+func TestServerDrainWaitsForRunningWork(t *testing.T) {
+	for _, streamed := range []bool{false, true} {
+		name := map[bool]string{false: "whole", true: "streamed"}[streamed]
+		t.Run(name, func(t *testing.T) { drainWhileRunning(t, streamed) })
+	}
+}
+
+func drainWhileRunning(t *testing.T, streamed bool) {
+	s, err := NewServer(Config{Drain: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := stubModel(t)
+	s.SetModel(m)
+	entered, release := make(chan struct{}), make(chan struct{})
+	want := "whole done"
+	s.routes["/test/running"] = route{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
+		if !streamed {
+			close(entered)
+			<-release
+			ctx.SetBodyString(want)
+			return nil
+		}
+		streamResponse(ctx, true, func(ew *eventWriter) {
+			ew.raw("data: first\n\n")
+			close(entered)
+			<-release
+			ew.raw("data: last\n\n")
+		})
+		return nil
+	}}
+	if streamed {
+		want = "data: first\n\ndata: last\n\n"
+	}
+	c := memServer(t, s)
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		status, _, b, err := tryCall(c, "GET", "/test/running", "")
+		answered <- answer{status, string(b), err}
+	}()
+	<-entered
+
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.Shutdown(context.Background()) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !s.gate.isDraining() {
+		if time.Now().After(deadline) {
+			t.Fatal("Shutdown never started draining")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for path, kind := range map[string]apiKind{"/v1/models": apiOpenAI, "/metrics": apiLlama, "/api/tags": apiOllama, "/v1/messages": apiAnthropic} {
+		r, ok := s.routes[path]
+		if !ok {
+			continue
+		}
+		status, conn, b := call(t, c, r.method, path, `{}`)
+		if status != 503 || conn != "close" {
+			t.Errorf("%s while draining: %d, Connection %q: %s", path, status, conn, b)
+			continue
+		}
+		errorShapeOf(t, kind, status, b)
+	}
+	select {
+	case err := <-shutdown:
+		t.Fatalf("Shutdown returned (%v) while a request was still running", err)
+	default:
+	}
+	close(release)
+	if a := <-answered; a.err != nil || a.status != 200 || a.body != want {
+		t.Errorf("the draining request ended with %d %q (%v), want 200 %q", a.status, a.body, a.err, want)
+	}
+	if err := <-shutdown; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+// A streamed response whose client has gone still ends the drain: the
+// stream's writer fails and returns, and Shutdown does not wait out its
+// whole drain period for it.
+func TestServerDrainEndsWithAbandonedStream(t *testing.T) {
+	s, err := NewServer(Config{Drain: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := stubModel(t)
+	s.SetModel(m)
+	started := make(chan struct{})
+	s.routes["/test/stream"] = route{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
+		streamResponse(ctx, true, func(ew *eventWriter) {
+			close(started)
+			for ew.raw("data: tick\n\n") == nil {
+				time.Sleep(time.Millisecond)
+			}
+		})
+		return nil
+	}}
+	ln := fasthttputil.NewInmemoryListener()
+	go s.Serve(ln)
+	conn, err := ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Write([]byte("GET /test/stream HTTP/1.1\r\nHost: x\r\n\r\n"))
+	if _, err := bufio.NewReader(conn).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	conn.Close()
+	begun := time.Now()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if waited := time.Since(begun); waited > 30*time.Second {
+		t.Errorf("Shutdown waited %v for a stream whose client was gone", waited)
+	}
+}

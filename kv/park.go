@@ -1,0 +1,267 @@
+package kv
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"time"
+
+	"superfluid/park"
+)
+
+// parkEntry is a stream parked on disk (or queued to be) by package park.
+type parkEntry struct {
+	node   *node
+	name   string // the park file's name
+	used   uint64
+	failed uint64 // the clock of an acquisition whose import failed: not retried in it
+}
+
+// indexParked makes the park directory's files entries, oldest first so
+// the cache clock orders them by recency. Streams longer than the context
+// could not be imported: left out (and left on disk, for a larger one).
+func (c *Cache) indexParked() {
+	metas := c.park.List()
+	ctx := c.eng.Descriptor().Ctx
+	for i := len(metas) - 1; i >= 0; i-- {
+		m := metas[i]
+		if ctx > 0 && len(m.Tokens) > ctx {
+			continue
+		}
+		c.clock++
+		n := c.tree.insert(m.Tokens)
+		p := &parkEntry{node: n, name: m.Name, used: c.clock}
+		n.park = p
+		c.parked[m.Name] = p
+	}
+}
+
+// Tidy applies what the park writer did since the last call (files swept,
+// superseded, failed) and parks entries idle past Config.ParkIdle. Every
+// Acquire, Release and Relieve does it; an owner with an idle timer may
+// call it too, so that a server nobody calls still parks on time. Owner
+// goroutine only.
+func (c *Cache) Tidy() { c.tidy() }
+
+func (c *Cache) tidy() {
+	if c.park == nil {
+		return
+	}
+	for _, name := range c.park.Gone() {
+		if p := c.parked[name]; p != nil {
+			c.dropPark(p)
+		}
+	}
+	c.parkIdle(c.cfg.Now())
+}
+
+func (c *Cache) dropPark(p *parkEntry) {
+	delete(c.parked, p.name)
+	if p.node.park == p {
+		p.node.park = nil
+		c.tree.prune(p.node)
+	}
+}
+
+// restorable reports whether a parked entry can seed a prompt sharing
+// depth of its tokens: restoring a longer stream and cutting it back needs
+// an engine that can truncate inside a sequence.
+func (c *Cache) restorable(p *parkEntry, depth int) bool {
+	if p.failed == c.clock {
+		return false
+	}
+	return depth >= p.node.depth || c.eng.Descriptor().PartialTruncation
+}
+
+// seedFromPark restores a parked stream into seq and cuts it to depth
+// tokens. It runs on the owner's (the scheduler's) goroutine: reading,
+// verifying, decompressing and importing 2,000 tokens of the 0.5B model
+// takes tens of milliseconds against tens of seconds to prefill them
+// (see park_bench_test.go in e2e). A file that fails verification is gone
+// (the store removed and counted it); one the engine will not import is
+// kept (the pool may just have been short of cells) but skipped for the
+// rest of this acquisition. Either way the caller tries the next best.
+func (c *Cache) seedFromPark(seq int32, p *parkEntry, depth int) int {
+	start := time.Now()
+	toks := p.node.path()
+	blob, err := c.park.Load(toks, c.restoreBuf)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			slog.Debug("prefix cache: parked file gone", "file", p.name)
+		}
+		c.dropPark(p)
+		c.stats.ParkFailures.Add(1)
+		return 0
+	}
+	n, err := c.eng.Import(seq, blob)
+	c.keepRestoreBuf(blob)
+	if err == nil && n != len(toks) {
+		c.park.Refuse(toks, park.ReasonTokens, fmt.Errorf("the engine restored %d tokens of a %d-token file", n, len(toks)))
+		c.dropPark(p)
+		c.eng.Free(seq)
+		c.stats.ParkFailures.Add(1)
+		return 0
+	}
+	if err == nil && n > depth {
+		err = c.eng.Truncate(seq, depth)
+	}
+	if err != nil {
+		slog.Warn("prefix cache: a parked conversation could not be imported; admitting cold", "file", p.name, "err", err)
+		p.failed = c.clock
+		c.eng.Free(seq)
+		c.stats.ParkFailures.Add(1)
+		return 0
+	}
+	took := time.Since(start)
+	p.used = c.clock
+	c.stats.ParkHits.Add(1)
+	c.stats.ParkRestoreNanos.Add(int64(took))
+	c.stats.ParkRestoreLastNanos.Store(int64(took))
+	return depth
+}
+
+// keepRestoreBuf keeps a restore's buffer for the next one (the engine
+// has copied the state out of it), unless it is large: a fresh buffer
+// costs its page faults (tens of milliseconds per 100 MB), a kept one its
+// memory between restores.
+func (c *Cache) keepRestoreBuf(b []byte) {
+	if cap(b) <= 64<<20 {
+		c.restoreBuf = b[:0]
+	} else {
+		c.restoreBuf = nil
+	}
+}
+
+// parkSeq parks the stream of node n, which seq holds: exported here (a
+// copy out of the KV pool, on the owner's goroutine), compressed and
+// written by the park writer. It reports whether the stream is parked or
+// queued; false when it is too short, the export failed, or the write was
+// dropped.
+func (c *Cache) parkSeq(n *node, seq int32, wait bool) bool {
+	if c.park == nil || n.depth < c.cfg.MinParkTokens {
+		return false
+	}
+	if n.park != nil {
+		return true
+	}
+	blob, err := c.eng.Export(seq, nil)
+	if err != nil {
+		slog.Warn("prefix cache: export for parking failed", "err", err)
+		return false
+	}
+	return c.parkBlob(n, blob, wait)
+}
+
+// parkHost is the host tier's word that its budget pushes h out.
+func (c *Cache) parkHost(h *hostEntry) { c.parkBlob(h.node, h.blob, false) }
+
+// parkBlob queues n's exported state for parking. Parked strict prefixes
+// of n go once n's file is written: n serves every prompt they would.
+func (c *Cache) parkBlob(n *node, blob []byte, wait bool) bool {
+	if c.park == nil || n.depth < c.cfg.MinParkTokens {
+		return false
+	}
+	if n.park != nil {
+		return true
+	}
+	var supersedes []string
+	for at := n.parent; at != nil && at != &c.tree.root; at = at.parent {
+		if at.park != nil {
+			supersedes = append(supersedes, at.park.name)
+		}
+	}
+	toks := n.path()
+	put := c.park.Put
+	if wait {
+		put = c.park.PutWait
+	}
+	if !put(toks, blob, supersedes) {
+		return false
+	}
+	p := &parkEntry{node: n, name: park.Name(toks), used: c.clock}
+	n.park = p
+	c.parked[p.name] = p
+	c.stats.Parks.Add(1)
+	return true
+}
+
+// parkIdle parks and evicts the entries no one has used for ParkIdle:
+// their room in the pool (and host memory) goes back to live requests, and
+// their state survives a crash. An entry too short to park is just evicted;
+// one whose write is dropped stays, to be tried again on a later call.
+func (c *Cache) parkIdle(now time.Time) {
+	idle := c.cfg.ParkIdle
+	if idle <= 0 {
+		return
+	}
+	changed := false
+	for _, e := range c.entries {
+		if now.Sub(e.touched) < idle {
+			continue
+		}
+		if e.node.depth >= c.cfg.MinParkTokens && !c.parkSeq(e.node, e.seq, false) {
+			continue
+		}
+		e.node.resident = nil
+		delete(c.entries, e.seq)
+		c.freeSeq(e.seq)
+		c.tree.prune(e.node)
+		c.stats.IdleParks.Add(1)
+		changed = true
+	}
+	for _, h := range slices.Clone(c.host.entries) {
+		if now.Sub(h.touched) < idle {
+			continue
+		}
+		if h.node.depth >= c.cfg.MinParkTokens && !c.parkBlob(h.node, h.blob, false) {
+			continue
+		}
+		c.host.remove(&c.tree, h)
+		c.stats.IdleParks.Add(1)
+		changed = true
+	}
+	if changed {
+		c.publishGauges()
+	}
+}
+
+// Close parks every resident and host-memory entry not yet on disk (most
+// recently used first, waiting for room in the writer's queue rather than
+// dropping), waits for the writer, and closes the park store. Call it once
+// the scheduler has stopped — its goroutine owned the cache; this one does
+// now — and before the engine is closed. Without a park store it does
+// nothing.
+func (c *Cache) Close() error {
+	if c.park == nil {
+		return nil
+	}
+	c.tidy()
+	es := make([]*entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		es = append(es, e)
+	}
+	slices.SortFunc(es, func(a, b *entry) int { return cmp.Compare(b.used, a.used) })
+	for _, e := range es {
+		c.parkSeq(e.node, e.seq, true)
+	}
+	hs := slices.Clone(c.host.entries)
+	slices.SortFunc(hs, func(a, b *hostEntry) int { return cmp.Compare(b.used, a.used) })
+	for _, h := range hs {
+		c.parkBlob(h.node, h.blob, true)
+	}
+	err := c.park.Close()
+	c.publishGauges()
+	return err
+}
+
+// ParkStats returns the disk tier's counters, nil when it is off. Any
+// goroutine.
+func (c *Cache) ParkStats() *park.Stats {
+	if c.park == nil {
+		return nil
+	}
+	return c.park.Stats()
+}

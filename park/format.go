@@ -1,0 +1,269 @@
+package park
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strings"
+
+	"superfluid/engine"
+)
+
+// The on-disk layout, little-endian throughout:
+//
+//	off  size  field
+//	  0     4  magic "SFPK"
+//	  4     2  format version (1)
+//	  6     1  codec (1: zstd)
+//	  7     1  flags (bit 0: lossy 8-bit demotion, bit 1: 2-byte shuffle)
+//	  8     1  zstd encoder level (klauspost EncoderLevel)
+//	  9     3  zero
+//	 12     4  token count n
+//	 16    32  model identity (engine.Descriptor.Identity, decoded)
+//	 48     8  KV cache type, ASCII, NUL-padded
+//	 56    32  sha256 of the token list (n little-endian int32)
+//	 88     8  raw length: the exported blob's size once decoded
+//	 96     8  payload length: the compressed bytes after the header
+//	104     4  CRC-32C of the payload
+//	108    20  zero
+//	128    4n  the token list
+//	128+4n  4  CRC-32C of bytes [0, 128+4n)
+//	132+4n  …  payload
+//
+// The header checksum makes any damaged header byte (a token, a length, the
+// identity) a refusal at start-up without reading the payload; the payload
+// checksum catches damage to the rest at restore. CRC-32C rather than a
+// cryptographic hash: it detects every burst of up to 32 flipped bits,
+// runs at memory speed (SSE4.2), and the threat is damage, not forgery —
+// the directory is the user's own.
+const (
+	magic         = "SFPK"
+	formatVersion = 1
+	codecZstd     = 1
+	fixedLen      = 128
+	// MaxTokens bounds the token count a header may declare, so that a
+	// damaged count cannot make the reader allocate gigabytes.
+	MaxTokens = 1 << 22
+	// maxRaw bounds the decoded size for the same reason (64 GiB).
+	maxRaw = 1 << 36
+)
+
+// Encoding flags.
+const (
+	FlagLossy   = 1 << 0 // f16 KV data demoted to 8 bits: outputs may differ
+	FlagShuffle = 1 << 1 // 2-byte planes split before compression
+	knownFlags  = FlagLossy | FlagShuffle
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Header is a park file's header.
+type Header struct {
+	Flags       uint8
+	Level       uint8
+	Model       [32]byte
+	KVType      string
+	Tokens      []engine.Token
+	TokenDigest [32]byte
+	RawLen      uint64
+	PayloadLen  uint64
+	PayloadCRC  uint32
+}
+
+// Len is the header's size on disk.
+func (h *Header) Len() int64 { return headerLen(len(h.Tokens)) }
+
+func headerLen(n int) int64 { return fixedLen + 4*int64(n) + 4 }
+
+// Lossy reports whether the payload was demoted.
+func (h *Header) Lossy() bool { return h.Flags&FlagLossy != 0 }
+
+// appendHeader encodes h, computing the token digest, after dst.
+func appendHeader(dst []byte, h *Header) []byte {
+	start := len(dst)
+	var fixed [fixedLen]byte
+	copy(fixed[0:4], magic)
+	binary.LittleEndian.PutUint16(fixed[4:], formatVersion)
+	fixed[6] = codecZstd
+	fixed[7] = h.Flags
+	fixed[8] = h.Level
+	binary.LittleEndian.PutUint32(fixed[12:], uint32(len(h.Tokens)))
+	copy(fixed[16:48], h.Model[:])
+	copy(fixed[48:56], h.KVType)
+	h.TokenDigest = TokenDigest(h.Tokens)
+	copy(fixed[56:88], h.TokenDigest[:])
+	binary.LittleEndian.PutUint64(fixed[88:], h.RawLen)
+	binary.LittleEndian.PutUint64(fixed[96:], h.PayloadLen)
+	binary.LittleEndian.PutUint32(fixed[104:], h.PayloadCRC)
+	dst = append(dst, fixed[:]...)
+	dst = appendTokens(dst, h.Tokens)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+func appendTokens(dst []byte, toks []engine.Token) []byte {
+	for _, t := range toks {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(t))
+	}
+	return dst
+}
+
+// TokenDigest is the sha256 of a token list, as files are named by.
+func TokenDigest(toks []engine.Token) [32]byte {
+	h := sha256.New()
+	var buf [4096]byte
+	for len(toks) > 0 {
+		n := min(len(toks), len(buf)/4)
+		b := appendTokens(buf[:0], toks[:n])
+		h.Write(b)
+		toks = toks[n:]
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// Name is the file name of the park file covering toks.
+func Name(toks []engine.Token) string {
+	d := TokenDigest(toks)
+	return hex.EncodeToString(d[:]) + ".park"
+}
+
+// isName reports whether base is a park file's name: 64 hex digits, ".park".
+func isName(base string) bool {
+	stem, ok := strings.CutSuffix(base, ".park")
+	if !ok || len(stem) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(stem)
+	return err == nil && strings.ToLower(stem) == stem
+}
+
+// readHeader reads and checks a header from r, which holds size bytes in
+// all. It checks everything the header alone can tell: format, header
+// checksum, token digest, and that the payload length accounts for exactly
+// the rest of the file. Identity and KV type are the caller's to compare.
+func readHeader(r io.Reader, size int64) (*Header, error) {
+	var fixed [fixedLen]byte
+	if size < fixedLen+4 {
+		return nil, refuse(ReasonTruncated, "%d bytes are too few for a header", size)
+	}
+	if _, err := io.ReadFull(r, fixed[:]); err != nil {
+		return nil, refuse(ReasonTruncated, "reading the header: %v", err)
+	}
+	if string(fixed[0:4]) != magic {
+		return nil, refuse(ReasonFormat, "not a park file (magic %q)", fixed[0:4])
+	}
+	if v := binary.LittleEndian.Uint16(fixed[4:]); v != formatVersion {
+		return nil, refuse(ReasonFormat, "format version %d, this build reads %d", v, formatVersion)
+	}
+	n := binary.LittleEndian.Uint32(fixed[12:])
+	if n == 0 || n > MaxTokens {
+		return nil, refuse(ReasonHeader, "token count %d outside [1, %d]", n, MaxTokens)
+	}
+	hl := headerLen(int(n))
+	if size < hl {
+		return nil, refuse(ReasonTruncated, "a %d-token header needs %d bytes, the file has %d", n, hl, size)
+	}
+	rest := make([]byte, hl-fixedLen)
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return nil, refuse(ReasonTruncated, "reading the token list: %v", err)
+	}
+	sum := crc32.Update(crc32.Checksum(fixed[:], castagnoli), castagnoli, rest[:len(rest)-4])
+	if sum != binary.LittleEndian.Uint32(rest[len(rest)-4:]) {
+		return nil, refuse(ReasonHeader, "header checksum mismatch")
+	}
+	// Checked after the checksum: a damaged byte is a header refusal, while
+	// a well-formed header with these set is a file from a newer build.
+	if fixed[6] != codecZstd || fixed[7]&^knownFlags != 0 || fixed[7] == knownFlags || !allZero(fixed[9:12]) || !allZero(fixed[108:128]) {
+		return nil, refuse(ReasonFormat, "unknown codec %d or flags %#x (lossy and shuffled never go together)", fixed[6], fixed[7])
+	}
+	h := &Header{Flags: fixed[7], Level: fixed[8]}
+	copy(h.Model[:], fixed[16:48])
+	h.KVType = strings.TrimRight(string(fixed[48:56]), "\x00")
+	copy(h.TokenDigest[:], fixed[56:88])
+	h.RawLen = binary.LittleEndian.Uint64(fixed[88:])
+	h.PayloadLen = binary.LittleEndian.Uint64(fixed[96:])
+	h.PayloadCRC = binary.LittleEndian.Uint32(fixed[104:])
+	h.Tokens = make([]engine.Token, n)
+	for i := range h.Tokens {
+		h.Tokens[i] = engine.Token(binary.LittleEndian.Uint32(rest[4*i:]))
+	}
+	if TokenDigest(h.Tokens) != h.TokenDigest {
+		return nil, refuse(ReasonTokens, "the token list does not match its digest")
+	}
+	if h.RawLen == 0 || h.RawLen > maxRaw {
+		return nil, refuse(ReasonHeader, "raw length %d", h.RawLen)
+	}
+	if h.PayloadLen > uint64(size-hl) {
+		return nil, refuse(ReasonTruncated, "payload of %d bytes, %d present", h.PayloadLen, size-hl)
+	}
+	if h.PayloadLen < uint64(size-hl) {
+		return nil, refuse(ReasonTruncated, "%d bytes after a %d-byte payload", uint64(size-hl)-h.PayloadLen, h.PayloadLen)
+	}
+	return h, nil
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Reason says why a park file was refused.
+type Reason int
+
+// Refusal reasons. Each is counted separately (Stats.Refused).
+const (
+	ReasonFormat    Reason = iota // not a park file, or an unknown version/codec/flag
+	ReasonHeader                  // the header checksum or a header field is wrong
+	ReasonModel                   // written for another model
+	ReasonKVType                  // written from another KV cache type
+	ReasonTokens                  // token list, digest and file name disagree
+	ReasonTruncated               // shorter (or longer) than its header says
+	ReasonPayload                 // payload checksum mismatch
+	ReasonDecode                  // the payload does not decompress to the raw length
+	NumReasons
+)
+
+var reasonNames = [NumReasons]string{"format", "header", "model", "kv_type", "tokens", "truncated", "payload", "decode"}
+
+func (r Reason) String() string {
+	if r >= 0 && r < NumReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason %d", int(r))
+}
+
+// RefusedError is a park file that failed verification.
+type RefusedError struct {
+	Reason Reason
+	Msg    string
+}
+
+func (e *RefusedError) Error() string { return "park: refused (" + e.Reason.String() + "): " + e.Msg }
+
+// ErrRefused matches any *RefusedError with errors.Is.
+var ErrRefused = errors.New("park: refused")
+
+// Is makes errors.Is(err, ErrRefused) hold for every refusal.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+func refuse(r Reason, format string, args ...any) error {
+	return &RefusedError{Reason: r, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ReasonOf returns the refusal reason in err, if any.
+func ReasonOf(err error) (Reason, bool) {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return re.Reason, true
+	}
+	return 0, false
+}

@@ -1,0 +1,179 @@
+package park
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// chunk is the write size between chunkHook calls.
+const chunk = 1 << 20
+
+var errTooBig = errors.New("park: one file would exceed the budget")
+
+// run is the writer goroutine: it takes queued writes one at a time until
+// Close closes the queue.
+func (s *Store) run() {
+	defer close(s.done)
+	for j := range s.jobs {
+		s.write(j)
+	}
+}
+
+func (s *Store) write(j *job) {
+	start := time.Now()
+	m, err := s.writeFile(j)
+	s.trimWriter()
+	s.stats.WriteNanos.Add(int64(time.Since(start)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, j.name)
+	s.queuedBytes -= int64(len(j.blob))
+	if err != nil {
+		s.gone = append(s.gone, j.name)
+		switch {
+		case errors.Is(err, errTooBig):
+			s.stats.TooBig.Add(1)
+		default:
+			s.stats.WriteErrors.Add(1)
+			s.logWriteError(err)
+		}
+		return
+	}
+	s.addLocked(m)
+	for _, name := range j.supersedes {
+		if s.index[name] == nil || s.pending[name] != nil || name == j.name {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.cfg.Dir, name)); err == nil {
+			s.stats.Superseded.Add(1)
+		}
+		s.dropLocked(name)
+		s.gone = append(s.gone, name)
+	}
+	s.sweepLocked(j.name)
+	// Counted last: a caller that sees Parks move sees the whole write done.
+	if m.Lossy {
+		s.stats.LossyParks.Add(1)
+	}
+	s.stats.BytesRaw.Add(int64(len(j.blob)))
+	s.stats.BytesFile.Add(m.Bytes)
+	s.stats.Parks.Add(1)
+}
+
+// keepBuffers is the most buffer capacity kept between writes or restores:
+// a conversation of 8,000 tokens of a 0.5B model is 100 MB of state, and
+// holding that much for the next one is not worth the memory.
+const keepBuffers = 64 << 20
+
+func (s *Store) trimWriter() {
+	if s.enc.out.Cap() > keepBuffers {
+		s.enc.out = bytes.Buffer{}
+	}
+	if cap(s.wDemoted) > keepBuffers {
+		s.wDemoted = nil
+	}
+}
+
+// logWriteError logs the first failed write as a warning and the rest at
+// debug level: a read-only or full disk fails every write, and serving goes
+// on regardless (the failures are counted).
+func (s *Store) logWriteError(err error) {
+	first := false
+	s.warned.Do(func() { first = true })
+	if first {
+		s.log.Warn("park: writing a parked conversation failed; serving continues without it (later failures are counted, logged at debug level)", "err", err)
+		return
+	}
+	s.log.Debug("park: write failed", "err", err)
+}
+
+// writeFile encodes j and writes it under its final name: to a temporary
+// file in the same directory, synced, renamed, and the directory synced,
+// so the final name only ever names a complete file.
+func (s *Store) writeFile(j *job) (*Meta, error) {
+	h := Header{Level: uint8(level), Model: s.model, KVType: s.cfg.KVType, Tokens: j.tokens, RawLen: uint64(len(j.blob))}
+	src := j.blob
+	if s.cfg.Lossy {
+		d, err := demote(s.wDemoted[:0], j.blob)
+		if err == nil && len(d) < len(j.blob) {
+			s.wDemoted = d
+			src = d
+			h.Flags |= FlagLossy
+		} else {
+			s.stats.LossyFalls.Add(1)
+		}
+	}
+	if h.Flags&FlagLossy == 0 && s.cfg.KVType == "f16" {
+		h.Flags |= FlagShuffle
+	}
+	payload := s.enc.encode(src, h.Flags)
+	h.PayloadLen = uint64(len(payload))
+	h.PayloadCRC = crc32c(payload)
+	s.wHeader = appendHeader(s.wHeader[:0], &h)
+	size := int64(len(s.wHeader) + len(payload))
+	if s.cfg.Budget > 0 && size > s.cfg.Budget {
+		return nil, errTooBig
+	}
+	final := filepath.Join(s.cfg.Dir, j.name)
+	f, err := os.CreateTemp(s.cfg.Dir, j.name+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("park: %w", err)
+	}
+	tmp := f.Name()
+	err = s.writeAll(f, s.wHeader, payload)
+	// The sweep orders files by modification time, which restores set with
+	// the fine-grained clock; set it the same way here, since the kernel
+	// stamps writes with a coarser one (a few milliseconds behind).
+	now := time.Now()
+	if err == nil {
+		err = os.Chtimes(tmp, now, now)
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err == nil {
+		err = syncDir(s.cfg.Dir)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return nil, fmt.Errorf("park: %w", err)
+	}
+	return &Meta{Name: j.name, Tokens: j.tokens, Bytes: size, ModTime: now, Lossy: h.Lossy()}, nil
+}
+
+func (s *Store) writeAll(f *os.File, parts ...[]byte) error {
+	for _, p := range parts {
+		for len(p) > 0 {
+			n := min(len(p), chunk)
+			if _, err := f.Write(p[:n]); err != nil {
+				f.Close()
+				return err
+			}
+			p = p[n:]
+			if s.chunkHook != nil {
+				s.chunkHook()
+			}
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
