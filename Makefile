@@ -65,10 +65,13 @@ asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		$(GO) test -count=1 -tags sfasan -run . ./cgo/
 
-# Engine benchmarks on the 0.5B-shaped synthetic model (generated once).
+# Benchmarks on the 0.5B-shaped synthetic model (generated once): the tick
+# against a plain llama_decode loop, the scheduler (decode streams, FIM
+# time to first token under background load, with and without classes),
+# and parking (restore against recompute). Run them on a quiet machine.
 bench: deps $(MODELS)/synth-0.5b-q8_0.gguf
-	SF_BENCH_MODEL=$(MODELS)/synth-0.5b-q8_0.gguf \
-		$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./cgo/
+	SF_BENCH_MODEL=$(CURDIR)/$(MODELS)/synth-0.5b-q8_0.gguf \
+		$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 60m ./cgo/ ./e2e/
 
 models: $(MODELS)/synth-tiny-f16.gguf $(MODELS)/synth-0.5b-q8_0.gguf
 

@@ -75,6 +75,15 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 			continue
 		}
 		p.tickPrefillLanes++
+		if l.job.class.interactive() {
+			// Someone is waiting on this prompt's first token: it takes a
+			// whole chunk even in a short open tick, and nothing of a
+			// worse class prefills beside it (the seeds held back only in
+			// the tick the prompt completes; a FIM request under four
+			// long background prompts then paid for their chunks too).
+			b.grow(min(rem, interactiveChunk, max(0, p.batch-decoding)))
+			b.holdBelow(l.job.class)
+		}
 		chunk := b.offerTo(rem, l.job.class)
 		if chunk == 0 {
 			continue
@@ -84,9 +93,6 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 		l.prefillStarved = 0
 		p.tickPrefillTokens += chunk
 		b.take(chunk, chunk == rem)
-		if chunk == rem && l.job.class.interactive() {
-			b.holdBelow(l.job.class)
-		}
 	}
 	p.order = order
 	p.tickPrefillLanes += p.queued()

@@ -72,6 +72,19 @@ func (b *prefillBudget) offerTo(want int, c Class) int {
 	return b.offer(want)
 }
 
+// interactiveChunk is the prompt a Chat or FIM lane may prefill in one
+// tick, whatever the tick's budget: the whole of a typical completion
+// prompt, in one step of about a second on a small model.
+const interactiveChunk = 512
+
+// grow raises what is left of the budget to at least n tokens, unless a
+// prompt already completed this tick (the tail cap rules then).
+func (b *prefillBudget) grow(n int) {
+	if !b.tailCapped {
+		b.left = max(b.left, n)
+	}
+}
+
 // holdBelow: a Chat or FIM prompt of class c completes this tick, so no
 // worse class prefills beside it and its first token is not held behind
 // someone else's prompt.
