@@ -30,7 +30,7 @@ build: deps
 
 # Tests: formatting, vet, the native sources warning-free, then every
 # package's tests on the real engine.
-test: deps fmt-check vet native-check unit
+test: deps fmt-check vet native-check unit asan
 
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
