@@ -473,3 +473,59 @@ func parkScrape(t *testing.T, st interface{ URL() string }) map[string]float64 {
 	}
 	return out
 }
+
+// The status views show each tier: after a restart the conversation is
+// parked (/props and /api/ps say so); after its next turn it is resident.
+func TestStatusViewsShowCacheTiers(t *testing.T) {
+	fx := fixture(t)
+	dir := parkDirWith(t, fx.name, fx.file)
+	st := startParkStack(t, app.Options{ParkDir: dir})
+	type tier struct{ Entries, Tokens int }
+	type status struct {
+		Resident, Host, Parked tier
+		Park                   struct{ Enabled bool }
+	}
+	props := func() status {
+		var out struct {
+			Cache status `json:"superfluid_cache"`
+		}
+		getJSON(t, st.URL()+"/props", &out)
+		return out.Cache
+	}
+	ps := func() status {
+		var out struct {
+			Models []struct {
+				Cache status `json:"superfluid_cache"`
+			} `json:"models"`
+		}
+		getJSON(t, st.URL()+"/api/ps", &out)
+		if len(out.Models) != 1 {
+			t.Fatalf("/api/ps lists %d models", len(out.Models))
+		}
+		return out.Models[0].Cache
+	}
+	for name, s := range map[string]status{"/props": props(), "/api/ps": ps()} {
+		if !s.Park.Enabled || s.Parked.Entries != 1 || s.Parked.Tokens == 0 || s.Resident.Entries != 0 {
+			t.Fatalf("%s after a restart: %+v", name, s)
+		}
+	}
+	parkChat(t, st, parkTurn2(fx.turn1.Content))
+	if s := props(); s.Resident.Entries < 1 || s.Resident.Tokens <= fx.turn1.Prompt {
+		t.Fatalf("/props after turn 2: %+v", s)
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}

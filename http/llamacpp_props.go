@@ -26,6 +26,7 @@ func (s *Server) llamaProps(ctx *fasthttp.RequestCtx, m *Model) error {
 		template = chat.ChatML // what chat requests are rendered with
 	}
 	return writeJSON(ctx, map[string]any{
+		"superfluid_cache":            cacheStatusOf(m),
 		"default_generation_settings": llamaSlot{ID: 0, IDTask: -1, NCtx: m.Desc.Ctx, Params: llamaDefaultSettings(m)},
 		"total_slots":                 m.Desc.Lanes,
 		"model_path":                  m.Path,

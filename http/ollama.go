@@ -65,6 +65,7 @@ func (s *Server) ollamaPS(ctx *fasthttp.RequestCtx, m *Model) error {
 	return writeJSON(ctx, map[string]any{"models": []ollamaRunningModel{{
 		Name: name, Model: name, Size: f.size, Digest: m.Desc.Identity, Details: f.details,
 		ExpiresAt: time.Now().Add(time.Duration(math.MaxInt64)), SizeVRAM: 0, ContextLength: m.Desc.Ctx,
+		Cache: cacheStatusOf(m),
 	}}})
 }
 

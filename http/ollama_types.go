@@ -137,6 +137,9 @@ type ollamaRunningModel struct {
 	ExpiresAt     time.Time     `json:"expires_at"`
 	SizeVRAM      int64         `json:"size_vram"`
 	ContextLength int           `json:"context_length"`
+	// Cache is superfluid's own addition: the model's conversations
+	// resident in the KV pool, in host memory and parked on disk.
+	Cache *cacheStatus `json:"superfluid_cache,omitempty"`
 }
 
 type ollamaShowResponse struct {
