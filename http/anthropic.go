@@ -43,7 +43,7 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.Stream {
 		return s.streamAnthropic(ctx, m, g, id, req.Model)
 	}
-	rctx, done := s.requestContext(ctx, false)
+	rctx, done := s.requestContext(ctx)
 	defer done()
 	out, err := generate(rctx, m, g, true, nil)
 	if err != nil {

@@ -1,8 +1,6 @@
 package http
 
 import (
-	"context"
-
 	"github.com/valyala/fasthttp"
 )
 
@@ -16,7 +14,7 @@ import (
 // engine failure mid-stream becomes an error event, as Anthropic sends for
 // an overloaded or failed stream; a failed write cancels the generation.
 func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, id, model string) error {
-	rctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := s.requestContext(ctx)
 	st, err := submit(rctx, m, g)
 	if err != nil {
 		cancel()

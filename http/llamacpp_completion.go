@@ -57,7 +57,7 @@ func (s *Server) runLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJob, 
 	if p.stream {
 		return s.streamLlama(ctx, m, jobs, p)
 	}
-	rctx, done := s.requestContext(ctx, false)
+	rctx, done := s.requestContext(ctx)
 	defer done()
 	runs, err := startRuns(rctx, m, jobs, p)
 	if err != nil {

@@ -31,7 +31,7 @@ func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
 	if p.stream {
 		return s.streamLlama(ctx, m, []*llamaJob{j}, p)
 	}
-	rctx, done := s.requestContext(ctx, false)
+	rctx, done := s.requestContext(ctx)
 	defer done()
 	runs, err := startRuns(rctx, m, []*llamaJob{j}, p)
 	if err != nil {

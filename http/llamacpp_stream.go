@@ -16,7 +16,7 @@ import (
 // no [DONE]. The runs are submitted before the response starts, so that a
 // refusal still gets its status code. A failed write cancels every run.
 func (s *Server) streamLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJob, p *llamaParams) error {
-	rctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := s.requestContext(ctx)
 	runs, err := startRuns(rctx, m, jobs, p)
 	if err != nil {
 		cancel()

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -41,7 +40,7 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	if job.stream {
 		return s.streamOllama(ctx, job)
 	}
-	rctx, done := s.requestContext(ctx, false)
+	rctx, done := s.requestContext(ctx)
 	defer done()
 	var tr ollamaTrace
 	out, err := generate(rctx, job.model, job.g, true, tr.emit(job))
@@ -60,7 +59,7 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 // reported as an {"error": …} line, which Ollama's client returns as an
 // error.
 func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
-	rctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := s.requestContext(ctx)
 	st, err := submit(rctx, job.model, job.g)
 	if err != nil {
 		cancel()

@@ -185,7 +185,7 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.Stream {
 		return s.streamChat(ctx, m, g, n, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
-	rctx, done := s.requestContext(ctx, false)
+	rctx, done := s.requestContext(ctx)
 	defer done()
 	outs, err := generateN(rctx, m, g, n, func(c *choiceOut, d *delta) { c.addLogprobs(m, d) })
 	if err != nil {

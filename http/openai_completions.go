@@ -120,7 +120,7 @@ func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.Stream {
 		return s.streamCompletions(ctx, m, plan, head, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
-	rctx, done := s.requestContext(ctx, false)
+	rctx, done := s.requestContext(ctx)
 	defer done()
 	if err := plan.submit(rctx, m); err != nil {
 		return err
@@ -361,7 +361,7 @@ func (p *cmplPlan) usage() oaiUsage {
 // usage chunk when asked, and "data: [DONE]". A failed write cancels every
 // choice.
 func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan, head oaiCompletion, includeUsage bool) error {
-	rctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := s.requestContext(ctx)
 	if err := plan.submit(rctx, m); err != nil {
 		cancel()
 		return err

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -11,7 +10,7 @@ import (
 // chat.completion.chunk events, ending with the usage chunk when asked and
 // "data: [DONE]". A failed write cancels every choice.
 func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n int, id string, created int64, includeUsage bool) error {
-	rctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := s.requestContext(ctx)
 	choices := make([]*choiceOut, n)
 	for i := range n {
 		c := &choiceOut{spec: g.withSeed(i)}

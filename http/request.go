@@ -197,16 +197,16 @@ func sampling(temp *float64, def float64, topK *int, topP, minP *float64, seed *
 }
 
 // requestContext is the context a request's generation runs under: it ends
-// when the client hangs up. For a streaming response fasthttp's writer
-// notices; for a whole response a watcher peeks at the socket.
-func (s *Server) requestContext(ctx *fasthttp.RequestCtx, streaming bool) (context.Context, func()) {
+// when the client hangs up, or when the returned func is called (always
+// call it: for a streamed response, when the stream ends). A watcher peeks
+// at the socket every ClientPoll until then: fasthttp only notices a gone
+// client at its next write, which for a whole response comes after all the
+// work, and for a stream not before the first token — a long prompt's
+// prefill would otherwise run on for nobody.
+func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
 	c, cancel := context.WithCancel(context.Background())
-	if streaming {
-		return c, cancel
-	}
-	stop := make(chan struct{})
-	go watchClient(ctx.Conn(), cancel, stop, s.cfg.ClientPoll)
-	return c, func() { close(stop); cancel() }
+	go watchClient(ctx.Conn(), cancel, c.Done(), s.cfg.ClientPoll)
+	return c, cancel
 }
 
 // stopList reads OpenAI's "stop": a string or an array of strings.
