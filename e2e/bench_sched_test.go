@@ -23,14 +23,15 @@ import (
 // It takes one to two minutes on a quiet two-core machine; on a busy one every
 // figure is noisy. Random weights cost exactly what real ones do.
 func BenchmarkScheduler(b *testing.B) {
-	path := benchSchedModel(b)
+	path := benchModel(b)
 	b.Run("decode", func(b *testing.B) { benchDecode(b, path) })
 	b.Run("fim-ttft", func(b *testing.B) { benchFIMUnderLoad(b, path) })
 }
 
-// benchSchedModel is SF_BENCH_MODEL, else the file `make models` writes,
-// generated here (same shape, type and seed) when it is missing.
-func benchSchedModel(b *testing.B) string {
+// benchModel is the model every e2e benchmark runs on: SF_BENCH_MODEL,
+// else the file `make models` writes, generated here (same shape, type and
+// seed) when it is missing.
+func benchModel(b *testing.B) string {
 	if p := os.Getenv("SF_BENCH_MODEL"); p != "" {
 		return p
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"superfluid/cgo"
 	"superfluid/engine"
 	"superfluid/park"
-	"superfluid/synth"
 )
 
 // BenchmarkPark measures the disk tier on the 0.5B-shaped synthetic model:
@@ -29,7 +27,7 @@ import (
 // is prefilled only when the 2,000-token rate says it fits the time left
 // (SF_PARK_BENCH_SECONDS, default 170); otherwise the skip is reported.
 func BenchmarkPark(b *testing.B) {
-	path := parkBenchModel(b)
+	path := benchModel(b)
 	budget := 170 * time.Second
 	if v, err := time.ParseDuration(os.Getenv("SF_PARK_BENCH_SECONDS") + "s"); err == nil && v > 0 {
 		budget = v
@@ -232,27 +230,3 @@ func parkMedian(d []time.Duration) time.Duration {
 }
 
 func parkMS(d time.Duration) float64 { return float64(d) / 1e6 }
-
-// parkBenchModel is SF_BENCH_MODEL, else the file `make models` writes
-// (generated here, same shape, type and seed, when missing).
-func parkBenchModel(b *testing.B) string {
-	if p := os.Getenv("SF_BENCH_MODEL"); p != "" {
-		return p
-	}
-	p := filepath.Join("..", ".cache", "models", "synth-0.5b-q8_0.gguf")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	b.Logf("generating %s", p)
-	shape, err := synth.ShapeByName("0.5b")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := synth.Write(p, synth.Options{Shape: shape, Type: "q8_0", Seed: 1}); err != nil {
-		b.Fatal(err)
-	}
-	return p
-}

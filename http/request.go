@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -100,7 +99,7 @@ func checkModelName(m *Model, name string) error {
 }
 
 // checkPrompt refuses an empty prompt and one that leaves no room in the
-// context; maxTokens is what the request asks to generate (0: unbounded).
+// context.
 func checkPrompt(m *Model, prompt []engine.Token) error {
 	if len(prompt) == 0 {
 		return badParam("prompt", "the prompt is empty")
@@ -227,5 +226,3 @@ func stopList(raw json.RawMessage, field string) ([]string, error) {
 	}
 	return many, nil
 }
-
-func fmtTokens(n int) string { return fmt.Sprintf("%d tokens", n) }
