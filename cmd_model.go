@@ -23,7 +23,9 @@ func modelCommand() *cli.Command {
 				Name:  "info",
 				Usage: "print a model's descriptor as JSON",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file", EnvVars: []string{"SUPERFLUID_MODEL"}},
+					&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file or pulled model name", EnvVars: []string{"SUPERFLUID_MODEL"}},
+					dataDirFlag(),
+					modelsDirFlag(),
 				},
 				Action: modelInfo,
 			},
@@ -47,7 +49,11 @@ func modelInfo(c *cli.Context) error {
 	if c.Args().Present() {
 		return fmt.Errorf("model info: unexpected argument %q", c.Args().First())
 	}
-	e, err := cgo.Open(cgo.Options{ModelPath: c.String("model"), Ctx: 512, Lanes: 1, Seqs: 1, Batch: 32, Threads: 1})
+	modelPath, err := resolveModelFlag(c)
+	if err != nil {
+		return err
+	}
+	e, err := cgo.Open(cgo.Options{ModelPath: modelPath, Ctx: 512, Lanes: 1, Seqs: 1, Batch: 32, Threads: 1})
 	if err != nil {
 		return err
 	}

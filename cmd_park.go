@@ -15,8 +15,9 @@ func defaultParkDir() string {
 	return filepath.Join(dir, "superfluid", "park")
 }
 
-// parkDir maps the --park-dir value to app.Options.ParkDir, where "" is off.
-func parkDir(flag string) string {
+// dirOrOff maps a directory flag (--park-dir, --data-dir) to its
+// app.Options field, where "" is off.
+func dirOrOff(flag string) string {
 	if flag == "off" {
 		return ""
 	}

@@ -23,7 +23,9 @@ func runCommand() *cli.Command {
 		Usage:     "generate text from a prompt and stream it to stdout",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file", EnvVars: []string{"SUPERFLUID_MODEL"}},
+			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file or pulled model name", EnvVars: []string{"SUPERFLUID_MODEL"}},
+			dataDirFlag(),
+			modelsDirFlag(),
 			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Required: true, Usage: "prompt text"},
 			&cli.IntFlag{Name: "max-tokens", Aliases: []string{"n"}, Value: 128, Usage: "most tokens to generate"},
 			&cli.Float64Flag{Name: "temperature", Value: 0, Usage: "sampling temperature; 0 is greedy"},
@@ -46,7 +48,11 @@ func runAction(c *cli.Context) error {
 	if c.Int("max-tokens") < 0 || c.Int("ctx") < 0 || c.Int("batch") < 1 {
 		return errors.New("run: --max-tokens and --ctx must not be negative, --batch must be positive")
 	}
-	e, err := cgo.Open(cgo.Options{ModelPath: c.String("model"), Ctx: c.Int("ctx"), Lanes: 1, Seqs: 1, Batch: c.Int("batch"), Threads: c.Int("threads")})
+	modelPath, err := resolveModelFlag(c)
+	if err != nil {
+		return err
+	}
+	e, err := cgo.Open(cgo.Options{ModelPath: modelPath, Ctx: c.Int("ctx"), Lanes: 1, Seqs: 1, Batch: c.Int("batch"), Threads: c.Int("threads")})
 	if err != nil {
 		return err
 	}

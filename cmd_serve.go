@@ -24,7 +24,9 @@ func serveCommand() *cli.Command {
 		Name:  "serve",
 		Usage: "serve the OpenAI, llama.cpp, Ollama and Anthropic APIs over one model",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file", EnvVars: env("MODEL")},
+			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file or pulled model name", EnvVars: env("MODEL")},
+			dataDirFlag(),
+			modelsDirFlag(),
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on", EnvVars: env("HOST")},
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port to listen on (0: any free port)", EnvVars: env("PORT")},
 			&cli.IntFlag{Name: "lanes", Value: 4, Usage: "requests decoded at once", EnvVars: env("LANES")},
@@ -66,6 +68,10 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	modelPath, err := resolveModelFlag(c)
+	if err != nil {
+		return err
+	}
 	hostCache := c.Int64("host-cache")
 	if hostCache == 0 {
 		hostCache = -1 // app: <0 is off
@@ -74,12 +80,13 @@ func serveAction(c *cli.Context) error {
 	defer stop()
 	addr := net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port")))
 	st, err := app.Start(addr, app.Options{
-		ModelPath: c.String("model"), Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
+		ModelPath: modelPath, Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
 		Threads: c.Int("threads"), Batch: c.Int("batch"), KVType: c.String("kv-type"), HostCache: hostCache,
-		ParkDir: parkDir(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
+		ParkDir: dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
-		Sched: sched.Config{ClassLanes: classLanes},
-		HTTP:  sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"), Version: version},
+		DataDir: dirOrOff(c.String("data-dir")),
+		Sched:   sched.Config{ClassLanes: classLanes},
+		HTTP:    sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"), Version: version},
 	})
 	if err != nil {
 		return err

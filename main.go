@@ -17,7 +17,7 @@ import (
 var version = "dev"
 
 func main() {
-	if err := newApp(os.Stdout, os.Stderr).Run(os.Args); err != nil {
+	if err := runApp(newApp(os.Stdout, os.Stderr), os.Args); err != nil {
 		fmt.Fprintf(os.Stderr, "superfluid: %s\n", oneLine(err))
 		os.Exit(1)
 	}
@@ -41,6 +41,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			serveCommand(),
 			benchCommand(),
 			modelCommand(),
+			batchCommand(),
+			pullCommand(),
+			modelsCommand(),
 			versionCommand(),
 		},
 		OnUsageError:    usageError,

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // runCLI runs the command line in-process and returns stdout, stderr and the error.
 func runCLI(args ...string) (string, string, error) {
 	var out, errOut bytes.Buffer
-	err := newApp(&out, &errOut).Run(append([]string{"superfluid", "--log-level", "warn"}, args...))
+	err := runApp(newApp(&out, &errOut), append([]string{"superfluid", "--log-level", "warn"}, args...))
 	return out.String(), errOut.String(), err
 }
 

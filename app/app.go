@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"superfluid/batch"
+	"superfluid/batches"
 	"superfluid/cgo"
 	"superfluid/chat"
 	"superfluid/engine"
@@ -44,6 +46,14 @@ type Options struct {
 	ParkIdle   time.Duration // park and evict conversations idle this long; 0: never
 	ParkLossy  bool          // demote parked f16 KV state to 8 bits
 
+	// DataDir is where the batch API (/v1/files, /v1/batches) keeps its
+	// files and batches, which survive restarts. "" turns the batch API
+	// off: its routes answer that it is.
+	DataDir string
+	// WrapBatchDoer, when set, wraps the Doer batches send their requests
+	// through (tests hold a batch at a known point with it).
+	WrapBatchDoer func(batch.Doer) batch.Doer
+
 	Sched sched.Config // Lanes is filled from Lanes
 	HTTP  sfhttp.Config
 }
@@ -55,6 +65,8 @@ type Stack struct {
 	Sched  *sched.Scheduler
 	Model  *sfhttp.Model
 	Server *sfhttp.Server
+	// Batches is the batch API's store; nil when it is off.
+	Batches *batches.Store
 
 	closeOnce sync.Once
 	closeErr  error
@@ -85,6 +97,22 @@ func Start(addr string, o Options) (*Stack, error) {
 		return nil, err
 	}
 	srv.SetModel(s.Model)
+	s.openBatches(o)
+	return s, nil
+}
+
+// Load loads a stack that listens nowhere: its server answers only
+// in-process, through Server.Dispatch (`superfluid batch` runs so).
+func Load(o Options) (*Stack, error) {
+	srv, err := sfhttp.NewServer(o.HTTP)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Server: srv}
+	if err := s.load(o); err != nil {
+		return nil, err
+	}
+	srv.SetModel(s.Model)
 	return s, nil
 }
 
@@ -105,8 +133,17 @@ func (s *Stack) Close() error {
 }
 
 func (s *Stack) close() error {
+	// The batch worker stops first: its requests in flight are abandoned
+	// (they run again after a restart) instead of holding the drain.
+	if s.Batches != nil {
+		if err := s.Batches.Close(); err != nil {
+			slog.Warn("closing the batch store", "err", err)
+		}
+	}
 	err := s.Server.Shutdown(context.Background())
-	<-s.serveDone
+	if s.serveDone != nil {
+		<-s.serveDone
+	}
 	if s.stopSched != nil {
 		s.stopSched()
 		if e := <-s.schedDone; e != nil && err == nil {

@@ -203,6 +203,9 @@ func sampling(temp *float64, def float64, topK *int, topP, minP *float64, seed *
 // work, and for a stream not before the first token — a long prompt's
 // prefill would otherwise run on for nobody.
 func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
+	if parent := dispatchParent(ctx); parent != nil {
+		return context.WithCancel(parent)
+	}
 	c, cancel := context.WithCancel(context.Background())
 	go watchClient(ctx.Conn(), cancel, c.Done(), s.cfg.ClientPoll)
 	return c, cancel

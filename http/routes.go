@@ -1,8 +1,15 @@
 package http
 
-// routeTable gathers every API's routes.
-func (s *Server) routeTable() map[string]route {
-	all := map[string]route{}
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// routeTable gathers every API's routes: path → one route per method, and
+// the paths that hold an {id} segment, most specific (longest) first.
+func (s *Server) routeTable() (map[string][]route, []string) {
+	all := map[string][]route{}
 	for _, part := range []map[string]route{
 		commonRoutes(),
 		openaiRoutes(),
@@ -11,8 +18,18 @@ func (s *Server) routeTable() map[string]route {
 		anthropicRoutes(),
 	} {
 		for path, r := range part {
-			all[path] = r
+			all[path] = append(all[path], r)
 		}
 	}
-	return all
+	for path, rs := range openaiBatchRoutes() {
+		all[path] = append(all[path], rs...)
+	}
+	var patterns []string
+	for path := range all {
+		if strings.Contains(path, "{id}") {
+			patterns = append(patterns, path)
+		}
+	}
+	slices.SortFunc(patterns, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return all, patterns
 }

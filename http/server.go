@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/batches"
 	"superfluid/sched"
 )
 
@@ -72,7 +73,11 @@ type Server struct {
 	srv      *fasthttp.Server
 	started  time.Time
 	fimCache *completionCache
-	routes   map[string]route
+	// routes maps a path to its routes, one per method; a path segment
+	// "{id}" matches any one segment (patterns lists those paths).
+	routes   map[string][]route
+	patterns []string
+	batches  atomic.Pointer[batches.Store]
 }
 
 type route struct {
@@ -89,7 +94,7 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, started: time.Now(), fimCache: newCompletionCache(cfg.CompletionCache)}
-	s.routes = s.routeTable()
+	s.routes, s.patterns = s.routeTable()
 	s.srv = &fasthttp.Server{
 		Handler:                            s.serve,
 		Name:                               "superfluid",
@@ -127,20 +132,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.srv.ShutdownWithContext(ctx)
 }
 
-func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+func (s *Server) serve(ctx *fasthttp.RequestCtx) { s.route(ctx, true) }
+
+// route answers one request; checkKey is false for requests Dispatch runs.
+func (s *Server) route(ctx *fasthttp.RequestCtx, checkKey bool) {
 	path := string(ctx.Path())
 	defer s.recoverPanic(ctx, path)
-	r, ok := s.lookup(path)
+	rs, id, ok := s.lookup(path)
 	kind := kindOfPath(path)
 	if !ok {
 		writeError(ctx, kind, &apiError{Status: fasthttp.StatusNotFound, Type: "not_found_error", Msg: fmt.Sprintf("no route %s %s", ctx.Method(), path)})
 		return
 	}
-	if r.method != "" && string(ctx.Method()) != r.method && !(r.method == "GET" && ctx.IsHead()) {
-		writeError(ctx, r.kind, &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "invalid_request_error", Msg: fmt.Sprintf("%s wants %s, not %s", path, r.method, ctx.Method())})
+	r, ok := pickMethod(rs, ctx)
+	if !ok {
+		writeError(ctx, r.kind, &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "invalid_request_error", Msg: fmt.Sprintf("%s wants %s, not %s", path, methodsOf(rs), ctx.Method())})
 		return
 	}
-	if !r.public && !s.authorized(ctx) {
+	if id != "" {
+		ctx.SetUserValue(pathIDKey{}, id)
+	}
+	if checkKey && !r.public && !s.authorized(ctx) {
 		writeError(ctx, r.kind, &apiError{Status: fasthttp.StatusUnauthorized, Type: "authentication_error", Msg: "invalid or missing API key"})
 		return
 	}
@@ -181,13 +193,22 @@ type RouteInfo struct {
 	Public bool   // answers without an API key
 }
 
-// Routes lists every route, sorted by path.
+// Routes lists every route, sorted by path then method. A path with an
+// "{id}" segment stands for any id there (a request with an unknown one
+// gets the route's 404).
 func (s *Server) Routes() []RouteInfo {
-	out := make([]RouteInfo, 0, len(s.routes))
-	for path, r := range s.routes {
-		out = append(out, RouteInfo{Path: path, Method: r.method, API: r.kind.String(), Public: r.public})
+	var out []RouteInfo
+	for path, rs := range s.routes {
+		for _, r := range rs {
+			out = append(out, RouteInfo{Path: path, Method: r.method, API: r.kind.String(), Public: r.public})
+		}
 	}
-	slices.SortFunc(out, func(a, b RouteInfo) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(out, func(a, b RouteInfo) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Method, b.Method)
+	})
 	return out
 }
 
@@ -198,17 +219,81 @@ func (s *Server) Routes() []RouteInfo {
 // get 503 rather than a closed listener.
 type inflightKey struct{}
 
-func (s *Server) lookup(path string) (route, bool) {
-	if r, ok := s.routes[path]; ok {
-		return r, true
+// lookup finds the routes of path and the {id} it names, if any.
+func (s *Server) lookup(path string) ([]route, string, bool) {
+	if rs, id, ok := s.match(path); ok {
+		return rs, id, true
 	}
 	// OpenAI clients may be pointed at a base URL without /v1.
 	if !strings.HasPrefix(path, "/v1/") {
-		if r, ok := s.routes["/v1"+path]; ok && r.kind == apiOpenAI {
+		if rs, id, ok := s.match("/v1" + path); ok && rs[0].kind == apiOpenAI {
+			return rs, id, true
+		}
+	}
+	return nil, "", false
+}
+
+func (s *Server) match(path string) ([]route, string, bool) {
+	if rs, ok := s.routes[path]; ok {
+		return rs, "", true
+	}
+	for _, p := range s.patterns {
+		if id, ok := matchPattern(p, path); ok {
+			return s.routes[p], id, true
+		}
+	}
+	return nil, "", false
+}
+
+// matchPattern matches path against a pattern whose "{id}" segment takes
+// any one non-empty segment, and returns that segment.
+func matchPattern(pattern, path string) (string, bool) {
+	id := ""
+	for {
+		pseg, prest, pmore := strings.Cut(strings.TrimPrefix(pattern, "/"), "/")
+		seg, rest, more := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+		switch {
+		case pmore != more:
+			return "", false
+		case pseg == "{id}" && seg != "":
+			id = seg
+		case pseg != seg:
+			return "", false
+		}
+		if !more {
+			return id, true
+		}
+		pattern, path = "/"+prest, "/"+rest
+	}
+}
+
+// pickMethod picks the route of the request's method (GET answers HEAD too).
+func pickMethod(rs []route, ctx *fasthttp.RequestCtx) (route, bool) {
+	method := string(ctx.Method())
+	for _, r := range rs {
+		if r.method == "" || r.method == method || r.method == "GET" && ctx.IsHead() {
 			return r, true
 		}
 	}
-	return route{}, false
+	return rs[0], false
+}
+
+func methodsOf(rs []route) string {
+	ms := make([]string, len(rs))
+	for i, r := range rs {
+		ms[i] = r.method
+	}
+	slices.Sort(ms)
+	return strings.Join(ms, " or ")
+}
+
+// pathIDKey is the RequestCtx user value holding the {id} of the path.
+type pathIDKey struct{}
+
+// pathID is the {id} segment of the request's path.
+func pathID(ctx *fasthttp.RequestCtx) string {
+	id, _ := ctx.UserValue(pathIDKey{}).(string)
+	return id
 }
 
 func kindOfPath(path string) apiKind {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,10 +209,13 @@ func TestServerWhileLoading(t *testing.T) {
 	if msg := errorShapeOf(t, apiLlama, 503, body); msg != "Loading model" {
 		t.Errorf("/health while loading says %q, llama.cpp says \"Loading model\"", msg)
 	}
-	for path, r := range s.routes {
+	for _, ri := range s.Routes() {
+		path := ri.Path
 		if path == "/health" {
 			continue
 		}
+		rs, _, _ := s.lookup(path)
+		r := rs[slices.IndexFunc(rs, func(r route) bool { return r.method == ri.Method })]
 		method, body := r.method, ""
 		if method == "POST" {
 			body = `{}`
@@ -224,7 +228,7 @@ func TestServerWhileLoading(t *testing.T) {
 			continue
 		}
 		if status != 503 {
-			t.Errorf("%s while loading: %d %s", path, status, b)
+			t.Errorf("%s %s while loading: %d %s", method, path, status, b)
 			continue
 		}
 		errorShapeOf(t, r.kind, status, b)
@@ -243,16 +247,42 @@ func TestServerRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	routes := s.Routes()
-	if len(routes) != len(s.routes) {
-		t.Fatalf("%d routes listed, %d in the table", len(routes), len(s.routes))
+	n := 0
+	for _, rs := range s.routes {
+		n += len(rs)
+	}
+	if len(routes) != n {
+		t.Fatalf("%d routes listed, %d in the table", len(routes), n)
 	}
 	for i, r := range routes {
-		if i > 0 && routes[i-1].Path >= r.Path {
-			t.Errorf("not sorted at %s", r.Path)
+		if i > 0 && (routes[i-1].Path > r.Path || routes[i-1].Path == r.Path && routes[i-1].Method >= r.Method) {
+			t.Errorf("not sorted at %s %s", r.Method, r.Path)
 		}
-		in := s.routes[r.Path]
-		if r.Method != in.method || r.API != in.kind.String() || r.Public != in.public {
+		rs := s.routes[r.Path]
+		i := slices.IndexFunc(rs, func(in route) bool { return in.method == r.Method })
+		if i < 0 || r.API != rs[i].kind.String() || r.Public != rs[i].public {
 			t.Errorf("%s: listed %+v", r.Path, r)
+		}
+	}
+}
+
+// Paths with an {id} match exactly one non-empty segment there.
+func TestServerPathPatterns(t *testing.T) {
+	for _, c := range []struct {
+		pattern, path, id string
+		ok                bool
+	}{
+		{"/v1/files/{id}", "/v1/files/file-1", "file-1", true},
+		{"/v1/files/{id}/content", "/v1/files/file-1/content", "file-1", true},
+		{"/v1/files/{id}", "/v1/files/", "", false},
+		{"/v1/files/{id}", "/v1/files/a/b", "", false},
+		{"/v1/files/{id}/content", "/v1/files//content", "", false},
+		{"/v1/files/{id}/content", "/v1/files/a/contents", "", false},
+		{"/v1/batches/{id}/cancel", "/v1/batches/b/cancel", "b", true},
+	} {
+		id, ok := matchPattern(c.pattern, c.path)
+		if id != c.id || ok != c.ok {
+			t.Errorf("%s ~ %s: %q %v", c.pattern, c.path, id, ok)
 		}
 	}
 }
@@ -277,7 +307,7 @@ func drainWhileRunning(t *testing.T, streamed bool) {
 	s.SetModel(m)
 	entered, release := make(chan struct{}), make(chan struct{})
 	want := "whole done"
-	s.routes["/test/running"] = route{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
+	s.routes["/test/running"] = []route{{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
 		if !streamed {
 			close(entered)
 			<-release
@@ -291,7 +321,7 @@ func drainWhileRunning(t *testing.T, streamed bool) {
 			ew.raw("data: last\n\n")
 		})
 		return nil
-	}}
+	}}}
 	if streamed {
 		want = "data: first\n\ndata: last\n\n"
 	}
@@ -318,11 +348,11 @@ func drainWhileRunning(t *testing.T, streamed bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	for path, kind := range map[string]apiKind{"/v1/models": apiOpenAI, "/metrics": apiLlama, "/api/tags": apiOllama, "/v1/messages": apiAnthropic} {
-		r, ok := s.routes[path]
+		rs, ok := s.routes[path]
 		if !ok {
 			continue
 		}
-		status, conn, b := call(t, c, r.method, path, `{}`)
+		status, conn, b := call(t, c, rs[0].method, path, `{}`)
 		if status != 503 || conn != "close" {
 			t.Errorf("%s while draining: %d, Connection %q: %s", path, status, conn, b)
 			continue
@@ -354,7 +384,7 @@ func TestServerDrainEndsWithAbandonedStream(t *testing.T) {
 	m, _ := stubModel(t)
 	s.SetModel(m)
 	started := make(chan struct{})
-	s.routes["/test/stream"] = route{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
+	s.routes["/test/stream"] = []route{{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
 		streamResponse(ctx, true, func(ew *eventWriter) {
 			close(started)
 			for ew.raw("data: tick\n\n") == nil {
@@ -362,7 +392,7 @@ func TestServerDrainEndsWithAbandonedStream(t *testing.T) {
 			}
 		})
 		return nil
-	}}
+	}}}
 	ln := fasthttputil.NewInmemoryListener()
 	go s.Serve(ln)
 	conn, err := ln.Dial()

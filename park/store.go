@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/flock"
 )
 
 // Config configures a Store. Validate it with Open.
@@ -130,9 +131,12 @@ func Open(cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("park: %w", err)
 	}
-	lock, err := lockDir(cfg.Dir)
+	// Two servers on one park directory would remove each other's
+	// in-flight temporary files and sweep each other's files to their own
+	// budgets.
+	lock, err := flock.Dir(cfg.Dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("park: %w", err)
 	}
 	s := &Store{
 		cfg: cfg, model: modelID(cfg.Identity), log: cfg.Logger, lock: lock,
@@ -140,7 +144,7 @@ func Open(cfg Config) (*Store, error) {
 		index: map[string]*Meta{}, pending: map[string]*job{},
 	}
 	if err := s.scan(); err != nil {
-		unlockDir(lock)
+		lock.Close()
 		return nil, err
 	}
 	s.mu.Lock()
@@ -360,7 +364,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	close(s.jobs)
 	<-s.done
-	return unlockDir(s.lock)
+	return s.lock.Close() // releases the lock
 }
 
 func (s *Store) addLocked(m *Meta) {

@@ -1,0 +1,157 @@
+package batch
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Output is a JSONL file of records open for appending. It is the batch's
+// only progress record: a line is written whole with one write, and
+// OpenOutput keeps only what a rerun can trust.
+type Output struct {
+	f    *os.File
+	path string
+	done map[string]bool
+}
+
+// OpenOutput opens (or creates) path. Of an existing file it keeps each
+// complete, parseable, final record once, and drops the rest: a last line
+// cut short by a kill, failures worth retrying, repeats. When anything was
+// dropped the file is rewritten (temp file, fsync, rename) before new
+// lines are appended.
+func OpenOutput(path string) (*Output, error) {
+	kept, dropped, err := readOutput(path)
+	if err != nil {
+		return nil, err
+	}
+	o := &Output{path: path, done: map[string]bool{}}
+	for _, r := range kept {
+		o.done[r.customID] = true
+	}
+	if dropped {
+		if err := rewrite(path, kept); err != nil {
+			return nil, err
+		}
+	}
+	o.f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("batch: output: %w", err)
+	}
+	return o, nil
+}
+
+type keptLine struct {
+	customID string
+	line     []byte // with its newline
+}
+
+func readOutput(path string) (kept []keptLine, dropped bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("batch: output: %w", err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			var r Record
+			switch {
+			case line[len(line)-1] != '\n', json.Unmarshal(line, &r) != nil, r.CustomID == "", !r.Final(), seen[r.CustomID]:
+				dropped = true
+			default:
+				seen[r.CustomID] = true
+				kept = append(kept, keptLine{r.CustomID, line})
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return kept, dropped, nil
+			}
+			return nil, false, fmt.Errorf("batch: reading %s: %w", path, err)
+		}
+	}
+}
+
+func rewrite(path string, kept []keptLine) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("batch: rewriting the output: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename: a no-op
+	w := bufio.NewWriter(tmp)
+	for _, k := range kept {
+		w.Write(k.line)
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("batch: rewriting the output: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("batch: rewriting the output: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("batch: rewriting the output: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("batch: rewriting the output: %w", err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil // nothing to sync on systems that cannot open a directory
+	}
+	defer d.Close()
+	d.Sync()
+	return nil
+}
+
+// Done reports whether the file already answers customID.
+func (o *Output) Done(customID string) bool { return o.done[customID] }
+
+// Len is how many custom_ids the file answers.
+func (o *Output) Len() int { return len(o.done) }
+
+// Path is the file's path.
+func (o *Output) Path() string { return o.path }
+
+// Append writes r as one line. A failed write (a full disk) may leave a
+// partial last line; the next OpenOutput drops it.
+func (o *Output) Append(r *Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("batch: encoding the record of %q: %w", r.CustomID, err)
+	}
+	b = append(b, '\n')
+	if _, err := o.f.Write(b); err != nil {
+		return fmt.Errorf("batch: writing %s: %w", o.path, err)
+	}
+	o.done[r.CustomID] = true
+	return nil
+}
+
+// Close flushes the file to disk and closes it.
+func (o *Output) Close() error {
+	err := o.f.Sync()
+	if e := o.f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return fmt.Errorf("batch: closing %s: %w", o.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package http
+
+import (
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+)
+
+// uploadFile stores the "file" part of a multipart/form-data request with
+// the "purpose" field. The body is in memory already (bounded by
+// Config.MaxBody); the server does not pre-parse forms, so it is parsed
+// here, for this route only.
+func (s *Server) uploadFile(ctx *fasthttp.RequestCtx, _ *Model) error {
+	if !bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data")) {
+		return badRequest("a file upload is multipart/form-data with the fields purpose and file")
+	}
+	form, err := ctx.MultipartForm()
+	if err != nil {
+		return badRequest("malformed multipart/form-data: %v", err)
+	}
+	defer ctx.Request.RemoveMultipartFormFiles()
+	purpose := ""
+	if v := form.Value["purpose"]; len(v) > 0 {
+		purpose = v[0]
+	}
+	if purpose == "" {
+		return badParam("purpose", "purpose is required")
+	}
+	fhs := form.File["file"]
+	if len(fhs) != 1 {
+		return badParam("file", "want one file in the field \"file\", got %d", len(fhs))
+	}
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	f, err := fhs[0].Open()
+	if err != nil {
+		return serverError("reading the upload: %v", err)
+	}
+	defer f.Close()
+	obj, err := st.CreateFile(fhs[0].Filename, purpose, f)
+	if err != nil {
+		return batchError(err)
+	}
+	return writeJSON(ctx, obj)
+}
+
+func (s *Server) listFiles(ctx *fasthttp.RequestCtx, _ *Model) error {
+	p, err := listParams(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	page, err := st.Files(p)
+	if err != nil {
+		return batchError(err)
+	}
+	return writeJSON(ctx, page)
+}
+
+func (s *Server) getFile(ctx *fasthttp.RequestCtx, _ *Model) error {
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	f, err := st.File(pathID(ctx))
+	if err != nil {
+		return batchError(err)
+	}
+	return writeJSON(ctx, f)
+}
+
+func (s *Server) deleteFile(ctx *fasthttp.RequestCtx, _ *Model) error {
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	id := pathID(ctx)
+	if err := st.DeleteFile(id); err != nil {
+		return batchError(err)
+	}
+	return writeJSON(ctx, map[string]any{"id": id, "object": "file", "deleted": true})
+}
+
+// fileContent sends a file's bytes; fasthttp streams them from disk and
+// closes the file when the response is written.
+func (s *Server) fileContent(ctx *fasthttp.RequestCtx, _ *Model) error {
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	f, obj, err := st.OpenFile(pathID(ctx))
+	if err != nil {
+		return batchError(err)
+	}
+	fi, err := f.Stat() // the size on disk, whatever the object says
+	if err != nil {
+		f.Close()
+		return serverError("reading %s: %v", obj.ID, err)
+	}
+	ctx.SetContentType("application/octet-stream")
+	ctx.SetBodyStream(f, int(fi.Size()))
+	return nil
+}
