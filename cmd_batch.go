@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -32,22 +31,17 @@ func batchCommand() *cli.Command {
 			"Each output line is an OpenAI batch result {\"id\", \"custom_id\", \"response\": {\"status_code\", \"request_id\", \"body\"}, \"error\"},\n" +
 			"in the order requests finish. A malformed line gets an error record; rerunning with the same -o skips the custom_ids\n" +
 			"already answered and retries the ones that got no answer.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "results file (JSONL); an existing one is resumed"},
 			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "GGUF file or pulled model name to load (or --url)", EnvVars: env("MODEL")},
 			&cli.StringFlag{Name: "url", Usage: "send the requests to this running server instead of loading a model, e.g. http://127.0.0.1:8080"},
 			&cli.StringFlag{Name: "api-key", Usage: "with --url: sent as Authorization: Bearer KEY", EnvVars: env("API_KEY")},
 			&cli.IntFlag{Name: "parallel", Aliases: []string{"p"}, Usage: "requests in flight at once", DefaultText: "twice the lanes, so none idles"},
 			&cli.StringFlag{Name: "class", Value: "background", Usage: "scheduling class of the requests: background, agent or chat"},
-			&cli.IntFlag{Name: "lanes", Value: 8, Usage: "requests decoded at once", EnvVars: env("LANES")},
-			&cli.IntFlag{Name: "ctx", Value: 16384, Usage: "context tokens, shared by every lane and the prefix cache", EnvVars: env("CTX")},
-			&cli.IntFlag{Name: "threads", Value: runtime.NumCPU(), Usage: "CPU threads", EnvVars: env("THREADS")},
-			&cli.IntFlag{Name: "batch", Value: 512, Usage: "most tokens one engine step carries", EnvVars: env("BATCH")},
-			&cli.StringFlag{Name: "kv-type", Value: "f16", Usage: "KV cache type: f16, q8_0 or q4_0", EnvVars: env("KV_TYPE")},
 			&cli.StringFlag{Name: "alias", Usage: "the model name request bodies may give (default: the file name without .gguf)"},
 			dataDirFlag(),
 			modelsDirFlag(),
-		},
+		}, engineFlags(8)...),
 		Action: batchAction,
 	}
 }
@@ -138,7 +132,7 @@ func batchDoer(c *cli.Context, class sched.Class) (d batch.Doer, parallel int, c
 	}
 	st, err := app.Load(app.Options{
 		ModelPath: path, Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Threads: c.Int("threads"),
-		Batch: c.Int("batch"), KVType: c.String("kv-type"), HTTP: sfhttp.Config{Version: version},
+		Batch: c.Int("batch"), KVType: c.String("kv-type"), FlashAttn: c.String("flash-attn"), HTTP: sfhttp.Config{Version: version},
 	})
 	if err != nil {
 		return nil, 0, nil, err

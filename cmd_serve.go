@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os/signal"
-	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -23,18 +23,14 @@ func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "serve the OpenAI, llama.cpp, Ollama and Anthropic APIs over one model",
-		Flags: []cli.Flag{
+		Flags: slices.Concat([]cli.Flag{
 			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file or pulled model name", EnvVars: env("MODEL")},
 			dataDirFlag(),
 			modelsDirFlag(),
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on", EnvVars: env("HOST")},
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port to listen on (0: any free port)", EnvVars: env("PORT")},
-			&cli.IntFlag{Name: "lanes", Value: 4, Usage: "requests decoded at once", EnvVars: env("LANES")},
-			&cli.IntFlag{Name: "ctx", Value: 16384, Usage: "context tokens, shared by every lane and the prefix cache", EnvVars: env("CTX")},
+		}, engineFlags(4), []cli.Flag{
 			&cli.IntFlag{Name: "seqs", Value: 0, Usage: "engine sequences: lanes plus cached conversations (0: 4 per lane)", EnvVars: env("SEQS")},
-			&cli.IntFlag{Name: "threads", Value: runtime.NumCPU(), Usage: "CPU threads", EnvVars: env("THREADS")},
-			&cli.IntFlag{Name: "batch", Value: 512, Usage: "most tokens one engine step carries", EnvVars: env("BATCH")},
-			&cli.StringFlag{Name: "kv-type", Value: "f16", Usage: "KV cache type: f16, q8_0 or q4_0", EnvVars: env("KV_TYPE")},
 			&cli.StringFlag{Name: "class-lanes", Usage: "lane caps per class, e.g. background=2,agent=6", EnvVars: env("CLASS_LANES")},
 			&cli.StringFlag{Name: "default-class", Value: "chat", Usage: "class of requests that name none: chat, agent or background", EnvVars: env("DEFAULT_CLASS")},
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
@@ -47,7 +43,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "park-idle", Value: 5 * time.Minute, Usage: "park conversations idle this long and free their memory (0: never)", EnvVars: env("PARK_IDLE")},
 			&cli.BoolFlag{Name: "park-lossy", Usage: "demote parked f16 KV state to 8 bits: files half the size, but resumed conversations may continue differently", EnvVars: env("PARK_LOSSY")},
 			&cli.DurationFlag{Name: "drain", Value: 30 * time.Second, Usage: "how long shutdown waits for running requests", EnvVars: env("DRAIN")},
-		},
+		}),
 		Action: serveAction,
 	}
 }
@@ -81,7 +77,7 @@ func serveAction(c *cli.Context) error {
 	addr := net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port")))
 	st, err := app.Start(addr, app.Options{
 		ModelPath: modelPath, Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
-		Threads: c.Int("threads"), Batch: c.Int("batch"), KVType: c.String("kv-type"), HostCache: hostCache,
+		Threads: c.Int("threads"), Batch: c.Int("batch"), KVType: c.String("kv-type"), FlashAttn: c.String("flash-attn"), HostCache: hostCache,
 		ParkDir: dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
 		DataDir: dirOrOff(c.String("data-dir")),

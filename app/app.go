@@ -36,6 +36,7 @@ type Options struct {
 	Threads   int    // default: all cores
 	Batch     int    // default 512
 	KVType    string // default f16
+	FlashAttn string // on (default), off or auto; see cgo.Options
 	HostCache int64  // bytes for evicted conversation state; default 1 GiB, <0 off
 
 	// The disk tier (package park). ParkDir "" is off; `superfluid serve`
@@ -189,7 +190,7 @@ func (s *Stack) load(o Options) error {
 		return err
 	}
 	start := time.Now()
-	eng, err := cgo.Open(cgo.Options{ModelPath: o.ModelPath, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType})
+	eng, err := cgo.Open(cgo.Options{ModelPath: o.ModelPath, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn})
 	if err != nil {
 		return err
 	}

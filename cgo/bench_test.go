@@ -70,7 +70,7 @@ func BenchmarkDecode(b *testing.B) {
 	for _, lanes := range []int{1, 8} {
 		for _, rounds := range []int{1, 8} {
 			b.Run(fmt.Sprintf("lanes=%d/rounds=%d", lanes, rounds), func(b *testing.B) {
-				e, err := Open(Options{ModelPath: path, Ctx: 2048, Lanes: lanes, Seqs: lanes, Batch: 512, Threads: threads})
+				e, err := Open(Options{ModelPath: path, Ctx: 2048, Lanes: lanes, Seqs: lanes, Batch: 512, Threads: threads, FlashAttn: os.Getenv("SF_FA")})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -46,7 +46,13 @@ type Options struct {
 	UBatch    int    // physical micro-batch; 0: min(Batch, 512)
 	Threads   int    // 0: all cores
 	KVType    string // "f16" (default), "q8_0", "q4_0"
-	FlashAttn int    // -1 auto, 0 off (on for a quantized KV cache), 1 on
+	// FlashAttn is "on" (the default), "off" or "auto" (llama.cpp decides).
+	// On the CPU its kernel skips masked KV cells, so a lane's attention
+	// costs what its own cells cost; without it every lane attends over the
+	// whole used span of the shared pool, which the prefix cache's resident
+	// conversations fill — decode then slows as the cache grows. A
+	// quantized KV cache needs it.
+	FlashAttn string
 	NoMmap    bool
 	GPULayers int // layers to offload in a GPU build: 0 all (default), <0 none
 }
@@ -68,13 +74,15 @@ func (o *Options) withDefaults() Options {
 	if v.KVType == "" {
 		v.KVType = "f16"
 	}
-	if v.KVType != "f16" && v.FlashAttn == 0 {
-		v.FlashAttn = 1 // llama.cpp quantizes V only with flash attention
+	if v.FlashAttn == "" {
+		v.FlashAttn = "on"
 	}
 	return v
 }
 
 var kvTypes = map[string]C.int32_t{"f16": C.SF_KV_F16, "q8_0": C.SF_KV_Q8_0, "q4_0": C.SF_KV_Q4_0}
+
+var flashAttnModes = map[string]C.int32_t{"auto": -1, "off": 0, "on": 1}
 
 // Engine is an open model with its context and lanes.
 type Engine struct {
@@ -111,6 +119,10 @@ func Open(opts Options) (*Engine, error) {
 	if !ok {
 		return nil, fmt.Errorf("cgo: unknown KV cache type %q (want f16, q8_0 or q4_0)", o.KVType)
 	}
+	fa, ok := flashAttnModes[o.FlashAttn]
+	if !ok {
+		return nil, fmt.Errorf("cgo: flash attention %q: want on, off or auto", o.FlashAttn)
+	}
 	if _, err := os.Stat(o.ModelPath); err != nil {
 		return nil, fmt.Errorf("cgo: model: %w", err)
 	}
@@ -137,7 +149,7 @@ func Open(opts Options) (*Engine, error) {
 	p.n_ubatch = C.int32_t(o.UBatch)
 	p.n_threads = C.int32_t(o.Threads)
 	p.kv_type = kv
-	p.flash_attn = C.int32_t(o.FlashAttn)
+	p.flash_attn = fa
 	if !o.NoMmap {
 		p.use_mmap = 1
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -91,16 +92,16 @@ func rawDecodeRate(b *testing.B, path string, lanes, promptLen, rounds int) floa
 }
 
 // schedDecodeRate runs streams concurrent requests through the scheduler
-// and returns their aggregate decode rate: the tokens after each stream's
-// first, over the time from the first first token to the last end (the
-// short prompts are prefilled together in the first tick, so this is
-// decode alone).
+// and returns their aggregate decode rate while all of them decode: the
+// tokens after the last stream's first token, over the time from then to
+// the last end. (The streams are submitted one after another, so the
+// scheduler admits some in a later tick than others; counting from the
+// first stream's first token would charge the later ones' prefill to
+// decoding.)
 func schedDecodeRate(b *testing.B, path string, streams, promptLen, maxTokens int) float64 {
 	st := newSchedStack(b, stackConfig{model: path, lanes: streams, seqs: 2 * streams, threads: benchThreads})
 	defer st.close(b)
-	var mu sync.Mutex
-	var first, last time.Time
-	tokens := 0
+	times := make([][]time.Time, streams) // each stream's token arrivals
 	var wg sync.WaitGroup
 	for i := range streams {
 		prompt := textTokens(b, st.eng.Engine, promptLen, uint64(1000+i))
@@ -109,30 +110,41 @@ func schedDecodeRate(b *testing.B, path string, streams, promptLen, maxTokens in
 			b.Fatal(err)
 		}
 		wg.Go(func() {
-			if _, err := s.Next(context.Background()); err != nil {
-				b.Error(err)
-				return
+			for {
+				_, err := s.Next(context.Background())
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				times[i] = append(times[i], time.Now())
 			}
-			t0 := time.Now()
-			_, res, err := s.Collect(context.Background())
-			t1 := time.Now()
-			if err != nil || res.Err != nil || res.Generated != maxTokens {
-				b.Errorf("stream %d: %v, %+v", i, err, res)
-				return
+			if res := s.Result(); res.Err != nil || res.Generated != maxTokens {
+				b.Errorf("stream %d: %+v", i, res)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if first.IsZero() || t0.Before(first) {
-				first = t0
-			}
-			if t1.After(last) {
-				last = t1
-			}
-			tokens += res.Generated - 1
 		})
 	}
 	wg.Wait()
-	return float64(tokens) / last.Sub(first).Seconds()
+	var start, end time.Time
+	for _, ts := range times {
+		if ts[0].After(start) {
+			start = ts[0]
+		}
+		if ts[len(ts)-1].After(end) {
+			end = ts[len(ts)-1]
+		}
+	}
+	tokens := 0
+	for _, ts := range times {
+		for _, t := range ts {
+			if t.After(start) {
+				tokens++
+			}
+		}
+	}
+	return float64(tokens) / end.Sub(start).Seconds()
 }
 
 // benchFIMUnderLoad: the time to first token of an inline completion (a

@@ -94,9 +94,6 @@ type parkPrefiller struct {
 
 func openParkBench(b *testing.B, path, kvt string, most int) *parkPrefiller {
 	opts := cgo.Options{ModelPath: path, Ctx: most + 2560, Lanes: 1, Seqs: 2, Batch: 512, Threads: runtime.NumCPU(), KVType: kvt}
-	if kvt != "f16" {
-		opts.FlashAttn = -1 // a quantized cache needs flash attention
-	}
 	e, err := cgo.Open(opts)
 	if err != nil {
 		b.Fatal(err)
