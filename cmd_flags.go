@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/urfave/cli/v2"
+
+	"superfluid/cgo"
 )
 
 // engineFlags are the flags of a command that loads a model to serve many
@@ -14,7 +17,7 @@ func engineFlags(lanes int) []cli.Flag {
 		&cli.IntFlag{Name: "lanes", Value: lanes, Usage: "requests decoded at once", EnvVars: env("LANES")},
 		&cli.IntFlag{Name: "ctx", Value: 16384, Usage: "context tokens, shared by every lane and the prefix cache", EnvVars: env("CTX")},
 		&cli.IntFlag{Name: "threads", Value: runtime.NumCPU(), Usage: "CPU threads", EnvVars: env("THREADS")},
-		&cli.IntFlag{Name: "batch", Value: 512, Usage: "most tokens one engine step carries", EnvVars: env("BATCH")},
+		&cli.IntFlag{Name: "batch", Usage: "most tokens one engine step carries; a newly arrived request waits at most one step", DefaultText: fmt.Sprint(cgo.DefaultBatch), EnvVars: env("BATCH")},
 		&cli.StringFlag{Name: "kv-type", Value: "f16", Usage: "KV cache type: f16, q8_0 or q4_0", EnvVars: env("KV_TYPE")},
 		&cli.StringFlag{Name: "flash-attn", Value: "on", Usage: "flash attention: on, off or auto (llama.cpp decides); on keeps decode fast while the prefix cache holds many conversations", EnvVars: env("FLASH_ATTN")},
 	}

@@ -34,7 +34,7 @@ type Options struct {
 	Ctx       int    // default 16384
 	Seqs      int    // default 4 per lane
 	Threads   int    // default: all cores
-	Batch     int    // default 512
+	Batch     int    // default cgo.DefaultBatch, at least 2 per lane
 	KVType    string // default f16
 	FlashAttn string // on (default), off or auto; see cgo.Options
 	HostCache int64  // bytes for evicted conversation state; default 1 GiB, <0 off
@@ -173,7 +173,8 @@ func (o *Options) withDefaults() {
 		o.Seqs = 4 * o.Lanes
 	}
 	if o.Batch <= 0 {
-		o.Batch = 512
+		// Room for every lane's decode token and as much prompt beside.
+		o.Batch = max(cgo.DefaultBatch, 2*o.Lanes)
 	}
 	if o.HostCache == 0 {
 		o.HostCache = 1 << 30

@@ -42,7 +42,7 @@ type Options struct {
 	Ctx       int    // context tokens shared by all sequences; 0: the model's
 	Seqs      int    // engine sequences: lanes plus cached prefixes
 	Lanes     int    // lanes that may run at once
-	Batch     int    // most tokens a step may carry
+	Batch     int    // most tokens a step may carry; 0: DefaultBatch
 	UBatch    int    // physical micro-batch; 0: min(Batch, 512)
 	Threads   int    // 0: all cores
 	KVType    string // "f16" (default), "q8_0", "q4_0"
@@ -66,7 +66,7 @@ func (o *Options) withDefaults() Options {
 		v.Seqs = 2 * v.Lanes
 	}
 	if v.Batch <= 0 {
-		v.Batch = 512
+		v.Batch = DefaultBatch
 	}
 	if v.Threads <= 0 {
 		v.Threads = runtime.NumCPU()

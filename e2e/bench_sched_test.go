@@ -179,7 +179,7 @@ func benchFIMUnderLoad(b *testing.B, path string) {
 // every run whatever the machine's timing.
 func fimTTFT(b *testing.B, path string, loaded, classes bool) time.Duration {
 	const lanes, bgPrompt, bgTokens, warmup = 4, 2000, 16, 1024
-	st := newSchedStack(b, stackConfig{model: path, lanes: lanes, ctx: 12288, threads: benchThreads})
+	st := newSchedStack(b, stackConfig{model: path, lanes: lanes, ctx: 12288, threads: benchThreads, batch: cgo.DefaultBatch})
 	defer st.close(b)
 	e := st.eng.Engine
 	req := sched.Request{Prompt: fimPrompt(b, e, 256), Class: sched.FIM, MaxTokens: 16}
@@ -236,7 +236,7 @@ func fimTTFT(b *testing.B, path string, loaded, classes bool) time.Duration {
 
 // fimPrompt is an inline-completion prompt of about n tokens in the
 // model's FIM format (prefix, suffix, middle), as an editor sends it.
-func fimPrompt(b *testing.B, e *cgo.Engine, n int) []engine.Token {
+func fimPrompt(b testing.TB, e *cgo.Engine, n int) []engine.Token {
 	f := e.Descriptor().FIM
 	pre, suf := textTokens(b, e, n*3/4, 3000), textTokens(b, e, n/4-3, 3001)
 	if !f.Capable() {

@@ -94,12 +94,16 @@ func (fs *fileServer) serve(w http.ResponseWriter, r *http.Request) {
 	for k, v := range fs.extra {
 		w.Header()[k] = v
 	}
+	// The log is in arrival order: a stalled answer ends only when its
+	// client gives up, which may be after the client's next request.
+	entry := len(fs.log)
+	fs.log = append(fs.log, fmt.Sprintf("%s (unanswered)", r.Method))
 	fs.mu.Unlock()
 	w.Header().Set("ETag", etag)
 	rec := &recorder{ResponseWriter: w, cut: cut, stall: stall, ctx: r}
 	defer func() {
 		fs.mu.Lock()
-		fs.log = append(fs.log, fmt.Sprintf("%s range=%s if-range=%s auth=%s -> %d", r.Method, r.Header.Get("Range"), r.Header.Get("If-Range"), r.Header.Get("Authorization"), rec.status))
+		fs.log[entry] = fmt.Sprintf("%s range=%s if-range=%s auth=%s -> %d", r.Method, r.Header.Get("Range"), r.Header.Get("If-Range"), r.Header.Get("Authorization"), rec.status)
 		fs.mu.Unlock()
 	}()
 	http.ServeContent(rec, r, "model.gguf", time.Time{}, bytes.NewReader(data))

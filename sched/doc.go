@@ -56,7 +56,11 @@
 // tick, the rest of the tick's prefill is capped at that chunk's size (at
 // least 256): its first token is sampled at the end of the step, and a big
 // tail would hold it back. When a Chat or FIM prompt completes, nothing of
-// a worse class prefills beside it that tick.
+// a worse class prefills beside it that tick; and while a Chat or FIM lane
+// decodes a reply that ends within about four seconds (an editor's
+// completion, a bounded answer), Agent and Background prompts wait for it:
+// a prefill step beside each of its tokens would stretch the reply
+// several-fold.
 //
 // Decode. Each decoding lane may run a number of rounds (tokens) this
 // tick. Without prefill it is what fills the tick target at the measured

@@ -58,6 +58,14 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 			before(rankOf(b.job.class, b.remaining(), b.tag, b.prefillStarved, bound))
 	})
 	b := newPrefillBudget(budget)
+	if p.shortReplyDecoding() {
+		// A short reply someone reads token by token (an editor's
+		// completion, a bounded chat answer) finishes before Agent and
+		// Background prompts prefill again: a prefill step beside each of
+		// its tokens would stretch it several-fold, for a gain to the
+		// prompts of seconds at most.
+		b.holdBelow(FIM)
+	}
 	for _, l := range order {
 		if !l.admitted {
 			j := l.job
@@ -106,6 +114,25 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 		waiting := l.remaining() > 0 && l.chunk == 0
 		l.prefillStarved = starvedAfter(l.prefillStarved, waiting, youngest, served, l.tag)
 	}
+}
+
+// shortReplyDecoding reports a Chat or FIM lane generating a reply that
+// ends within shortReplySecs at the measured round time (shortReplyTokens
+// while the time is unknown).
+func (p *planner) shortReplyDecoding() bool {
+	for _, l := range p.lanes {
+		if l.finishing || !l.admitted || !l.decoding() || !l.job.class.interactive() {
+			continue
+		}
+		left := l.toGenerate()
+		if left < 0 {
+			continue
+		}
+		if p.roundSecs > 0 && float64(left)*p.roundSecs <= shortReplySecs || p.roundSecs <= 0 && left <= shortReplyTokens {
+			return true
+		}
+	}
+	return false
 }
 
 // tickPrefillBudget is the prompt tokens this tick may carry. A tick a

@@ -48,6 +48,12 @@ const (
 	// openPrefillUnlearned is an open tick's prefill until two bulk ticks
 	// have taught the rate.
 	openPrefillUnlearned = 512
+
+	// shortReplySecs: a Chat or FIM reply that ends within this much
+	// decoding holds Agent and Background prefill back until it is done;
+	// shortReplyTokens while the round time is unknown.
+	shortReplySecs   = 4.0
+	shortReplyTokens = 128
 )
 
 // prefillBudget hands out one tick's prompt tokens.

@@ -328,3 +328,61 @@ func TestBackgroundDecodingIsThrottled(t *testing.T) {
 	h.jobs["bg"].stream.Cancel()
 	h.run(10)
 }
+
+// A short reply someone is reading holds Agent and Background prefill back
+// until it is done; a long one shares the ticks with them.
+func TestShortInteractiveReplyHoldsBackgroundPrefillBack(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		maxTokens int
+		held      bool
+	}{{"short", 40, true}, {"long", 100000, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 2, 4096, Config{}).fast()
+			h.eng.keep = true
+			h.submit("bg", Request{Prompt: promptOf(1, 60000), Class: Background, MaxTokens: 4})
+			h.step()
+			h.step()
+			h.submit("fim", Request{Prompt: promptOf(2, 30), Class: FIM, MaxTokens: c.maxTokens})
+			fim, bg := uint32(2), uint32(1)
+			sawDecode, bgBeside := false, false
+			for range 20 {
+				before := len(h.eng.plans)
+				h.step()
+				for i := range h.eng.plans[before:] {
+					p := &h.eng.plans[before+i]
+					decodes := false
+					for _, d := range p.Decodes {
+						decodes = decodes || d.Lane == fim
+					}
+					sawDecode = sawDecode || decodes
+					bgBeside = bgBeside || decodes && chunkOf(p, bg) > 0
+				}
+				if h.done("fim") {
+					break
+				}
+			}
+			if !sawDecode {
+				t.Fatal("the FIM reply never decoded")
+			}
+			if bgBeside == c.held {
+				t.Fatalf("background prefilled beside the FIM reply's decoding: %v, want %v", bgBeside, !c.held)
+			}
+			if c.held {
+				if !h.done("fim") {
+					t.Fatal("the short reply did not finish")
+				}
+				before := len(h.eng.plans)
+				h.step()
+				h.step()
+				resumed := false
+				for i := range h.eng.plans[before:] {
+					resumed = resumed || chunkOf(&h.eng.plans[before+i], bg) > 0
+				}
+				if !resumed {
+					t.Fatal("background prefill did not resume after the reply")
+				}
+			}
+		})
+	}
+}
