@@ -73,17 +73,24 @@ func batchAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if in, err := os.Stat(c.Args().First()); err == nil {
+		if o, err := os.Stat(c.String("output")); err == nil && os.SameFile(in, o) {
+			return errors.New("batch: the output file is the input file; name another with -o")
+		}
+	}
 	out, err := batch.OpenOutput(c.String("output"))
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	// Loading takes a while; Ctrl-C then just ends the process (nothing is
+	// written yet). From here on it stops the run with the output valid.
 	doer, parallel, closeDoer, err := batchDoer(c, class)
 	if err != nil {
 		out.Close()
 		return err
 	}
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	if n := c.Int("parallel"); n > 0 {
 		parallel = n
 	}

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,24 +10,59 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"superfluid/flock"
 )
 
 // Output is a JSONL file of records open for appending. It is the batch's
 // only progress record: a line is written whole with one write, and
-// OpenOutput keeps only what a rerun can trust.
+// opening it again keeps only what a rerun can trust.
 type Output struct {
 	f    *os.File
 	path string
 	done map[string]bool
+	lock *os.File // path.lock, held while open; nil for own files
 }
 
-// OpenOutput opens (or creates) path. Of an existing file it keeps each
-// complete, parseable, final record once, and drops the rest: a last line
-// cut short by a kill, failures worth retrying, repeats. When anything was
-// dropped the file is rewritten (temp file, fsync, rename) before new
-// lines are appended.
+// ErrNotResults is wrapped by OpenOutput when the file has a line that is
+// not a batch result: the file is somebody else's (the input named as the
+// output, say), and rewriting it would lose that line.
+var ErrNotResults = errors.New("not a batch results file")
+
+// OpenOutput opens (or creates) a results file a user named. Of an
+// existing file it keeps each final record once and drops what a rerun
+// redoes: failures worth retrying, repeats, and a last line cut short by a
+// kill. A complete line that is not a record makes it refuse the file
+// (ErrNotResults). When anything was dropped the file is rewritten (temp
+// file, fsync, rename) before new lines are appended. path.lock is held
+// until Close, so two runs never write one file.
 func OpenOutput(path string) (*Output, error) {
-	kept, dropped, err := readOutput(path)
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("batch: output: %w", err)
+	}
+	if err := flock.Try(lock); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("batch: output %s: another run is writing it (%w)", path, err)
+	}
+	o, err := openOutput(path, true)
+	if err != nil {
+		os.Remove(lock.Name())
+		lock.Close()
+		return nil, err
+	}
+	o.lock = lock
+	return o, nil
+}
+
+// OpenOwnOutput is OpenOutput for a file only superfluid writes (the
+// server's per-batch results): a line that is not a record is damage, and
+// is dropped like a line cut short. It takes no lock: its owner
+// serializes access.
+func OpenOwnOutput(path string) (*Output, error) { return openOutput(path, false) }
+
+func openOutput(path string, strict bool) (*Output, error) {
+	kept, dropped, err := readOutput(path, strict)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +87,7 @@ type keptLine struct {
 	line     []byte // with its newline
 }
 
-func readOutput(path string) (kept []keptLine, dropped bool, err error) {
+func readOutput(path string, strict bool) (kept []keptLine, dropped bool, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -62,12 +98,16 @@ func readOutput(path string) (kept []keptLine, dropped bool, err error) {
 	defer f.Close()
 	seen := map[string]bool{}
 	br := bufio.NewReaderSize(f, 64<<10)
-	for {
+	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			var r Record
+			whole := line[len(line)-1] == '\n'
+			record := json.Unmarshal(line, &r) == nil && r.CustomID != "" && (r.Response != nil || r.Error != nil)
 			switch {
-			case line[len(line)-1] != '\n', json.Unmarshal(line, &r) != nil, r.CustomID == "", !r.Final(), seen[r.CustomID]:
+			case whole && !record && strict && len(bytes.TrimSpace(line)) > 0:
+				return nil, false, fmt.Errorf("batch: line %d of %s is not a batch result; refusing to overwrite the file (name another output): %w", n, path, ErrNotResults)
+			case !whole, !record, !r.Final(), seen[r.CustomID]:
 				dropped = true
 			default:
 				seen[r.CustomID] = true
@@ -149,6 +189,10 @@ func (o *Output) Close() error {
 	err := o.f.Sync()
 	if e := o.f.Close(); err == nil {
 		err = e
+	}
+	if o.lock != nil {
+		os.Remove(o.lock.Name()) // still held: no other run has it open
+		o.lock.Close()
 	}
 	if err != nil {
 		return fmt.Errorf("batch: closing %s: %w", o.path, err)

@@ -248,7 +248,6 @@ func TestOpenOutputDropsWhatCannotBeTrusted(t *testing.T) {
 		`{"id":"x","custom_id":"c","response":{"status_code":500,"request_id":"r","body":{}},"error":null}` + "\n" +
 		`{"id":"x","custom_id":"d","response":{"status_code":400,"request_id":"r","body":{}},"error":null}` + "\n" +
 		ok("a") + "\n" +
-		"garbage\n" +
 		ok("e")[:30] // cut short by a kill
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -323,4 +322,50 @@ func TestHTTPDoerSendsClassAndKey(t *testing.T) {
 	if _, _, err := d.Do(context.Background(), "POST", Completions, nil); err == nil {
 		t.Fatal("no error from a closed server")
 	}
+}
+
+// A file with lines that are not results is somebody else's: the user's
+// own output is refused, not rewritten; the server's own results file
+// drops the damage.
+func TestOpenOutputRefusesAForeignFile(t *testing.T) {
+	dir := t.TempDir()
+	input := filepath.Join(dir, "in.jsonl")
+	content := `{"custom_id":"a","method":"POST","url":"/v1/completions","body":{"prompt":"x"}}` + "\n" + `{"prompt":"y"}` + "\n"
+	os.WriteFile(input, []byte(content), 0o644)
+	if _, err := OpenOutput(input); !errors.Is(err, ErrNotResults) {
+		t.Fatalf("opening an input file as output: %v", err)
+	}
+	if b, _ := os.ReadFile(input); string(b) != content {
+		t.Fatalf("the input file was changed:\n%s", b)
+	}
+	if _, err := os.Stat(input + ".lock"); err == nil {
+		t.Fatal("a refused open left its lock file")
+	}
+	own := filepath.Join(dir, "own.jsonl")
+	os.WriteFile(own, []byte("not json\n"+`{"id":"x","custom_id":"a","response":{"status_code":200,"request_id":"r","body":{}},"error":null}`+"\n"), 0o644)
+	o, err := OpenOwnOutput(own)
+	if err != nil || !o.Done("a") || o.Len() != 1 {
+		t.Fatalf("own results: %v", err)
+	}
+	o.Close()
+}
+
+func TestOpenOutputIsExclusive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	first, err := OpenOutput(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenOutput(path); err == nil || !strings.Contains(err.Error(), "another run") {
+		t.Fatalf("second open: %v", err)
+	}
+	first.Close()
+	if _, err := os.Stat(path + ".lock"); err == nil {
+		t.Fatal("Close left the lock file")
+	}
+	again, err := OpenOutput(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,6 +29,11 @@ type Config struct {
 	// no answer or a 502/503/504 is sent again, and the first wait.
 	Retries int
 	Backoff time.Duration
+	// RetryPause is the first pause before a batch sends the requests that
+	// got no answer again (default 10s; it doubles each round), and the
+	// pause after its results could not be written (default 30s).
+	RetryPause time.Duration
+	DiskPause  time.Duration
 	// Now is the clock (tests move it to expire batches); default time.Now.
 	Now func() time.Time
 }
@@ -63,6 +69,12 @@ func Open(dir string, cfg Config) (*Store, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.RetryPause <= 0 {
+		cfg.RetryPause = 10 * time.Second
+	}
+	if cfg.DiskPause <= 0 {
+		cfg.DiskPause = 30 * time.Second
 	}
 	for _, d := range []string{filepath.Join(dir, "files"), filepath.Join(dir, "batches")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -187,7 +199,7 @@ func (s *Store) indexFiles() error {
 	if err != nil {
 		return fmt.Errorf("batches: %w", err)
 	}
-	content := map[string]bool{}
+	content, unreadable := map[string]bool{}, map[string]bool{}
 	for _, e := range ents {
 		name := e.Name()
 		switch {
@@ -202,6 +214,7 @@ func (s *Store) indexFiles() error {
 			}
 			if err != nil || f.ID != id || !validID(id) {
 				slog.Warn("batches: a file object cannot be read; ignored", "path", filepath.Join(dir, name), "err", err)
+				unreadable[id] = true // its content is left alone too
 				continue
 			}
 			s.files[id] = &f
@@ -218,7 +231,7 @@ func (s *Store) indexFiles() error {
 		}
 	}
 	for name := range content {
-		if _, ok := s.files[name]; !ok {
+		if _, ok := s.files[name]; !ok && !unreadable[name] {
 			os.Remove(filepath.Join(dir, name))
 		}
 	}
@@ -247,6 +260,9 @@ func (s *Store) indexBatches() error {
 		raw, err := os.ReadFile(filepath.Join(dir, name))
 		if err == nil {
 			err = json.Unmarshal(raw, &b)
+		}
+		if err == nil && (b.ExpiresAt == nil || b.Status == "") {
+			err = errors.New("no status or expires_at")
 		}
 		if err != nil || b.ID != id || !validID(id) {
 			slog.Warn("batches: a batch object cannot be read; ignored", "path", filepath.Join(dir, name), "err", err)

@@ -576,3 +576,40 @@ func mustRecords(in string) []batch.Record {
 	}
 	return out
 }
+
+// flakyDoer answers 503 to the first failures calls for each prompt, then
+// passes to fakeDoer.
+type flakyDoer struct {
+	fakeDoer
+	failures int
+	seen     sync.Map // prompt → *atomic.Int32
+}
+
+func (d *flakyDoer) Do(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
+	var b struct{ Prompt string }
+	json.Unmarshal(body, &b)
+	n, _ := d.seen.LoadOrStore(b.Prompt, new(atomic.Int32))
+	if int(n.(*atomic.Int32).Add(1)) <= d.failures {
+		return 503, []byte(`{"error":{"message":"busy"}}`), nil
+	}
+	return d.fakeDoer.Do(ctx, method, url, body)
+}
+
+// Requests that got no answer within the Runner's retries are sent again
+// in later rounds before the batch completes: a server batch has no user
+// to rerun it.
+func TestBatchesRetryUnansweredRequestsBeforeCompleting(t *testing.T) {
+	s := openStore(t, t.TempDir(), Config{Parallel: 2, Retries: 1, RetryPause: time.Millisecond})
+	// Each request fails twice per Runner pass (1 retry) → answered in the
+	// third pass, the second retry round.
+	d := &flakyDoer{failures: 4}
+	s.Start(d)
+	b := create(t, s, completionLines(5), "/v1/completions")
+	b = waitFor(t, s, b.ID, "completed", func(b Batch) bool { return b.Status.Finished() })
+	if b.Status != StatusCompleted || b.ErrorFileID != nil || b.RequestCounts.Completed != 5 {
+		t.Fatalf("batch %+v (errors file %v)", b.RequestCounts, b.ErrorFileID)
+	}
+	if out := records(t, s, b.OutputFileID); len(out) != 5 {
+		t.Fatalf("%d output records", len(out))
+	}
+}

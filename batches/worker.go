@@ -40,10 +40,16 @@ func (s *Store) work(ctx context.Context) {
 			}
 			continue
 		}
-		s.run(ctx, id)
+		pause := s.run(ctx, id)
 		s.mu.Lock()
 		s.running, s.cancelRun = "", nil
 		s.mu.Unlock()
+		if pause > 0 {
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+			}
+		}
 	}
 }
 
@@ -61,38 +67,37 @@ func (s *Store) next() string {
 }
 
 // run runs one batch until it ends, is cancelled or expires, or the store
-// closes (then it stays in_progress, to resume after a restart).
-func (s *Store) run(ctx context.Context, id string) {
+// closes (then it stays in_progress, to resume after a restart). Requests
+// that got no answer or a server-side failure are sent again, after a
+// growing pause, up to retryRounds times within the batch's window. It
+// returns how long the worker should pause before the next batch: a
+// failure of the server's own (its disk) leaves the batch in_progress with
+// every answer kept, to try again after that pause.
+func (s *Store) run(ctx context.Context, id string) time.Duration {
 	s.mu.Lock()
 	b := s.batches[id]
-	expires := *b.ExpiresAt
+	expires, cancelling := *b.ExpiresAt, b.Status == StatusCancelling
 	s.mu.Unlock()
-	if s.now() >= expires {
-		s.finish(id, StatusExpired, nil)
-		return
+	switch {
+	case cancelling: // cancelled between next and here
+		s.finish(id, StatusCancelled, nil)
+		return 0
+	case s.now() >= expires:
+		if !s.finish(id, StatusExpired, nil) {
+			return s.cfg.DiskPause
+		}
+		return 0
 	}
 	reqs, berr := s.requests(b)
 	if berr != nil { // the input changed on disk since it was validated
 		s.fail(id, *berr)
-		return
+		return 0
 	}
-	out, err := batch.OpenOutput(s.resultPath(id))
-	if err != nil {
-		s.fail(id, BatchError{Code: "server_error", Message: err.Error()})
-		return
-	}
-	// The counts are recomputed from what the results file holds: the
-	// saved ones may be up to saveEvery stale, and OpenOutput dropped the
-	// failures it will retry.
-	base := countResults(s.resultPath(id), reqs)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	slog.Info("batch running", "id", id, "requests", len(reqs), "answered", out.Len())
 	s.mu.Lock()
-	b.RequestCounts = base
-	s.persistLocked(b)
 	s.cancelRun = cancel
-	if b.Status == StatusCancelling { // cancelled between next and here
+	if b.Status == StatusCancelling {
 		cancel(errCancelled)
 	}
 	s.mu.Unlock()
@@ -100,6 +105,68 @@ func (s *Store) run(ctx context.Context, id string) {
 	// at the next answer by the store's (tests move that one).
 	timer := time.AfterFunc(time.Duration(expires-s.now())*time.Second, func() { cancel(errExpired) })
 	defer timer.Stop()
+	var err error
+	for round := 0; ; round++ {
+		var retryable int
+		retryable, err = s.runOnce(runCtx, cancel, b, reqs, expires)
+		if err != nil || retryable == 0 || round == retryRounds {
+			break
+		}
+		slog.Info("batch: retrying requests that got no answer", "id", id, "requests", retryable, "round", round+1)
+		select {
+		case <-time.After(s.cfg.RetryPause << round):
+		case <-runCtx.Done():
+			err = runCtx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	ended := true
+	switch cause := context.Cause(runCtx); {
+	case err == nil:
+		ended = s.finish(id, StatusCompleted, reqs)
+	case ctx.Err() != nil: // the store is closing: resume after the restart
+		s.mu.Lock()
+		s.persistLocked(b)
+		s.mu.Unlock()
+	case errors.Is(cause, errCancelled):
+		ended = s.finish(id, StatusCancelled, reqs)
+	case errors.Is(cause, errExpired):
+		ended = s.finish(id, StatusExpired, reqs)
+	default: // the results file cannot be written (a full disk)
+		slog.Error("batches: a batch paused: its results cannot be written", "id", id, "err", err, "retry_in", s.cfg.DiskPause)
+		s.mu.Lock()
+		s.persistLocked(b)
+		s.mu.Unlock()
+		return s.cfg.DiskPause
+	}
+	if !ended {
+		return s.cfg.DiskPause
+	}
+	return 0
+}
+
+// retryRounds: how often a batch sends its requests that got no answer
+// (or a 5xx, 429, 401/403) again before it completes with them failed.
+const retryRounds = 3
+
+// runOnce runs the requests b's results file does not answer yet and
+// returns how many of them still want another try.
+func (s *Store) runOnce(ctx context.Context, cancel context.CancelCauseFunc, b *Batch, reqs []batch.Request, expires int64) (int, error) {
+	out, err := batch.OpenOwnOutput(s.resultPath(b.ID))
+	if err != nil {
+		return 0, err
+	}
+	// The counts are recomputed from what the results file holds: the
+	// saved ones may be up to saveEvery stale, and OpenOutput dropped the
+	// failures it will retry.
+	base := countResults(s.resultPath(b.ID), reqs)
+	slog.Info("batch running", "id", b.ID, "requests", len(reqs), "answered", out.Len())
+	s.mu.Lock()
+	b.RequestCounts = base
+	s.persistLocked(b)
+	s.mu.Unlock()
 	saved := time.Now()
 	r := batch.Runner{Doer: s.doer, Parallel: s.cfg.Parallel, Retries: s.cfg.Retries, Backoff: s.cfg.Backoff,
 		OnProgress: func(p batch.Progress) {
@@ -115,35 +182,30 @@ func (s *Store) run(ctx context.Context, id string) {
 				cancel(errExpired)
 			}
 		}}
-	_, err = r.Run(runCtx, reqs, out)
+	_, err = r.Run(ctx, reqs, out)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	switch cause := context.Cause(runCtx); {
-	case err == nil:
-		s.finish(id, StatusCompleted, reqs)
-	case ctx.Err() != nil: // the store is closing: resume after the restart
-		s.mu.Lock()
-		s.persistLocked(b)
-		s.mu.Unlock()
-	case errors.Is(cause, errCancelled):
-		s.finish(id, StatusCancelled, reqs)
-	case errors.Is(cause, errExpired):
-		s.finish(id, StatusExpired, reqs)
-	default: // the results file cannot be written (a full disk)
-		slog.Error("batches: a batch failed", "id", id, "err", err)
-		s.fail(id, BatchError{Code: "server_error", Message: err.Error()})
+	if err != nil {
+		return 0, err
 	}
+	retryable := 0
+	for _, r := range readResults(s.resultPath(b.ID)) {
+		if !r.rec.Final() {
+			retryable++
+		}
+	}
+	return retryable, nil
 }
 
-// fail ends a batch failed.
+// fail ends a batch failed: its input cannot run. What its results file
+// holds stays on disk.
 func (s *Store) fail(id string, e BatchError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.batches[id]
 	b.Status, b.FailedAt, b.Errors = StatusFailed, ptr(s.now()), &Errors{Object: "list", Data: []BatchError{e}}
 	s.persistLocked(b)
-	os.Remove(s.resultPath(id))
 }
 
 // finish ends a batch as status (completed, cancelled or expired): its
@@ -151,7 +213,7 @@ func (s *Store) fail(id string, e BatchError) {
 // the input (reqs; nil reads it again), and the results file is removed.
 // A completed batch passes through finalizing meanwhile; one cancelled
 // since its run ended ends cancelled.
-func (s *Store) finish(id string, status Status, reqs []batch.Request) {
+func (s *Store) finish(id string, status Status, reqs []batch.Request) bool {
 	s.mu.Lock()
 	b := s.batches[id]
 	if status == StatusCompleted && b.Status == StatusCancelling {
@@ -167,9 +229,17 @@ func (s *Store) finish(id string, status Status, reqs []batch.Request) {
 	}
 	outID, errID, counts, err := s.split(b.ID, reqs, status)
 	if err != nil {
-		slog.Error("batches: writing a batch's output", "id", id, "err", err)
-		s.fail(id, BatchError{Code: "server_error", Message: "writing the output: " + err.Error()})
-		return
+		// Its answers are all in the results file: the batch goes back to
+		// in_progress, and its next run (after a restart at the latest)
+		// finds everything answered and finishes again.
+		slog.Error("batches: writing a batch's output failed; it will finish again", "id", id, "err", err)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if status == StatusCompleted {
+			b.Status = StatusInProgress
+			s.persistLocked(b)
+		}
+		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,6 +262,7 @@ func (s *Store) finish(id string, status Status, reqs []batch.Request) {
 	s.persistLocked(b)
 	os.Remove(s.resultPath(id))
 	slog.Info("batch ended", "id", id, "status", status, "completed", counts.Completed, "failed", counts.Failed, "total", counts.Total)
+	return true
 }
 
 // split writes the output file (records with a 2xx answer) and the error

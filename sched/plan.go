@@ -58,7 +58,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 			before(rankOf(b.job.class, b.remaining(), b.tag, b.prefillStarved, bound))
 	})
 	b := newPrefillBudget(budget)
-	if p.shortReplyDecoding() {
+	if p.holdForShortReply(now) {
 		// A short reply someone reads token by token (an editor's
 		// completion, a bounded chat answer) finishes before Agent and
 		// Background prompts prefill again: a prefill step beside each of
@@ -114,6 +114,25 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 		waiting := l.remaining() > 0 && l.chunk == 0
 		l.prefillStarved = starvedAfter(l.prefillStarved, waiting, youngest, served, l.tag)
 	}
+}
+
+// holdForShortReply reports whether this tick holds Agent and Background
+// prefill back for a short reply. Replies that follow one another (an
+// editor completing as someone types) would hold it back for good, so a
+// hold that has lasted maxShortReplyHoldSecs lets one tick through.
+func (p *planner) holdForShortReply(now time.Time) bool {
+	if !p.shortReplyDecoding() {
+		p.shortReplyHoldSince = time.Time{}
+		return false
+	}
+	if p.shortReplyHoldSince.IsZero() {
+		p.shortReplyHoldSince = now
+	}
+	if now.Sub(p.shortReplyHoldSince).Seconds() >= maxShortReplyHoldSecs {
+		p.shortReplyHoldSince = time.Time{}
+		return false
+	}
+	return true
 }
 
 // shortReplyDecoding reports a Chat or FIM lane generating a reply that

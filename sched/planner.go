@@ -13,9 +13,12 @@ import (
 // it makes the same plans, which is what lets its tests run in virtual
 // time against a fake engine.
 type planner struct {
-	cfg   Config
-	batch int // the engine's most tokens per step
-	stats *counters
+	cfg Config
+	// shortReplyHoldSince is when the current run of ticks holding worse
+	// prefill back for short replies began; zero: none is running.
+	shortReplyHoldSince time.Time
+	batch               int // the engine's most tokens per step
+	stats               *counters
 
 	// early marks the running tick's token events that went to their
 	// streams while it ran (engines that report steps).

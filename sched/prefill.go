@@ -54,6 +54,9 @@ const (
 	// shortReplyTokens while the round time is unknown.
 	shortReplySecs   = 4.0
 	shortReplyTokens = 128
+	// maxShortReplyHoldSecs bounds a run of such holds: then one tick
+	// prefills the others, so back-to-back replies cannot starve them.
+	maxShortReplyHoldSecs = 8.0
 )
 
 // prefillBudget hands out one tick's prompt tokens.

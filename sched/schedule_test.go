@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -384,5 +385,49 @@ func TestShortInteractiveReplyHoldsBackgroundPrefillBack(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Short replies one after another (an editor completing as someone types)
+// do not starve background prefill: a long run of holds lets a tick through.
+func TestBackToBackShortRepliesDoNotStarveBackgroundPrefill(t *testing.T) {
+	h := newHarness(t, 3, 4096, Config{})
+	h.eng.keep = true
+	h.submit("bg", Request{Prompt: promptOf(1, 200000), Class: Background, MaxTokens: 4})
+	h.step()
+	h.step()
+	bg := h.laneOf("bg")
+	n, lastFIM := 0, ""
+	var progress []time.Duration // virtual times at which bg prefilled
+	start := h.clock.since()
+	var active []string
+	for range 400 {
+		// Two replies overlap at all times: one starts before the other ends.
+		active = slices.DeleteFunc(active, h.done)
+		for len(active) < 2 {
+			n++
+			lastFIM = fmt.Sprintf("fim%d", n)
+			h.submit(lastFIM, Request{Prompt: promptOf(100+n, 20), Class: FIM, MaxTokens: 24 + n%7})
+			active = append(active, lastFIM)
+		}
+		before := len(h.eng.plans)
+		h.step()
+		for i := range h.eng.plans[before:] {
+			if chunkOf(&h.eng.plans[before+i], bg) > 0 {
+				progress = append(progress, h.clock.since())
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d FIM requests ran", n)
+	}
+	// Across the run, background prefill never waits much longer than the
+	// hold bound.
+	last := start
+	for _, at := range append(progress, h.clock.since()) {
+		if gap := at - last; gap.Seconds() > 2*maxShortReplyHoldSecs {
+			t.Fatalf("background prefill waited %v (FIM requests: %d; prefill at %v)", gap, n, progress)
+		}
+		last = at
 	}
 }
