@@ -73,7 +73,9 @@ type Stack struct {
 	closeErr  error
 	stopSched context.CancelFunc
 	schedDone chan error
-	serveDone chan error
+	serveDone chan struct{} // closed when Serve returns, with serveErr set
+	serveErr  error
+	ln        net.Listener
 	addr      net.Addr
 }
 
@@ -88,8 +90,8 @@ func Start(addr string, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	s := &Stack{Server: srv, serveDone: make(chan error, 1), addr: ln.Addr()}
-	go func() { s.serveDone <- srv.Serve(ln) }()
+	s := &Stack{Server: srv, serveDone: make(chan struct{}), addr: ln.Addr(), ln: ln}
+	go func() { s.serveErr = srv.Serve(ln); close(s.serveDone) }()
 	slog.Info("listening; loading the model", "addr", ln.Addr().String())
 	if err := s.load(o); err != nil {
 		srv.Shutdown(context.Background())
@@ -124,7 +126,11 @@ func (s *Stack) Addr() net.Addr { return s.addr }
 func (s *Stack) URL() string { return "http://" + s.addr.String() }
 
 // ServeErr reports a listener failure.
-func (s *Stack) ServeErr() <-chan error { return s.serveDone }
+func (s *Stack) ServeErr() <-chan error {
+	ch := make(chan error, 1)
+	go func() { <-s.serveDone; ch <- s.serveErr }()
+	return ch
+}
 
 // Close drains running requests (bounded by the HTTP drain time), stops
 // the scheduler and frees the engine.
@@ -143,6 +149,11 @@ func (s *Stack) close() error {
 	}
 	err := s.Server.Shutdown(context.Background())
 	if s.serveDone != nil {
+		// fasthttp closes only the listeners Serve has registered: on a
+		// busy machine a stack closed right after a quick load can get
+		// here before its Serve goroutine ran, which would then accept
+		// forever.
+		s.ln.Close()
 		<-s.serveDone
 	}
 	if s.stopSched != nil {
