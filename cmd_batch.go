@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -127,7 +124,7 @@ func readBatchInput(path string) ([]batch.Request, error) {
 func batchDoer(c *cli.Context, class sched.Class) (d batch.Doer, parallel int, closeFn func() error, err error) {
 	if url := c.String("url"); url != "" {
 		d := &batch.HTTPDoer{BaseURL: url, APIKey: c.String("api-key"), Class: class.String(), Client: &http.Client{}}
-		return d, 2 * serverLanes(c.Context, url, c.String("api-key")), func() error { return nil }, nil
+		return d, 2 * d.Lanes(c.Context), func() error { return nil }, nil
 	}
 	path, err := resolveModelFlag(c)
 	if err != nil {
@@ -145,33 +142,6 @@ func batchDoer(c *cli.Context, class sched.Class) (d batch.Doer, parallel int, c
 		return nil, 0, nil, err
 	}
 	return st.Doer(class.String()), 2 * lanes, st.Close, nil
-}
-
-// serverLanes asks a server how many requests it decodes at once
-// (llama.cpp's /props total_slots); 4 when it does not say.
-func serverLanes(ctx context.Context, base, key string) int {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	base = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1")
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/props", nil)
-	if err != nil {
-		return 4
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 4
-	}
-	defer resp.Body.Close()
-	var props struct {
-		TotalSlots int `json:"total_slots"`
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&props) != nil || props.TotalSlots < 1 {
-		return 4
-	}
-	return props.TotalSlots
 }
 
 // progressLine redraws a batch's progress bar on a terminal, at most five

@@ -20,8 +20,8 @@ import (
 type Output struct {
 	f    *os.File
 	path string
-	done map[string]bool
-	lock *os.File // path.lock, held while open; nil for own files
+	done map[string]bool // custom_id → its record is a 2xx answer
+	lock *os.File        // path.lock, held while open; nil for own files
 }
 
 // ErrNotResults is wrapped by OpenOutput when the file has a line that is
@@ -68,7 +68,7 @@ func openOutput(path string, strict bool) (*Output, error) {
 	}
 	o := &Output{path: path, done: map[string]bool{}}
 	for _, r := range kept {
-		o.done[r.customID] = true
+		o.done[r.customID] = r.succeeded
 	}
 	if dropped {
 		if err := rewrite(path, kept); err != nil {
@@ -83,8 +83,9 @@ func openOutput(path string, strict bool) (*Output, error) {
 }
 
 type keptLine struct {
-	customID string
-	line     []byte // with its newline
+	customID  string
+	succeeded bool
+	line      []byte // with its newline
 }
 
 func readOutput(path string, strict bool) (kept []keptLine, dropped bool, err error) {
@@ -111,7 +112,7 @@ func readOutput(path string, strict bool) (kept []keptLine, dropped bool, err er
 				dropped = true
 			default:
 				seen[r.CustomID] = true
-				kept = append(kept, keptLine{r.CustomID, line})
+				kept = append(kept, keptLine{r.CustomID, r.Succeeded(), line})
 			}
 		}
 		if err != nil {
@@ -161,7 +162,13 @@ func syncDir(dir string) error {
 }
 
 // Done reports whether the file already answers customID.
-func (o *Output) Done(customID string) bool { return o.done[customID] }
+func (o *Output) Done(customID string) bool {
+	_, ok := o.done[customID]
+	return ok
+}
+
+// Succeeded reports whether the file answers customID with a 2xx answer.
+func (o *Output) Succeeded(customID string) bool { return o.done[customID] }
 
 // Len is how many custom_ids the file answers.
 func (o *Output) Len() int { return len(o.done) }
@@ -180,7 +187,7 @@ func (o *Output) Append(r *Record) error {
 	if _, err := o.f.Write(b); err != nil {
 		return fmt.Errorf("batch: writing %s: %w", o.path, err)
 	}
-	o.done[r.CustomID] = true
+	o.done[r.CustomID] = r.Succeeded()
 	return nil
 }
 

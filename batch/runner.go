@@ -47,6 +47,7 @@ type Progress struct {
 	Done    int   // answered in the output, including Resumed
 	Resumed int   // already answered when the run started
 	Failed  int   // records this run wrote that are not a 2xx response
+	Retry   int   // of those, the ones a rerun sends again (not Final)
 	Tokens  int64 // completion tokens generated in this run
 	Elapsed time.Duration
 }
@@ -112,6 +113,9 @@ func (r *Runner) Run(ctx context.Context, reqs []Request, out *Output) (Progress
 		p.Done++
 		if !rec.Succeeded() {
 			p.Failed++
+		}
+		if !rec.Final() {
+			p.Retry++
 		}
 		if rec.Response != nil {
 			p.Tokens += completionTokens(rec.Response.Body)

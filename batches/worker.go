@@ -161,7 +161,15 @@ func (s *Store) runOnce(ctx context.Context, cancel context.CancelCauseFunc, b *
 	// The counts are recomputed from what the results file holds: the
 	// saved ones may be up to saveEvery stale, and OpenOutput dropped the
 	// failures it will retry.
-	base := countResults(s.resultPath(b.ID), reqs)
+	base := RequestCounts{Total: len(reqs)}
+	for _, q := range reqs {
+		switch {
+		case out.Succeeded(q.CustomID):
+			base.Completed++
+		case out.Done(q.CustomID):
+			base.Failed++
+		}
+	}
 	slog.Info("batch running", "id", b.ID, "requests", len(reqs), "answered", out.Len())
 	s.mu.Lock()
 	b.RequestCounts = base
@@ -182,20 +190,14 @@ func (s *Store) runOnce(ctx context.Context, cancel context.CancelCauseFunc, b *
 				cancel(errExpired)
 			}
 		}}
-	_, err = r.Run(ctx, reqs, out)
+	p, err := r.Run(ctx, reqs, out)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return 0, err
 	}
-	retryable := 0
-	for _, r := range readResults(s.resultPath(b.ID)) {
-		if !r.rec.Final() {
-			retryable++
-		}
-	}
-	return retryable, nil
+	return p.Retry, nil
 }
 
 // fail ends a batch failed: its input cannot run. What its results file
@@ -362,20 +364,4 @@ func readResults(path string) map[string]result {
 			return out
 		}
 	}
-}
-
-// countResults counts the records of reqs' custom_ids in a results file.
-func countResults(path string, reqs []batch.Request) RequestCounts {
-	recs := readResults(path)
-	c := RequestCounts{Total: len(reqs)}
-	for _, q := range reqs {
-		if r, ok := recs[q.CustomID]; ok {
-			if r.rec.Succeeded() {
-				c.Completed++
-			} else {
-				c.Failed++
-			}
-		}
-	}
-	return c
 }

@@ -57,32 +57,30 @@ func batchError(err error) error {
 	return serverError("%v", err)
 }
 
+// answerFromStore runs op on the batch store and answers with what it
+// returns as JSON, or with its error in OpenAI's shape.
+func answerFromStore[T any](s *Server, ctx *fasthttp.RequestCtx, op func(*batches.Store) (T, error)) error {
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	v, err := op(st)
+	if err != nil {
+		return batchError(err)
+	}
+	return writeJSON(ctx, v)
+}
+
 func (s *Server) createBatch(ctx *fasthttp.RequestCtx, _ *Model) error {
 	var p batches.BatchParams
 	if err := decodeJSON(ctx, &p); err != nil {
 		return err
 	}
-	st, err := s.store()
-	if err != nil {
-		return err
-	}
-	b, err := st.CreateBatch(p)
-	if err != nil {
-		return batchError(err)
-	}
-	return writeJSON(ctx, b)
+	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Batch, error) { return st.CreateBatch(p) })
 }
 
 func (s *Server) getBatch(ctx *fasthttp.RequestCtx, _ *Model) error {
-	st, err := s.store()
-	if err != nil {
-		return err
-	}
-	b, err := st.Batch(pathID(ctx))
-	if err != nil {
-		return batchError(err)
-	}
-	return writeJSON(ctx, b)
+	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Batch, error) { return st.Batch(pathID(ctx)) })
 }
 
 // cancelBatch takes no body; one that is sent must be JSON (a client
@@ -91,15 +89,7 @@ func (s *Server) cancelBatch(ctx *fasthttp.RequestCtx, _ *Model) error {
 	if body := bytes.TrimSpace(ctx.PostBody()); len(body) > 0 && !json.Valid(body) {
 		return badRequest("malformed JSON: this route takes no body")
 	}
-	st, err := s.store()
-	if err != nil {
-		return err
-	}
-	b, err := st.Cancel(pathID(ctx))
-	if err != nil {
-		return batchError(err)
-	}
-	return writeJSON(ctx, b)
+	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Batch, error) { return st.Cancel(pathID(ctx)) })
 }
 
 func (s *Server) listBatches(ctx *fasthttp.RequestCtx, _ *Model) error {
@@ -107,15 +97,7 @@ func (s *Server) listBatches(ctx *fasthttp.RequestCtx, _ *Model) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.store()
-	if err != nil {
-		return err
-	}
-	page, err := st.Batches(p)
-	if err != nil {
-		return batchError(err)
-	}
-	return writeJSON(ctx, page)
+	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Page[batches.Batch], error) { return st.Batches(p) })
 }
 
 // listParams reads after, limit, order and purpose from the query.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"github.com/valyala/fasthttp"
+
+	"superfluid/batches"
 )
 
 // uploadFile stores the "file" part of a multipart/form-data request with
@@ -51,39 +53,18 @@ func (s *Server) listFiles(ctx *fasthttp.RequestCtx, _ *Model) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.store()
-	if err != nil {
-		return err
-	}
-	page, err := st.Files(p)
-	if err != nil {
-		return batchError(err)
-	}
-	return writeJSON(ctx, page)
+	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Page[batches.File], error) { return st.Files(p) })
 }
 
 func (s *Server) getFile(ctx *fasthttp.RequestCtx, _ *Model) error {
-	st, err := s.store()
-	if err != nil {
-		return err
-	}
-	f, err := st.File(pathID(ctx))
-	if err != nil {
-		return batchError(err)
-	}
-	return writeJSON(ctx, f)
+	return answerFromStore(s, ctx, func(st *batches.Store) (batches.File, error) { return st.File(pathID(ctx)) })
 }
 
 func (s *Server) deleteFile(ctx *fasthttp.RequestCtx, _ *Model) error {
-	st, err := s.store()
-	if err != nil {
-		return err
-	}
 	id := pathID(ctx)
-	if err := st.DeleteFile(id); err != nil {
-		return batchError(err)
-	}
-	return writeJSON(ctx, map[string]any{"id": id, "object": "file", "deleted": true})
+	return answerFromStore(s, ctx, func(st *batches.Store) (map[string]any, error) {
+		return map[string]any{"id": id, "object": "file", "deleted": true}, st.DeleteFile(id)
+	})
 }
 
 // fileContent sends a file's bytes; fasthttp streams them from disk and
