@@ -24,6 +24,46 @@ type Descriptor struct {
 	Params            uint64  `json:"parameters"`
 	ModelBytes        uint64  `json:"model_bytes"`
 	Identity          string  `json:"identity"` // digest of the model file
+	// Recommended is what the model file recommends for sampling
+	// (general.sampling.* in the GGUF); see SamplingDefaults.
+	Recommended ModelSampling `json:"recommended_sampling"`
+}
+
+// ModelSampling holds the sampling values a model file recommends; the Has
+// fields say which keys the file has.
+type ModelSampling struct {
+	TopK    int32   `json:"top_k"`
+	TopP    float32 `json:"top_p"`
+	MinP    float32 `json:"min_p"`
+	HasTopK bool    `json:"has_top_k"`
+	HasTopP bool    `json:"has_top_p"`
+	HasMinP bool    `json:"has_min_p"`
+}
+
+// Default truncation samplers where neither the request nor the model
+// says: llama-server's.
+const (
+	DefaultTopK int32   = 40
+	DefaultTopP float32 = 0.95
+	DefaultMinP float32 = 0.05
+)
+
+// SamplingDefaults are the top-k, top-p and min-p a request that names none
+// of them samples with: the model's recommendation where it has one, else
+// llama-server's defaults.
+func (d *Descriptor) SamplingDefaults() (topK int32, topP, minP float32) {
+	topK, topP, minP = DefaultTopK, DefaultTopP, DefaultMinP
+	r := d.Recommended
+	if r.HasTopK {
+		topK = r.TopK
+	}
+	if r.HasTopP {
+		topP = r.TopP
+	}
+	if r.HasMinP {
+		minP = r.MinP
+	}
+	return topK, topP, minP
 }
 
 // FIM names the fill-in-the-middle tokens; -1 where the vocabulary has none.

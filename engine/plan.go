@@ -1,5 +1,7 @@
 package engine
 
+import "math"
+
 // Token is a vocabulary id.
 type Token = int32
 
@@ -14,6 +16,19 @@ type Sampling struct {
 	PresencePenalty  float32
 	PenaltyLastN     int32 // tokens the penalties look back over; -1: whole context
 	Seed             uint64
+}
+
+// MinTemperature is the lowest temperature that samples: below it the
+// logits divided by the temperature overflow to ±inf (a denormal such as
+// 1e-40 does), so a lower one is greedy, as llama-server treats it.
+const MinTemperature = 1e-5
+
+// Normalize turns values the engine cannot sample with into what they
+// mean: a temperature below MinTemperature is greedy.
+func (s *Sampling) Normalize() {
+	if !(s.Temperature >= MinTemperature) {
+		s.Temperature = 0
+	}
 }
 
 // Greedy returns sampling that always picks the most likely token.
@@ -97,4 +112,22 @@ func (p *Plan) AddAdmit(a Admit, prompt []Token, bias []LogitBias) {
 // Empty reports whether the plan asks for nothing.
 func (p *Plan) Empty() bool {
 	return len(p.Retires)+len(p.Admits)+len(p.Prefills)+len(p.Decodes) == 0
+}
+
+// BansEveryToken reports whether bias leaves no token that can be sampled:
+// every token of a vocabulary of n gets -inf. Such a lane has nothing to
+// sample, so requests carrying it are refused.
+func BansEveryToken(bias []LogitBias, n int) bool {
+	if n <= 0 || len(bias) < n {
+		return false
+	}
+	banned := make([]bool, n)
+	count := 0
+	for _, b := range bias {
+		if b.Token >= 0 && int(b.Token) < n && math.IsInf(float64(b.Bias), -1) && !banned[b.Token] {
+			banned[b.Token] = true
+			count++
+		}
+	}
+	return count == n
 }

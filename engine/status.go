@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Status is the engine's result code (enum sf_status in superfluid.h).
 type Status int32
@@ -23,12 +26,15 @@ const (
 	StatusDecode      Status = 13
 	StatusUnsupported Status = 14
 	StatusTemplate    Status = 15
+	StatusException   Status = 16 // a C++ exception caught at the ABI
+	StatusClosed      Status = 17 // the engine is closed
 )
 
 var statusNames = [...]string{
 	"ok", "invalid", "unknown lane", "lane exists", "sequence out of range", "sequence busy",
 	"past the prompt", "context exceeded", "KV cache full", "batch exceeded", "bad state",
 	"buffer too small", "model", "decode failed", "unsupported", "template",
+	"exception", "closed",
 }
 
 func (s Status) String() string {
@@ -39,10 +45,24 @@ func (s Status) String() string {
 }
 
 // Error is a failed engine call: its status and the engine's message.
+// A tick refused because of one lane's entry names that lane (HasLane,
+// Lane), so the scheduler can fail that lane alone and plan again; without
+// it the whole plan is at fault.
 type Error struct {
-	Status Status
-	Op     string
-	Msg    string
+	Status  Status
+	Op      string
+	Msg     string
+	Lane    uint32
+	HasLane bool
+}
+
+// FaultLane reports the lane an engine error blames, if it blames one.
+func FaultLane(err error) (uint32, bool) {
+	var e *Error
+	if errors.As(err, &e) && e.HasLane {
+		return e.Lane, true
+	}
+	return 0, false
 }
 
 func (e *Error) Error() string {
@@ -71,4 +91,6 @@ var (
 	ErrState       = &Error{Status: StatusState}
 	ErrUnsupported = &Error{Status: StatusUnsupported}
 	ErrTemplate    = &Error{Status: StatusTemplate}
+	ErrException   = &Error{Status: StatusException}
+	ErrClosed      = &Error{Status: StatusClosed}
 )
