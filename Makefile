@@ -18,7 +18,7 @@ export CGO_CPPFLAGS = $(LLAMA_INC)
 export CGO_CFLAGS   = -O3 $(SIMD)
 export CGO_CXXFLAGS = -O3 $(SIMD)
 
-.PHONY: all build test unit native-check vet fmt-check static portable asan bench models clean deps
+.PHONY: env all build test unit native-check vet fmt-check static portable asan bench models clean deps
 
 all: build
 
@@ -82,6 +82,11 @@ $(MODELS)/synth-%-q8_0.gguf: | build
 $(MODELS)/synth-%-f16.gguf: | build
 	@mkdir -p $(MODELS)
 	bin/superfluid model synth --shape $* --type f16 -o $@
+
+# The build environment for a shell: eval "$$(make -s env)", then plain go
+# commands share the Makefile's build cache.
+env:
+	@echo "export CGO_ENABLED=1 CGO_CPPFLAGS='$(LLAMA_INC)' CGO_CFLAGS='$(CGO_CFLAGS)' CGO_CXXFLAGS='$(CGO_CXXFLAGS)'"
 
 clean:
 	rm -rf bin .cache
