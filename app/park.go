@@ -40,15 +40,34 @@ func openPark(o Options, desc *engine.Descriptor) (*park.Store, error) {
 	if budget == 0 {
 		budget = 8 << 30
 	}
-	st, err := park.Open(park.Config{Dir: o.ParkDir, Identity: desc.Identity, KVType: desc.KVType, Budget: max(budget, 0), Lossy: o.ParkLossy})
+	st, err := park.Open(park.Config{Dir: o.ParkDir, Identity: desc.Identity, KVType: desc.KVType, VLayout: parkVLayout(o, desc),
+		Budget: max(budget, 0), Lossy: o.ParkLossy})
 	if err != nil {
 		slog.Warn("parking conversations on disk is off", "dir", o.ParkDir, "err", err)
 		return nil, nil
 	}
 	s := st.Stats()
-	slog.Info("park directory indexed", "dir", o.ParkDir, "files", s.Files.Load(), "bytes", s.Bytes.Load(),
-		"refused", refusedTotal(s), "stale_temps", s.StaleTemps.Load(), "lossy", o.ParkLossy)
+	slog.Info("park directory indexed", "dir", st.Dir(), "files", s.Files.Load(), "bytes", s.Bytes.Load(),
+		"refused", refusedTotal(s), "stale_temps", s.StaleTemps.Load(), "migrated", s.Migrated.Load(),
+		"other_models", s.Foreign.Load(), "lossy", o.ParkLossy)
 	return st, nil
+}
+
+// parkVLayout is the V cache layout of the engine's KV state, part of a
+// park file's identity: llama.cpp transposes V unless flash attention
+// runs. --flash-attn off turns it off, and llama.cpp turns it off for
+// Grok whatever is asked. "auto" resolves inside llama.cpp to on unless
+// some layer's attention would run on another device than its KV cache
+// (a GPU without support): on the CPU build it is always on, and a
+// quantized cache forces it on (native/engine.cpp). Where the guess is
+// wrong, the park writer reads the layout from each exported state and
+// refuses to park it under the wrong one (a counted write error, warned
+// once), so no file ever claims a layout its state does not have.
+func parkVLayout(o Options, desc *engine.Descriptor) park.VLayout {
+	if o.FlashAttn == "off" || desc.Architecture == "grok" {
+		return park.VTransposed
+	}
+	return park.VRows
 }
 
 func refusedTotal(s *park.Stats) int64 {
@@ -94,12 +113,15 @@ func parkMetrics(c *kv.Cache) []sfhttp.Metric {
 		counter("park_swept_total", "Files removed to keep the directory under budget.", ps.Swept.Load()),
 		counter("park_superseded_total", "Files removed because the conversation's next turn was parked.", ps.Superseded.Load()),
 		counter("park_stale_temps_total", "Half-written files of interrupted writes removed at start-up.", ps.StaleTemps.Load()),
+		counter("park_migrated_total", "Files of the flat park directory layout moved into this model's subdirectory at start-up.", ps.Migrated.Load()),
+		gauge("park_other_model_files", "Files left in the flat park directory layout at start-up: other models', KV types' or V layouts', or unreadable.", float64(ps.Foreign.Load())),
+		counter("park_reads_total", "Park files opened for a restore, whatever came of it (a refused file is read once).", ps.Reads.Load()),
 		gauge("park_files", "Park files on disk.", float64(ps.Files.Load())),
 		gauge("park_bytes", "Bytes of park files on disk.", float64(ps.Bytes.Load())),
 		gauge("park_lossy", "1 when parked state is demoted to 8 bits (outputs of resumed conversations may differ).", lossy),
 	}
 	for r := range park.NumReasons {
-		ms = append(ms, sfhttp.Metric{Name: "park_refused_total", Help: "Park files refused (and removed), by reason.", Type: "counter",
+		ms = append(ms, sfhttp.Metric{Name: "park_refused_total", Help: "Park files refused (removed when damaged, left alone when another model's or build's), by reason.", Type: "counter",
 			Labels: fmt.Sprintf("reason=%q", r.String()), Value: float64(ps.Refused[r].Load())})
 	}
 	return ms

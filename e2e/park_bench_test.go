@@ -144,7 +144,7 @@ func (pf *parkPrefiller) retire(b *testing.B) {
 // rename), then restores it per iteration: Load (read, verify, decompress)
 // and Import into sequence 1.
 func benchParkRestore(b *testing.B, e *cgo.Engine, st parkState, lossy bool) {
-	cfg := park.Config{Dir: b.TempDir(), Identity: st.desc.Identity, KVType: st.desc.KVType, Lossy: lossy}
+	cfg := park.Config{Dir: b.TempDir(), Identity: st.desc.Identity, KVType: st.desc.KVType, VLayout: park.VRows, Lossy: lossy}
 	s, err := park.Open(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -201,7 +201,7 @@ func benchParkWriter(b *testing.B, blob []byte) {
 	const files = 8
 	var total time.Duration
 	for range b.N {
-		s, err := park.Open(park.Config{Dir: b.TempDir(), Identity: "writer benchmark", KVType: "f16"})
+		s, err := park.Open(park.Config{Dir: b.TempDir(), Identity: "writer benchmark", KVType: "f16", VLayout: park.VRows})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -3,13 +3,16 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,8 +29,9 @@ import (
 // The disk tier end to end: the real engine and server, the tiny synthetic
 // model, conversations over /v1/chat/completions. A turn after a restart
 // must be as warm as one without it and say the same thing; a park file
-// that is foreign, truncated or damaged must be refused, counted, removed
-// and served cold — same output as a cold run, never an error.
+// that is truncated or damaged must be refused, counted, removed and
+// served cold — same output as a cold run, never an error; one of another
+// model must be left alone, for that model's next start.
 
 const parkSystem = "You are a careful assistant. You answer briefly, in plain words, " +
 	"and you say so when you do not know. You keep to the question asked. " +
@@ -177,25 +181,33 @@ func startParkStack(t testing.TB, o app.Options) *parkStack {
 	return p
 }
 
+// parkFiles lists the park files under dir — in it and in its model
+// subdirectories — by their paths relative to dir.
 func parkFiles(t testing.TB, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".park") {
-			out = append(out, e.Name())
+	for _, pattern := range []string{"*.park", "*/*.park"} {
+		m, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range m {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
 		}
 	}
 	return out
 }
 
+// parkDirWith makes a park directory holding data at name (relative to
+// it: in a model's subdirectory, or in the directory itself as older
+// builds wrote).
 func parkDirWith(t *testing.T, name string, data []byte) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+	path := filepath.Join(dir, name)
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -247,6 +259,106 @@ func otherModel(t *testing.T) string {
 	return path
 }
 
+func parkRefused(st *parkStack) int64 {
+	var n int64
+	for r := range park.NumReasons {
+		n += st.Cache.ParkStats().Refused[r].Load()
+	}
+	return n
+}
+
+// Two models share one park directory, as every server shares the
+// default one: turn 1 on model A, a restart on model B and its own turn
+// 1, a restart on A — A's turn 2 is as warm as without any restart and
+// says the same; then B's turn 2 is warm from disk too.
+func TestParkModelsShareTheDirectory(t *testing.T) {
+	fx := fixture(t)
+	dir := t.TempDir()
+	a := startParkStack(t, app.Options{ParkDir: dir})
+	if r := parkChat(t, a, parkTurn1()); r != fx.turn1 {
+		t.Fatalf("A's turn 1: %+v, want %+v", r, fx.turn1)
+	}
+	a.Close()
+	modelB := otherModel(t)
+	b := startParkStack(t, app.Options{ModelPath: modelB, ParkDir: dir})
+	b1 := parkChat(t, b, parkTurn1())
+	if n := parkRefused(b); n != 0 {
+		t.Fatalf("B refused %d files", n)
+	}
+	b.Close()
+	files := parkFiles(t, dir)
+	if len(files) != 2 || filepath.Dir(files[0]) == filepath.Dir(files[1]) || filepath.Dir(files[0]) == "." || filepath.Dir(files[1]) == "." {
+		t.Fatalf("park files %v: want one in each model's subdirectory", files)
+	}
+	t.Logf("park files: %v", files)
+
+	a = startParkStack(t, app.Options{ParkDir: dir})
+	r := parkChat(t, a, parkTurn2(fx.turn1.Content))
+	if r.Cached != fx.warm2.Cached || r.Content != fx.warm2.Content {
+		t.Fatalf("A's turn 2 after B ran: %+v, without a restart %+v", r, fx.warm2)
+	}
+	if a.Cache.Stats().ParkHits.Load() != 1 || parkRefused(a) != 0 {
+		t.Fatalf("A: %d restores, %d refusals", a.Cache.Stats().ParkHits.Load(), parkRefused(a))
+	}
+	a.Close()
+
+	b = startParkStack(t, app.Options{ModelPath: modelB, ParkDir: dir})
+	rb := parkChat(t, b, parkTurn2(b1.Content))
+	if rb.Cached < b1.Prompt || b.Cache.Stats().ParkHits.Load() != 1 {
+		t.Fatalf("B's turn 2 cached %d of %d (turn 1's prompt was %d), %d restores", rb.Cached, rb.Prompt, b1.Prompt, b.Cache.Stats().ParkHits.Load())
+	}
+}
+
+// The V cache layout is part of the identity: with flash attention off (V
+// transposed) a server parks beside the one with it on, in its own
+// subdirectory, and neither reads the other's state.
+func TestParkVLayoutIsPartOfTheIdentity(t *testing.T) {
+	fx := fixture(t)
+	dir := parkDirWith(t, fx.name, fx.file) // written with flash attention on
+	off := startParkStack(t, app.Options{ParkDir: dir, FlashAttn: "off"})
+	r := parkChat(t, off, parkTurn2(fx.turn1.Content))
+	if r.Cached != 0 || off.Cache.ParkStats().Reads.Load() != 0 || parkRefused(off) != 0 {
+		t.Fatalf("flash attention off: cached %d, %d park reads, %d refusals; the other layout's file must not be read", r.Cached, off.Cache.ParkStats().Reads.Load(), parkRefused(off))
+	}
+	off.Close()
+	// Its own conversation parked under its own layout: the layout derived
+	// from the settings is the one the engine exported.
+	if n := off.Cache.ParkStats().WriteErrors.Load(); n != 0 || off.Cache.ParkStats().Parks.Load() != 1 {
+		t.Fatalf("flash attention off: %d parks, %d write errors", off.Cache.ParkStats().Parks.Load(), n)
+	}
+	files := parkFiles(t, dir)
+	if len(files) != 2 || !slices.ContainsFunc(files, func(f string) bool { return strings.HasSuffix(filepath.Dir(f), "-f16-vtrans") }) {
+		t.Fatalf("park files %v", files)
+	}
+	on := startParkStack(t, app.Options{ParkDir: dir})
+	if r := parkChat(t, on, parkTurn2(fx.turn1.Content)); r.Cached != fx.warm2.Cached || r.Content != fx.warm2.Content {
+		t.Fatalf("flash attention on again: %+v, want %+v", r, fx.warm2)
+	}
+}
+
+// A conversation an older build parked (format version 1, in the park
+// directory itself) moves into the model's subdirectory at start-up — its
+// V layout read from the real engine state it holds — and restores warm.
+func TestParkMigratesTheFlatLayout(t *testing.T) {
+	fx := fixture(t)
+	old := bytes.Clone(fx.file)
+	binary.LittleEndian.PutUint16(old[4:], 1)
+	old[9] = 0
+	hl := 128 + 4*int(binary.LittleEndian.Uint32(old[12:]))
+	binary.LittleEndian.PutUint32(old[hl:], crc32.Checksum(old[:hl], crc32.MakeTable(crc32.Castagnoli)))
+	dir := parkDirWith(t, filepath.Base(fx.name), old)
+	st := startParkStack(t, app.Options{ParkDir: dir})
+	if m := st.Cache.ParkStats().Migrated.Load(); m != 1 {
+		t.Fatalf("migrated %d files", m)
+	}
+	if files := parkFiles(t, dir); len(files) != 1 || files[0] != fx.name {
+		t.Fatalf("park files %v, want %s", files, fx.name)
+	}
+	if r := parkChat(t, st, parkTurn2(fx.turn1.Content)); r.Cached != fx.warm2.Cached || r.Content != fx.warm2.Content {
+		t.Fatalf("after migrating: %+v, want %+v", r, fx.warm2)
+	}
+}
+
 func TestParkRefusesForeignTruncatedAndDamagedFiles(t *testing.T) {
 	fx := fixture(t)
 	// The same conversation parked by a server on another model.
@@ -266,10 +378,13 @@ func TestParkRefusesForeignTruncatedAndDamagedFiles(t *testing.T) {
 		name, file string
 		data       []byte
 		reason     park.Reason
+		stays      bool
 	}{
-		{"another model", foreign[0], foreignBytes, park.ReasonModel},
-		{"truncated", fx.name, fx.file[:len(fx.file)*2/3], park.ReasonTruncated},
-		{"flipped payload byte", fx.name, flipped, park.ReasonPayload},
+		// Only a copy by hand puts another model's file in this model's
+		// subdirectory: refused, and left for its owner.
+		{"another model's file in this model's subdirectory", filepath.Join(filepath.Dir(fx.name), filepath.Base(foreign[0])), foreignBytes, park.ReasonModel, true},
+		{"truncated", fx.name, fx.file[:len(fx.file)*2/3], park.ReasonTruncated, false},
+		{"flipped payload byte", fx.name, flipped, park.ReasonPayload, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := parkDirWith(t, tc.file, tc.data)
@@ -281,8 +396,8 @@ func TestParkRefusesForeignTruncatedAndDamagedFiles(t *testing.T) {
 			if n := st.Cache.ParkStats().Refused[tc.reason].Load(); n != 1 {
 				t.Fatalf("refused[%s] = %d", tc.reason, n)
 			}
-			if _, err := os.Stat(filepath.Join(dir, tc.file)); !os.IsNotExist(err) {
-				t.Fatalf("the refused file is still there (%v)", err)
+			if _, err := os.Stat(filepath.Join(dir, tc.file)); tc.stays != (err == nil) {
+				t.Fatalf("the refused file: %v (it should stay: %v)", err, tc.stays)
 			}
 			if m := parkScrape(t, st); m[fmt.Sprintf(`superfluid_park_refused_total{reason=%q}`, tc.reason.String())] != 1 {
 				t.Fatal("refusal missing from /metrics")
@@ -407,7 +522,7 @@ func TestParkCrashWhileParking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := park.Open(park.Config{Dir: dir, Identity: digest, KVType: "f16"})
+	s, err := park.Open(park.Config{Dir: dir, Identity: digest, KVType: "f16", VLayout: park.VRows})
 	if err != nil {
 		t.Fatal(err)
 	}

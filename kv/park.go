@@ -14,10 +14,9 @@ import (
 
 // parkEntry is a stream parked on disk (or queued to be) by package park.
 type parkEntry struct {
-	node   *node
-	name   string // the park file's name
-	used   uint64
-	failed uint64 // the clock of an acquisition whose import failed: not retried in it
+	node *node
+	name string // the park file's name
+	used uint64
 }
 
 // indexParked makes the park directory's files entries, oldest first so
@@ -51,7 +50,9 @@ func (c *Cache) tidy() {
 		return
 	}
 	for _, name := range c.park.Gone() {
-		if p := c.parked[name]; p != nil {
+		// A name reported gone may have been parked again since (a
+		// refused file's stream, published anew): that entry stays.
+		if p := c.parked[name]; p != nil && !c.park.Holds(name) {
 			c.dropPark(p)
 		}
 	}
@@ -70,9 +71,6 @@ func (c *Cache) dropPark(p *parkEntry) {
 // depth of its tokens: restoring a longer stream and cutting it back needs
 // an engine that can truncate inside a sequence.
 func (c *Cache) restorable(p *parkEntry, depth int) bool {
-	if p.failed == c.clock {
-		return false
-	}
 	return depth >= p.node.depth || c.eng.Descriptor().PartialTruncation
 }
 
@@ -80,10 +78,12 @@ func (c *Cache) restorable(p *parkEntry, depth int) bool {
 // tokens. It runs on the owner's (the scheduler's) goroutine: reading,
 // verifying, decompressing and importing 2,000 tokens of the 0.5B model
 // takes tens of milliseconds against tens of seconds to prefill them
-// (see park_bench_test.go in e2e). A file that fails verification is gone
-// (the store removed and counted it); one the engine will not import is
-// kept (the pool may just have been short of cells) but skipped for the
-// rest of this acquisition. Either way the caller tries the next best.
+// (see park_bench_test.go in e2e), which is why a file that fails is
+// never tried again: one that fails verification the store counted (and
+// removed, if damaged) and remembers; one the engine will not import the
+// store remembers as unusable but keeps on disk (the pool may just have
+// been short of cells: a later run may restore it). Either way the entry
+// leaves the index and the caller tries the next best.
 func (c *Cache) seedFromPark(seq int32, p *parkEntry, depth int) int {
 	start := time.Now()
 	toks := p.node.path()
@@ -106,11 +106,13 @@ func (c *Cache) seedFromPark(seq int32, p *parkEntry, depth int) int {
 		return 0
 	}
 	if err == nil && n > depth {
-		err = c.eng.Truncate(seq, depth)
+		if terr := c.eng.Truncate(seq, depth); terr != nil {
+			err = fmt.Errorf("cutting the restored state to %d tokens: %w", depth, terr)
+		}
 	}
 	if err != nil {
-		slog.Warn("prefix cache: a parked conversation could not be imported; admitting cold", "file", p.name, "err", err)
-		p.failed = c.clock
+		c.park.Unusable(toks, err)
+		c.dropPark(p)
 		c.eng.Free(seq)
 		c.stats.ParkFailures.Add(1)
 		return 0

@@ -69,7 +69,7 @@ func TestCrashMidWriteLeavesNoPartialFile(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("child never reached the middle of a write")
 	}
-	tmps, _ := filepath.Glob(filepath.Join(dir, "*.park.tmp*"))
+	tmps, _ := filepath.Glob(filepath.Join(subdir(dir), "*.park.tmp*"))
 	if len(tmps) != 1 {
 		t.Fatalf("temporary files mid-write: %v", tmps)
 	}
@@ -83,7 +83,7 @@ func TestCrashMidWriteLeavesNoPartialFile(t *testing.T) {
 	if s.Stats().StaleTemps.Load() != 1 {
 		t.Fatal("the interrupted write's temporary file was not removed")
 	}
-	if _, err := os.Stat(filepath.Join(dir, Name(toks(9, 3000)))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(subdir(dir), Name(toks(9, 3000)))); !os.IsNotExist(err) {
 		t.Fatalf("the interrupted write exists under its final name: %v", err)
 	}
 	if n := len(s.List()); n != 2 {
@@ -95,7 +95,7 @@ func TestCrashMidWriteLeavesNoPartialFile(t *testing.T) {
 			t.Fatalf("complete file %d: %v", i, err)
 		}
 	}
-	ents, _ := os.ReadDir(dir)
+	ents, _ := os.ReadDir(subdir(dir))
 	for _, e := range ents {
 		if strings.Contains(e.Name(), ".tmp") {
 			t.Fatalf("%s left", e.Name())

@@ -17,11 +17,12 @@ import (
 //
 //	off  size  field
 //	  0     4  magic "SFPK"
-//	  4     2  format version (1)
+//	  4     2  format version (2)
 //	  6     1  codec (1: zstd)
 //	  7     1  flags (bit 0: lossy 8-bit demotion, bit 1: 2-byte shuffle)
 //	  8     1  zstd encoder level (klauspost EncoderLevel)
-//	  9     3  zero
+//	  9     1  V cache layout (VLayout: 1 rows, 2 transposed)
+//	 10     2  zero
 //	 12     4  token count n
 //	 16    32  model identity (engine.Descriptor.Identity, decoded)
 //	 48     8  KV cache type, ASCII, NUL-padded
@@ -40,9 +41,14 @@ import (
 // cryptographic hash: it detects every burst of up to 32 flipped bits,
 // runs at memory speed (SSE4.2), and the threat is damage, not forgery —
 // the directory is the user's own.
+//
+// Version 1 had no V layout (byte 9 was zero): such a file may hold
+// either layout, so it is read only to migrate it (migrate.go), which
+// learns the layout from the payload's first bytes.
 const (
 	magic         = "SFPK"
-	formatVersion = 1
+	formatVersion = 2
+	legacyVersion = 1
 	codecZstd     = 1
 	fixedLen      = 128
 	// MaxTokens bounds the token count a header may declare, so that a
@@ -63,8 +69,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Header is a park file's header.
 type Header struct {
+	Version     uint16 // formatVersion, or legacyVersion read for migration
 	Flags       uint8
 	Level       uint8
+	VLayout     VLayout // none in a legacy header
 	Model       [32]byte
 	KVType      string
 	Tokens      []engine.Token
@@ -82,7 +90,8 @@ func headerLen(n int) int64 { return fixedLen + 4*int64(n) + 4 }
 // Lossy reports whether the payload was demoted.
 func (h *Header) Lossy() bool { return h.Flags&FlagLossy != 0 }
 
-// appendHeader encodes h, computing the token digest, after dst.
+// appendHeader encodes h in the current format, computing the token
+// digest, after dst.
 func appendHeader(dst []byte, h *Header) []byte {
 	start := len(dst)
 	var fixed [fixedLen]byte
@@ -91,6 +100,7 @@ func appendHeader(dst []byte, h *Header) []byte {
 	fixed[6] = codecZstd
 	fixed[7] = h.Flags
 	fixed[8] = h.Level
+	fixed[9] = byte(h.VLayout)
 	binary.LittleEndian.PutUint32(fixed[12:], uint32(len(h.Tokens)))
 	copy(fixed[16:48], h.Model[:])
 	copy(fixed[48:56], h.KVType)
@@ -155,10 +165,11 @@ func readHeader(r io.Reader, size int64) (*Header, error) {
 		return nil, refuse(ReasonTruncated, "reading the header: %v", err)
 	}
 	if string(fixed[0:4]) != magic {
-		return nil, refuse(ReasonFormat, "not a park file (magic %q)", fixed[0:4])
+		return nil, refuseForeign(ReasonFormat, "not a park file (magic %q)", fixed[0:4])
 	}
-	if v := binary.LittleEndian.Uint16(fixed[4:]); v != formatVersion {
-		return nil, refuse(ReasonFormat, "format version %d, this build reads %d", v, formatVersion)
+	version := binary.LittleEndian.Uint16(fixed[4:])
+	if version != formatVersion && version != legacyVersion {
+		return nil, refuseForeign(ReasonFormat, "format version %d, this build reads %d", version, formatVersion)
 	}
 	n := binary.LittleEndian.Uint32(fixed[12:])
 	if n == 0 || n > MaxTokens {
@@ -178,10 +189,14 @@ func readHeader(r io.Reader, size int64) (*Header, error) {
 	}
 	// Checked after the checksum: a damaged byte is a header refusal, while
 	// a well-formed header with these set is a file from a newer build.
-	if fixed[6] != codecZstd || fixed[7]&^knownFlags != 0 || fixed[7] == knownFlags || !allZero(fixed[9:12]) || !allZero(fixed[108:128]) {
-		return nil, refuse(ReasonFormat, "unknown codec %d or flags %#x (lossy and shuffled never go together)", fixed[6], fixed[7])
+	if fixed[6] != codecZstd || fixed[7]&^knownFlags != 0 || fixed[7] == knownFlags || !allZero(fixed[10:12]) || !allZero(fixed[108:128]) {
+		return nil, refuseForeign(ReasonFormat, "unknown codec %d or flags %#x (lossy and shuffled never go together)", fixed[6], fixed[7])
 	}
-	h := &Header{Flags: fixed[7], Level: fixed[8]}
+	layout := VLayout(fixed[9])
+	if (version == formatVersion) != layout.valid() || (version == legacyVersion && layout != 0) {
+		return nil, refuseForeign(ReasonFormat, "format version %d with V layout byte %d", version, fixed[9])
+	}
+	h := &Header{Version: version, Flags: fixed[7], Level: fixed[8], VLayout: layout}
 	copy(h.Model[:], fixed[16:48])
 	h.KVType = strings.TrimRight(string(fixed[48:56]), "\x00")
 	copy(h.TokenDigest[:], fixed[56:88])
@@ -229,10 +244,11 @@ const (
 	ReasonTruncated               // shorter (or longer) than its header says
 	ReasonPayload                 // payload checksum mismatch
 	ReasonDecode                  // the payload does not decompress to the raw length
+	ReasonVLayout                 // written from a cache of the other V layout
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{"format", "header", "model", "kv_type", "tokens", "truncated", "payload", "decode"}
+var reasonNames = [NumReasons]string{"format", "header", "model", "kv_type", "tokens", "truncated", "payload", "decode", "v_layout"}
 
 func (r Reason) String() string {
 	if r >= 0 && r < NumReasons {
@@ -245,6 +261,10 @@ func (r Reason) String() string {
 type RefusedError struct {
 	Reason Reason
 	Msg    string
+	// Foreign: the file is sound but not this store's to read — another
+	// build's format, another model identity's. Such a file is left
+	// alone for whoever can read it; a damaged one is removed.
+	Foreign bool
 }
 
 func (e *RefusedError) Error() string { return "park: refused (" + e.Reason.String() + "): " + e.Msg }
@@ -257,6 +277,17 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
 func refuse(r Reason, format string, args ...any) error {
 	return &RefusedError{Reason: r, Msg: fmt.Sprintf(format, args...)}
+}
+
+func refuseForeign(r Reason, format string, args ...any) error {
+	return &RefusedError{Reason: r, Msg: fmt.Sprintf(format, args...), Foreign: true}
+}
+
+// foreign reports whether err refuses a sound file of another build or
+// identity.
+func foreign(err error) bool {
+	var re *RefusedError
+	return errors.As(err, &re) && re.Foreign
 }
 
 // ReasonOf returns the refusal reason in err, if any.

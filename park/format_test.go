@@ -19,15 +19,16 @@ func TestRoundTrip(t *testing.T) {
 		kv     string
 		blob   []byte
 		shuffl bool
+		layout VLayout
 	}{
-		{"f16 shuffled", "f16", stateBlob(300, 2, 64, true, ggmlF16, 1), true},
-		{"f16 odd length", "f16", append(stateBlob(10, 1, 8, false, ggmlF16, 2), 7), true},
-		{"q8_0 plain", "q8_0", stateBlob(300, 2, 68, false, 8, 3), false},
+		{"f16 shuffled", "f16", stateBlob(300, 2, 64, true, ggmlF16, 1), true, VTransposed},
+		{"f16 odd length", "f16", append(stateBlob(10, 1, 8, false, ggmlF16, 2), 7), true, VRows},
+		{"q8_0 plain", "q8_0", stateBlob(300, 2, 68, false, 8, 3), false, VRows},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := testConfig(dir)
-			cfg.KVType = tc.kv
+			cfg.KVType, cfg.VLayout = tc.kv, tc.layout
 			s := open(t, cfg)
 			tk := toks(100, 300)
 			if !s.Put(tk, tc.blob, nil) {
@@ -45,8 +46,8 @@ func TestRoundTrip(t *testing.T) {
 			if !bytes.Equal(got, tc.blob) {
 				t.Fatal("restored state differs from the parked one")
 			}
-			b, _ := os.ReadFile(filepath.Join(dir, Name(tk)))
-			if (b[7]&FlagShuffle != 0) != tc.shuffl {
+			b, _ := os.ReadFile(filepath.Join(dir, Subdir(testIdentity, tc.kv, tc.layout), Name(tk)))
+			if (b[7]&FlagShuffle != 0) != tc.shuffl || VLayout(b[9]) != tc.layout {
 				t.Fatalf("flags %#x", b[7])
 			}
 			if st := s.Stats(); st.Loads.Load() != 1 || st.LoadRaw.Load() != int64(len(tc.blob)) || st.LoadBytes.Load() != int64(len(b)) {
@@ -57,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestHeaderIsCanonical(t *testing.T) {
-	h := &Header{Flags: FlagShuffle, Level: 1, Model: modelID(testIdentity), KVType: "f16", Tokens: toks(5, 17), RawLen: 1000, PayloadLen: 10, PayloadCRC: 42}
+	h := &Header{Flags: FlagShuffle, Level: 1, VLayout: VRows, Model: modelID(testIdentity), KVType: "f16", Tokens: toks(5, 17), RawLen: 1000, PayloadLen: 10, PayloadCRC: 42}
 	b := appendHeader(nil, h)
 	if int64(len(b)) != h.Len() {
 		t.Fatalf("header of %d bytes, Len %d", len(b), h.Len())
@@ -66,27 +67,37 @@ func TestHeaderIsCanonical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.Tokens, h.Tokens) || got.KVType != "f16" || got.Model != h.Model || got.RawLen != 1000 || got.PayloadCRC != 42 {
+	if !slices.Equal(got.Tokens, h.Tokens) || got.Version != formatVersion || got.VLayout != VRows || got.KVType != "f16" || got.Model != h.Model || got.RawLen != 1000 || got.PayloadCRC != 42 {
 		t.Fatalf("read %+v", got)
 	}
 }
 
 // Every refusal reason: the file is refused with that reason, counted,
-// removed, and Load (where it gets that far) returns ErrRefused.
+// removed when damaged (left alone when sound but another format's or
+// identity's), and Load (where it gets that far) returns ErrRefused.
 func TestRefusals(t *testing.T) {
 	tk := toks(1000, 64)
 	cases := []struct {
-		name   string
-		reason Reason
-		atOpen bool
+		name    string
+		reason  Reason
+		atOpen  bool
+		foreign bool
+		// cfg changes the identity; the file is copied by hand into that
+		// identity's subdirectory.
 		cfg    func(*Config)
 		damage func(t *testing.T, path string)
 	}{
-		{name: "not a park file", reason: ReasonFormat, atOpen: true, damage: func(t *testing.T, p string) {
+		{name: "not a park file", reason: ReasonFormat, atOpen: true, foreign: true, damage: func(t *testing.T, p string) {
 			mutate(t, p, func(b []byte) []byte { b[0] = 'X'; return b })
 		}},
-		{name: "newer format", reason: ReasonFormat, atOpen: true, damage: func(t *testing.T, p string) {
+		{name: "newer format", reason: ReasonFormat, atOpen: true, foreign: true, damage: func(t *testing.T, p string) {
 			mutate(t, p, func(b []byte) []byte { b[4] = 9; return b })
+		}},
+		{name: "format version 1", reason: ReasonFormat, atOpen: true, foreign: true, damage: func(t *testing.T, p string) {
+			mutate(t, p, toVersion1)
+		}},
+		{name: "unknown V layout", reason: ReasonFormat, atOpen: true, foreign: true, damage: func(t *testing.T, p string) {
+			mutate(t, p, func(b []byte) []byte { b[9] = 3; return resum(b) })
 		}},
 		{name: "flipped token byte", reason: ReasonHeader, atOpen: true, damage: func(t *testing.T, p string) {
 			mutate(t, p, func(b []byte) []byte { b[fixedLen+5] ^= 0x40; return b })
@@ -94,8 +105,9 @@ func TestRefusals(t *testing.T) {
 		{name: "flipped length byte", reason: ReasonHeader, atOpen: true, damage: func(t *testing.T, p string) {
 			mutate(t, p, func(b []byte) []byte { b[97] ^= 1; return b })
 		}},
-		{name: "another model", reason: ReasonModel, atOpen: true, cfg: func(c *Config) { c.Identity = "another model" }},
-		{name: "another KV type", reason: ReasonKVType, atOpen: true, cfg: func(c *Config) { c.KVType = "q8_0" }},
+		{name: "another model", reason: ReasonModel, atOpen: true, foreign: true, cfg: func(c *Config) { c.Identity = "another model" }},
+		{name: "another KV type", reason: ReasonKVType, atOpen: true, foreign: true, cfg: func(c *Config) { c.KVType = "q8_0" }},
+		{name: "another V layout", reason: ReasonVLayout, atOpen: true, foreign: true, cfg: func(c *Config) { c.VLayout = VRows }},
 		{name: "renamed", reason: ReasonTokens, atOpen: true, damage: func(t *testing.T, p string) {
 			if err := os.Rename(p, filepath.Join(filepath.Dir(p), Name(toks(1, 3)))); err != nil {
 				t.Fatal(err)
@@ -146,6 +158,11 @@ func TestRefusals(t *testing.T) {
 			cfg := testConfig(dir)
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
+				sub := filepath.Join(dir, Subdir(cfg.Identity, cfg.KVType, cfg.VLayout))
+				os.MkdirAll(sub, 0o755)
+				if err := os.Rename(path, filepath.Join(sub, Name(tk))); err != nil {
+					t.Fatal(err)
+				}
 			}
 			s := open(t, cfg)
 			if tc.atOpen {
@@ -176,14 +193,33 @@ func TestRefusals(t *testing.T) {
 					t.Errorf("refused[%s] = %d, want %d", r, got, want)
 				}
 			}
-			ents, _ := os.ReadDir(dir)
+			ents, _ := os.ReadDir(s.Dir())
+			var left []string
 			for _, e := range ents {
 				if e.Name() != "LOCK" {
-					t.Errorf("%s left in the directory", e.Name())
+					left = append(left, e.Name())
 				}
+			}
+			if tc.foreign != (len(left) == 1) || len(left) > 1 {
+				t.Errorf("left in the directory: %v (a foreign file stays, a damaged one goes)", left)
 			}
 		})
 	}
+}
+
+// toVersion1 rewrites a park file's header as format version 1 wrote it:
+// no V layout.
+func toVersion1(b []byte) []byte {
+	binary.LittleEndian.PutUint16(b[4:], 1)
+	b[9] = 0
+	return resum(b)
+}
+
+// resum recomputes a park file's header checksum.
+func resum(b []byte) []byte {
+	hl := int(headerLen(int(binary.LittleEndian.Uint32(b[12:]))))
+	binary.LittleEndian.PutUint32(b[hl-4:], crc32c(b[:hl-4]))
+	return b
 }
 
 func TestLoadOfAMissingFileIsNotARefusal(t *testing.T) {
@@ -210,7 +246,7 @@ func TestLoadChecksTheTokensAskedFor(t *testing.T) {
 	// and the tokens asked for.
 	s := open(t, testConfig(dir))
 	b, _ := os.ReadFile(path)
-	os.WriteFile(filepath.Join(dir, Name(other)), b, 0o644)
+	os.WriteFile(filepath.Join(s.Dir(), Name(other)), b, 0o644)
 	if _, err := s.Load(other, nil); !errors.Is(err, ErrRefused) {
 		t.Fatalf("load: %v", err)
 	}
@@ -218,10 +254,14 @@ func TestLoadChecksTheTokensAskedFor(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	for name, c := range map[string]Config{
-		"no dir":      {Identity: "x", KVType: "f16"},
-		"no identity": {Dir: t.TempDir(), KVType: "f16"},
-		"lossy q8_0":  {Dir: t.TempDir(), Identity: "x", KVType: "q8_0", Lossy: true},
-		"budget":      {Dir: t.TempDir(), Identity: "x", KVType: "f16", Budget: -1},
+		"no dir":        {Identity: "x", KVType: "f16", VLayout: VRows},
+		"no identity":   {Dir: t.TempDir(), KVType: "f16", VLayout: VRows},
+		"lossy q8_0":    {Dir: t.TempDir(), Identity: "x", KVType: "q8_0", VLayout: VRows, Lossy: true},
+		"budget":        {Dir: t.TempDir(), Identity: "x", KVType: "f16", VLayout: VRows, Budget: -1},
+		"no V layout":   {Dir: t.TempDir(), Identity: "x", KVType: "f16"},
+		"bad V layout":  {Dir: t.TempDir(), Identity: "x", KVType: "f16", VLayout: 7},
+		"path KV type":  {Dir: t.TempDir(), Identity: "x", KVType: "../f16", VLayout: VRows},
+		"empty KV type": {Dir: t.TempDir(), Identity: "x", VLayout: VRows},
 	} {
 		if s, err := Open(c); err == nil {
 			s.Close()

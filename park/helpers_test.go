@@ -95,8 +95,11 @@ func fnvOK(blob []byte) bool {
 }
 
 func testConfig(dir string) Config {
-	return Config{Dir: dir, Identity: testIdentity, KVType: "f16", Logger: quietLogger()}
+	return Config{Dir: dir, Identity: testIdentity, KVType: "f16", VLayout: VTransposed, Logger: quietLogger()}
 }
+
+// subdir is where testConfig(dir) parks.
+func subdir(dir string) string { return filepath.Join(dir, Subdir(testIdentity, "f16", VTransposed)) }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -134,7 +137,7 @@ func parked(t testing.TB, dir string, tokens []engine.Token, seed uint64) (strin
 	if s.Stats().Parks.Load() != 1 {
 		t.Fatalf("parks %d, write errors %d", s.Stats().Parks.Load(), s.Stats().WriteErrors.Load())
 	}
-	return filepath.Join(dir, Name(tokens)), blob
+	return filepath.Join(s.Dir(), Name(tokens)), blob
 }
 
 func mutate(t testing.TB, path string, f func([]byte) []byte) {

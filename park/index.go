@@ -11,14 +11,15 @@ import (
 	"strings"
 )
 
-// scan indexes the directory at start-up from headers alone: a payload is
-// verified only when it is restored, so start-up costs a few kilobytes per
-// file however large the files are. Temporary files are what an
-// interrupted write left: removed. Files that fail the header checks
-// (another model or KV type, a damaged header, a truncated file) are
-// refused, counted and removed.
+// scan indexes the identity's subdirectory at start-up from headers
+// alone: a payload is verified only when it is restored, so start-up costs
+// a few kilobytes per file however large the files are. Temporary files
+// are what an interrupted write left: removed. Files that fail the header
+// checks are refused and counted; a damaged header or a truncated file is
+// removed, a sound file of another format or identity (only a copy by
+// hand puts one here) left alone.
 func (s *Store) scan() error {
-	ents, err := os.ReadDir(s.cfg.Dir)
+	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("park: %w", err)
 	}
@@ -26,7 +27,7 @@ func (s *Store) scan() error {
 		name := e.Name()
 		switch {
 		case strings.Contains(name, ".park.tmp"):
-			if err := os.Remove(filepath.Join(s.cfg.Dir, name)); err == nil {
+			if err := os.Remove(filepath.Join(s.dir, name)); err == nil {
 				s.stats.StaleTemps.Add(1)
 			}
 		case isName(name) && e.Type().IsRegular():
@@ -38,8 +39,13 @@ func (s *Store) scan() error {
 			}
 			if r, ok := ReasonOf(err); ok {
 				s.stats.Refused[r].Add(1)
-				s.log.Warn("park: refused a park file at start-up", "file", name, "err", err)
-				os.Remove(filepath.Join(s.cfg.Dir, name))
+				s.refused[name] = r
+				if foreign(err) {
+					s.log.Warn("park: a park file of another format or identity; leaving it", "file", name, "err", err)
+				} else {
+					s.log.Warn("park: refused a damaged park file at start-up", "file", name, "err", err)
+					os.Remove(filepath.Join(s.dir, name))
+				}
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				s.log.Warn("park: cannot read a park file; leaving it", "file", name, "err", err)
 			}
@@ -50,7 +56,7 @@ func (s *Store) scan() error {
 }
 
 func (s *Store) readMeta(name string) (*Meta, error) {
-	f, err := os.Open(filepath.Join(s.cfg.Dir, name))
+	f, err := os.Open(filepath.Join(s.dir, name))
 	if err != nil {
 		return nil, err
 	}

@@ -13,9 +13,9 @@ func TestStartUpIndexesHeadersAndRemovesTemporaries(t *testing.T) {
 	parked(t, dir, toks(100, 50), 2)
 	// A flipped payload byte is not seen at start-up: only headers are read.
 	mutate(t, a, func(b []byte) []byte { b[len(b)-1] ^= 0xff; return b })
-	tmp := filepath.Join(dir, Name(toks(7, 7))+".tmp12345")
+	tmp := filepath.Join(subdir(dir), Name(toks(7, 7))+".tmp12345")
 	os.WriteFile(tmp, []byte("half a write"), 0o644)
-	other := filepath.Join(dir, "README")
+	other := filepath.Join(subdir(dir), "README")
 	os.WriteFile(other, []byte("not ours"), 0o644)
 
 	s := open(t, testConfig(dir))

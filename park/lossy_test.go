@@ -115,7 +115,7 @@ func TestLossyStoreRoundTrip(t *testing.T) {
 	blob := stateBlob(200, 2, 64, true, ggmlF16, 3)
 	s.Put(tk, blob, nil)
 	s = flush(t, s)
-	st, _ := os.Stat(filepath.Join(dir, Name(tk)))
+	st, _ := os.Stat(filepath.Join(s.Dir(), Name(tk)))
 	if r := float64(st.Size()) / float64(len(blob)); r > 0.56 {
 		t.Errorf("lossy file is %.2f of the state", r)
 	}
@@ -131,7 +131,7 @@ func TestLossyStoreRoundTrip(t *testing.T) {
 	}
 	// A state with nothing to demote is parked losslessly, and counted.
 	tk2 := toks(9000, 10)
-	odd := stateBlob(10, 1, 64, false, 0, 4) // f32 data
+	odd := stateBlob(10, 1, 64, true, 0, 4) // f32 data
 	s.Put(tk2, odd, nil)
 	s = flush(t, s)
 	if got, err := s.Load(tk2, nil); err != nil || !bytes.Equal(got, odd) {

@@ -15,6 +15,7 @@ type Stats struct {
 	BytesFile   atomic.Int64 // file bytes written for them
 	WriteNanos  atomic.Int64 // time spent compressing and writing
 
+	Reads     atomic.Int64 // files opened for a restore, whatever came of it
 	Loads     atomic.Int64 // files read, verified and decoded
 	LoadBytes atomic.Int64 // file bytes read by them
 	LoadRaw   atomic.Int64 // state bytes they decoded to
@@ -24,6 +25,8 @@ type Stats struct {
 	Swept      atomic.Int64 // files removed by the budget
 	Superseded atomic.Int64 // files removed because a longer stream was parked
 	StaleTemps atomic.Int64 // temporary files of interrupted writes removed at start-up
+	Migrated   atomic.Int64 // files of the flat layout moved into the identity's subdirectory at start-up
+	Foreign    atomic.Int64 // files of the flat layout left there at start-up: another identity's, or unreadable
 
 	Files atomic.Int64 // park files in the directory now
 	Bytes atomic.Int64 // their size

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,14 +21,22 @@ import (
 
 // Config configures a Store. Validate it with Open.
 type Config struct {
-	// Dir is the park directory; created if missing.
+	// Dir is the park directory; created if missing. The store parks in
+	// its own subdirectory of it (Subdir), so that servers of several
+	// models share one park directory without touching each other's files.
 	Dir string
-	// Identity is the model's identity (engine.Descriptor.Identity) and
-	// KVType its KV cache type: files written under any other are refused.
+	// Identity is the model's identity (engine.Descriptor.Identity),
+	// KVType its KV cache type and VLayout its V cache layout: together
+	// the identity of the state parked, and the subdirectory's name. Files
+	// written under any other are refused and left alone.
 	Identity string
 	KVType   string
-	// Budget bounds the directory's park files in bytes, least recently
-	// used out first; 0: unbounded.
+	VLayout  VLayout
+	// Budget bounds this identity's park files in bytes, least recently
+	// used out first; 0: unbounded. It is per identity, not for the whole
+	// park directory: a budget shared by every model would let one model's
+	// conversations sweep another's out, and sweeping a subdirectory
+	// another running server indexes would pull files from under it.
 	Budget int64
 	// Lossy demotes f16 KV data to 8 bits (FlagLossy). An f16 cache only:
 	// Open refuses it for another KV type, which has nothing to demote.
@@ -46,8 +55,10 @@ func (c *Config) validate() error {
 		return errors.New("park: no directory")
 	case c.Identity == "":
 		return errors.New("park: no model identity")
-	case len(c.KVType) > 8:
-		return fmt.Errorf("park: KV type %q longer than 8 bytes", c.KVType)
+	case c.KVType == "" || len(c.KVType) > 8 || strings.ContainsAny(c.KVType, `/\.`):
+		return fmt.Errorf("park: KV type %q: want a name of 1 to 8 bytes", c.KVType)
+	case !c.VLayout.valid():
+		return fmt.Errorf("park: V layout %s: want %s or %s", c.VLayout, VRows, VTransposed)
 	case c.Budget < 0 || c.QueueLen < 0 || c.QueueBytes < 0:
 		return errors.New("park: negative budget or queue bound")
 	case c.Lossy && c.KVType != "f16":
@@ -96,6 +107,7 @@ type job struct {
 // Store is a park directory. See the package comment for who may call what.
 type Store struct {
 	cfg   Config
+	dir   string // the identity's subdirectory of cfg.Dir
 	model [32]byte
 	log   *slog.Logger
 	lock  *os.File
@@ -112,6 +124,12 @@ type Store struct {
 	pending     map[string]*job
 	queuedBytes int64
 	gone        []string
+	// refused names files that failed verification or that the engine
+	// would not import: never read again by this store (a damaged file
+	// whose removal failed, or a good file the engine refused, would
+	// otherwise be read, checksummed and decompressed again at every
+	// match). A new write under the name clears it.
+	refused map[string]Reason
 
 	// The owner's decoder for Load; the writer's encoder and buffers.
 	dec               payloadDecoder
@@ -121,28 +139,31 @@ type Store struct {
 	chunkHook func()
 }
 
-// Open indexes the directory (headers only), removes what earlier runs
-// left half-written and what it must refuse, sweeps it to the budget and
-// starts the writer.
+// Open moves this identity's files of the flat layout earlier builds
+// wrote into its subdirectory (migrate.go), indexes the subdirectory
+// (headers only), removes what earlier runs left half-written and what is
+// damaged, sweeps it to the budget and starts the writer.
 func Open(cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	dir := filepath.Join(cfg.Dir, Subdir(cfg.Identity, cfg.KVType, cfg.VLayout))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("park: %w", err)
 	}
-	// Two servers on one park directory would remove each other's
-	// in-flight temporary files and sweep each other's files to their own
-	// budgets.
-	lock, err := flock.Dir(cfg.Dir)
+	// Two servers on one identity's subdirectory would remove each
+	// other's in-flight temporary files and sweep each other's files to
+	// their own budgets. Servers of other identities may run beside it.
+	lock, err := flock.Dir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("park: %w", err)
 	}
 	s := &Store{
-		cfg: cfg, model: modelID(cfg.Identity), log: cfg.Logger, lock: lock,
+		cfg: cfg, dir: dir, model: modelID(cfg.Identity), log: cfg.Logger, lock: lock,
 		jobs: make(chan *job, cfg.QueueLen), done: make(chan struct{}),
-		index: map[string]*Meta{}, pending: map[string]*job{},
+		index: map[string]*Meta{}, pending: map[string]*job{}, refused: map[string]Reason{},
 	}
+	s.migrate()
 	if err := s.scan(); err != nil {
 		lock.Close()
 		return nil, err
@@ -155,8 +176,9 @@ func Open(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Dir is the park directory.
-func (s *Store) Dir() string { return s.cfg.Dir }
+// Dir is the directory this store parks in: its identity's subdirectory
+// of the park directory.
+func (s *Store) Dir() string { return s.dir }
 
 // Stats returns the live counters.
 func (s *Store) Stats() *Stats { return &s.stats }
@@ -164,16 +186,19 @@ func (s *Store) Stats() *Stats { return &s.stats }
 // Lossy reports whether new files are demoted to 8 bits.
 func (s *Store) Lossy() bool { return s.cfg.Lossy }
 
-// Budget is the directory's byte budget (0: unbounded).
+// Budget is the identity's byte budget (0: unbounded).
 func (s *Store) Budget() int64 { return s.cfg.Budget }
 
-// List returns the park files on disk, most recently used first. Any
-// goroutine. The token lists are shared: do not modify them.
+// List returns the park files on disk that may be restored (not those
+// the engine would not take), most recently used first. Any goroutine.
+// The token lists are shared: do not modify them.
 func (s *Store) List() []Meta {
 	s.mu.Lock()
 	out := make([]Meta, 0, len(s.index))
-	for _, m := range s.index {
-		out = append(out, *m)
+	for name, m := range s.index {
+		if _, bad := s.refused[name]; !bad {
+			out = append(out, *m)
+		}
 	}
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b Meta) int { return b.ModTime.Compare(a.ModTime) })
@@ -201,7 +226,7 @@ func (s *Store) put(tokens []engine.Token, blob []byte, supersedes []string, wai
 	}
 	j := &job{name: Name(tokens), tokens: tokens, blob: blob, supersedes: supersedes}
 	s.mu.Lock()
-	if s.pending[j.name] != nil || s.index[j.name] != nil {
+	if _, bad := s.refused[j.name]; s.pending[j.name] != nil || (s.index[j.name] != nil && !bad) {
 		s.mu.Unlock()
 		return true
 	}
@@ -231,9 +256,11 @@ func (s *Store) put(tokens []engine.Token, blob []byte, supersedes []string, wai
 
 // Load returns the exported state parked for tokens, verified and decoded,
 // in dst (reused when large enough; a write still queued is copied there).
-// A file that fails verification is removed and an error matching
-// ErrRefused returned, its reason counted; a file that is gone returns an
-// fs.ErrNotExist error. Owner only.
+// A file that fails verification is removed when damaged (left alone when
+// another build or identity wrote it) and an error matching ErrRefused
+// returned, its reason counted once: the name is remembered, and a later
+// Load of it returns the refusal without reading anything. A file that is
+// gone returns an fs.ErrNotExist error. Owner only.
 func (s *Store) Load(tokens []engine.Token, dst []byte) ([]byte, error) {
 	name := Name(tokens)
 	s.mu.Lock()
@@ -241,7 +268,11 @@ func (s *Store) Load(tokens []engine.Token, dst []byte) ([]byte, error) {
 		s.mu.Unlock()
 		return append(dst[:0], j.blob...), nil
 	}
+	r, bad := s.refused[name]
 	s.mu.Unlock()
+	if bad {
+		return nil, refuse(r, "refused earlier in this run; not read again")
+	}
 	start := time.Now()
 	raw, h, size, err := s.readFile(name, tokens, dst)
 	if cap(s.dec.scratch) > keepBuffers {
@@ -249,14 +280,14 @@ func (s *Store) Load(tokens []engine.Token, dst []byte) ([]byte, error) {
 	}
 	if err != nil {
 		if r, ok := ReasonOf(err); ok {
-			s.stats.Refused[r].Add(1)
-			s.log.Warn("park: refused a parked conversation; it will prefill cold", "file", name, "err", err)
+			s.refuseName(name, r, err, !foreign(err))
+		} else {
+			s.forget(name, false)
 		}
-		s.forget(name, true)
 		return nil, err
 	}
 	now := time.Now()
-	_ = os.Chtimes(filepath.Join(s.cfg.Dir, name), now, now) // the sweep's recency
+	_ = os.Chtimes(filepath.Join(s.dir, name), now, now) // the sweep's recency
 	s.mu.Lock()
 	if m := s.index[name]; m != nil {
 		m.ModTime = now
@@ -272,7 +303,8 @@ func (s *Store) Load(tokens []engine.Token, dst []byte) ([]byte, error) {
 }
 
 func (s *Store) readFile(name string, tokens []engine.Token, dst []byte) ([]byte, *Header, int64, error) {
-	f, err := os.Open(filepath.Join(s.cfg.Dir, name))
+	s.stats.Reads.Add(1)
+	f, err := os.Open(filepath.Join(s.dir, name))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("park: %w", err)
 	}
@@ -303,17 +335,28 @@ func (s *Store) decodeFile(r io.ReaderAt, size int64, name string, tokens []engi
 	if err != nil {
 		return nil, nil, err
 	}
+	// The header's layout is what the writer read from the state; a
+	// state that says otherwise was labelled wrongly and would not import.
+	if l, err := stateVLayout(raw); err == nil && l != h.VLayout {
+		return nil, nil, refuse(ReasonVLayout, "the header says V layout %s, the state %s", h.VLayout, l)
+	}
 	return raw, h, nil
 }
 
 // check compares what the header says the file is with what this store
 // serves.
 func (s *Store) check(h *Header, name string) error {
+	if h.Version != formatVersion {
+		return refuseForeign(ReasonFormat, "format version %d, from before the V layout was recorded; this build reads %d", h.Version, formatVersion)
+	}
 	if h.Model != s.model {
-		return refuse(ReasonModel, "written for model %x, this is %x", h.Model[:6], s.model[:6])
+		return refuseForeign(ReasonModel, "written for model %x, this is %x", h.Model[:6], s.model[:6])
 	}
 	if h.KVType != s.cfg.KVType {
-		return refuse(ReasonKVType, "written from a %s KV cache, this one is %s", h.KVType, s.cfg.KVType)
+		return refuseForeign(ReasonKVType, "written from a %s KV cache, this one is %s", h.KVType, s.cfg.KVType)
+	}
+	if h.VLayout != s.cfg.VLayout {
+		return refuseForeign(ReasonVLayout, "written from a cache with V layout %s, this one is %s", h.VLayout, s.cfg.VLayout)
 	}
 	if hex.EncodeToString(h.TokenDigest[:])+".park" != name {
 		return refuse(ReasonTokens, "the file's tokens do not match its name")
@@ -321,20 +364,55 @@ func (s *Store) check(h *Header, name string) error {
 	return nil
 }
 
-// Refuse removes a file whose state the engine would not take, counting
-// the reason. Owner only.
+// Refuse counts a file whose state is wrong for what it claims (the
+// engine restored another token count than its header says), removes it
+// and remembers it. Owner only.
 func (s *Store) Refuse(tokens []engine.Token, r Reason, why error) {
+	s.refuseName(Name(tokens), r, why, true)
+}
+
+// Holds reports whether name is parked or queued to be, and not refused:
+// a name Gone reported may have been parked again since. Owner only.
+func (s *Store) Holds(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[name] != nil {
+		return true
+	}
+	_, bad := s.refused[name]
+	return s.index[name] != nil && !bad
+}
+
+// Unusable remembers a file the engine would not take: this store does
+// not read it again, but leaves it on disk, since the engine may have
+// been short of KV cells rather than unable to take it, and the next run
+// may restore it. Not counted as a refusal (the caller counts its failed
+// restores); a new write under the name replaces it. Owner only.
+func (s *Store) Unusable(tokens []engine.Token, why error) {
 	name := Name(tokens)
+	s.log.Warn("park: the engine would not import a parked conversation; not trying it again in this run", "file", name, "err", why)
+	s.mu.Lock()
+	s.refused[name] = ReasonDecode
+	s.gone = append(s.gone, name)
+	s.mu.Unlock()
+}
+
+// refuseName counts a refusal, removes the file if asked (it is damaged)
+// and remembers its name.
+func (s *Store) refuseName(name string, r Reason, why error, remove bool) {
 	s.stats.Refused[r].Add(1)
 	s.log.Warn("park: refused a parked conversation; it will prefill cold", "file", name, "err", why)
-	s.forget(name, true)
+	s.forget(name, remove)
+	s.mu.Lock()
+	s.refused[name] = r
+	s.mu.Unlock()
 }
 
 // forget drops name from the index (removing the file when remove) and
 // reports it gone.
 func (s *Store) forget(name string, remove bool) {
 	if remove {
-		if err := os.Remove(filepath.Join(s.cfg.Dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.log.Debug("park: removing a refused file", "file", name, "err", err)
 		}
 	}

@@ -34,7 +34,7 @@ func (s *Store) sweepLocked(keep string) {
 }
 
 func (s *Store) removeLocked(name string) {
-	os.Remove(filepath.Join(s.cfg.Dir, name))
+	os.Remove(filepath.Join(s.dir, name))
 	s.dropLocked(name)
 	s.gone = append(s.gone, name)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func dirBytes(t *testing.T, dir string) int64 {
-	ents, _ := os.ReadDir(dir)
+	ents, _ := os.ReadDir(subdir(dir))
 	var n int64
 	for _, e := range ents {
 		if isName(e.Name()) {
@@ -33,7 +33,7 @@ func TestSweepKeepsTheDirectoryUnderBudgetOldestFirst(t *testing.T) {
 	for i := range 3 {
 		s.Put(toks(1000*(i+1), 100), stateBlob(100, 2, 64, true, ggmlF16, 0), nil)
 		s = flush(t, s)
-		p := filepath.Join(dir, Name(toks(1000*(i+1), 100)))
+		p := filepath.Join(subdir(dir), Name(toks(1000*(i+1), 100)))
 		os.Chtimes(p, base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute))
 	}
 	s = flush(t, s) // the index picks up the times

@@ -44,11 +44,12 @@ func (s *Store) write(j *job) {
 		return
 	}
 	s.addLocked(m)
+	delete(s.refused, j.name) // a fresh state replaced the file refused
 	for _, name := range j.supersedes {
 		if s.index[name] == nil || s.pending[name] != nil || name == j.name {
 			continue
 		}
-		if err := os.Remove(filepath.Join(s.cfg.Dir, name)); err == nil {
+		if err := os.Remove(filepath.Join(s.dir, name)); err == nil {
 			s.stats.Superseded.Add(1)
 		}
 		s.dropLocked(name)
@@ -95,7 +96,15 @@ func (s *Store) logWriteError(err error) {
 // file in the same directory, synced, renamed, and the directory synced,
 // so the final name only ever names a complete file.
 func (s *Store) writeFile(j *job) (*Meta, error) {
-	h := Header{Level: uint8(level), Model: s.model, KVType: s.cfg.KVType, Tokens: j.tokens, RawLen: uint64(len(j.blob))}
+	// The header's V layout is the store's, checked against the state
+	// itself where its layout can be read: the layout the server derived
+	// from its settings could be wrong (llama.cpp resolves "auto" flash
+	// attention itself), and a file must never claim a layout its state
+	// does not have.
+	if l, err := stateVLayout(j.blob); err == nil && l != s.cfg.VLayout {
+		return nil, fmt.Errorf("park: the engine exported a state with V layout %s, this store parks %s: not parked", l, s.cfg.VLayout)
+	}
+	h := Header{Level: uint8(level), VLayout: s.cfg.VLayout, Model: s.model, KVType: s.cfg.KVType, Tokens: j.tokens, RawLen: uint64(len(j.blob))}
 	src := j.blob
 	if s.cfg.Lossy {
 		d, err := demote(s.wDemoted[:0], j.blob)
@@ -118,8 +127,8 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 	if s.cfg.Budget > 0 && size > s.cfg.Budget {
 		return nil, errTooBig
 	}
-	final := filepath.Join(s.cfg.Dir, j.name)
-	f, err := os.CreateTemp(s.cfg.Dir, j.name+".tmp*")
+	final := filepath.Join(s.dir, j.name)
+	f, err := os.CreateTemp(s.dir, j.name+".tmp*")
 	if err != nil {
 		return nil, fmt.Errorf("park: %w", err)
 	}
@@ -136,7 +145,7 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 		err = os.Rename(tmp, final)
 	}
 	if err == nil {
-		err = syncDir(s.cfg.Dir)
+		err = syncDir(s.dir)
 	}
 	if err != nil {
 		os.Remove(tmp)

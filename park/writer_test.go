@@ -17,7 +17,7 @@ func TestFullQueueDropsAndCounts(t *testing.T) {
 	g := newGate()
 	s.chunkHook = g.hook
 	defer g.open()
-	blob := stateBlob(50, 1, 64, false, ggmlF16, 1)
+	blob := stateBlob(50, 1, 64, true, ggmlF16, 1)
 	if !s.Put(toks(1, 50), blob, nil) {
 		t.Fatal("first put dropped")
 	}
@@ -45,7 +45,7 @@ func TestFullQueueDropsAndCounts(t *testing.T) {
 
 func TestQueueBytesBound(t *testing.T) {
 	cfg := testConfig(t.TempDir())
-	blob := stateBlob(50, 1, 64, false, ggmlF16, 1)
+	blob := stateBlob(50, 1, 64, true, ggmlF16, 1)
 	cfg.QueueBytes = int64(len(blob)) + 10
 	s := open(t, cfg)
 	g := newGate()
@@ -100,7 +100,7 @@ func TestFailedWritesAreCountedAndLoggedOnce(t *testing.T) {
 	s := open(t, cfg)
 	os.RemoveAll(dir)
 	os.WriteFile(dir, []byte("not a directory"), 0o644)
-	blob := stateBlob(50, 1, 64, false, ggmlF16, 1)
+	blob := stateBlob(50, 1, 64, true, ggmlF16, 1)
 	for i := range 3 {
 		if !s.Put(toks(100*i, 50), blob, nil) {
 			t.Fatal("dropped")
@@ -124,9 +124,9 @@ func TestFailedWritesAreCountedAndLoggedOnce(t *testing.T) {
 func TestLongerStreamSupersedesItsPrefix(t *testing.T) {
 	s := open(t, testConfig(t.TempDir()))
 	short, long := toks(1, 40), toks(1, 90)
-	s.Put(short, stateBlob(40, 1, 64, false, ggmlF16, 1), nil)
+	s.Put(short, stateBlob(40, 1, 64, true, ggmlF16, 1), nil)
 	s = flush(t, s)
-	s.Put(long, stateBlob(90, 1, 64, false, ggmlF16, 2), []string{Name(short)})
+	s.Put(long, stateBlob(90, 1, 64, true, ggmlF16, 2), []string{Name(short)})
 	s.Close()
 	if s.Stats().Superseded.Load() != 1 {
 		t.Fatal("not superseded")

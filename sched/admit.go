@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"superfluid/engine"
@@ -188,6 +189,7 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 	l.tokens = make([]engine.Token, len(j.prompt), len(j.prompt)+grow)
 	copy(l.tokens, j.prompt)
 	if !j.admitted {
+		l.firstAdmission = true
 		j.admitted = true
 		j.admittedAt = now
 		j.cached = cached
@@ -200,6 +202,15 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 	p.stats.admissions.Add(1)
 	p.lanes = append(p.lanes, l)
 	return nil
+}
+
+// unbind takes back a lane the engine never took (its admit was refused):
+// its sequence goes back to the cache holding what it held when acquired.
+func (p *planner) unbind(l *lane) {
+	if i := slices.Index(p.lanes, l); i >= 0 {
+		p.lanes = slices.Delete(p.lanes, i, i+1)
+	}
+	p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.warm:l.warm]})
 }
 
 // acquireFailed handles a job the cache found no sequence for: it waits at

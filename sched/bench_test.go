@@ -46,7 +46,7 @@ func TestSteadyStateTickAllocatesNothing(t *testing.T) {
 	// allocation a tick may make.
 	for _, l := range h.loop.p.lanes {
 		l.tokens = slices.Grow(l.tokens, 1<<16)
-		h.eng.seqs[l.seq] = slices.Grow(h.eng.seqs[l.seq], 1<<16)
+		h.eng.ReserveSeq(l.seq, 1<<16)
 	}
 	allocs := testing.AllocsPerRun(50, func() {
 		h.loop.step()

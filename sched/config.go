@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"superfluid/engine"
@@ -50,6 +51,10 @@ type Config struct {
 
 	// Clock reads the time and sets deadline timers. nil: the wall clock.
 	Clock Clock
+
+	// Logger receives what goes wrong on the scheduler's goroutine (a tick
+	// the engine refused or failed, at ERROR). nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // Defaults.
@@ -79,6 +84,9 @@ func (c Config) withDefaults(d *engine.Descriptor) Config {
 	}
 	if c.Clock == nil {
 		c.Clock = realClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	return c
 }

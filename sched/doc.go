@@ -52,7 +52,10 @@
 // prompt, then the oldest; prompts that arrived together therefore finish
 // one after another rather than all late. A lane passed over by younger
 // lanes for StarvationTicks ticks goes first, so a long prompt keeps
-// progressing under a stream of short ones. Once a prompt completes in a
+// progressing under a stream of short ones; while a Chat or FIM prompt
+// waits, starving lanes of worse classes share a quarter of the step
+// between them (at the CPU's 64-token steps one of them alone would fill
+// it and halve the waiting prompt's speed). Once a prompt completes in a
 // tick, the rest of the tick's prefill is capped at that chunk's size (at
 // least 256): its first token is sampled at the end of the step, and a big
 // tail would hold it back. When a Chat or FIM prompt completes, nothing of
@@ -104,4 +107,20 @@
 // the tick is planned again; when nothing is left to evict, the worst
 // lane is preempted (and admissions pause until a lane finishes), or, if
 // it is alone, fails with an error saying so.
+//
+// # Failures
+//
+// The planner never makes a plan the engine refuses: the first step's
+// prompt chunks and decoding lanes fit the engine's batch, lanes never
+// exceed its count, and Submit refuses what the engine's admission would.
+// Should the engine refuse a plan or fail a tick all the same, only what
+// it blames suffers (fault.go). An error naming a lane (engine.FaultLane)
+// fails that lane's request alone; the lane leaves the engine, and the
+// tick is planned again for the others in the same step, their output
+// unchanged. One naming no lane is planned again with half the
+// admissions (the others wait at the head of their queues; a request
+// refused alone more than three times fails); only when a plan admitting
+// nothing fails too does every lane fail. Every such tick is logged at
+// ERROR with its plan's shape (Config.Logger) and counted
+// (Snapshot.TickErrors).
 package sched

@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"superfluid/engine"
+	"superfluid/engine/enginetest"
 )
 
 // steppingEngine reports its tick's tokens one step at a time, as the cgo
 // engine does, so that the loop's early delivery is exercised.
 type steppingEngine struct {
-	*fakeEngine
+	*enginetest.Fake
 	hook  func(ev *engine.Events)
 	calls int
 }
@@ -17,7 +18,7 @@ type steppingEngine struct {
 func (s *steppingEngine) SetStepHook(h func(ev *engine.Events)) { s.hook = h }
 
 func (s *steppingEngine) Tick(p *engine.Plan) (*engine.Events, error) {
-	ev, err := s.fakeEngine.Tick(p)
+	ev, err := s.Fake.Tick(p)
 	if s.hook != nil && ev != nil {
 		// One report per token: the finest a step could be.
 		for n := 1; n <= len(ev.Tokens); n++ {
@@ -31,7 +32,7 @@ func (s *steppingEngine) Tick(p *engine.Plan) (*engine.Events, error) {
 
 func newSteppingHarness(t *testing.T, lanes int) (*harness, *steppingEngine) {
 	h := newHarness(t, lanes, 4096, Config{}).fast()
-	se := &steppingEngine{fakeEngine: h.eng}
+	se := &steppingEngine{Fake: h.eng}
 	h.loop = newLoop(se, h.cache, h.loop.p.cfg, h.stats)
 	return h, se
 }
@@ -39,7 +40,7 @@ func newSteppingHarness(t *testing.T, lanes int) (*harness, *steppingEngine) {
 func TestEarlyDeliveryGivesTheSameStreams(t *testing.T) {
 	h, se := newSteppingHarness(t, 2)
 	prompt := promptOf(5, 30)
-	ref := reference(prompt, 100, 0, nil, h.eng.desc.Ctx)
+	ref := enginetest.Reference(prompt, 100, 0, nil, h.eng.Descriptor().Ctx)
 	stopReq := Request{Prompt: prompt, Class: Chat, MaxTokens: 100, StopTokens: []engine.Token{ref[6]}, Logprobs: 3}
 	plain := Request{Prompt: promptOf(9, 40), Class: Background, MaxTokens: 50}
 	h.submit("stop", stopReq)

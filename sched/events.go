@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"time"
 
 	"superfluid/engine"
@@ -30,7 +31,7 @@ func (p *planner) advance(ev *engine.Events, tickTime time.Duration, end time.Ti
 		}
 		l.prefilled, l.npast = int(le.Prefilled), int(le.NPast)
 		if le.Finish != engine.FinishNone {
-			p.finishLane(l, finishOf(le.Finish), nil, end)
+			p.finishLane(l, finishOf(le.Finish), laneFault(le.Finish, le.Status), end)
 		}
 	}
 	p.stats.prefillTokens.Add(uint64(ev.Timings.PrefillTokens))
@@ -62,10 +63,22 @@ func (p *planner) onToken(ev *engine.Events, i int, end time.Time) {
 	p.ready.tokens = append(p.ready.tokens, readyToken{job: j, ev: i})
 	switch {
 	case te.Finish != engine.FinishNone:
-		p.finishLane(l, finishOf(te.Finish), nil, end)
+		p.finishLane(l, finishOf(te.Finish), laneFault(te.Finish, engine.StatusOK), end)
 	case j.isStop(te.Token):
 		p.finishLane(l, FinishStop, nil, end)
 	}
+}
+
+// laneFault is the error of a lane the engine ended with FinishError (a
+// C++ exception mid-tick, say), nil for any other finish.
+func laneFault(f engine.Finish, st engine.Status) error {
+	if f != engine.FinishError {
+		return nil
+	}
+	if st == engine.StatusOK {
+		st = engine.StatusException
+	}
+	return fmt.Errorf("sched: the engine failed this request mid-tick: %w", &engine.Error{Status: st, Op: "tick"})
 }
 
 // beginTick forgets the last tick's early deliveries.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"superfluid/engine"
+	"superfluid/engine/enginetest"
 )
 
 // fakeCache is a prefix cache over the fake engine's sequences: a list of
@@ -14,7 +15,7 @@ import (
 // tokens Release names.
 type fakeCache struct {
 	t       testing.TB
-	eng     *fakeEngine
+	eng     *enginetest.Fake
 	free    []int32
 	entries []*cacheEntry
 	now     int
@@ -31,9 +32,9 @@ type cacheEntry struct {
 	used   int
 }
 
-func newFakeCache(t testing.TB, e *fakeEngine) *fakeCache {
+func newFakeCache(t testing.TB, e *enginetest.Fake) *fakeCache {
 	c := &fakeCache{t: t, eng: e}
-	for s := len(e.seqs) - 1; s >= 0; s-- {
+	for s := e.Descriptor().Seqs - 1; s >= 0; s-- {
 		c.free = append(c.free, int32(s))
 	}
 	return c
@@ -84,14 +85,14 @@ func (c *fakeCache) Acquire(tokens []engine.Token) (int32, int, error) {
 func (c *fakeCache) Release(seq int32, tokens []engine.Token) {
 	c.now++
 	c.releases++
-	if held := c.eng.seqs[seq]; !slices.Equal(held, tokens) {
+	if held := c.eng.Seq(seq); !slices.Equal(held, tokens) {
 		c.t.Errorf("fake cache: released sequence %d holds %d tokens, Release names %d (or different ones)", seq, len(held), len(tokens))
 		_ = c.eng.Free(seq)
 		c.free = append(c.free, seq)
 		return
 	}
-	if c.eng.seqOwner[seq] != 0 {
-		c.t.Errorf("fake cache: released sequence %d still carries lane %d", seq, c.eng.seqOwner[seq])
+	if owner, ok := c.eng.SeqOwner(seq); ok {
+		c.t.Errorf("fake cache: released sequence %d still carries lane %d", seq, owner)
 	}
 	if len(tokens) == 0 {
 		c.free = append(c.free, seq)

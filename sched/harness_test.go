@@ -1,10 +1,12 @@
 package sched
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
 	"superfluid/engine"
+	"superfluid/engine/enginetest"
 )
 
 // harness steps the scheduler's loop by hand in virtual time: the fake
@@ -13,7 +15,7 @@ import (
 type harness struct {
 	t     testing.TB
 	clock *fakeClock
-	eng   *fakeEngine
+	eng   *enginetest.Fake
 	cache *fakeCache
 	loop  *loop
 	stats *counters
@@ -25,13 +27,16 @@ type harness struct {
 func newHarness(t testing.TB, lanes, batch int, cfg Config) *harness {
 	t.Helper()
 	clock := newFakeClock()
-	eng := newFakeEngine(lanes, batch, 4*lanes+4, 1<<20, clock)
+	eng := enginetest.New(lanes, batch, 4*lanes+4, 1<<20, clock)
 	return newHarnessOn(t, eng, clock, cfg)
 }
 
-func newHarnessOn(t testing.TB, eng *fakeEngine, clock *fakeClock, cfg Config) *harness {
+func newHarnessOn(t testing.TB, eng *enginetest.Fake, clock *fakeClock, cfg Config) *harness {
 	t.Helper()
 	cfg.Clock = clock
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	cfg = cfg.withDefaults(eng.Descriptor())
 	if err := cfg.validate(eng.Descriptor()); err != nil {
 		t.Fatal(err)
@@ -44,7 +49,7 @@ func newHarnessOn(t testing.TB, eng *fakeEngine, clock *fakeClock, cfg Config) *
 
 // fast makes prefill cheap, so that learned rates leave budgets whole.
 func (h *harness) fast() *harness {
-	h.eng.cost = costModel{step: 2 * time.Millisecond, prefillToken: 100 * time.Microsecond, decodeRow: time.Millisecond}
+	h.eng.Cost = enginetest.CostModel{Step: 2 * time.Millisecond, PrefillToken: 100 * time.Microsecond, DecodeRow: time.Millisecond}
 	return h
 }
 
@@ -111,7 +116,7 @@ func (h *harness) tokens(name string) []engine.Token {
 // its request run alone.
 func (h *harness) expectOutput(name string, req Request) {
 	h.t.Helper()
-	want := reference(req.Prompt, req.MaxTokens, h.eng.eogEvery, req.StopTokens, h.eng.desc.Ctx)
+	want := enginetest.Reference(req.Prompt, req.MaxTokens, h.eng.EOGEvery, req.StopTokens, h.eng.Descriptor().Ctx)
 	got := h.tokens(name)
 	if !equalTokens(got, want) {
 		h.t.Fatalf("%s: output of %d tokens differs from the reference's %d\n got %v\nwant %v", name, len(got), len(want), head(got), head(want))
@@ -160,7 +165,7 @@ func promptOf(seed, n int) []engine.Token {
 		x ^= x << 13
 		x ^= x >> 7
 		x ^= x << 17
-		p[i] = engine.Token(3 + x%(fakeVocab-3))
+		p[i] = engine.Token(3 + x%(enginetest.Vocab-3))
 	}
 	return p
 }
@@ -168,7 +173,7 @@ func promptOf(seed, n int) []engine.Token {
 // prefillTicks are the plans, in order, that carried prefill.
 func (h *harness) prefillTicks() []engine.Plan {
 	var out []engine.Plan
-	for _, p := range h.eng.plans {
+	for _, p := range h.eng.Plans {
 		if len(p.Prefills) > 0 {
 			out = append(out, p)
 		}

@@ -33,6 +33,9 @@ type job struct {
 	// resumed: a preempted lane's job, carrying its output so far.
 	resumed bool
 
+	// deferrals counts the plans the engine refused, blaming no lane, in
+	// which this job was the only admission (see loop.deferAdmits).
+	deferrals   int
 	generated   int // tokens delivered over all admissions
 	cached      int // warm prefix at the first admission
 	preemptions int
@@ -68,6 +71,9 @@ type lane struct {
 	seq int32
 	// warm is how many prompt tokens the sequence held at admission.
 	warm int
+	// firstAdmission: this lane is its job's first, so taking the admission
+	// back (loop.deferAdmits) makes the job never admitted again.
+	firstAdmission bool
 	// admitted: the engine holds the lane (a tick carried its admit).
 	admitted bool
 	// prefilled is how many prompt tokens the sequence holds; npast how

@@ -89,7 +89,9 @@ func (l *loop) submit(j *job) {
 
 // step runs one scheduling step: end what was cancelled or expired,
 // preempt for waiting Chat/FIM requests, admit, plan, tick, take in the
-// events, retire what finished. It reports whether work remains.
+// events, retire what finished. A plan the engine refuses is planned again
+// without what it blamed (see tickRefused). It reports whether work
+// remains.
 func (l *loop) step() bool {
 	p := l.p
 	now := l.clock.Now()
@@ -97,22 +99,35 @@ func (l *loop) step() bool {
 	p.preemptForQueued()
 	l.admit(now)
 	l.flush()
-	pl := p.buildPlan(now)
-	p.publishOccupancy()
-	if pl.Empty() {
-		return !p.idle()
-	}
-	start := l.clock.Now()
-	l.seen = 0
-	p.beginTick()
-	ev, err := l.eng.Tick(pl)
-	end := l.clock.Now()
-	if err != nil && !errors.Is(err, engine.ErrKVFull) {
-		l.tickFailed(err, end)
-		l.flush()
+	for {
+		pl := p.buildPlan(now)
 		p.publishOccupancy()
+		if pl.Empty() {
+			return !p.idle()
+		}
+		start := l.clock.Now()
+		l.seen = 0
+		p.beginTick()
+		ev, err := l.eng.Tick(pl)
+		end := l.clock.Now()
+		if err != nil && !errors.Is(err, engine.ErrKVFull) {
+			replan := l.tickRefused(pl, ev, err, start, end)
+			l.flush()
+			if replan {
+				now = end
+				continue
+			}
+			p.publishOccupancy()
+			return !p.idle()
+		}
+		l.ran(ev, err, start, end)
 		return !p.idle()
 	}
+}
+
+// ran takes in a tick that ran (err nil) or stopped on a full KV cache.
+func (l *loop) ran(ev *engine.Events, err error, start, end time.Time) {
+	p := l.p
 	p.advance(ev, end.Sub(start), end)
 	l.deliver(ev, end)
 	if err != nil {
@@ -122,7 +137,6 @@ func (l *loop) step() bool {
 	l.retireFinished(end)
 	l.flush()
 	p.publishOccupancy()
-	return !p.idle()
 }
 
 // admit binds queued jobs to free lanes, each on a sequence from the cache.
@@ -222,17 +236,30 @@ func (j *job) result() Result {
 }
 
 // retireFinished retires, at once, the lanes this tick finished or
-// preempted, so their sequences go back to the cache now.
+// preempted, so their sequences go back to the cache now. A retire the
+// engine refuses for one lane drops that lane alone (the engine does not
+// hold it) and the others retire.
 func (l *loop) retireFinished(end time.Time) {
-	l.p.retirePlan(&l.retire)
-	if len(l.retire.Retires) == 0 {
+	for {
+		l.p.retirePlan(&l.retire)
+		if len(l.retire.Retires) == 0 {
+			return
+		}
+		_, err := l.eng.Tick(&l.retire)
+		if err == nil {
+			l.p.retired(l.retire.Retires)
+			return
+		}
+		l.stats.tickErrors.Add(1)
+		if ln := l.blamed(err); ln != nil {
+			l.logTickError(&l.retire, err, "failed the lane at fault", ln)
+			l.isolate(ln, err, end)
+			continue
+		}
+		l.logTickError(&l.retire, err, "failed every lane", nil)
+		l.abandonLanes(fmt.Errorf("sched: engine tick failed: %w", err), end)
 		return
 	}
-	if _, err := l.eng.Tick(&l.retire); err != nil {
-		l.tickFailed(err, end)
-		return
-	}
-	l.p.retired(l.retire.Retires)
 }
 
 // kvFull handles a tick the KV pool had no room for: the cache evicts, and
@@ -255,16 +282,6 @@ func (l *loop) kvFull(err error, end time.Time) {
 	}
 	p.preempt(v)
 	p.kvBackoff = true
-}
-
-// tickFailed handles a tick the engine refused or failed for a reason other
-// than KV room: a plan the planner should never make, or an engine fault.
-// Every lane fails with the error and leaves the engine; sequences go back
-// empty, since what they hold is in doubt. Queued requests go on.
-func (l *loop) tickFailed(err error, end time.Time) {
-	l.stats.tickErrors.Add(1)
-	werr := fmt.Errorf("sched: engine tick failed: %w", err)
-	l.abandonLanes(werr, end)
 }
 
 // abandonLanes ends every lane with err and takes them out of the engine

@@ -57,7 +57,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 		return rankOf(a.job.class, a.remaining(), a.tag, a.prefillStarved, bound).
 			before(rankOf(b.job.class, b.remaining(), b.tag, b.prefillStarved, bound))
 	})
-	b := newPrefillBudget(budget)
+	b := newPrefillBudget(budget, p.batch-decoding)
 	if p.holdForShortReply(now) {
 		// A short reply someone reads token by token (an editor's
 		// completion, a bounded chat answer) finishes before Agent and
@@ -65,6 +65,9 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 		// its tokens would stretch it several-fold, for a gain to the
 		// prompts of seconds at most.
 		b.holdBelow(FIM)
+	}
+	if c, ok := bestWaitingPrompt(order); ok && c.interactive() {
+		b.limitWorse(c)
 	}
 	for _, l := range order {
 		if !l.admitted {
@@ -85,11 +88,13 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 		p.tickPrefillLanes++
 		if l.job.class.interactive() {
 			// Someone is waiting on this prompt's first token: it takes a
-			// whole chunk even in a short open tick, and nothing of a
-			// worse class prefills beside it (the seeds held back only in
-			// the tick the prompt completes; a FIM request under four
-			// long background prompts then paid for their chunks too).
-			b.grow(min(rem, interactiveChunk, max(0, p.batch-decoding)))
+			// whole chunk even in a short open tick, as far as the step
+			// has room beside what earlier lanes took (the budget's room),
+			// and nothing of a worse class prefills beside it (the seeds
+			// held back only in the tick the prompt completes; a FIM
+			// request under four long background prompts then paid for
+			// their chunks too).
+			b.grow(min(rem, interactiveChunk))
 			b.holdBelow(l.job.class)
 		}
 		chunk := b.offerTo(rem, l.job.class)
@@ -100,7 +105,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 		l.chunk = chunk
 		l.prefillStarved = 0
 		p.tickPrefillTokens += chunk
-		b.take(chunk, chunk == rem)
+		b.take(chunk, chunk == rem, l.job.class)
 	}
 	p.order = order
 	p.tickPrefillLanes += p.queued()
@@ -114,6 +119,17 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 		waiting := l.remaining() > 0 && l.chunk == 0
 		l.prefillStarved = starvedAfter(l.prefillStarved, waiting, youngest, served, l.tag)
 	}
+}
+
+// bestWaitingPrompt is the best class among lanes with prompt left.
+func bestWaitingPrompt(lanes []*lane) (Class, bool) {
+	best, ok := Class(0), false
+	for _, l := range lanes {
+		if l.remaining() > 0 && (!ok || l.job.class < best) {
+			best, ok = l.job.class, true
+		}
+	}
+	return best, ok
 }
 
 // holdForShortReply reports whether this tick holds Agent and Background

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/engine/enginetest"
 )
 
 func TestPreemptionPicksADecodingLowerClassLaneFirst(t *testing.T) {
@@ -47,7 +48,7 @@ func TestPreemptionPicksADecodingLowerClassLaneFirst(t *testing.T) {
 
 func TestPreemptedOutputEqualsAnUnpreemptedRun(t *testing.T) {
 	h := newHarness(t, 1, 4096, Config{})
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	req := Request{Prompt: promptOf(7, 300), Class: Background, MaxTokens: 1000}
 	h.submit("bg", req)
 	chats := 0
@@ -69,7 +70,7 @@ func TestPreemptedOutputEqualsAnUnpreemptedRun(t *testing.T) {
 	// Each resumption found its prompt in the cache: only the last token
 	// sampled before the preemption needed prefilling.
 	var admits []engine.Admit
-	for _, p := range h.eng.plans {
+	for _, p := range h.eng.Plans {
 		admits = append(admits, p.Admits...)
 	}
 	resumed := 0
@@ -88,7 +89,7 @@ func TestPreemptedOutputEqualsAnUnpreemptedRun(t *testing.T) {
 
 func TestPreemptedMidPrefillResumesWarm(t *testing.T) {
 	h := newHarness(t, 1, 4096, Config{PrefillBudget: 512}).fast()
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	bg := Request{Prompt: promptOf(1, 3000), Class: Background, MaxTokens: 8}
 	h.submit("bg", bg)
 	h.step()
@@ -99,7 +100,7 @@ func TestPreemptedMidPrefillResumesWarm(t *testing.T) {
 	h.expectOutput("bg", bg)
 	h.expectOutput("chat", chat)
 	var resumed *engine.Admit
-	for _, p := range h.eng.plans {
+	for _, p := range h.eng.Plans {
 		for i, a := range p.Admits {
 			if a.PromptLen == 3000 && a.Cached > 0 {
 				resumed = &p.Admits[i]
@@ -120,22 +121,18 @@ func TestCancelledLaneIsGoneWithinOneStep(t *testing.T) {
 	}
 	st := h.jobs["a"].stream
 	delivered := len(h.out["a"])
-	h.eng.onStep = func(step int) {
+	h.eng.OnStep = func(step int) {
 		if step == 2 {
 			st.Cancel() // from "another goroutine", mid-tick
 		}
 	}
 	tag := h.laneOf("a")
 	h.step()
-	h.eng.onStep = nil
-	if ev := h.eng.ev; ev.Timings.Steps != 0 {
-		// the retire-only tick ran last; the cancelled tick's steps are
-		// in the plan log below
-	}
-	if !h.eng.lastTickYieldedAt(3) {
+	h.eng.OnStep = nil
+	if !h.eng.LastTickYieldedAt(3) {
 		t.Fatalf("the tick did not stop at the step after the cancel")
 	}
-	if _, ok := h.eng.lanes[tag]; ok {
+	if h.eng.HasLane(tag) {
 		t.Fatal("the cancelled lane is still in the engine after the step")
 	}
 	r := h.result("a")
@@ -164,7 +161,7 @@ func TestCancelledLaneIsGoneWithinOneStep(t *testing.T) {
 
 func TestExpiredJobNeverStarts(t *testing.T) {
 	h := newHarness(t, 1, 4096, Config{}).fast()
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	h.submit("chat", Request{Prompt: promptOf(1, 50), Class: Chat, MaxTokens: 600})
 	h.step()
 	fim := Request{Prompt: promptOf(2, 40), Class: FIM, MaxTokens: 10, Deadline: h.clock.Now().Add(100 * time.Millisecond)}
@@ -174,7 +171,7 @@ func TestExpiredJobNeverStarts(t *testing.T) {
 	if r.Finish != FinishDeadline || !errors.Is(r.Err, ErrDeadline) || r.Generated != 0 {
 		t.Fatalf("fim result %+v", r)
 	}
-	for _, p := range h.eng.plans {
+	for _, p := range h.eng.Plans {
 		for _, a := range p.Admits {
 			if a.PromptLen == 40 {
 				t.Fatal("the expired FIM request was admitted")
@@ -204,7 +201,7 @@ func TestRunningLaneStopsAtItsDeadlineWithinAStep(t *testing.T) {
 func TestStopTokenEndsTheLane(t *testing.T) {
 	h := newHarness(t, 1, 4096, Config{}).fast()
 	prompt := promptOf(5, 30)
-	ref := reference(prompt, 100, 0, nil, h.eng.desc.Ctx)
+	ref := enginetest.Reference(prompt, 100, 0, nil, h.eng.Descriptor().Ctx)
 	stop := ref[6]
 	req := Request{Prompt: prompt, Class: Chat, MaxTokens: 100, StopTokens: []engine.Token{stop}, Logprobs: 3}
 	h.submit("s", req)
@@ -227,8 +224,8 @@ func TestStopTokenEndsTheLane(t *testing.T) {
 
 func TestKVFullRelievesThenPreemptsThenFails(t *testing.T) {
 	clock := newFakeClock()
-	eng := newFakeEngine(2, 4096, 8, 1<<20, clock)
-	eng.kvCap = 600
+	eng := enginetest.New(2, 4096, 8, 1<<20, clock)
+	eng.KVCap = 600
 	h := newHarnessOn(t, eng, clock, Config{}).fast()
 	// Leave a cached entry behind to be evicted.
 	warm := Request{Prompt: promptOf(9, 200), Class: Agent, MaxTokens: 4}
@@ -260,7 +257,7 @@ func TestKVFullRelievesThenPreemptsThenFails(t *testing.T) {
 
 func TestSharedPrefixHold(t *testing.T) {
 	h := newHarness(t, 2, 4096, Config{}).fast()
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	shared := promptOf(1, 2000)
 	first := Request{Prompt: shared, Class: Agent, MaxTokens: 20}
 	h.submit("first", first)

@@ -59,15 +59,26 @@ const (
 	maxShortReplyHoldSecs = 8.0
 )
 
-// prefillBudget hands out one tick's prompt tokens.
+// prefillBudget hands out one tick's prompt tokens. room is what the
+// tick's first step has left for them: the engine's batch less one token
+// per decoding lane and the chunks already taken. Nothing raises the
+// budget past it, so no plan's first step exceeds the batch.
 type prefillBudget struct {
 	left       int
+	room       int
 	tailCapped bool
 	holding    bool  // heldBelow is set
 	heldBelow  Class // classes worse than this get nothing
+	// worseLimited: classes worse than worseThan share worseLeft tokens.
+	worseLimited bool
+	worseThan    Class
+	worseLeft    int
 }
 
-func newPrefillBudget(n int) prefillBudget { return prefillBudget{left: n} }
+func newPrefillBudget(n, room int) prefillBudget {
+	room = max(room, 0)
+	return prefillBudget{left: min(n, room), room: room}
+}
 
 // offer is how much of want the budget grants.
 func (b *prefillBudget) offer(want int) int { return min(want, b.left) }
@@ -78,6 +89,9 @@ func (b *prefillBudget) offerTo(want int, c Class) int {
 	if b.holding && c > b.heldBelow {
 		return 0
 	}
+	if b.worseLimited && c > b.worseThan {
+		want = min(want, b.worseLeft)
+	}
 	return b.offer(want)
 }
 
@@ -86,11 +100,28 @@ func (b *prefillBudget) offerTo(want int, c Class) int {
 // prompt, in one step of about a second on a small model.
 const interactiveChunk = 512
 
-// grow raises what is left of the budget to at least n tokens, unless a
-// prompt already completed this tick (the tail cap rules then).
+// starvedShareDivisor: while a Chat or FIM prompt waits, starving lanes of
+// worse classes (which rank ahead of it) take at most this fraction of the
+// step between them. They still move, so a stream of editor requests cannot
+// starve them, but at the CPU's 64-token steps a starving lane that filled
+// the step alone would halve the waiting prompt's speed.
+const starvedShareDivisor = 4
+
+// limitWorse caps what lanes of classes worse than c may take, in total,
+// for the rest of the tick: the share starving lanes get while a prompt of
+// class c waits.
+func (b *prefillBudget) limitWorse(c Class) {
+	b.worseLimited = true
+	b.worseThan = c
+	b.worseLeft = max(1, b.room/starvedShareDivisor)
+}
+
+// grow raises what is left of the budget to at least n tokens, within the
+// step's room, unless a prompt already completed this tick (the tail cap
+// rules then).
 func (b *prefillBudget) grow(n int) {
 	if !b.tailCapped {
-		b.left = max(b.left, n)
+		b.left = max(b.left, min(n, b.room))
 	}
 }
 
@@ -108,8 +139,12 @@ func (b *prefillBudget) holdBelow(c Class) {
 // what is left at that chunk's size (at least prefillTailFloor): the
 // prompt's first token comes at the end of the step that carries it, so a
 // large tail beside it would delay the token for someone else's prompt.
-func (b *prefillBudget) take(chunk int, completes bool) {
+func (b *prefillBudget) take(chunk int, completes bool, c Class) {
 	b.left -= chunk
+	b.room -= chunk
+	if b.worseLimited && c > b.worseThan {
+		b.worseLeft -= chunk
+	}
 	if completes && !b.tailCapped {
 		b.tailCapped = true
 		b.left = min(b.left, max(chunk, prefillTailFloor))

@@ -113,12 +113,12 @@ func TestLoneLanePlansLongerPrefillTicks(t *testing.T) {
 }
 
 func grants(budget int, remaining []int) []int {
-	b := newPrefillBudget(budget)
+	b := newPrefillBudget(budget, 1<<20)
 	out := make([]int, len(remaining))
 	for i, r := range remaining {
 		c := b.offer(r)
 		if c > 0 {
-			b.take(c, c == r)
+			b.take(c, c == r, Background)
 		}
 		out[i] = c
 	}
@@ -142,11 +142,11 @@ func TestTailAfterFirstCompletionIsCappedInAggregate(t *testing.T) {
 }
 
 func TestNothingOfALowerClassPrefillsBesideAChatThatFinishesItsPrompt(t *testing.T) {
-	b := newPrefillBudget(4096)
+	b := newPrefillBudget(4096, 1<<20)
 	if got := b.offerTo(22, Chat); got != 22 {
 		t.Fatalf("chat offered %d", got)
 	}
-	b.take(22, true)
+	b.take(22, true, Background)
 	b.holdBelow(Chat)
 	if got := b.offerTo(4000, Background); got != 0 {
 		t.Errorf("a background lane got %d beside a completing chat; it waits a tick", got)
@@ -154,8 +154,8 @@ func TestNothingOfALowerClassPrefillsBesideAChatThatFinishesItsPrompt(t *testing
 	if got := b.offerTo(100, Chat); got != 100 {
 		t.Errorf("another chat got %d; it does not wait", got)
 	}
-	b = newPrefillBudget(4096)
-	b.take(500, false)
+	b = newPrefillBudget(4096, 1<<20)
+	b.take(500, false, Background)
 	if got := b.offerTo(4000, Background); got != 3596 {
 		t.Errorf("a chat still prefilling holds nothing back: got %d", got)
 	}
@@ -195,7 +195,7 @@ func TestRankKeepsALongPrefillProgressingUnderShortPrompts(t *testing.T) {
 				order[k], order[k-1] = order[k-1], order[k]
 			}
 		}
-		pb := newPrefillBudget(budget)
+		pb := newPrefillBudget(budget, 1<<20)
 		served := map[uint32]bool{}
 		var youngest uint32
 		for _, i := range order {
@@ -209,7 +209,7 @@ func TestRankKeepsALongPrefillProgressingUnderShortPrompts(t *testing.T) {
 				x.starved = 0
 				served[x.tag] = true
 				youngest = max(youngest, x.tag)
-				pb.take(chunk, x.left == 0)
+				pb.take(chunk, x.left == 0, Background)
 				if x.tag == 0 {
 					longTicks = append(longTicks, tick)
 				}

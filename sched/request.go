@@ -33,9 +33,10 @@ type Request struct {
 	Deadline time.Time
 }
 
-// validate refuses what the engine would refuse at admission: a malformed
-// admit fails the whole tick, every lane in it, so it must never reach a
-// plan.
+// validate refuses what the engine would refuse at admission. The engine
+// would fail only the request's own lane, but after a tick planned around
+// it had been refused and planned again: such a request must never reach
+// a plan.
 func (r *Request) validate(d *engine.Descriptor) error {
 	if len(r.Prompt) == 0 {
 		return fmt.Errorf("sched: empty prompt")
@@ -62,17 +63,27 @@ func (r *Request) validate(d *engine.Descriptor) error {
 			return fmt.Errorf("sched: logit bias for token %d is invalid", b.Token)
 		}
 	}
+	if engine.BansEveryToken(r.Bias, d.Vocab) {
+		return fmt.Errorf("sched: the logit bias bans every token of the vocabulary")
+	}
 	if r.Sampling == (engine.Sampling{}) {
 		return nil // greedy
 	}
 	return validSampling(&r.Sampling)
 }
 
-// validSampling mirrors the engine's range checks on sampling parameters.
+// maxPenalty bounds the frequency and presence penalties, as the engine
+// does (native SF_MAX_PENALTY): beyond it the logits overflow.
+const maxPenalty = 1e6
+
+// validSampling mirrors the engine's range checks on sampling parameters
+// (native sampling_refusal), refusing a NaN temperature the engine would
+// take as greedy.
 func validSampling(s *engine.Sampling) error {
 	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
+	penalty := func(f float32) bool { return finite(f) && math.Abs(float64(f)) <= maxPenalty }
 	if !finite(s.Temperature) || !finite(s.TopP) || !finite(s.MinP) || !finite(s.RepeatPenalty) ||
-		!finite(s.FrequencyPenalty) || !finite(s.PresencePenalty) || s.TopK < 0 || s.TopP <= 0 || s.TopP > 1 ||
+		!penalty(s.FrequencyPenalty) || !penalty(s.PresencePenalty) || s.TopK < 0 || s.TopP <= 0 || s.TopP > 1 ||
 		s.MinP < 0 || s.MinP > 1 || s.RepeatPenalty <= 0 || s.PenaltyLastN < -1 {
 		return fmt.Errorf("sched: sampling parameters out of range: %+v", *s)
 	}

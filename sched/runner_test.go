@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/engine/enginetest"
 )
 
 // sleeper advances the bubble's clock: inside synctest.Test, time.Sleep
@@ -20,7 +21,7 @@ type sleeper struct{}
 func (sleeper) Advance(d time.Duration) { time.Sleep(d) }
 
 // startScheduler runs a scheduler over a fake engine in the current bubble.
-func startScheduler(t *testing.T, eng *fakeEngine, cfg Config) (*Scheduler, *fakeCache, func()) {
+func startScheduler(t *testing.T, eng *enginetest.Fake, cfg Config) (*Scheduler, *fakeCache, func()) {
 	t.Helper()
 	cache := newFakeCache(t, eng)
 	s, err := New(eng, cache, cfg)
@@ -40,9 +41,9 @@ func startScheduler(t *testing.T, eng *fakeEngine, cfg Config) (*Scheduler, *fak
 
 func TestManyConcurrentRequestsOfMixedClassesAllComplete(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		eng := newFakeEngine(4, 512, 16, 1<<16, sleeper{})
-		eng.eogEvery = 400
-		eng.cost = costModel{step: 5 * time.Millisecond, prefillToken: 500 * time.Microsecond, decodeRow: 2 * time.Millisecond}
+		eng := enginetest.New(4, 512, 16, 1<<16, sleeper{})
+		eng.EOGEvery = 400
+		eng.Cost = enginetest.CostModel{Step: 5 * time.Millisecond, PrefillToken: 500 * time.Microsecond, DecodeRow: 2 * time.Millisecond}
 		s, cache, stop := startScheduler(t, eng, Config{})
 		var wg sync.WaitGroup
 		for i := range 32 {
@@ -69,7 +70,7 @@ func TestManyConcurrentRequestsOfMixedClassesAllComplete(t *testing.T) {
 					t.Errorf("request %d: %v / %v", i, err, res.Err)
 					return
 				}
-				want := reference(req.Prompt, req.MaxTokens, eng.eogEvery, nil, eng.desc.Ctx)
+				want := enginetest.Reference(req.Prompt, req.MaxTokens, eng.EOGEvery, nil, eng.Descriptor().Ctx)
 				got := make([]engine.Token, len(toks))
 				for k, tk := range toks {
 					got[k] = tk.Token
@@ -108,7 +109,7 @@ func TestManyConcurrentRequestsOfMixedClassesAllComplete(t *testing.T) {
 
 func TestCancellingTheSubmitContextCancelsTheRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		eng := newFakeEngine(2, 512, 8, 1<<16, sleeper{})
+		eng := enginetest.New(2, 512, 8, 1<<16, sleeper{})
 		s, _, stop := startScheduler(t, eng, Config{})
 		defer stop()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -150,7 +151,7 @@ func TestCancellingTheSubmitContextCancelsTheRequest(t *testing.T) {
 
 func TestCloseFailsWhatIsInFlightAndRefusesMore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		eng := newFakeEngine(1, 512, 4, 1<<16, sleeper{})
+		eng := enginetest.New(1, 512, 4, 1<<16, sleeper{})
 		s, cache, stop := startScheduler(t, eng, Config{})
 		running, _ := s.Submit(context.Background(), Request{Prompt: promptOf(1, 30), Class: Agent, MaxTokens: 100000})
 		queued, _ := s.Submit(context.Background(), Request{Prompt: promptOf(2, 30), Class: Agent, MaxTokens: 10})
@@ -167,8 +168,8 @@ func TestCloseFailsWhatIsInFlightAndRefusesMore(t *testing.T) {
 		if _, err := s.Submit(context.Background(), Request{Prompt: promptOf(3, 3), Class: Chat}); !errors.Is(err, ErrClosed) {
 			t.Errorf("submit after close: %v", err)
 		}
-		if len(eng.lanes) != 0 {
-			t.Errorf("%d lanes left in the engine", len(eng.lanes))
+		if eng.Lanes() != 0 {
+			t.Errorf("%d lanes left in the engine", eng.Lanes())
 		}
 		if cache.releases == 0 {
 			t.Error("the running lane's sequence was not given back")
@@ -181,7 +182,7 @@ func TestCloseFailsWhatIsInFlightAndRefusesMore(t *testing.T) {
 
 func TestRunningDeadlineWithTheRealClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		eng := newFakeEngine(2, 512, 8, 1<<16, sleeper{})
+		eng := enginetest.New(2, 512, 8, 1<<16, sleeper{})
 		s, _, stop := startScheduler(t, eng, Config{})
 		defer stop()
 		deadline := time.Now().Add(700 * time.Millisecond)
@@ -197,7 +198,7 @@ func TestRunningDeadlineWithTheRealClock(t *testing.T) {
 }
 
 func TestSubmitRefusesWhatTheEngineWould(t *testing.T) {
-	eng := newFakeEngine(2, 512, 8, 100, nil)
+	eng := enginetest.New(2, 512, 8, 100, nil)
 	s, err := New(eng, newFakeCache(t, eng), Config{MaxQueued: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -206,12 +207,14 @@ func TestSubmitRefusesWhatTheEngineWould(t *testing.T) {
 	for name, req := range map[string]Request{
 		"empty prompt":        {},
 		"no room":             {Prompt: promptOf(1, 100)},
-		"token out of vocab":  {Prompt: []engine.Token{fakeVocab}},
+		"token out of vocab":  {Prompt: []engine.Token{enginetest.Vocab}},
 		"logprobs":            {Prompt: []engine.Token{5}, Logprobs: 21},
 		"class":               {Prompt: []engine.Token{5}, Class: 9},
 		"top p":               {Prompt: []engine.Token{5}, Sampling: engine.Sampling{Temperature: 1, TopP: 0, RepeatPenalty: 1}},
 		"bias":                {Prompt: []engine.Token{5}, Bias: []engine.LogitBias{{Token: -1}}},
 		"negative max tokens": {Prompt: []engine.Token{5}, MaxTokens: -1},
+		"huge penalty":        {Prompt: []engine.Token{5}, Sampling: engine.Sampling{Temperature: 1, TopP: 1, RepeatPenalty: 1, FrequencyPenalty: 2e6}},
+		"bias bans all":       {Prompt: []engine.Token{5}, Bias: banAll()},
 	} {
 		if _, err := s.Submit(ctx, req); err == nil || !strings.HasPrefix(err.Error(), "sched: ") {
 			t.Errorf("%s: %v", name, err)
@@ -228,7 +231,7 @@ func TestSubmitRefusesWhatTheEngineWould(t *testing.T) {
 }
 
 func TestConfigIsValidatedUpFront(t *testing.T) {
-	eng := newFakeEngine(4, 512, 8, 4096, nil)
+	eng := enginetest.New(4, 512, 8, 4096, nil)
 	cache := newFakeCache(t, eng)
 	for _, c := range []struct {
 		cfg Config
@@ -248,7 +251,7 @@ func TestConfigIsValidatedUpFront(t *testing.T) {
 	if _, err := New(nil, cache, Config{}); err == nil {
 		t.Error("nil engine")
 	}
-	small := newFakeEngine(4, 2, 8, 4096, nil)
+	small := enginetest.New(4, 2, 8, 4096, nil)
 	if _, err := New(small, newFakeCache(t, small), Config{}); err == nil || !strings.Contains(err.Error(), "batch") {
 		t.Errorf("batch smaller than the lanes: %v", err)
 	}

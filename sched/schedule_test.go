@@ -12,7 +12,7 @@ import (
 
 func TestEightEqualPromptsFinishOneAfterAnother(t *testing.T) {
 	h := newHarness(t, 8, 8192, Config{PrefillBudget: 512}).fast()
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	names := make([]string, 8)
 	for i := range names {
 		names[i] = fmt.Sprint("p", i)
@@ -41,7 +41,7 @@ func TestEightEqualPromptsFinishOneAfterAnother(t *testing.T) {
 func TestLongPrefillProgressesUnderAStreamOfShortPrompts(t *testing.T) {
 	const bound = 3
 	h := newHarness(t, 3, 4096, Config{PrefillBudget: 512, StarvationTicks: bound}).fast()
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	h.submit("long", Request{Prompt: promptOf(0, 8*512), Class: Agent, MaxTokens: 1})
 	short := 0
 	for range 200 {
@@ -90,12 +90,12 @@ func TestTailCapAfterAPromptCompletes(t *testing.T) {
 		{[]int{3000, 3000}, []int{3000, 1096}},
 	} {
 		h := newHarness(t, len(c.prompts), 8192, Config{PrefillBudget: 4096}).fast()
-		h.eng.keep = true
+		h.eng.KeepPlans = true
 		for i, n := range c.prompts {
 			h.submit(fmt.Sprint("c", i), Request{Prompt: promptOf(i, n), Class: Chat, MaxTokens: 2})
 		}
 		h.step()
-		p := h.eng.plans[0]
+		p := h.eng.Plans[0]
 		var got []int
 		for i := range c.prompts {
 			got = append(got, chunkOf(&p, uint32(i+1)))
@@ -109,15 +109,15 @@ func TestTailCapAfterAPromptCompletes(t *testing.T) {
 
 func TestChatCompletingItsPromptHoldsLowerClassesBack(t *testing.T) {
 	h := newHarness(t, 2, 4096, Config{}).fast()
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	h.submit("agent", Request{Prompt: promptOf(1, 6000), Class: Agent, MaxTokens: 4})
 	h.step()
 	h.step()
 	h.submit("chat", Request{Prompt: promptOf(2, 22), Class: Chat, MaxTokens: 4})
-	before := len(h.eng.plans)
+	before := len(h.eng.Plans)
 	h.step()
 	h.step()
-	ticks := h.eng.plans[before:] // the chat's tick, its retire, the next
+	ticks := h.eng.Plans[before:] // the chat's tick, its retire, the next
 	chat, agent := uint32(2), uint32(1)
 	if chunkOf(&ticks[0], chat) != 22 {
 		t.Fatalf("the chat's prompt did not complete in its first tick: %+v", ticks[0].Prefills)
@@ -160,7 +160,7 @@ func TestOpenTicksStayShort(t *testing.T) {
 	// One agent decoding with lanes free: a newcomer would wait out each
 	// tick, so ticks aim at a quarter second.
 	h := newHarness(t, 4, 4096, Config{}).fast()
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	h.submit("a", Request{Prompt: promptOf(1, 3000), Class: Agent, MaxTokens: 2000})
 	var open []time.Duration
 	for range 30 {
@@ -176,7 +176,7 @@ func TestOpenTicksStayShort(t *testing.T) {
 			t.Fatalf("open tick %d ran %v", i+5, d)
 		}
 	}
-	for _, p := range h.eng.plans {
+	for _, p := range h.eng.Plans {
 		for _, f := range p.Prefills {
 			if f.Count > openPrefillTickMax {
 				t.Fatalf("an open tick prefilled %d tokens", f.Count)
@@ -304,14 +304,14 @@ func contains(s, sub string) bool {
 
 func TestBackgroundDecodingIsThrottled(t *testing.T) {
 	h := newHarness(t, 2, 4096, Config{BackgroundDivisor: 3, StarvationTicks: 2}).fast()
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	h.submit("chat", Request{Prompt: promptOf(1, 20), Class: Chat, MaxTokens: 1 << 30})
 	h.submit("bg", Request{Prompt: promptOf(2, 20), Class: Background, MaxTokens: 1 << 30})
 	for range 30 {
 		h.step()
 	}
 	chatTicks, bgTicks := 0, 0
-	for _, p := range h.eng.plans[1:] {
+	for _, p := range h.eng.Plans[1:] {
 		if roundsOf(&p, 1) > 0 {
 			chatTicks++
 		}
@@ -340,7 +340,7 @@ func TestShortInteractiveReplyHoldsBackgroundPrefillBack(t *testing.T) {
 	}{{"short", 40, true}, {"long", 100000, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, 2, 4096, Config{}).fast()
-			h.eng.keep = true
+			h.eng.KeepPlans = true
 			h.submit("bg", Request{Prompt: promptOf(1, 60000), Class: Background, MaxTokens: 4})
 			h.step()
 			h.step()
@@ -348,10 +348,10 @@ func TestShortInteractiveReplyHoldsBackgroundPrefillBack(t *testing.T) {
 			fim, bg := uint32(2), uint32(1)
 			sawDecode, bgBeside := false, false
 			for range 20 {
-				before := len(h.eng.plans)
+				before := len(h.eng.Plans)
 				h.step()
-				for i := range h.eng.plans[before:] {
-					p := &h.eng.plans[before+i]
+				for i := range h.eng.Plans[before:] {
+					p := &h.eng.Plans[before+i]
 					decodes := false
 					for _, d := range p.Decodes {
 						decodes = decodes || d.Lane == fim
@@ -373,12 +373,12 @@ func TestShortInteractiveReplyHoldsBackgroundPrefillBack(t *testing.T) {
 				if !h.done("fim") {
 					t.Fatal("the short reply did not finish")
 				}
-				before := len(h.eng.plans)
+				before := len(h.eng.Plans)
 				h.step()
 				h.step()
 				resumed := false
-				for i := range h.eng.plans[before:] {
-					resumed = resumed || chunkOf(&h.eng.plans[before+i], bg) > 0
+				for i := range h.eng.Plans[before:] {
+					resumed = resumed || chunkOf(&h.eng.Plans[before+i], bg) > 0
 				}
 				if !resumed {
 					t.Fatal("background prefill did not resume after the reply")
@@ -392,7 +392,7 @@ func TestShortInteractiveReplyHoldsBackgroundPrefillBack(t *testing.T) {
 // do not starve background prefill: a long run of holds lets a tick through.
 func TestBackToBackShortRepliesDoNotStarveBackgroundPrefill(t *testing.T) {
 	h := newHarness(t, 3, 4096, Config{})
-	h.eng.keep = true
+	h.eng.KeepPlans = true
 	h.submit("bg", Request{Prompt: promptOf(1, 200000), Class: Background, MaxTokens: 4})
 	h.step()
 	h.step()
@@ -410,10 +410,10 @@ func TestBackToBackShortRepliesDoNotStarveBackgroundPrefill(t *testing.T) {
 			h.submit(lastFIM, Request{Prompt: promptOf(100+n, 20), Class: FIM, MaxTokens: 24 + n%7})
 			active = append(active, lastFIM)
 		}
-		before := len(h.eng.plans)
+		before := len(h.eng.Plans)
 		h.step()
-		for i := range h.eng.plans[before:] {
-			if chunkOf(&h.eng.plans[before+i], bg) > 0 {
+		for i := range h.eng.Plans[before:] {
+			if chunkOf(&h.eng.Plans[before+i], bg) > 0 {
 				progress = append(progress, h.clock.since())
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/engine/enginetest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the scripts")
@@ -106,10 +107,10 @@ func (r *scriptRun) harness() *harness {
 		if seqs == 0 {
 			seqs = 4*r.lanes + 4
 		}
-		eng := newFakeEngine(r.lanes, r.batch, seqs, 1<<20, clock)
-		eng.kvCap, eng.eogEvery = r.kv, r.eog
-		eng.trace = r.out
-		eng.traceNow = clock.since
+		eng := enginetest.New(r.lanes, r.batch, seqs, 1<<20, clock)
+		eng.KVCap, eng.EOGEvery = r.kv, r.eog
+		eng.Trace = r.out
+		eng.TraceNow = clock.since
 		r.h = newHarnessOn(r.t, eng, clock, r.cfg)
 		if r.fast {
 			r.h.fast()
@@ -246,7 +247,7 @@ func (r *scriptRun) report() {
 		if res.Err != nil {
 			fmt.Fprintf(r.out, ", err=%q", res.Err)
 		}
-		want := reference(r.reqs[name].Prompt, r.reqs[name].MaxTokens, h.eng.eogEvery, nil, h.eng.desc.Ctx)
+		want := enginetest.Reference(r.reqs[name].Prompt, r.reqs[name].MaxTokens, h.eng.EOGEvery, nil, h.eng.Descriptor().Ctx)
 		if res.Err == nil && res.Finish != FinishCancelled && res.Finish != FinishDeadline && !equalTokens(h.tokens(name), want) {
 			fmt.Fprint(r.out, " OUTPUT DIFFERS FROM THE REFERENCE")
 		}

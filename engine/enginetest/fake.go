@@ -1,0 +1,444 @@
+// Package enginetest is a fake engine.Engine for tests of what drives an
+// engine (the scheduler, the cache): no model, virtual time, and the real
+// engine's plan validation, refusal for refusal.
+package enginetest
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"superfluid/engine"
+)
+
+// Fake implements engine.Engine without a model. It refuses exactly the
+// plans native/tick.cpp's validate refuses, with the same status and the
+// same blamed lane (see validate.go), runs the rest as steps of mixed
+// batches, and samples tokens that are a pure function of everything
+// before them in the sequence, like greedy decoding of a real model: a
+// request's output is the same whether it ran straight through or was
+// preempted and resumed from its prompt plus what it had generated. Each
+// step advances a virtual clock by a cost model, so timings and the rates
+// a scheduler learns are realistic.
+type Fake struct {
+	desc  engine.Descriptor
+	clock Advancer
+
+	// Cost is the virtual time each step takes.
+	Cost CostModel
+	// KVCap is the tokens all sequences may hold together; 0: no limit. A
+	// step that would pass it fails with engine.ErrKVFull, as
+	// llama_decode's does.
+	KVCap int
+	// EOGEvery: about one sampled token in EOGEvery ends generation; 0:
+	// never.
+	EOGEvery uint64
+	// OnStep runs after each step (the step's index), before the yield word
+	// is read: a test cancels or submits "mid-tick" from it.
+	OnStep func(step int)
+	// Trace, when set, receives each tick's plan and what it produced;
+	// TraceNow stamps it.
+	Trace    io.Writer
+	TraceNow func() time.Duration
+	// KeepPlans keeps a copy of every plan that ran in Plans.
+	KeepPlans bool
+	Plans     []engine.Plan
+	// Refusals is every plan Tick refused (its error), in order; a tick
+	// that ran and stopped on a full KV cache is not one.
+	Refusals []error
+
+	yield    atomic.Int32
+	seqs     [][]engine.Token
+	seqOwner []int64 // lane tag holding each sequence; -1: none
+	lanes    map[uint32]*lane
+
+	ev       engine.Events
+	touched  []*lane
+	decoding []*lane
+	ticks    int
+	// lastYieldSteps is the steps of the last tick that yielded.
+	lastYieldSteps int
+}
+
+// Advancer is the virtual clock the fake engine moves.
+type Advancer interface{ Advance(time.Duration) }
+
+// CostModel is virtual time per step.
+type CostModel struct {
+	Step         time.Duration // fixed per step
+	PrefillToken time.Duration
+	DecodeRow    time.Duration // per decoding lane in a step
+}
+
+// CPUCost is roughly the design notes' CPU machine: 112 prompt tokens/s,
+// one stream at 25 tokens/s.
+var CPUCost = CostModel{Step: 30 * time.Millisecond, PrefillToken: 8 * time.Millisecond, DecodeRow: 10 * time.Millisecond}
+
+type lane struct {
+	tag        uint32
+	seq        int32
+	prompt     []engine.Token
+	prefilled  int
+	generated  int
+	max        int
+	logprobs   int
+	pending    engine.Token
+	hasPending bool
+	finish     engine.Finish
+	rounds     int
+	emitted    int
+	hash       uint64
+	touchedAt  int
+}
+
+// The fake model's vocabulary and end-of-generation token.
+const (
+	Vocab = 1000
+	EOS   = 2
+)
+
+// New makes a fake engine running up to lanes lanes over seqs sequences,
+// batch tokens a step and ctx tokens a sequence. clock may be nil.
+func New(lanes, batch, seqs, ctx int, clock Advancer) *Fake {
+	e := &Fake{
+		desc: engine.Descriptor{
+			Architecture: "fake", Vocab: Vocab, Ctx: ctx, Seqs: seqs, Lanes: lanes, Batch: batch,
+			BOS: 1, EOS: EOS, EOT: EOS, EOG: []engine.Token{EOS},
+			FIM: engine.FIM{Prefix: -1, Suffix: -1, Middle: -1, Pad: -1, RepoName: -1, FileSep: -1},
+		},
+		Cost:     CPUCost,
+		clock:    clock,
+		seqs:     make([][]engine.Token, seqs),
+		seqOwner: make([]int64, seqs),
+		lanes:    map[uint32]*lane{},
+	}
+	for i := range e.seqOwner {
+		e.seqOwner[i] = -1
+	}
+	return e
+}
+
+func (e *Fake) Descriptor() *engine.Descriptor { return &e.desc }
+func (e *Fake) Yield()                         { e.yield.Store(1) }
+func (e *Fake) ClearYield()                    { e.yield.Store(0) }
+
+func (e *Fake) CopyPrefix(src, dst int32, n int) error {
+	if !e.seqOK(src) || !e.seqOK(dst) || n > len(e.seqs[src]) {
+		return &engine.Error{Status: engine.StatusSeqRange, Op: "copy prefix"}
+	}
+	e.seqs[dst] = append(e.seqs[dst][:0], e.seqs[src][:n]...)
+	return nil
+}
+
+func (e *Fake) Truncate(seq int32, keep int) error {
+	if !e.seqOK(seq) {
+		return &engine.Error{Status: engine.StatusSeqRange, Op: "truncate"}
+	}
+	e.seqs[seq] = e.seqs[seq][:min(keep, len(e.seqs[seq]))]
+	return nil
+}
+
+func (e *Fake) Free(seq int32) error { return e.Truncate(seq, 0) }
+
+func (e *Fake) SeqLen(seq int32) int {
+	if !e.seqOK(seq) {
+		return 0
+	}
+	return len(e.seqs[seq])
+}
+
+func (e *Fake) Export(int32, []byte) ([]byte, error) {
+	return nil, &engine.Error{Status: engine.StatusUnsupported, Op: "export"}
+}
+
+func (e *Fake) Import(int32, []byte) (int, error) {
+	return 0, &engine.Error{Status: engine.StatusUnsupported, Op: "import"}
+}
+
+// Seq is the tokens seq holds (the fake's KV cache); nil out of range. The
+// caller must not modify it.
+func (e *Fake) Seq(seq int32) []engine.Token {
+	if !e.seqOK(seq) {
+		return nil
+	}
+	return e.seqs[seq]
+}
+
+// ReserveSeq grows seq's storage by n tokens, so that a test measuring
+// allocations does not count the fake's.
+func (e *Fake) ReserveSeq(seq int32, n int) {
+	if e.seqOK(seq) {
+		e.seqs[seq] = slices.Grow(e.seqs[seq], n)
+	}
+}
+
+// SeqOwner is the lane holding seq, if any.
+func (e *Fake) SeqOwner(seq int32) (uint32, bool) {
+	if !e.seqOK(seq) || e.seqOwner[seq] < 0 {
+		return 0, false
+	}
+	return uint32(e.seqOwner[seq]), true
+}
+
+// Lanes is how many lanes the engine holds.
+func (e *Fake) Lanes() int { return len(e.lanes) }
+
+// HasLane reports whether the engine holds lane tag.
+func (e *Fake) HasLane(tag uint32) bool { return e.lanes[tag] != nil }
+
+// SetVocab gives the fake model a vocabulary of n tokens (at least 4)
+// instead of Vocab, to mirror another engine's descriptor. Reference
+// holds for the default vocabulary only.
+func (e *Fake) SetVocab(n int) {
+	e.desc.Vocab = max(n, 4)
+}
+
+// LastTickYieldedAt reports whether the last tick that yielded stopped on
+// the yield word after n steps.
+func (e *Fake) LastTickYieldedAt(n int) bool { return e.lastYieldSteps == n }
+
+func (e *Fake) seqOK(s int32) bool { return s >= 0 && int(s) < len(e.seqs) }
+
+func (e *Fake) kvUsed() int {
+	n := 0
+	for _, s := range e.seqs {
+		n += len(s)
+	}
+	return n
+}
+
+// Tick validates the whole plan first, then applies it.
+func (e *Fake) Tick(p *engine.Plan) (*engine.Events, error) {
+	ev := &e.ev
+	ev.Tokens, ev.Top, ev.Lanes = ev.Tokens[:0], ev.Top[:0], ev.Lanes[:0]
+	ev.Timings = engine.Timings{}
+	if err := e.validate(p); err != nil {
+		e.Refusals = append(e.Refusals, err)
+		if e.Trace != nil {
+			e.tracePlan(p)
+			fmt.Fprintf(e.Trace, "  => refused: %v\n", err)
+		}
+		return ev, err
+	}
+	e.ticks++
+	if e.KeepPlans {
+		e.Plans = append(e.Plans, ClonePlan(p))
+	}
+	if e.Trace != nil {
+		e.tracePlan(p)
+	}
+	e.touched = e.touched[:0]
+	for _, tag := range p.Retires {
+		l := e.lanes[tag]
+		e.seqOwner[l.seq] = -1
+		delete(e.lanes, tag)
+	}
+	for i := range p.Admits {
+		a := &p.Admits[i]
+		l := &lane{
+			tag: a.Lane, seq: a.Seq, prompt: slices.Clone(p.Tokens[a.PromptOff : a.PromptOff+a.PromptLen]),
+			prefilled: int(a.Cached), max: int(a.MaxTokens), logprobs: int(a.Logprobs),
+		}
+		l.hash = hashTokens(fnvOffset, l.prompt[:l.prefilled])
+		e.lanes[a.Lane] = l
+		e.seqOwner[a.Seq] = int64(a.Lane)
+		e.touch(l)
+	}
+	for i := range p.Decodes {
+		l := e.lanes[p.Decodes[i].Lane]
+		e.touch(l)
+		l.rounds = int(p.Decodes[i].Rounds)
+	}
+	var err error
+	for step := 0; ; step++ {
+		ran, serr := e.step(p, step == 0)
+		if serr != nil {
+			err = serr
+			break
+		}
+		if !ran {
+			break
+		}
+		if e.OnStep != nil {
+			e.OnStep(step)
+		}
+		if e.yield.Load() != 0 {
+			ev.Timings.Yielded = 1
+			e.lastYieldSteps = int(ev.Timings.Steps)
+			break
+		}
+	}
+	for _, l := range e.touched {
+		ev.Lanes = append(ev.Lanes, engine.LaneEvent{
+			Lane: l.tag, Finish: l.finish, Prefilled: uint32(l.prefilled),
+			NPast: uint32(len(e.seqs[l.seq])), Generated: uint32(l.generated),
+		})
+	}
+	if e.Trace != nil {
+		e.traceEvents(ev, err)
+	}
+	return ev, err
+}
+
+func (e *Fake) touch(l *lane) {
+	if l.touchedAt != e.ticks {
+		l.touchedAt = e.ticks
+		l.emitted = 0
+		l.rounds = 0
+		e.touched = append(e.touched, l)
+	}
+}
+
+// step runs one step: every prefill chunk (first step only) beside one
+// token per decoding lane. It reports false when there was nothing to run.
+func (e *Fake) step(p *engine.Plan, first bool) (bool, error) {
+	prefill, rows := 0, 0
+	if first {
+		for i := range p.Prefills {
+			prefill += int(p.Prefills[i].Count)
+		}
+	}
+	for i := range p.Decodes {
+		l := e.lanes[p.Decodes[i].Lane]
+		if l.hasPending && l.finish == engine.FinishNone && l.emitted < l.rounds {
+			rows++
+		}
+	}
+	if prefill+rows == 0 {
+		return false, nil
+	}
+	if e.KVCap > 0 && e.kvUsed()+prefill+rows > e.KVCap {
+		return false, fail(engine.StatusKVFull, "the KV cache has no room for a step of %d tokens", prefill+rows)
+	}
+	// Lanes decoding at the start of the step, before prefills complete.
+	decoding := e.decoding[:0]
+	defer func() { e.decoding = decoding[:0] }()
+	for i := range p.Decodes {
+		l := e.lanes[p.Decodes[i].Lane]
+		if l.hasPending && l.finish == engine.FinishNone && l.emitted < l.rounds {
+			decoding = append(decoding, l)
+		}
+	}
+	if first {
+		for i := range p.Prefills {
+			f := &p.Prefills[i]
+			l := e.lanes[f.Lane]
+			e.touch(l)
+			chunk := l.prompt[f.Offset : f.Offset+f.Count]
+			e.seqs[l.seq] = append(e.seqs[l.seq], chunk...)
+			l.hash = hashTokens(l.hash, chunk)
+			l.prefilled += int(f.Count)
+			e.ev.Timings.PrefillTokens += f.Count
+			if l.prefilled == len(l.prompt) {
+				e.sample(l)
+			}
+		}
+	}
+	for _, l := range decoding {
+		e.seqs[l.seq] = append(e.seqs[l.seq], l.pending)
+		l.hasPending = false
+		e.ev.Timings.DecodeTokens++
+		e.sample(l)
+	}
+	cost := e.Cost.Step + time.Duration(prefill)*e.Cost.PrefillToken + time.Duration(rows)*e.Cost.DecodeRow
+	if prefill > 0 {
+		e.ev.Timings.PrefillNS += int64(cost)
+	} else {
+		e.ev.Timings.DecodeNS += int64(cost)
+	}
+	e.ev.Timings.Steps++
+	if e.clock != nil {
+		e.clock.Advance(cost)
+	}
+	return true, nil
+}
+
+// sample draws the lane's next token from the hash of its history.
+func (e *Fake) sample(l *lane) {
+	t, eog := nextToken(l.hash, e.EOGEvery, e.desc.Vocab)
+	l.hash = hashTokens(l.hash, []engine.Token{t})
+	l.generated++
+	l.emitted++
+	te := engine.TokenEvent{Lane: l.tag, Token: t}
+	if l.logprobs > 0 {
+		te.Logprob = -float32(t%7) / 10
+		te.TopOff = uint32(len(e.ev.Top))
+		for k := range l.logprobs {
+			e.ev.Top = append(e.ev.Top, engine.TopLogprob{Token: (t + engine.Token(k)) % engine.Token(e.desc.Vocab), Logprob: -float32(k) / 4})
+		}
+		te.TopLen = uint32(l.logprobs)
+	}
+	switch {
+	case eog:
+		l.finish = engine.FinishEOG
+	case l.max > 0 && l.generated >= l.max:
+		l.finish = engine.FinishLength
+	case len(e.seqs[l.seq]) >= e.desc.Ctx:
+		l.finish = engine.FinishContext
+	default:
+		l.pending, l.hasPending = t, true
+	}
+	te.Finish = l.finish
+	e.ev.Tokens = append(e.ev.Tokens, te)
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func hashTokens(h uint64, ts []engine.Token) uint64 {
+	for _, t := range ts {
+		h ^= uint64(uint32(t))
+		h *= fnvPrime
+	}
+	return h
+}
+
+// nextToken is the fake model: the token after a history whose hash is h,
+// in a vocabulary of vocab tokens.
+func nextToken(h uint64, eogEvery uint64, vocab int) (engine.Token, bool) {
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 32
+	if eogEvery > 0 && (h>>8)%eogEvery == 0 {
+		return EOS, true
+	}
+	return engine.Token(3 + h%uint64(vocab-3)), false
+}
+
+// Reference is what the fake model generates for prompt, run straight
+// through with nothing else around: the output every schedule must match.
+func Reference(prompt []engine.Token, maxTokens int, eogEvery uint64, stop []engine.Token, ctx int) []engine.Token {
+	h := hashTokens(fnvOffset, prompt)
+	var out []engine.Token
+	n := len(prompt)
+	for {
+		t, eog := nextToken(h, eogEvery, Vocab)
+		h = hashTokens(h, []engine.Token{t})
+		out = append(out, t)
+		if eog || (maxTokens > 0 && len(out) >= maxTokens) {
+			return out
+		}
+		for _, s := range stop {
+			if s == t {
+				return out
+			}
+		}
+		if n+len(out)-1 >= ctx {
+			return out
+		}
+	}
+}
+
+// ClonePlan copies a plan's records (not its tokens and biases).
+func ClonePlan(p *engine.Plan) engine.Plan {
+	return engine.Plan{
+		Retires:  append([]uint32(nil), p.Retires...),
+		Admits:   append([]engine.Admit(nil), p.Admits...),
+		Prefills: append([]engine.Prefill(nil), p.Prefills...),
+		Decodes:  append([]engine.Decode(nil), p.Decodes...),
+	}
+}
