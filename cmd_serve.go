@@ -38,11 +38,12 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-body", Value: 16 << 20, Usage: "largest request body in bytes", EnvVars: env("MAX_BODY")},
 			&cli.Int64Flag{Name: "host-cache", Value: 1 << 30, Usage: "bytes of host memory for evicted conversation state (0: off)", EnvVars: env("HOST_CACHE")},
 			&cli.StringFlag{Name: "park-dir", Value: defaultParkDir(), Usage: "directory where conversations are parked on disk, zstd-compressed, to resume warm even after a restart (off: none)", EnvVars: env("PARK_DIR")},
-			&cli.Int64Flag{Name: "park-budget", Value: 8 << 30, Usage: "bytes the park directory may hold; least recently used files go first (<0: unbounded)", EnvVars: env("PARK_BUDGET")},
+			&cli.Int64Flag{Name: "park-budget", Value: 8 << 30, Usage: "bytes each model's park files may hold (its subdirectory of --park-dir); least recently used files go first (<0: unbounded)", EnvVars: env("PARK_BUDGET")},
 			&cli.BoolFlag{Name: "park-eager", Usage: "park every conversation as its request ends, not only when it leaves memory (a crash then loses nothing)", EnvVars: env("PARK_EAGER")},
 			&cli.DurationFlag{Name: "park-idle", Value: 5 * time.Minute, Usage: "park conversations idle this long and free their memory (0: never)", EnvVars: env("PARK_IDLE")},
 			&cli.BoolFlag{Name: "park-lossy", Usage: "demote parked f16 KV state to 8 bits: files half the size, but resumed conversations may continue differently", EnvVars: env("PARK_LOSSY")},
 			&cli.DurationFlag{Name: "drain", Value: 30 * time.Second, Usage: "how long shutdown waits for running requests", EnvVars: env("DRAIN")},
+			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "how long a response's writes may make no progress (a client that stopped reading) before its connection is closed and its generation cancelled", EnvVars: env("WRITE_TIMEOUT")},
 		}),
 		Action: serveAction,
 	}
@@ -64,6 +65,9 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Duration("write-timeout") <= 0 {
+		return fmt.Errorf("serve: --write-timeout %v must be positive", c.Duration("write-timeout"))
+	}
 	modelPath, err := resolveModelFlag(c)
 	if err != nil {
 		return err
@@ -82,7 +86,8 @@ func serveAction(c *cli.Context) error {
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
 		DataDir: dirOrOff(c.String("data-dir")),
 		Sched:   sched.Config{ClassLanes: classLanes},
-		HTTP:    sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"), Version: version},
+		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
+			WriteTimeout: c.Duration("write-timeout"), Version: version},
 	})
 	if err != nil {
 		return err

@@ -92,7 +92,7 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 1) {
 		return nil, badParam("temperature", "temperature: must be between 0 and 1")
 	}
-	smp, err := sampling(req.Temperature, 1, req.TopK, req.TopP, nil, nil, nil, nil, nil)
+	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
@@ -121,15 +121,26 @@ func anthropicCheckModel(m *Model, name string) error {
 }
 
 // anthropicPrompt renders system and messages with the model's chat
-// template. Tools are refused: a client that offers them expects tool_use
-// blocks back, and this server does not produce them. So is structured
-// output: the server has no grammar to hold the model to a schema.
+// template, after refusing what the server does not honour: tools (a
+// client that offers them expects tool_use blocks back), structured output
+// (no grammar holds the model to a schema) and thinking (no thinking blocks
+// come back). count_tokens refuses them too, so that a count is never of a
+// request /v1/messages would not serve.
 func anthropicPrompt(m *Model, req *anthropicRequest) ([]engine.Token, error) {
-	if hasItems(req.Tools) {
-		return nil, badParam("tools", "tools are not supported: this server does not call tools")
+	var format json.RawMessage
+	if oc := req.OutputConfig; oc != nil {
+		format = oc.Format
 	}
-	if oc := req.OutputConfig; oc != nil && len(oc.Format) > 0 && string(oc.Format) != "null" {
-		return nil, badParam("output_config", "output_config.format is not supported: this server cannot constrain output to a schema")
+	if err := refuseUnhonoured(
+		unhonoured{"tools", req.Tools, emptyValue, whyTools},
+		// Without tools "auto" and "none" both mean: answer in text.
+		unhonoured{"tool_choice", req.ToolChoice, typeIn("auto", "none"), whyTools},
+		unhonoured{"mcp_servers", req.MCPServers, emptyValue, whyTools},
+		unhonoured{"output_config.format", format, nil, whyGrammar},
+		unhonoured{"output_format", req.OutputFormat, nil, whyGrammar},
+		unhonoured{"thinking", req.Thinking, typeIn("disabled"), "this server does not produce thinking blocks"},
+	); err != nil {
+		return nil, err
 	}
 	msgs, err := anthropicMessages(req)
 	if err != nil {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"strings"
 	"testing"
 
 	"superfluid/sched"
@@ -15,6 +16,12 @@ var anthropicSeeds = []string{
 	`{"model":"tiny","max_tokens":8,"messages":[{"role":"assistant","content":"ok "}],"thinking":{"type":"enabled","budget_tokens":1024}}`,
 	`{"model":"claude-x","messages":[{"role":"user","content":""}],"output_config":{"format":{"type":"json_schema"}}}`,
 	`{"model":"tiny","max_tokens":1e12,"temperature":1.5,"messages":[{"role":"user"}]}`,
+	// Poison values: each is normalized or refused before the scheduler.
+	`{"model":"tiny","max_tokens":8,"temperature":1e-40,"top_p":1e-50,"messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"tiny","max_tokens":1e30,"top_k":1e30,"messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"tiny","max_tokens":8,"tool_choice":{"type":"any"},"output_format":{"type":"json_schema"},"mcp_servers":[{}],"messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"tiny","max_tokens":8,"tool_choice":{"type":"auto"},"thinking":{"type":"disabled"},"tools":[],"messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"tiny","max_tokens":8,"messages":[{"role":"user","content":"` + strings.Repeat("x", 16*128+1) + `"}]}`,
 }
 
 // Decoding and validating any /v1/messages body never panics: it is

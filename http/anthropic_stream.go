@@ -37,12 +37,7 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, g *genSpec,
 				Delta: anthropicTextDelta{Type: "text_delta", Text: string(d.Text)}})
 		})
 		if err != nil {
-			if ew.err == nil {
-				var ev anthropicErrorEvent
-				e := asAPIError(err)
-				ev.Type, ev.Error.Type, ev.Error.Message = "error", anthropicErrorType(e), e.Msg
-				ew.send("error", ev)
-			}
+			ew.fail(err)
 			return
 		}
 		reason, seq := anthropicStopReason(out)

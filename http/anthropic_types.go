@@ -20,11 +20,13 @@ type anthropicRequest struct {
 	Stream        bool               `json:"stream"`
 	Tools         json.RawMessage    `json:"tools"`
 	ToolChoice    json.RawMessage    `json:"tool_choice"`
+	MCPServers    json.RawMessage    `json:"mcp_servers"`
 	OutputConfig  *struct {
 		Format json.RawMessage `json:"format"`
 	} `json:"output_config"`
-	// Thinking is accepted and ignored: the reply simply has no thinking
-	// block, which every client must handle (thinking is optional).
+	OutputFormat json.RawMessage `json:"output_format"` // the structured-outputs beta's spelling
+	// Thinking asks for thinking blocks in the reply, which the server does
+	// not produce (it does not separate reasoning from the answer).
 	Thinking json.RawMessage `json:"thinking"`
 }
 
@@ -104,12 +106,4 @@ type anthropicMessageDelta struct {
 
 type anthropicEvent struct {
 	Type string `json:"type"`
-}
-
-type anthropicErrorEvent struct {
-	Type  string `json:"type"` // "error"
-	Error struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
 }

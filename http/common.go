@@ -53,6 +53,7 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	counter("requests_cancelled_total", "Requests cancelled.", st.Cancelled)
 	counter("requests_expired_total", "Requests past their deadline.", st.Expired)
 	counter("requests_completed_total", "Requests ended.", st.Completed)
+	counter("panics_total", "Panics that ended one request instead of the server.", panicsRecovered.Load())
 	gauge("lanes_active", "Lanes running now.", st.LanesActive)
 	gauge("prefill_budget_tokens", "The last tick's prompt budget.", st.PrefillBudget)
 	b.WriteString("# HELP superfluid_queue_depth Requests waiting for a lane, by class.\n# TYPE superfluid_queue_depth gauge\n")

@@ -35,6 +35,12 @@ func peekClosed(conn net.Conn) bool {
 // whole response comes after all the work. It polls every interval until
 // stop is closed.
 func watchClient(conn net.Conn, cancel context.CancelFunc, stop <-chan struct{}, interval time.Duration) {
+	defer func() {
+		if v := recover(); v != nil {
+			recovered("client watch", v)
+			cancel()
+		}
+	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -65,6 +65,10 @@ func unavailable(msg string) *apiError {
 	return &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "unavailable_error", Msg: msg}
 }
 
+// errShutDown ends a generation the scheduler stopped because the server
+// is shutting down (the drain period ran out before it finished).
+var errShutDown = unavailable("the server shut down before the generation finished")
+
 func contextExceeded(n, ctx int) *apiError {
 	return &apiError{Status: fasthttp.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded",
 		Msg: fmt.Sprintf("the prompt is %d tokens, past the context of %d", n, ctx)}
@@ -82,26 +86,29 @@ func asAPIError(err error) *apiError {
 // writeError answers with err in the API's own error shape.
 func writeError(ctx *fasthttp.RequestCtx, kind apiKind, err error) {
 	e := asAPIError(err)
-	var body any
-	switch kind {
-	case apiOpenAI:
-		// {"error": {"message", "type", "param", "code"}}
-		body = map[string]any{"error": map[string]any{"message": e.Msg, "type": e.Type, "param": nullable(e.Param), "code": nullable(e.Code)}}
-	case apiAnthropic:
-		// {"type": "error", "error": {"type", "message"}}
-		body = map[string]any{"type": "error", "error": map[string]any{"type": anthropicErrorType(e), "message": e.Msg}}
-	case apiOllama:
-		// {"error": "message"}
-		body = map[string]any{"error": e.Msg}
-	default:
-		// llama.cpp's server: {"error": {"code", "message", "type"}}
-		body = map[string]any{"error": map[string]any{"code": e.Status, "message": e.Msg, "type": e.Type}}
-	}
 	ctx.Response.Reset()
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
-	b, _ := json.Marshal(body)
+	b, _ := json.Marshal(errorBody(kind, e))
 	ctx.SetBody(b)
+}
+
+// errorBody is e in the API's error shape: the body of an error response,
+// and the data of the error event that ends a failed stream.
+func errorBody(kind apiKind, e *apiError) any {
+	switch kind {
+	case apiOpenAI:
+		// {"error": {"message", "type", "param", "code"}}
+		return map[string]any{"error": map[string]any{"message": e.Msg, "type": e.Type, "param": nullable(e.Param), "code": nullable(e.Code)}}
+	case apiAnthropic:
+		// {"type": "error", "error": {"type", "message"}}
+		return map[string]any{"type": "error", "error": map[string]any{"type": anthropicErrorType(e), "message": e.Msg}}
+	case apiOllama:
+		// {"error": "message"}
+		return map[string]any{"error": e.Msg}
+	}
+	// llama.cpp's server: {"error": {"code", "message", "type"}}
+	return map[string]any{"error": map[string]any{"code": e.Status, "message": e.Msg, "type": e.Type}}
 }
 
 func nullable(s string) any {

@@ -36,7 +36,9 @@ func fimPrompt(m *Model, r fim.Request, maxTokens int) ([]engine.Token, fim.Info
 	if budget < 16 {
 		return nil, fim.Info{}, badRequest("max tokens %d leave no room for a prompt in a context of %d", maxTokens, m.Desc.Ctx)
 	}
+	r, dropped := boundFIM(m, r)
 	toks, info, err := m.FIM.Build(fimTokenizer{m.Text}, r, budget)
+	info.ExtraDropped += dropped
 	if errors.Is(err, fim.ErrBudget) {
 		return nil, info, badRequest("the context of %d tokens cannot hold the FIM format", m.Desc.Ctx)
 	}

@@ -24,9 +24,11 @@ func (g *requestGate) enter() bool {
 	return true
 }
 
-// hold extends a running request (a streamed response outliving its
-// handler); the caller already holds one count, so draining cannot have
-// finished.
+// hold extends a running request: a streamed response, written by
+// fasthttp after its handler has returned, counts as running until its
+// last byte, so that Shutdown waits for it and newcomers meanwhile get 503
+// rather than a closed listener. The caller already holds one count, so
+// draining cannot have finished.
 func (g *requestGate) hold() {
 	g.mu.Lock()
 	g.running++

@@ -84,7 +84,9 @@ func submit(ctx context.Context, m *Model, g *genSpec) (*sched.Stream, error) {
 // follow reads a submitted request's tokens and feeds emit with text as it
 // becomes visible; emit may be nil to just collect. An error from emit (the
 // client is gone) cancels the request. The error returned is an engine
-// failure, or ctx's error when the request was abandoned.
+// failure, errShutDown when the scheduler closed first (shutdown outlasted
+// the drain), or ctx's error when the request was abandoned. The request
+// is cancelled however follow ends, a panic included, so its lane frees.
 func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect bool, emit func(d *delta) error) (outcome, error) {
 	defer st.Cancel() // a no-op once the request has ended
 	var (
@@ -105,6 +107,14 @@ func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect
 			return out, err
 		}
 		out.Completed++
+		if h := tokenHook.Load(); h != nil {
+			(*h)(g, out.Completed)
+		}
+		if schedulerClosed(st) {
+			// The tokens still buffered are not rendered: the engine's
+			// vocabulary may be freed once the scheduler has stopped.
+			return out, errShutDown
+		}
 		d.Tokens = d.Tokens[:0]
 		if !m.Desc.IsEOG(t.Token) && !slices.Contains(g.StopTokens, t.Token) {
 			pieces = m.Text.AppendPiece(pieces[:0], t.Token, false)
@@ -148,12 +158,27 @@ func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect
 	out.Result = st.Result()
 	out.Finish = finishName(out.Result.Finish)
 	if out.Result.Err != nil && out.Result.Finish == sched.FinishError {
+		if errors.Is(out.Result.Err, sched.ErrClosed) {
+			return out, errShutDown
+		}
 		return out, serverError("generation failed: %v", out.Result.Err)
 	}
 	if out.Result.Err != nil && errors.Is(out.Result.Err, sched.ErrDeadline) {
 		return out, &apiError{Status: 408, Type: "timeout_error", Msg: "the request's deadline passed before it could start"}
 	}
 	return out, nil
+}
+
+// schedulerClosed reports whether st was ended by the scheduler shutting
+// down. After that the engine may be closed at any moment (app closes it
+// right after the scheduler), so nothing of the request may reach it.
+func schedulerClosed(st *sched.Stream) bool {
+	select {
+	case <-st.Done():
+		return errors.Is(st.Result().Err, sched.ErrClosed)
+	default:
+		return false
+	}
 }
 
 func finishName(f sched.Finish) string {

@@ -52,11 +52,9 @@ func llamaRoutes() map[string]route {
 var llamaSamplerChain = []string{"penalties", "top_k", "top_p", "min_p", "temperature"}
 
 // llama.cpp's sampling defaults (common/common.h), which /completion and
-// /infill apply to what a request leaves out.
+// /infill apply to what a request leaves out; top_k, top_p and min_p come
+// from the model, as on every API (samplingDefaults).
 const (
 	llamaDefaultTemperature = 0.8
-	llamaDefaultTopK        = 40
-	llamaDefaultTopP        = 0.95
-	llamaDefaultMinP        = 0.05
 	llamaDefaultRepeatLastN = 64
 )

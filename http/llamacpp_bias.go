@@ -8,10 +8,6 @@ import (
 	"superfluid/engine"
 )
 
-// maxBiasEntries bounds logit_bias; more would only be a way to make a
-// request expensive to check.
-const maxBiasEntries = 4096
-
 // parseLlamaBias reads llama.cpp's logit_bias: an array of [token, bias]
 // pairs or an object {token: bias}, where a token is an id or a text whose
 // every token gets the bias, and a bias is a number in [-100, 100] or false

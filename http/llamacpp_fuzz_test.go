@@ -24,6 +24,17 @@ var llamaSeeds = []string{
 	`{"input_prefix":"","input_suffix":"","input_extra":[],"prompt":"","n_predict":0,"temperature":0.0,"stream":false,"samplers":[],"cache_prompt":true,"t_max_prompt_ms":1,"t_max_predict_ms":1,"response_fields":[""]}`,
 	`{"prompt":"` + strings.Repeat("long ", 200) + `"}`,
 	`{"prompt":null}`, `[]`, `{"n_predict":"ten"}`, "{\"prompt\":\"\xff\"}",
+	// Poison values: each is normalized or refused before the scheduler.
+	`{"prompt":"x","temperature":1e-40,"top_p":1e-50,"min_p":1e-300,"repeat_penalty":1e-40}`,
+	`{"prompt":"x","temperature":1e400,"top_k":1e30,"seed":1e30,"n_predict":1e30,"n_probs":1e30}`,
+	`{"prompt":"x","repeat_last_n":2000000000,"repeat_penalty":1.1,"t_max_predict_ms":1e30,"n_indent":1e30}`,
+	`{"prompt":"x","temperature":1,"logit_bias":` + banAllPairs() + `}`,
+	`{"prompt":"x","temperature":1,"ignore_eos":true,"logit_bias":` + banAllObject("false", fakeEOS) + `}`,
+	`{"prompt":"x","logit_bias":[[65,1e400],[1e30,1]]}`,
+	`{"prompt":"x","grammar":"root ::= x","json_schema":{},"response_format":{"type":"json_object"},"mirostat":2,"dry_multiplier":0.8}`,
+	`{"prompt":"x","grammar":"","mirostat":0,"typical_p":1,"xtc_probability":0,"top_n_sigma":-1,"min_keep":0}`,
+	`{"prompt":"` + strings.Repeat("x", 16*512+1) + `"}`,
+	`{"input_prefix":"` + strings.Repeat("p", 40000) + `","input_suffix":"` + strings.Repeat("s", 40000) + `","input_extra":[{"filename":"a","text":"` + strings.Repeat("e", 40000) + `"}]}`,
 }
 
 // checkJob holds what the server relies on for a job it would submit.
@@ -39,6 +50,9 @@ func checkJob(t *testing.T, m *Model, j *llamaJob) {
 	}
 	if g.MaxTokens < 0 || g.Logprobs < 0 || g.Logprobs > 20 {
 		t.Fatalf("accepted limits %+v", g)
+	}
+	if msg := unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
+		t.Fatalf("accepted what the scheduler refuses (%s): %+v", msg, g)
 	}
 }
 
@@ -103,6 +117,10 @@ func FuzzOpenAICompletionRequest(f *testing.F) {
 		`{"prompt":[[1,2],[3]],"echo":true,"max_tokens":0,"stream":true,"stream_options":{"include_usage":true}}`,
 		`{"prompt":"def f(","suffix":"\n    return 1\n","max_tokens":16,"best_of":1}`,
 		`{"prompt":"x","best_of":3}`, `{"prompt":7}`, `{"prompt":"x","n":0}`,
+		`{"prompt":"x","temperature":1e-40,"logprobs":6,"n":1e30,"best_of":1e30,"max_tokens":1e30}`,
+		`{"prompt":"x","logit_bias":` + banAllObject("-100") + `}`,
+		`{"prompt":"x","suffix":"y","grammar":"root ::= x","mirostat":1}`,
+		`{"prompt":["x","` + strings.Repeat("x", 16*512+1) + `"]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -12,7 +12,6 @@ import (
 const (
 	maxTimeLimitMS    = 24 * 60 * 60 * 1000 // t_max_*_ms beyond a day is a mistake
 	maxResponseFields = 256
-	maxRepeatLastN    = 1 << 20
 )
 
 // llamaParams is what a /completion or /infill request asks for beyond its
@@ -38,6 +37,9 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if err := checkModelName(m, req.Model); err != nil {
 		return nil, err
 	}
+	if err := req.llamaUnhonoured.check(); err != nil {
+		return nil, err
+	}
 	n, field := req.NPredict, "n_predict"
 	if n == nil && req.MaxTokens != nil {
 		n, field = req.MaxTokens, "max_tokens"
@@ -47,7 +49,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 		return nil, err
 	}
 	p := &llamaParams{maxTokens: limit, warmup: n != nil && *n == 0, stream: req.Stream, wantTokens: req.ReturnTokens, nIndent: req.NIndent}
-	if p.sampling, err = llamaSampling(req); err != nil {
+	if p.sampling, err = llamaSampling(m, req); err != nil {
 		return nil, err
 	}
 	if p.stops, err = stopList(req.Stop, "stop"); err != nil {
@@ -60,6 +62,10 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 		for _, t := range m.Desc.EOG {
 			p.bias = append(p.bias, engine.LogitBias{Token: t, Bias: float32(math.Inf(-1))})
 		}
+	}
+	// After ignore_eos: its bans count towards leaving nothing to sample.
+	if err := checkBias(m, "logit_bias", p.bias); err != nil {
+		return nil, err
 	}
 	if req.NProbs < 0 || req.NProbs > engine.MaxLogprobs {
 		return nil, badParam("n_probs", "n_probs must be between 0 and %d", engine.MaxLogprobs)
@@ -84,26 +90,15 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	return p, nil
 }
 
-// llamaSampling applies llama.cpp's defaults and conventions: a negative
-// temperature is greedy, seed -1 (or its unsigned 32-bit form) is random.
-func llamaSampling(req *llamaRequest) (engine.Sampling, error) {
+// llamaSampling applies llama.cpp's conventions: a negative temperature
+// is greedy, seed -1 (or its unsigned 32-bit form) is random, and omitted
+// top_k, top_p and min_p take the model's defaults like every other API's
+// (llama-server's 40, 0.95 and 0.05 unless the GGUF recommends others).
+func llamaSampling(m *Model, req *llamaRequest) (engine.Sampling, error) {
 	temp := req.Temperature
 	if temp != nil && *temp < 0 {
 		greedy := 0.0
 		temp = &greedy
-	}
-	topK, topP, minP := req.TopK, req.TopP, req.MinP
-	if topK == nil {
-		k := llamaDefaultTopK
-		topK = &k
-	}
-	if topP == nil {
-		v := llamaDefaultTopP
-		topP = &v
-	}
-	if minP == nil {
-		v := llamaDefaultMinP
-		minP = &v
 	}
 	seed := req.Seed
 	if seed != nil && (*seed == -1 || *seed == math.MaxUint32) {
@@ -112,19 +107,13 @@ func llamaSampling(req *llamaRequest) (engine.Sampling, error) {
 	if seed != nil && *seed < 0 {
 		return engine.Sampling{}, badParam("seed", "seed must be -1 (random) or a non-negative number")
 	}
-	s, err := sampling(temp, llamaDefaultTemperature, topK, topP, minP, seed, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty)
+	s, err := sampling(m, samplingFields{Temperature: temp, DefaultTemperature: llamaDefaultTemperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+		Seed: seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return s, err
 	}
-	s.PenaltyLastN = llamaDefaultRepeatLastN
-	if req.RepeatLastN != nil {
-		n := *req.RepeatLastN
-		if n < -1 || n > maxRepeatLastN {
-			return s, badParam("repeat_last_n", "repeat_last_n must be -1 (the whole context), 0 (off) or a count of tokens")
-		}
-		s.PenaltyLastN = int32(n)
-	}
-	return s, nil
+	s.PenaltyLastN, err = penaltyWindow("repeat_last_n", req.RepeatLastN, llamaDefaultRepeatLastN, m.Desc.Ctx)
+	return s, err
 }
 
 // timeLimit reads a t_max_*_ms field; zero or negative disables it, as in
@@ -165,9 +154,10 @@ func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings 
 // llamaDefaultSettings is what a request that sets nothing runs with
 // (/props' default_generation_settings).
 func llamaDefaultSettings(m *Model) llamaSettings {
+	topK, topP, minP := samplingDefaults(m.Desc)
 	return llamaSettings{
 		NCtx: m.Desc.Ctx, Model: m.Name, NPredict: -1, Seed: math.MaxUint32,
-		Temperature: llamaDefaultTemperature, TopK: llamaDefaultTopK, TopP: llamaDefaultTopP, MinP: llamaDefaultMinP,
+		Temperature: llamaDefaultTemperature, TopK: topK, TopP: topP, MinP: minP,
 		RepeatLastN: llamaDefaultRepeatLastN, RepeatPenalty: 1, Stop: []string{}, MaxTokens: -1,
 		CachePrompt: true, LogitBias: [][2]any{}, Samplers: llamaSamplerChain,
 	}

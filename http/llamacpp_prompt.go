@@ -136,6 +136,13 @@ func decodeAny(raw json.RawMessage) (any, error) {
 // special-token parsing, and BOS is added when the prompt starts with text
 // and the model wants it (llama.cpp's rule).
 func promptTokens(m *Model, pieces []promptPiece, field string) ([]engine.Token, error) {
+	text := 0
+	for _, p := range pieces {
+		text += len(p.text)
+	}
+	if err := checkPromptBytes(m, field, text); err != nil {
+		return nil, err
+	}
 	var out []engine.Token
 	for i, p := range pieces {
 		if !p.isText {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,18 +71,16 @@ func startRuns(ctx context.Context, m *Model, jobs []*llamaJob, p *llamaParams) 
 	return runs, nil
 }
 
-// waitRuns follows runs at once to their ends (whole responses).
+// waitRuns follows runs at once to their ends (whole responses); a failed
+// run cancels the others, since the response is the failure.
 func waitRuns(ctx context.Context, m *Model, runs []*llamaRun) error {
-	errs := make([]error, len(runs))
-	var wg sync.WaitGroup
-	for i, r := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = r.wait(ctx, m, nil)
-		}()
-	}
-	wg.Wait()
+	errs := fanOut("run", len(runs), func(i int) error {
+		return runs[i].wait(ctx, m, nil)
+	}, func(error) {
+		for _, r := range runs {
+			r.st.Cancel()
+		}
+	})
 	return errors.Join(errs...)
 }
 

@@ -3,7 +3,6 @@ package http
 import (
 	"context"
 	"encoding/json"
-	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -14,7 +13,8 @@ import (
 // piece of text, tagged with its prompt's index, then one last event per
 // run with stop: true and the final fields (filtered by response_fields);
 // no [DONE]. The runs are submitted before the response starts, so that a
-// refusal still gets its status code. A failed write cancels every run.
+// refusal still gets its status code. A failed write cancels every run; a
+// failed run ends the stream with an error event in llama.cpp's shape.
 func (s *Server) streamLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJob, p *llamaParams) error {
 	rctx, cancel := s.requestContext(ctx)
 	runs, err := startRuns(rctx, m, jobs, p)
@@ -24,27 +24,15 @@ func (s *Server) streamLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJo
 	}
 	streamResponse(ctx, true, func(ew *eventWriter) {
 		defer cancel()
-		var mu sync.Mutex // runs write their events one at a time
-		send := func(v any) error {
-			mu.Lock()
-			defer mu.Unlock()
-			return ew.send("", v)
-		}
-		var wg sync.WaitGroup
-		for _, r := range runs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				streamRun(rctx, m, r, send, cancel)
-			}()
-		}
-		wg.Wait()
+		fanOut("run", len(runs), func(i int) error {
+			return streamRun(rctx, m, runs[i], ew)
+		}, ew.failAll(cancel))
 	})
 	return nil
 }
 
 // streamRun sends one run's events.
-func streamRun(ctx context.Context, m *Model, r *llamaRun, send func(any) error, cancel func()) {
+func streamRun(ctx context.Context, m *Model, r *llamaRun, ew *eventWriter) error {
 	prompt := len(r.job.spec.Prompt)
 	err := r.wait(ctx, m, func(text []byte, toks []tokenOut) error {
 		ev := llamaPartial{Index: r.job.index, Content: string(text), Tokens: make([]engine.Token, 0, len(toks)),
@@ -55,20 +43,15 @@ func streamRun(ctx context.Context, m *Model, r *llamaRun, send func(any) error,
 				ev.Probs = append(ev.Probs, llamaProbOf(m, &toks[i], r.p.nProbs))
 			}
 		}
-		return send(ev)
+		return ew.send("", ev)
 	})
 	if err != nil {
-		if ctx.Err() == nil {
-			e := asAPIError(err)
-			send(map[string]any{"error": map[string]any{"code": e.Status, "message": e.Msg, "type": e.Type}})
-		}
-		cancel() // the client is gone or the engine failed: stop every run
-		return
+		return err
 	}
 	res := r.response(m, true)
 	b, err := res.marshal(r.p.fields)
 	if err != nil {
-		return
+		return err
 	}
-	send(json.RawMessage(b))
+	return ew.send("", json.RawMessage(b))
 }

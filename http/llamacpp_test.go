@@ -150,17 +150,18 @@ func TestParseLlamaBias(t *testing.T) {
 // Absent fields take llama.cpp's defaults; a negative temperature is
 // greedy; seed -1 is random.
 func TestLlamaSamplingDefaults(t *testing.T) {
-	s, err := llamaSampling(&llamaRequest{})
+	m := fakeModel(t, true)
+	s, err := llamaSampling(m, &llamaRequest{})
 	if err != nil || s.Temperature != 0.8 || s.TopK != 40 || s.TopP != 0.95 || s.MinP != 0.05 || s.PenaltyLastN != 64 || s.RepeatPenalty != 1 {
 		t.Fatalf("defaults: %+v %v", s, err)
 	}
 	neg, seed := -1.0, int64(-1)
-	s, err = llamaSampling(&llamaRequest{Temperature: &neg, Seed: &seed})
+	s, err = llamaSampling(m, &llamaRequest{Temperature: &neg, Seed: &seed})
 	if err != nil || s.Temperature != 0 {
 		t.Fatalf("negative temperature: %+v %v", s, err)
 	}
 	seed = -2
-	if _, err := llamaSampling(&llamaRequest{Seed: &seed}); err == nil {
+	if _, err := llamaSampling(m, &llamaRequest{Seed: &seed}); err == nil {
 		t.Fatal("seed -2 accepted")
 	}
 }

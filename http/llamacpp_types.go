@@ -43,6 +43,9 @@ type llamaRequest struct {
 	InputPrefix string       `json:"input_prefix"`
 	InputSuffix string       `json:"input_suffix"`
 	InputExtra  []llamaExtra `json:"input_extra"`
+
+	// What the server does not honour, decoded to be refused by name.
+	llamaUnhonoured
 }
 
 // llamaExtra is one input_extra chunk. Editors send more ("time"), which

@@ -102,6 +102,9 @@ func renderContinuation(m *Model, msgs []chat.Message) ([]engine.Token, error) {
 	if m.Chat == nil {
 		return nil, badRequest("the model has no chat template; use the completion endpoints")
 	}
+	if err := checkMessageBytes(m, msgs); err != nil {
+		return nil, err
+	}
 	text, err := m.Chat.Render(msgs[:last], true)
 	if err != nil {
 		return nil, badRequest("the model's chat template cannot render this conversation: %v", err)

@@ -146,6 +146,9 @@ func checkSpec(t *testing.T, m *Model, g *genSpec) {
 		s.Temperature < 0 || s.TopK < 0 || s.TopP <= 0 || s.TopP > 1 || s.MinP < 0 || s.MinP > 1 || s.RepeatPenalty <= 0 || s.PenaltyLastN < -1 {
 		t.Fatalf("spec the scheduler would refuse: %+v", g)
 	}
+	if msg := unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
+		t.Fatalf("spec the scheduler would refuse (%s): %+v", msg, g)
+	}
 }
 
 var ollamaGenerateSeeds = []string{
@@ -160,6 +163,11 @@ var ollamaGenerateSeeds = []string{
 	`{"model":"tiny","prompt":"hi","format":"json","images":["aGk="]}`,
 	`{"model":"tiny","prompt":"hi","options":{"temperature":"hot","num_predict":1e30,"mirostat":2}}`,
 	`{"model":"tiny","prompt":"hi","think":"high","keep_alive":"5m"}`,
+	// Poison values: each is normalized or refused before the scheduler.
+	`{"model":"tiny","prompt":"hi","options":{"temperature":1e-40,"top_p":1e-50,"repeat_penalty":1e-40}}`,
+	`{"model":"tiny","prompt":"hi","options":{"temperature":1e400,"seed":1e30,"num_predict":1e15,"repeat_last_n":1e15}}`,
+	`{"model":"tiny","prompt":"hi","top_logprobs":1e30,"options":{"typical_p":0.5,"num_ctx":1e30}}`,
+	`{"model":"tiny","prompt":"` + strings.Repeat("x", 16*128+1) + `","raw":true}`,
 }
 
 // Decoding and validating any /api/generate body never panics: it is
@@ -201,6 +209,8 @@ var ollamaChatSeeds = []string{
 	`{"model":"tiny","messages":[{"role":"user","content":"hi","images":["aGk="]}],"tools":[{"type":"function"}]}`,
 	`{"model":"tiny","messages":[{"role":"assistant","content":"x","tool_calls":[{"function":{"name":"f"}}]}]}`,
 	`{"model":"nope","messages":[{"role":"user","content":"hi"}],"format":{"type":"object"}}`,
+	`{"model":"tiny","messages":[{"role":"user","content":"hi"}],"think":true,"options":{"temperature":5e-324}}`,
+	`{"model":"tiny","messages":[{"role":"user","content":"` + strings.Repeat("x", 16*128+1) + `"}]}`,
 }
 
 // Decoding and validating any /api/chat body never panics.

@@ -133,7 +133,7 @@ func (s *Server) ollamaGeneratePrompt(ctx *fasthttp.RequestCtx, m, windowed *Mod
 
 // ollamaSpec completes a job's generation from its options.
 func ollamaSpec(m, windowed *Model, opts *ollamaOptions, prompt []engine.Token, class sched.Class, logprobs bool, top int) (*genSpec, error) {
-	smp, err := opts.sampling(m.Desc.Ctx)
+	smp, err := opts.sampling(m)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +170,9 @@ func ollamaTemplatedPrompt(m *Model, req *ollamaGenerateRequest) ([]engine.Token
 	}
 	if m.Chat == nil {
 		return nil, badRequest("the model has no chat template; send the prompt with \"raw\": true")
+	}
+	if err := checkMessageBytes(m, msgs); err != nil {
+		return nil, err
 	}
 	text, err := m.Chat.Render(msgs, true)
 	if err != nil {

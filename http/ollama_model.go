@@ -185,11 +185,13 @@ func quantizationLevel(f *gguf.File) string {
 // ollamaParameters are the sampling defaults this server applies to
 // Ollama requests, and the context it runs with, as Modelfile parameters.
 func ollamaParameters(m *Model) []string {
+	topK, topP, minP := samplingDefaults(m.Desc)
 	return []string{
 		fmt.Sprintf("%-30s %d", "num_ctx", m.Desc.Ctx),
 		fmt.Sprintf("%-30s %g", "temperature", ollamaDefaultTemperature),
-		fmt.Sprintf("%-30s %d", "top_k", ollamaDefaultTopK),
-		fmt.Sprintf("%-30s %g", "top_p", ollamaDefaultTopP),
+		fmt.Sprintf("%-30s %d", "top_k", topK),
+		fmt.Sprintf("%-30s %g", "top_p", topP),
+		fmt.Sprintf("%-30s %g", "min_p", minP),
 	}
 }
 

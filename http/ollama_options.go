@@ -17,7 +17,7 @@ type ollamaOptions struct {
 	Seed                                  *int64
 	Temperature, TopP, MinP               *float64
 	RepeatPenalty, PresencePenalty        *float64
-	FrequencyPenalty                      *float64
+	FrequencyPenalty, TypicalP            *float64
 	Stop                                  []string
 }
 
@@ -32,9 +32,12 @@ const (
 
 // ollamaOptionKinds lists every option api.Options (v0.24.0) knows, with
 // its JSON type. The ones ollamaOptions has no field for (num_keep,
-// typical_p, num_batch, num_gpu, main_gpu, use_mmap, num_thread) are
-// type-checked as Ollama does and then ignored: batch, threads and GPU
-// layers are fixed when the server starts and shared by every request.
+// num_batch, num_gpu, main_gpu, use_mmap, num_thread) are type-checked as
+// Ollama does and then ignored: none changes the reply (batch, threads and
+// GPU layers are fixed when the server starts and shared by every request;
+// num_keep matters only to a context shift, which never happens here).
+// typical_p is refused unless 1, its default (the engine has no typical
+// sampler).
 // Options Ollama does not know are ignored, as Ollama ignores them.
 var ollamaOptionKinds = map[string]ollamaOptionKind{
 	"num_predict": optInt, "top_k": optInt, "repeat_last_n": optInt, "num_ctx": optInt, "seed": optInt,
@@ -169,50 +172,40 @@ func (o *ollamaOptions) setFloat(key string, f float64) {
 		o.PresencePenalty = &f
 	case "frequency_penalty":
 		o.FrequencyPenalty = &f
+	case "typical_p":
+		o.TypicalP = &f
 	}
 }
 
-// Ollama's sampling defaults (api.DefaultOptions) for options a request
-// leaves out.
-const (
-	ollamaDefaultTemperature = 0.8
-	ollamaDefaultTopK        = 40
-	ollamaDefaultTopP        = 0.9
-)
+// ollamaDefaultTemperature is Ollama's (api.DefaultOptions) for requests
+// that leave temperature out.
+const ollamaDefaultTemperature = 0.8
 
-// sampling turns the options into engine sampling with Ollama's defaults
-// for temperature, top_k and top_p. The repetition penalty is applied only
-// when a request sets it: Ollama's own engine (ollamarunner, which runs the
-// models it ships) ignores penalties, while its legacy llama.cpp runner
-// applied 1.1 by default; following the former keeps temperature 0 the same
-// greedy text every other API gives. seed -1 is Ollama's "random".
-func (o *ollamaOptions) sampling(ctxSize int) (engine.Sampling, error) {
-	topK, topP := o.TopK, o.TopP
-	if topK == nil {
-		k := ollamaDefaultTopK
-		topK = &k
-	}
-	if topP == nil {
-		p := ollamaDefaultTopP
-		topP = &p
+// sampling turns the options into engine sampling with Ollama's default
+// temperature; omitted top_k, top_p and min_p take the model's defaults as
+// on every API (llama-server's 40, 0.95 and 0.05 unless the GGUF
+// recommends others), not Ollama's 40 and 0.9, so one request samples the
+// same way whichever API it comes through. The repetition penalty is
+// applied only when a request sets it: Ollama's own engine (ollamarunner,
+// which runs the models it ships) ignores penalties, while its legacy
+// llama.cpp runner applied 1.1 by default; following the former keeps
+// temperature 0 the same greedy text every other API gives. seed -1 is
+// Ollama's "random".
+func (o *ollamaOptions) sampling(m *Model) (engine.Sampling, error) {
+	if o.TypicalP != nil && *o.TypicalP != 1 {
+		return engine.Sampling{}, notSupported("typical_p", whySampler)
 	}
 	seed := o.Seed
 	if seed != nil && *seed == -1 {
 		seed = nil
 	}
-	s, err := sampling(o.Temperature, ollamaDefaultTemperature, topK, topP, o.MinP, seed,
-		o.RepeatPenalty, o.FrequencyPenalty, o.PresencePenalty)
+	s, err := sampling(m, samplingFields{Temperature: o.Temperature, DefaultTemperature: ollamaDefaultTemperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
+		Seed: seed, RepeatPenalty: o.RepeatPenalty, FrequencyPenalty: o.FrequencyPenalty, PresencePenalty: o.PresencePenalty})
 	if err != nil {
 		return s, err
 	}
-	if o.RepeatLastN != nil {
-		n := *o.RepeatLastN
-		if n < -1 {
-			return s, badParam("options", "option \"repeat_last_n\" must be -1 (the whole context), 0 (off) or positive")
-		}
-		s.PenaltyLastN = int32(min(n, ctxSize))
-	}
-	return s, nil
+	s.PenaltyLastN, err = penaltyWindow("repeat_last_n", o.RepeatLastN, s.PenaltyLastN, m.Desc.Ctx)
+	return s, err
 }
 
 // window is the context a request may use: num_ctx when it is set and

@@ -81,9 +81,7 @@ func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 			return ew.send("", job.chunk(string(d.Text), lps))
 		})
 		if err != nil {
-			if ew.err == nil {
-				ew.send("", map[string]string{"error": asAPIError(err).Msg})
-			}
+			ew.fail(err)
 			return
 		}
 		s.rememberCompletion(job.g, out)

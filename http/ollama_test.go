@@ -53,24 +53,26 @@ func TestParseOllamaOptions(t *testing.T) {
 	}
 }
 
-// Absent sampling options take Ollama's defaults; set ones are range
-// checked; seed -1 is random and repeat_last_n maps onto the engine's.
+// Absent sampling options take Ollama's temperature and the model's
+// truncation defaults; set ones are range checked; seed -1 is random and
+// repeat_last_n maps onto the engine's.
 func TestOllamaSampling(t *testing.T) {
+	m := chatmlModel(t, 4096)
 	var o ollamaOptions
-	s, err := o.sampling(4096)
+	s, err := o.sampling(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Temperature != 0.8 || s.TopK != 40 || math.Abs(float64(s.TopP)-0.9) > 1e-6 || s.RepeatPenalty != 1 {
+	if s.Temperature != 0.8 || s.TopK != 40 || math.Abs(float64(s.TopP)-0.95) > 1e-6 || math.Abs(float64(s.MinP)-0.05) > 1e-6 || s.RepeatPenalty != 1 {
 		t.Errorf("defaults %+v", s)
 	}
 	o, _ = parseOllamaOptions(rawOptions(t, `{"temperature":0,"seed":7,"repeat_penalty":1.2,"repeat_last_n":100000}`))
-	if s, err = o.sampling(4096); err != nil || s.Temperature != 0 || s.Seed != 7 || s.RepeatPenalty != 1.2 || s.PenaltyLastN != 4096 {
+	if s, err = o.sampling(m); err != nil || s.Temperature != 0 || s.Seed != 7 || s.RepeatPenalty != 1.2 || s.PenaltyLastN != 4096 {
 		t.Errorf("set: %+v, %v", s, err)
 	}
 	for _, body := range []string{`{"temperature":-1}`, `{"top_p":0}`, `{"top_p":1.5}`, `{"min_p":2}`, `{"top_k":-1}`, `{"repeat_last_n":-2}`, `{"repeat_penalty":0}`} {
 		o, _ := parseOllamaOptions(rawOptions(t, body))
-		if _, err := o.sampling(4096); err == nil {
+		if _, err := o.sampling(m); err == nil {
 			t.Errorf("%s accepted", body)
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -68,6 +68,9 @@ func renderChat(m *Model, msgs []chat.Message) ([]engine.Token, error) {
 	if m.Chat == nil {
 		return nil, badRequest("the model has no chat template; use the completion endpoints")
 	}
+	if err := checkMessageBytes(m, msgs); err != nil {
+		return nil, err
+	}
 	text, err := m.Chat.Render(msgs, true)
 	if err != nil {
 		return nil, badRequest("the model's chat template cannot render this conversation: %v", err)
@@ -79,20 +82,30 @@ func renderChat(m *Model, msgs []chat.Message) ([]engine.Token, error) {
 	return prompt, checkPrompt(m, prompt)
 }
 
-// logitBias reads OpenAI's {"token id": bias} map.
-func logitBias(in map[string]float64, vocab int) ([]engine.LogitBias, error) {
+// logitBias reads OpenAI's {"token id": bias} map. A bias of -100 bans the
+// token, as OpenAI documents it: it becomes -inf, so no temperature can
+// bring the token back, and a map that bans every token is refused like
+// the other APIs' (nothing could be generated).
+func logitBias(m *Model, in map[string]float64) ([]engine.LogitBias, error) {
+	if len(in) > maxBiasEntries {
+		return nil, badParam("logit_bias", "logit_bias names %d tokens; at most %d", len(in), maxBiasEntries)
+	}
 	var out []engine.LogitBias
 	for k, v := range in {
 		id, err := strconv.Atoi(k)
-		if err != nil || id < 0 || id >= vocab {
+		if err != nil || id < 0 || id >= m.Desc.Vocab {
 			return nil, badParam("logit_bias", "logit_bias key %q is not a token id of this model", k)
 		}
-		if v < -100 || v > 100 {
+		if !(v >= -100 && v <= 100) {
 			return nil, badParam("logit_bias", "logit_bias %v for token %d outside [-100, 100]", v, id)
 		}
-		out = append(out, engine.LogitBias{Token: engine.Token(id), Bias: float32(v)})
+		bias := float32(v)
+		if v == -100 {
+			bias = float32(math.Inf(-1))
+		}
+		out = append(out, engine.LogitBias{Token: engine.Token(id), Bias: bias})
 	}
-	return out, nil
+	return out, checkBias(m, "logit_bias", out)
 }
 
 // choiceCount reads "n" (1–16).
@@ -108,6 +121,9 @@ func choiceCount(n *int) (int, error) {
 
 func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatRequest) (*genSpec, int, error) {
 	if err := checkModelName(m, req.Model); err != nil {
+		return nil, 0, err
+	}
+	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, 0, err
 	}
 	msgs, err := chatMessages(req.Messages)
@@ -131,7 +147,8 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, 0, err
 	}
-	smp, err := sampling(req.Temperature, 1, req.TopK, req.TopP, req.MinP, req.Seed, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty)
+	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -157,7 +174,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
 		return nil, 0, badParam("top_logprobs", "top_logprobs needs logprobs: true")
 	}
-	if g.Bias, err = logitBias(req.LogitBias, m.Desc.Vocab); err != nil {
+	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, 0, err
 	}
 	return g, n, nil
@@ -218,20 +235,21 @@ func generateN(ctx context.Context, m *Model, g *genSpec, n int, onDelta func(c 
 		c.st = st
 		streams[i] = c
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i, c := range streams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var emit func(d *delta) error
-			if c.spec.Logprobs > 0 && onDelta != nil {
-				emit = func(d *delta) error { onDelta(c, d); return nil }
-			}
-			c.outcome, errs[i] = follow(ctx, m, c.spec, c.st, true, emit)
-		}()
-	}
-	wg.Wait()
+	errs := fanOut("choice", n, func(i int) error {
+		c := streams[i]
+		var emit func(d *delta) error
+		if c.spec.Logprobs > 0 && onDelta != nil {
+			emit = func(d *delta) error { onDelta(c, d); return nil }
+		}
+		var err error
+		c.outcome, err = follow(ctx, m, c.spec, c.st, true, emit)
+		return err
+	}, func(error) {
+		// The response is the failure: free the other choices' lanes.
+		for _, c := range streams {
+			c.st.Cancel()
+		}
+	})
 	for _, err := range errs {
 		if err != nil {
 			return nil, err

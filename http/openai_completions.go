@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -56,6 +55,8 @@ type oaiCompletionRequest struct {
 	FrequencyPenalty *float64           `json:"frequency_penalty"`
 	LogitBias        map[string]float64 `json:"logit_bias"`
 	User             string             `json:"user"`
+	// llama.cpp's extensions the server does not honour, to be refused.
+	llamaUnhonoured
 }
 
 // oaiLegacyLogprobs is the completions API's logprobs object.
@@ -145,6 +146,9 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 	if err := checkModelName(m, req.Model); err != nil {
 		return nil, err
 	}
+	if err := req.llamaUnhonoured.check(); err != nil {
+		return nil, err
+	}
 	prompts, err := parsePrompts(req.Prompt, "prompt")
 	if err != nil {
 		return nil, err
@@ -203,7 +207,8 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(req.Temperature, 1, req.TopK, req.TopP, req.MinP, req.Seed, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty)
+	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +217,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 		return nil, err
 	}
 	g := &genSpec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}
-	if g.Bias, err = logitBias(req.LogitBias, m.Desc.Vocab); err != nil {
+	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
 	if req.Logprobs != nil {
@@ -263,18 +268,17 @@ func (p *cmplPlan) submit(ctx context.Context, m *Model) error {
 	return nil
 }
 
-// collect follows every choice at once to its end.
+// collect follows every choice at once to its end; a failed choice
+// cancels the others, since the response is the failure.
 func (p *cmplPlan) collect(ctx context.Context, m *Model) error {
-	errs := make([]error, len(p.choices))
-	var wg sync.WaitGroup
-	for i, c := range p.choices {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.follow(ctx, m, true, func(d *delta) error { c.addLogprobs(m, d, p.logprobs); return nil })
-		}()
-	}
-	wg.Wait()
+	errs := fanOut("choice", len(p.choices), func(i int) error {
+		c := p.choices[i]
+		return c.follow(ctx, m, true, func(d *delta) error { c.addLogprobs(m, d, p.logprobs); return nil })
+	}, func(error) {
+		for _, c := range p.choices {
+			c.st.Cancel()
+		}
+	})
 	return errors.Join(errs...)
 }
 
@@ -373,38 +377,27 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 	}
 	streamResponse(ctx, true, func(ew *eventWriter) {
 		defer cancel()
-		var mu sync.Mutex // choices write their events one at a time
-		send := func(v any) error {
-			mu.Lock()
-			defer mu.Unlock()
-			return ew.send("", v)
-		}
-		var wg sync.WaitGroup
-		for _, c := range plan.choices {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if c.echo != "" && send(chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})) != nil {
-					cancel()
-					return
+		fanOut("choice", len(plan.choices), func(i int) error {
+			c := plan.choices[i]
+			if c.echo != "" {
+				if err := ew.send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})); err != nil {
+					return err
 				}
-				err := c.follow(rctx, m, false, func(d *delta) error {
-					ch := oaiCompletionChoice{Text: string(d.Text), Index: c.index}
-					if plan.logprobs >= 0 {
-						ch.Logprobs = newLegacyLogprobs()
-						appendLegacyLogprobs(m, ch.Logprobs, d.Tokens, plan.logprobs, &c.offset)
-					}
-					return send(chunk(ch))
-				})
-				if err != nil {
-					cancel() // the client is gone or the engine failed: stop every choice
-					return
+			}
+			err := c.follow(rctx, m, false, func(d *delta) error {
+				ch := oaiCompletionChoice{Text: string(d.Text), Index: c.index}
+				if plan.logprobs >= 0 {
+					ch.Logprobs = newLegacyLogprobs()
+					appendLegacyLogprobs(m, ch.Logprobs, d.Tokens, plan.logprobs, &c.offset)
 				}
-				finish := c.Finish
-				send(chunk(oaiCompletionChoice{Index: c.index, FinishReason: &finish}))
-			}()
-		}
-		wg.Wait()
+				return ew.send("", chunk(ch))
+			})
+			if err != nil {
+				return err
+			}
+			finish := c.Finish
+			return ew.send("", chunk(oaiCompletionChoice{Index: c.index, FinishReason: &finish}))
+		}, ew.failAll(cancel))
 		if rctx.Err() != nil {
 			return
 		}
@@ -412,11 +405,9 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 			u := plan.usage()
 			h := head
 			h.Choices, h.Usage = []oaiCompletionChoice{}, &u
-			send(h)
+			ew.send("", h)
 		}
-		mu.Lock()
 		ew.raw("data: [DONE]\n\n")
-		mu.Unlock()
 	})
 	return nil
 }

@@ -68,7 +68,8 @@ func (s *Server) deleteFile(ctx *fasthttp.RequestCtx, _ *Model) error {
 }
 
 // fileContent sends a file's bytes; fasthttp streams them from disk and
-// closes the file when the response is written.
+// closes the file when the response is written. The write timeout bounds
+// a stalled download, not a long one (progressBody).
 func (s *Server) fileContent(ctx *fasthttp.RequestCtx, _ *Model) error {
 	st, err := s.store()
 	if err != nil {
@@ -84,6 +85,6 @@ func (s *Server) fileContent(ctx *fasthttp.RequestCtx, _ *Model) error {
 		return serverError("reading %s: %v", obj.ID, err)
 	}
 	ctx.SetContentType("application/octet-stream")
-	ctx.SetBodyStream(f, int(fi.Size()))
+	ctx.SetBodyStream(s.progressBody(ctx, f), int(fi.Size()))
 	return nil
 }

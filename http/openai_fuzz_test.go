@@ -3,7 +3,9 @@ package http
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -31,6 +33,18 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":"a"}],"max_tokens":4294967296}`,
 		`{"messages":[{"role":"tool","content":"a"}],"seed":-1,"n":16}`,
 		`{"messages":[]}`, `{"messages":{}}`, `{"max_tokens":"ten"}`, `[]`, `null`, ``, `{"stop":"`,
+		// Poison values: each is normalized or refused before the scheduler.
+		`{"messages":[{"role":"user","content":"a"}],"temperature":1e-40}`,
+		`{"messages":[{"role":"user","content":"a"}],"temperature":5e-324,"top_p":1e-50,"min_p":1e-300}`,
+		`{"messages":[{"role":"user","content":"a"}],"temperature":1e400,"top_k":1e30,"seed":1e30,"n":1e30}`,
+		`{"messages":[{"role":"user","content":"a"}],"repeat_penalty":1e-40,"frequency_penalty":1e300}`,
+		`{"messages":[{"role":"user","content":"a"}],"max_tokens":-2,"max_completion_tokens":1e30,"top_logprobs":1e30,"logprobs":true}`,
+		`{"messages":[{"role":"user","content":"a"}],"seed":18446744073709551616,"logit_bias":{"65":1e400}}`,
+		`{"messages":[{"role":"user","content":"a"}],"logit_bias":` + banAllStub("-100") + `}`,
+		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}],"tool_choice":"required","response_format":{"type":"json_object"}}`,
+		`{"messages":[{"role":"user","content":"a"}],"grammar":"root ::= x","json_schema":{},"mirostat":2,"typical_p":0.5}`,
+		`{"messages":[{"role":"user","content":"a"}],"tools":[],"tool_choice":"auto","response_format":{"type":"text"},"modalities":["text"],"mirostat":0}`,
+		`{"messages":[{"role":"user","content":"` + strings.Repeat("x", 16*256+1) + `"}]}`,
 	} {
 		f.Add([]byte(s), "")
 	}
@@ -103,9 +117,15 @@ func unschedulable(d *engine.Descriptor, r *sched.Request) string {
 			return "bias"
 		}
 	}
+	if engine.BansEveryToken(r.Bias, d.Vocab) {
+		return "bias bans every token"
+	}
 	s := r.Sampling
 	if s == (engine.Sampling{}) {
 		return ""
+	}
+	if s.Temperature > 0 && s.Temperature < engine.MinTemperature {
+		return "temperature below engine.MinTemperature"
 	}
 	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
 	if !finite(s.Temperature) || !finite(s.TopP) || !finite(s.MinP) || !finite(s.RepeatPenalty) ||
@@ -114,4 +134,13 @@ func unschedulable(d *engine.Descriptor, r *sched.Request) string {
 		return "sampling"
 	}
 	return ""
+}
+
+// banAllStub is an OpenAI logit_bias banning every token of stubVocab.
+func banAllStub(value string) string {
+	parts := make([]string, stubVocab)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("%q:%s", fmt.Sprint(i), value)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }

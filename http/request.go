@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/fim"
 	"superfluid/sched"
 )
 
@@ -39,7 +42,8 @@ func decodeJSON(ctx *fasthttp.RequestCtx, v any) error {
 }
 
 // jsonError words a decoding failure for the client: which field had which
-// wrong type, or where the syntax broke.
+// wrong type, which number does not fit its field, or where the syntax
+// broke.
 func jsonError(err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
@@ -49,11 +53,25 @@ func jsonError(err error) error {
 		if field == "" {
 			field = "the body"
 		}
-		return badParam(te.Field, "%s: expected %s, got a JSON %s", field, jsonTypeName(te.Type.Kind().String()), te.Value)
+		want := jsonTypeName(te.Type.Kind().String())
+		if num, ok := strings.CutPrefix(te.Value, "number "); ok && want == "a number" {
+			// A number where a number belongs that the field cannot hold:
+			// 1e400 overflows a float64, 1e30 an int64, 1.5 is no integer.
+			return badParam(te.Field, "%s: %s %s", field, num, numberMisfit(te.Type.Kind().String()))
+		}
+		return badParam(te.Field, "%s: expected %s, got a JSON %s", field, want, te.Value)
 	case errors.As(err, &se):
 		return badRequest("malformed JSON at byte %d: %v", se.Offset, se)
 	}
 	return badRequest("malformed JSON: %v", err)
+}
+
+// numberMisfit says why a JSON number does not fit a numeric field.
+func numberMisfit(kind string) string {
+	if strings.HasPrefix(kind, "float") {
+		return "is out of range (not a finite number)"
+	}
+	return "is not an integer this field can hold"
 }
 
 func jsonTypeName(kind string) string {
@@ -110,10 +128,52 @@ func checkPrompt(m *Model, prompt []engine.Token) error {
 	return nil
 }
 
+// promptBytesPerToken bounds the text a prompt may carry: a prompt of more
+// than this many bytes per token of the context is refused before it is
+// tokenized, so a 16 MiB body costs a length check, not a tokenizer run
+// and a token array. Text in any script averages 2–6 bytes a token (CJK
+// about 3 bytes a character, one or two characters a token), and a few
+// vocabularies have tokens of long runs of spaces or symbols; 16 leaves
+// room for all of that, so a refused prompt could not have fit the context
+// anyway, while the work per request stays within 16 × n_ctx bytes.
+const promptBytesPerToken = 16
+
+// maxPromptBytes is the most text one prompt may carry in m's context.
+func maxPromptBytes(m *Model) int { return promptBytesPerToken * max(m.Desc.Ctx, 1) }
+
+// checkPromptBytes refuses a prompt of n bytes that could not fit the
+// context whatever its tokens (see promptBytesPerToken).
+func checkPromptBytes(m *Model, field string, n int) error {
+	if limit := maxPromptBytes(m); n > limit {
+		return &apiError{Status: fasthttp.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded", Param: field,
+			Msg: fmt.Sprintf("the prompt is %d bytes; a context of %d tokens takes at most %d bytes of text (%d per token)", n, m.Desc.Ctx, limit, promptBytesPerToken)}
+	}
+	return nil
+}
+
+// checkMessageBytes refuses a conversation whose messages together carry
+// more text than the context could hold, before the template renders it.
+func checkMessageBytes(m *Model, msgs []chat.Message) error {
+	n := 0
+	for _, msg := range msgs {
+		n += len(msg.Content)
+	}
+	return checkPromptBytes(m, "messages", n)
+}
+
 // tokenize renders text to tokens with the model's BOS rule; special-token
-// text in prompts is parsed (as llama.cpp's server does).
+// text in prompts is parsed (as llama.cpp's server does). Every prompt of
+// every API is tokenized here, so text too long for the context is refused
+// here before the tokenizer runs.
 func tokenize(m *Model, text string, addBOS bool) ([]engine.Token, error) {
+	if err := checkPromptBytes(m, "prompt", len(text)); err != nil {
+		return nil, err
+	}
 	toks, err := m.Text.Tokenize(text, addBOS && m.Desc.AddBOS, true)
+	if errors.Is(err, engine.ErrClosed) {
+		// A handler still tokenizing after the drain gave the engine back.
+		return nil, errShutDown
+	}
 	if err != nil {
 		return nil, badRequest("cannot tokenize the prompt: %v", err)
 	}
@@ -138,61 +198,138 @@ func maxTokens(field string, n *int, ctxSize int) (int, error) {
 	return *n, nil
 }
 
-// sampling builds engine sampling from the optional fields the APIs share.
-// A missing temperature means the API's default, given as def.
-func sampling(temp *float64, def float64, topK *int, topP, minP *float64, seed *int64, repeat, freq, presence *float64) (engine.Sampling, error) {
+// samplingFields are the sampling fields the APIs share, as a request
+// sent them (nil: absent). DefaultTemperature is the API's own default.
+type samplingFields struct {
+	Temperature        *float64
+	DefaultTemperature float64
+	TopK               *int
+	TopP, MinP         *float64
+	Seed               *int64
+	RepeatPenalty      *float64
+	FrequencyPenalty   *float64
+	PresencePenalty    *float64
+}
+
+// Bounds of the sampling fields. A repeat penalty divides the logits of
+// tokens already seen; below minRepeatPenalty, with the temperature
+// dividing again, a logit could overflow to +inf and leave the sampler
+// nothing to draw from.
+const (
+	maxTemperature   = 100
+	minRepeatPenalty = 0.01
+	maxRepeatPenalty = 10
+)
+
+// sampling builds engine sampling from the fields every API shares. Omitted
+// top_k, top_p and min_p take the model's recommendation, else
+// llama-server's (samplingDefaults); an explicit value always wins. The
+// result is normalized: a temperature below engine.MinTemperature (a
+// denormal such as 1e-40 included) is greedy.
+func sampling(m *Model, f samplingFields) (engine.Sampling, error) {
 	s := engine.Greedy()
-	t := def
-	if temp != nil {
-		t = *temp
+	s.TopK, s.TopP, s.MinP = samplingDefaults(m.Desc)
+	t := f.DefaultTemperature
+	if f.Temperature != nil {
+		t = *f.Temperature
 	}
-	if t < 0 || t > 100 {
-		return s, badParam("temperature", "temperature %v outside [0, 100]", t)
+	if !(t >= 0 && t <= maxTemperature) {
+		return s, badParam("temperature", "temperature %v outside [0, %d]", t, maxTemperature)
 	}
 	s.Temperature = float32(t)
-	if topK != nil {
-		if *topK < 0 {
+	if f.TopK != nil {
+		if *f.TopK < 0 {
 			return s, badParam("top_k", "top_k must not be negative")
 		}
 		// Past the vocabulary top_k keeps every token; clamping keeps a huge
 		// one from wrapping negative in int32.
-		s.TopK = int32(min(*topK, math.MaxInt32))
+		s.TopK = int32(min(*f.TopK, math.MaxInt32))
 	}
-	if topP != nil {
-		if *topP <= 0 || *topP > 1 {
-			return s, badParam("top_p", "top_p %v outside (0, 1]", *topP)
+	if f.TopP != nil {
+		// float32 must hold it too: 1e-50 is above 0 but rounds to it.
+		if p := *f.TopP; !(p > 0 && p <= 1) || float32(p) <= 0 {
+			return s, badParam("top_p", "top_p %v outside (0, 1]", p)
 		}
-		s.TopP = float32(*topP)
+		s.TopP = float32(*f.TopP)
 	}
-	if minP != nil {
-		if *minP < 0 || *minP > 1 {
-			return s, badParam("min_p", "min_p %v outside [0, 1]", *minP)
+	if f.MinP != nil {
+		if p := *f.MinP; !(p >= 0 && p <= 1) {
+			return s, badParam("min_p", "min_p %v outside [0, 1]", p)
 		}
-		s.MinP = float32(*minP)
+		s.MinP = float32(*f.MinP)
 	}
-	if seed != nil {
-		s.Seed = uint64(*seed)
+	if f.Seed != nil {
+		s.Seed = uint64(*f.Seed)
 	} else {
 		s.Seed = uint64(time.Now().UnixNano())
 	}
-	if repeat != nil {
-		if *repeat <= 0 || *repeat > 10 {
-			return s, badParam("repeat_penalty", "repeat_penalty %v outside (0, 10]", *repeat)
+	if f.RepeatPenalty != nil {
+		if p := *f.RepeatPenalty; !(p >= minRepeatPenalty && p <= maxRepeatPenalty) {
+			return s, badParam("repeat_penalty", "repeat_penalty %v outside [%v, %d]", p, minRepeatPenalty, maxRepeatPenalty)
 		}
-		s.RepeatPenalty = float32(*repeat)
+		s.RepeatPenalty = float32(*f.RepeatPenalty)
 	}
-	for name, p := range map[string]*float64{"frequency_penalty": freq, "presence_penalty": presence} {
-		if p != nil && (*p < -2 || *p > 2) {
-			return s, badParam(name, "%s %v outside [-2, 2]", name, *p)
+	for _, p := range []struct {
+		name string
+		v    *float64
+		dst  *float32
+	}{{"frequency_penalty", f.FrequencyPenalty, &s.FrequencyPenalty}, {"presence_penalty", f.PresencePenalty, &s.PresencePenalty}} {
+		if p.v == nil {
+			continue
 		}
+		if !(*p.v >= -2 && *p.v <= 2) {
+			return s, badParam(p.name, "%s %v outside [-2, 2]", p.name, *p.v)
+		}
+		*p.dst = float32(*p.v)
 	}
-	if freq != nil {
-		s.FrequencyPenalty = float32(*freq)
-	}
-	if presence != nil {
-		s.PresencePenalty = float32(*presence)
-	}
+	s.Normalize()
 	return s, nil
+}
+
+// samplingDefaults are d's truncation defaults (engine's SamplingDefaults),
+// each checked: a model file recommending a value the engine refuses (a
+// top_p of 0, a NaN) would otherwise fail every request that omits it, so
+// such a value falls back to llama-server's.
+func samplingDefaults(d *engine.Descriptor) (topK int32, topP, minP float32) {
+	topK, topP, minP = d.SamplingDefaults()
+	if topK < 0 {
+		topK = engine.DefaultTopK
+	}
+	if !(topP > 0 && topP <= 1) {
+		topP = engine.DefaultTopP
+	}
+	if !(minP >= 0 && minP <= 1) {
+		minP = engine.DefaultMinP
+	}
+	return topK, topP, minP
+}
+
+// penaltyWindow reads repeat_last_n (llama.cpp's and Ollama's): -1 is the
+// whole context, 0 turns the penalties off, and a window longer than the
+// context is the whole context (the engine keeps a ring of that many
+// tokens per lane, so a huge one must not reach it).
+func penaltyWindow(field string, n *int, def int32, ctxSize int) (int32, error) {
+	if n == nil {
+		return def, nil
+	}
+	if *n < -1 {
+		return 0, badParam(field, "%s must be -1 (the whole context), 0 (off) or a count of tokens", field)
+	}
+	return int32(min(*n, ctxSize, math.MaxInt32)), nil
+}
+
+// maxBiasEntries bounds a logit bias; more would only be a way to make a
+// request expensive to check and every one of its steps slower.
+const maxBiasEntries = 4096
+
+// checkBias refuses a logit bias that leaves nothing to sample: with every
+// token at -inf the sampler has no candidate (llama.cpp's dist sampler
+// asserts on it), so such a request can only be a mistake.
+func checkBias(m *Model, field string, bias []engine.LogitBias) error {
+	if engine.BansEveryToken(bias, m.Desc.Vocab) {
+		return badParam(field, "%s bans every token of the vocabulary: nothing could be generated", field)
+	}
+	return nil
 }
 
 // requestContext is the context a request's generation runs under: it ends
@@ -228,4 +365,49 @@ func stopList(raw json.RawMessage, field string) ([]string, error) {
 		return nil, badParam(field, "at most 16 stop sequences")
 	}
 	return many, nil
+}
+
+// boundFIM cuts a fill-in-the-middle request to the text that could reach
+// the prompt, before anything is tokenized: the FIM builder keeps the text
+// nearest the cursor and drops the rest, so the start of the prefix and of
+// the typed prompt, the end of the suffix, and the oldest extra chunks
+// beyond maxPromptBytes could never fit (see promptBytesPerToken). Editors
+// send whole files; the cut keeps their requests served while bounding the
+// tokenizer's work. The count of extra chunks dropped is returned.
+func boundFIM(m *Model, r fim.Request) (fim.Request, int) {
+	limit := maxPromptBytes(m)
+	r.Prefix = keepTail(r.Prefix, limit)
+	r.Prompt = keepTail(r.Prompt, limit)
+	r.Suffix = keepHead(r.Suffix, limit)
+	used, first := 0, len(r.Extra)
+	for first > 0 && used+len(r.Extra[first-1].Text) <= limit {
+		used += len(r.Extra[first-1].Text)
+		first--
+	}
+	r.Extra = r.Extra[first:]
+	return r, first
+}
+
+// keepTail is the last n bytes of s or fewer, starting on a character.
+func keepTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	start := len(s) - n
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[start:]
+}
+
+// keepHead is the first n bytes of s or fewer, ending before a character.
+func keepHead(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	end := n
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end]
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -34,6 +33,12 @@ type Config struct {
 	// ClientPoll is how often a non-streaming request checks that its
 	// client is still connected (default 250ms).
 	ClientPoll time.Duration
+	// WriteTimeout is how long a response's writes may make no progress —
+	// a client that stopped reading but keeps its socket open — before its
+	// connection is closed; a stream is then cancelled and its lane freed
+	// (default 30s). A stream renews it with every event, so it bounds a
+	// stalled write, never a long generation.
+	WriteTimeout time.Duration
 	// CompletionCache is how many identical greedy FIM answers are kept
 	// (default 64; negative disables it).
 	CompletionCache int
@@ -42,7 +47,7 @@ type Config struct {
 }
 
 func (c *Config) validate() error {
-	if c.MaxBody < 0 || c.Drain < 0 || c.ClientPoll < 0 {
+	if c.MaxBody < 0 || c.Drain < 0 || c.ClientPoll < 0 || c.WriteTimeout < 0 {
 		return errors.New("http: negative limit in configuration")
 	}
 	if c.MaxBody == 0 {
@@ -53,6 +58,9 @@ func (c *Config) validate() error {
 	}
 	if c.ClientPoll == 0 {
 		c.ClientPoll = 250 * time.Millisecond
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 30 * time.Second
 	}
 	if c.CompletionCache == 0 {
 		c.CompletionCache = 64
@@ -108,6 +116,10 @@ func NewServer(cfg Config) (*Server, error) {
 		ErrorHandler:                       s.transportError,
 		Logger:                             fasthttpLogger{},
 		SleepWhenConcurrencyLimitsExceeded: 0,
+		// fasthttp sets it once as a response starts: a whole response's
+		// bound, and a fresh deadline for the next response on a
+		// connection a stream renewed it on (see eventWriter).
+		WriteTimeout: cfg.WriteTimeout,
 	}
 	return s, nil
 }
@@ -168,19 +180,22 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, checkKey bool) {
 	}
 	defer s.gate.leave()
 	// A streamed response outlives its handler; streamResponse holds the
-	// drain open until the stream ends (see inflightKey).
-	ctx.SetUserValue(inflightKey{}, &s.gate)
+	// drain open until the stream ends (see requestGate.hold) and gives its
+	// writes the write timeout.
+	ctx.SetUserValue(streamKey{}, s)
 	if err := r.handler(s, ctx, m); err != nil {
 		writeError(ctx, r.kind, err)
 	}
 }
 
 // recoverPanic turns a handler's panic into a 500 in the API's shape: one
-// request fails, the server keeps serving everyone else.
+// request fails, the server keeps serving everyone else. follow's
+// deferred Cancel has run by then, freeing the lane of the generation the
+// handler followed. Streams and the goroutines of n choices recover on
+// their own (streamResponse, fanOut).
 func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, path string) {
 	if v := recover(); v != nil {
-		slog.Error("handler panic", "path", path, "panic", v, "stack", string(debug.Stack()))
-		writeError(ctx, kindOfPath(path), serverError("internal error while handling %s", path))
+		writeError(ctx, kindOfPath(path), recovered("handler of "+path, v))
 	}
 }
 
@@ -211,13 +226,6 @@ func (s *Server) Routes() []RouteInfo {
 	})
 	return out
 }
-
-// inflightKey is the RequestCtx user value under which serve leaves the
-// server's WaitGroup of running requests, so that a streamed response —
-// written by fasthttp after the handler has returned — counts as running
-// until its last byte: Shutdown must wait for it, and newcomers meanwhile
-// get 503 rather than a closed listener.
-type inflightKey struct{}
 
 // lookup finds the routes of path and the {id} it names, if any.
 func (s *Server) lookup(path string) ([]route, string, bool) {
