@@ -1,11 +1,13 @@
 // Package cgo binds the native engine (native/superfluid.h, llama.cpp inside)
 // to Go and implements engine.Engine.
 //
-// One goroutine owns an *Engine: Tick and the sequence primitives must be
-// called from it (or under the owner's synchronisation). Yield, Descriptor
-// and the text functions (Tokenize, AppendPiece, Detokenize,
-// ApplyChatTemplate) may be called from any goroutine. Close releases
-// everything, after every other call has returned; there is no finalizer.
+// One goroutine owns an *Engine: Tick, the sequence primitives and Close
+// must be called from it (or under the owner's synchronisation). Yield,
+// Descriptor and the text functions (Tokenize, AppendPiece, Detokenize,
+// ApplyChatTemplate) may be called from any goroutine, also while or after
+// the engine closes: Close waits for the text calls in flight, and later
+// ones return engine.ErrClosed (or nothing, where they have no error).
+// There is no finalizer.
 package cgo
 
 /*
@@ -19,11 +21,11 @@ import "C"
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/cgo"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -86,8 +88,14 @@ var flashAttnModes = map[string]C.int32_t{"auto": -1, "off": 0, "on": 1}
 
 // Engine is an open model with its context and lanes.
 type Engine struct {
-	e    *C.sf_engine
-	desc engine.Descriptor
+	// e is the native engine; nil once closed. The owner goroutine reads
+	// it freely; text calls from other goroutines read it under textMu,
+	// which Close holds exclusively while it clears it.
+	e      *C.sf_engine
+	textMu sync.RWMutex
+	desc   engine.Descriptor
+	// maxTextBytes is the most bytes Tokenize accepts (see MaxTextBytes).
+	maxTextBytes int
 	// yield is the word a running tick checks between steps. It lives in
 	// Go memory (pinned for each tick) rather than the C engine's, so that
 	// a Yield racing Close — a client hanging up as the server stops —
@@ -108,6 +116,9 @@ type Engine struct {
 	stepHook   func(ev *engine.Events)
 	stepEvents engine.Events
 	handle     cgo.Handle // names this engine to sfGoStep; 0 without a hook
+	// stepPanic is what the step hook panicked with during the running
+	// tick (recovered in sfGoStep so it never unwinds through C frames).
+	stepPanic any
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -175,10 +186,21 @@ func Open(opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// maxTextBytesPerPiece is the multiple of the longest token piece a text
+// may hold per context token: text is mostly the concatenation of its
+// tokens' pieces, so more bytes than n_ctx times the longest piece cannot
+// fit the context; the factor 2 leaves room for normalizers that drop input
+// bytes.
+const maxTextBytesPerPiece = 2
+
+// minMaxTextBytes keeps the bound usable for tiny contexts.
+const minMaxTextBytes = 1 << 16
+
 func (e *Engine) fillDescriptor(o Options, identity string) {
 	var d C.sf_desc
 	C.sf_describe(e.e, &d)
 	eog := unsafe.Slice((*int32)(unsafe.Pointer(d.eog)), int(d.n_eog))
+	e.maxTextBytes = max(minMaxTextBytes, maxTextBytesPerPiece*int(d.n_ctx)*max(int(d.max_piece_bytes), 1))
 	e.desc = engine.Descriptor{
 		Architecture:      C.GoString(&d.arch[0]),
 		Vocab:             int(d.n_vocab),
@@ -209,10 +231,19 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 			RepoName: int32(d.fim_rep),
 			FileSep:  int32(d.fim_sep),
 		},
+		Recommended: engine.ModelSampling{
+			TopK:    int32(d.rec_top_k),
+			TopP:    float32(d.rec_top_p),
+			MinP:    float32(d.rec_min_p),
+			HasTopK: d.rec_has&C.SF_REC_TOP_K != 0,
+			HasTopP: d.rec_has&C.SF_REC_TOP_P != 0,
+			HasMinP: d.rec_has&C.SF_REC_MIN_P != 0,
+		},
 	}
 }
 
-// Close frees the context, the model and the arenas.
+// Close frees the context, the model and the arenas. It waits for the text
+// calls in flight; those that come after find the engine closed.
 func (e *Engine) Close() error {
 	if e == nil || e.e == nil {
 		return nil
@@ -221,10 +252,14 @@ func (e *Engine) Close() error {
 		e.handle.Delete()
 		e.handle = 0
 	}
-	C.sf_close(e.e)
+	e.textMu.Lock()
+	ce := e.e
+	e.e = nil
+	e.textMu.Unlock()
+	C.sf_close(ce)
 	C.free(unsafe.Pointer(e.cplan))
 	C.free(unsafe.Pointer(e.cevents))
-	e.e, e.cplan, e.cevents = nil, nil, nil
+	e.cplan, e.cevents = nil, nil
 	return nil
 }
 
@@ -244,5 +279,6 @@ func (e *Engine) err(op string, rc C.int) error {
 	return &engine.Error{Status: engine.Status(rc), Op: op, Msg: C.GoString(C.sf_last_error(e.e))}
 }
 
-// errClosed is returned by calls on a closed engine.
-var errClosed = errors.New("cgo: engine is closed")
+// errClosed is returned by calls on a closed engine; errors.Is(err,
+// engine.ErrClosed) holds.
+var errClosed error = &engine.Error{Status: engine.StatusClosed, Op: "cgo", Msg: "the engine is closed"}

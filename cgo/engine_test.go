@@ -120,36 +120,37 @@ func TestMalformedTicksReturnStatus(t *testing.T) {
 		name string
 		plan func(p *engine.Plan)
 		want error
+		lane int // the lane the error blames; -1: the whole plan
 	}{
-		{"retire unknown lane", func(p *engine.Plan) { p.Retires = append(p.Retires, 9) }, engine.ErrUnknownLane},
+		{"retire unknown lane", func(p *engine.Plan) { p.Retires = append(p.Retires, 9) }, engine.ErrUnknownLane, 9},
 		{"prefill unknown lane", func(p *engine.Plan) {
 			p.Prefills = append(p.Prefills, engine.Prefill{Lane: 9, Offset: 0, Count: 1})
-		}, engine.ErrUnknownLane},
-		{"decode unknown lane", func(p *engine.Plan) { p.Decodes = append(p.Decodes, engine.Decode{Lane: 9, Rounds: 1}) }, engine.ErrUnknownLane},
-		{"sequence out of range", func(p *engine.Plan) { admit(p, 1, 99) }, engine.ErrSeqRange},
-		{"negative sequence", func(p *engine.Plan) { admit(p, 1, -1) }, engine.ErrSeqRange},
+		}, engine.ErrUnknownLane, 9},
+		{"decode unknown lane", func(p *engine.Plan) { p.Decodes = append(p.Decodes, engine.Decode{Lane: 9, Rounds: 1}) }, engine.ErrUnknownLane, 9},
+		{"sequence out of range", func(p *engine.Plan) { admit(p, 1, 99) }, engine.ErrSeqRange, 1},
+		{"negative sequence", func(p *engine.Plan) { admit(p, 1, -1) }, engine.ErrSeqRange, 1},
 		{"prefill past the prompt", func(p *engine.Plan) {
 			admit(p, 1, 0)
 			p.Prefills = append(p.Prefills, engine.Prefill{Lane: 1, Offset: 0, Count: 9})
-		}, engine.ErrPastPrompt},
+		}, engine.ErrPastPrompt, 1},
 		{"prompt longer than the context", func(p *engine.Plan) {
 			p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Sampling: engine.Greedy()}, make([]engine.Token, 1025), nil)
-		}, engine.ErrContext},
+		}, engine.ErrContext, 1},
 		{"token outside the vocabulary", func(p *engine.Plan) {
 			p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Sampling: engine.Greedy()}, []engine.Token{1, 1 << 30}, nil)
-		}, engine.ErrInvalid},
+		}, engine.ErrInvalid, 1},
 		{"cached tokens the sequence lacks", func(p *engine.Plan) {
 			p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Cached: 4, Sampling: engine.Greedy()}, prompt, nil)
-		}, engine.ErrInvalid},
-		{"two lanes on one sequence", func(p *engine.Plan) { admit(p, 1, 0); admit(p, 2, 0) }, engine.ErrSeqBusy},
+		}, engine.ErrInvalid, 1},
+		{"two lanes on one sequence", func(p *engine.Plan) { admit(p, 1, 0); admit(p, 2, 0) }, engine.ErrSeqBusy, 2},
 		{"too many logprobs", func(p *engine.Plan) {
 			p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Logprobs: 99, Sampling: engine.Greedy()}, prompt, nil)
-		}, engine.ErrInvalid},
+		}, engine.ErrInvalid, 1},
 		{"decode before prefill", func(p *engine.Plan) {
 			admit(p, 1, 0)
 			p.Decodes = append(p.Decodes, engine.Decode{Lane: 1, Rounds: 1})
-		}, engine.ErrInvalid},
-		{"more lanes than the engine", func(p *engine.Plan) { admit(p, 1, 0); admit(p, 2, 1); admit(p, 3, 2) }, engine.ErrInvalid},
+		}, engine.ErrInvalid, 1},
+		{"more lanes than the engine", func(p *engine.Plan) { admit(p, 1, 0); admit(p, 2, 1); admit(p, 3, 2) }, engine.ErrInvalid, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,6 +163,10 @@ func TestMalformedTicksReturnStatus(t *testing.T) {
 			var ee *engine.Error
 			if !errors.As(err, &ee) || ee.Msg == "" {
 				t.Fatalf("no message: %#v", err)
+			}
+			lane, blamed := engine.FaultLane(err)
+			if c.lane < 0 && blamed || c.lane >= 0 && (!blamed || lane != uint32(c.lane)) {
+				t.Fatalf("blames lane %d (%v), want %d", lane, blamed, c.lane)
 			}
 		})
 	}

@@ -1,3 +1,1 @@
-// Compiles native/bench.cpp as part of this package: cgo builds only the
-// sources in the package folder.
-#include "../native/bench.cpp"
+../native/bench.cpp

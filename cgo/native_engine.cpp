@@ -1,3 +1,1 @@
-// Compiles native/engine.cpp as part of this package: cgo builds only the
-// sources in the package folder.
-#include "../native/engine.cpp"
+../native/engine.cpp

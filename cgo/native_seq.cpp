@@ -1,3 +1,1 @@
-// Compiles native/seq.cpp as part of this package: cgo builds only the
-// sources in the package folder.
-#include "../native/seq.cpp"
+../native/seq.cpp

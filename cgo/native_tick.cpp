@@ -1,3 +1,1 @@
-// Compiles native/tick.cpp as part of this package: cgo builds only the
-// sources in the package folder.
-#include "../native/tick.cpp"
+../native/tick.cpp

@@ -32,9 +32,24 @@ func (e *Engine) SetStepHook(hook func(ev *engine.Events)) {
 	e.cevents.step_user = C.uintptr_t(e.handle)
 }
 
+// sfGoStep runs the hook from inside sf_tick. A panic must not unwind
+// through the C frames below it (their cleanup would never run and the
+// engine would be left mid-step), so it is recovered here: the tick is
+// stopped at its next step boundary through the yield word and Tick
+// returns the panic as an error.
+//
 //export sfGoStep
 func sfGoStep(user C.uintptr_t, nTokens, nTop C.uint32_t) {
 	e := cgo.Handle(user).Value().(*Engine)
+	defer func() {
+		if r := recover(); r != nil {
+			e.stepPanic = r
+			e.yield.Store(1)
+		}
+	}()
+	if e.stepPanic != nil {
+		return // an earlier step's hook panicked; the tick is stopping
+	}
 	ev := &e.stepEvents
 	ev.Tokens = e.tokens[:nTokens]
 	ev.Top = e.top[:nTop]

@@ -6,6 +6,7 @@ package cgo
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 	"unsafe"
 
@@ -41,9 +42,12 @@ func (e *Engine) Tick(p *engine.Plan) (*engine.Events, error) {
 	if e.e == nil {
 		return nil, errClosed
 	}
+	// No lane emits more than a context's worth in one tick (and the
+	// engine stops a tick whose events are full), so a huge grant cannot
+	// size the arrays past that.
 	need := len(p.Prefills)
 	for i := range p.Decodes {
-		need += int(p.Decodes[i].Rounds)
+		need += min(int(p.Decodes[i].Rounds), e.desc.Ctx)
 	}
 	if need > len(e.tokens) {
 		e.growEvents(need)
@@ -81,7 +85,23 @@ func (e *Engine) Tick(p *engine.Plan) (*engine.Events, error) {
 	ev.Top = e.top[:ce.n_top]
 	ev.Lanes = e.lanes[:ce.n_lanes]
 	ev.Timings = *(*engine.Timings)(unsafe.Pointer(&ce.timings))
-	return ev, e.err("tick", rc)
+	if r := e.stepPanic; r != nil {
+		e.stepPanic = nil
+		return ev, fmt.Errorf("cgo: tick: the step hook panicked: %v", r)
+	}
+	return ev, e.tickErr(rc)
+}
+
+// tickErr is a failed tick's error, naming the lane the engine blames.
+func (e *Engine) tickErr(rc C.int) error {
+	if rc == C.SF_OK {
+		return nil
+	}
+	err := &engine.Error{Status: engine.Status(rc), Op: "tick", Msg: C.GoString(C.sf_last_error(e.e))}
+	if e.cevents.has_fault_lane != 0 {
+		err.Lane, err.HasLane = uint32(e.cevents.fault_lane), true
+	}
+	return err
 }
 
 // clearPlanPointers drops the Go pointers from the C headers once the call

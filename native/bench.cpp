@@ -2,7 +2,7 @@
 // hand-written llama.cpp program does, with nothing of superfluid's around it.
 #include "internal.h"
 
-int64_t sf_bench_plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len, int32_t n_rounds) {
+static int64_t plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len, int32_t n_rounds) {
     if (e == nullptr || n_lanes < 1 || n_lanes > e->n_seq_max || n_lanes > e->n_batch || prompt_len < 1 ||
         prompt_len > e->n_batch || n_rounds < 1 || prompt_len + n_rounds > e->n_ctx) {
         return -SF_ERR_INVALID;
@@ -62,4 +62,9 @@ int64_t sf_bench_plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len,
         llama_memory_seq_rm(e->mem, s, -1, -1);
     }
     return dt;
+}
+
+int64_t sf_bench_plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len, int32_t n_rounds) {
+    return sf_guard([&] { return plain_decode(e, n_lanes, prompt_len, n_rounds); },
+                    [&](const char *msg) { return (int64_t)-sf_fail(e, SF_ERR_EXCEPTION, "plain decode: %s", msg); });
 }

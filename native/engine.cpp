@@ -1,22 +1,52 @@
 // engine.cpp — opening and describing a model, text, logging.
+//
+// Every sf_* entry point runs its body inside sf_guard: llama.cpp throws
+// (std::bad_alloc, a tokenizer's std::out_of_range or runtime_error), and
+// an exception crossing the C ABI into Go would terminate the process.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "internal.h"
 
-int sf_fail(sf_engine *e, int code, const char *fmt, ...) {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
+namespace {
+
+// The engine's error string has room reserved for this, so recording an
+// error never allocates (and cannot throw inside an exception handler).
+constexpr size_t SF_ERR_MAX = 512;
+
+void sf_vfail(sf_engine *e, const char *fmt, va_list ap) {
+    char buf[SF_ERR_MAX];
     vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     if (e != nullptr) {
         e->err.assign(buf);
+    }
+}
+
+}  // namespace
+
+int sf_fail(sf_engine *e, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    sf_vfail(e, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int sf_fail_lane(sf_engine *e, uint32_t lane, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    sf_vfail(e, fmt, ap);
+    va_end(ap);
+    if (e != nullptr) {
+        e->has_fault = true;
+        e->fault_lane = lane;
     }
     return code;
 }
@@ -41,10 +71,7 @@ void sf_set_log(sf_log_fn fn) {
     ggml_log_set(sf_log_bridge, nullptr);
 }
 
-int32_t sf_cpu_features(char *out, int32_t cap) {
-    if (out == nullptr || cap <= 0) {
-        return -1;
-    }
+static int32_t sf_cpu_features_impl(char *out, int32_t cap) {
     out[0] = '\0';
     ggml_backend_reg_t reg = ggml_backend_reg_by_name("CPU");
     if (reg == nullptr) {
@@ -69,11 +96,23 @@ int32_t sf_cpu_features(char *out, int32_t cap) {
     return n;
 }
 
-int32_t sf_load_backends(const char *dir) {
-    if (dir != nullptr && dir[0] != '\0') {
-        ggml_backend_load_all_from_path(dir);
+int32_t sf_cpu_features(char *out, int32_t cap) {
+    if (out == nullptr || cap <= 0) {
+        return -1;
     }
-    return (int32_t)ggml_backend_dev_count();
+    out[0] = '\0';
+    return sf_guard([&] { return sf_cpu_features_impl(out, cap); }, [](const char *) { return (int32_t)0; });
+}
+
+int32_t sf_load_backends(const char *dir) {
+    return sf_guard(
+        [&] {
+            if (dir != nullptr && dir[0] != '\0') {
+                ggml_backend_load_all_from_path(dir);
+            }
+            return (int32_t)ggml_backend_dev_count();
+        },
+        [](const char *) { return (int32_t)0; });
 }
 
 static ggml_type sf_ggml_kv_type(int32_t t) {
@@ -87,6 +126,41 @@ static ggml_type sf_ggml_kv_type(int32_t t) {
     }
 }
 
+// Reads one general.sampling.* value; false when the key is absent or its
+// value does not parse whole.
+static bool sf_meta_number(const llama_model *m, const char *key, double *out) {
+    char buf[64] = {};
+    if (llama_model_meta_val_str(m, key, buf, sizeof buf) <= 0) {
+        return false;
+    }
+    char *end = nullptr;
+    double v = strtod(buf, &end);
+    if (end == buf || *end != '\0' || !(v == v)) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+// What the model file recommends for sampling, where it says so with a
+// value a request could carry itself (anything else is ignored: a file
+// recommending nonsense must not poison every request).
+static void sf_read_recommended(sf_engine *e) {
+    double v = 0;
+    if (sf_meta_number(e->model, "general.sampling.top_k", &v) && v >= 0 && v <= 1e9 && v == (double)(int64_t)v) {
+        e->rec_has |= SF_REC_TOP_K;
+        e->rec_top_k = (int32_t)v;
+    }
+    if (sf_meta_number(e->model, "general.sampling.top_p", &v) && v > 0 && v <= 1) {
+        e->rec_has |= SF_REC_TOP_P;
+        e->rec_top_p = (float)v;
+    }
+    if (sf_meta_number(e->model, "general.sampling.min_p", &v) && v >= 0 && v <= 1) {
+        e->rec_has |= SF_REC_MIN_P;
+        e->rec_min_p = (float)v;
+    }
+}
+
 static void sf_fill_descriptor_cache(sf_engine *e) {
     char buf[64] = {};
     if (llama_model_meta_val_str(e->model, "general.architecture", buf, sizeof buf) > 0) {
@@ -94,11 +168,15 @@ static void sf_fill_descriptor_cache(sf_engine *e) {
     }
     const char *tmpl = llama_model_chat_template(e->model, nullptr);
     e->chat_template.assign(tmpl != nullptr ? tmpl : "");
+    char piece[8];
     for (int32_t t = 0; t < e->n_vocab; t++) {
         if (llama_vocab_is_eog(e->vocab, t)) {
             e->eog.push_back(t);
         }
+        int32_t n = llama_token_to_piece(e->vocab, t, piece, 0, 0, true);
+        e->max_piece_bytes = std::max(e->max_piece_bytes, n < 0 ? -n : n);
     }
+    sf_read_recommended(e);
     // K and V rows per layer: head_dim * n_head_kv values each.
     int32_t n_embd = llama_model_n_embd(e->model);
     int32_t n_head = std::max(1, llama_model_n_head(e->model));
@@ -155,34 +233,39 @@ static llama_context_params sf_context_params(const sf_open_params *p) {
     return cp;
 }
 
-sf_engine *sf_open(const sf_open_params *p, char *err, size_t err_len) {
-    auto fail = [&](const char *msg) -> sf_engine * {
-        if (err != nullptr && err_len > 0) {
-            snprintf(err, err_len, "%s", msg);
-        }
-        return nullptr;
-    };
-    if (p == nullptr) {
-        return fail("no parameters");
+// Frees whatever of the engine exists; safe on a half-opened one.
+static void sf_destroy(sf_engine *e) {
+    for (sf_lane &l : e->slots) {
+        sf_lane_release(&l);
     }
+    for (sf_lane &l : e->staged) {
+        sf_lane_release(&l);
+    }
+    if (e->batch.token != nullptr) {
+        llama_batch_free(e->batch);
+    }
+    llama_free(e->ctx);
+    llama_model_free(e->model);
+    delete e;
+}
+
+// Opens the engine into *out; returns null or the reason it failed.
+static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *msg, size_t msg_len) {
     if (const char *why = sf_validate_open(p)) {
-        return fail(why);
+        return why;
     }
     llama_backend_init();
 
-    sf_engine *e = new (std::nothrow) sf_engine();
-    if (e == nullptr) {
-        return fail("out of memory");
-    }
+    sf_engine *e = new sf_engine();
+    *out = e;
+    e->err.reserve(SF_ERR_MAX);
     llama_model_params mp = llama_model_default_params();
     mp.use_mmap = p->use_mmap != 0;
     mp.n_gpu_layers = p->n_gpu_layers;
     e->model = llama_model_load_from_file(p->model_path, mp);
     if (e->model == nullptr) {
-        delete e;
-        char msg[600];
-        snprintf(msg, sizeof msg, "cannot load model %s (see debug log for llama.cpp's reason)", p->model_path);
-        return fail(msg);
+        snprintf(msg, msg_len, "cannot load model %s (see debug log for llama.cpp's reason)", p->model_path);
+        return msg;
     }
     if (p->kv_type != SF_KV_F16) {
         // ggml aborts the process on a quantized KV row that is not whole
@@ -190,19 +273,14 @@ sf_engine *sf_open(const sf_open_params *p, char *err, size_t err_len) {
         int32_t head_dim = llama_model_n_embd(e->model) / std::max(1, llama_model_n_head(e->model));
         int64_t block = ggml_blck_size(sf_ggml_kv_type(p->kv_type));
         if (block > 1 && head_dim % block != 0) {
-            llama_model_free(e->model);
-            delete e;
-            char msg[200];
-            snprintf(msg, sizeof msg, "a quantized KV cache needs a head dimension divisible by %lld; this model's is %d",
+            snprintf(msg, msg_len, "a quantized KV cache needs a head dimension divisible by %lld; this model's is %d",
                      (long long)block, head_dim);
-            return fail(msg);
+            return msg;
         }
     }
     e->ctx = llama_init_from_model(e->model, sf_context_params(p));
     if (e->ctx == nullptr) {
-        llama_model_free(e->model);
-        delete e;
-        return fail("cannot create a llama.cpp context with these parameters");
+        return "cannot create a llama.cpp context with these parameters";
     }
     e->vocab = llama_model_get_vocab(e->model);
     e->mem = llama_get_memory(e->ctx);
@@ -216,10 +294,39 @@ sf_engine *sf_open(const sf_open_params *p, char *err, size_t err_len) {
     e->seq_lane.assign((size_t)e->n_seq_max, -1);
     e->batch = llama_batch_init(e->n_batch, 0, 1);
     e->row_lane.assign((size_t)e->n_batch, nullptr);
-    e->lanes.reserve((size_t)e->max_lanes * 2);
+    e->slots.resize((size_t)e->max_lanes);
+    e->staged.reserve((size_t)e->max_lanes);
     e->touched.reserve((size_t)e->max_lanes);
     e->top_scratch.reserve(SF_MAX_LOGPROBS + 1);
+    e->cand.resize((size_t)e->n_vocab);
     sf_fill_descriptor_cache(e);
+    return nullptr;
+}
+
+sf_engine *sf_open(const sf_open_params *p, char *err, size_t err_len) {
+    auto fail = [&](const char *msg) {
+        if (err != nullptr && err_len > 0) {
+            snprintf(err, err_len, "%s", msg);
+        }
+    };
+    if (p == nullptr) {
+        fail("no parameters");
+        return nullptr;
+    }
+    sf_engine *e = nullptr;
+    char msg[600] = {};
+    const char *why = sf_guard([&] { return sf_open_impl(p, &e, msg, sizeof msg); },
+                               [&](const char *what) -> const char * {
+                                   snprintf(msg, sizeof msg, "opening the model: %s", what);
+                                   return msg;
+                               });
+    if (why != nullptr) {
+        fail(why);
+        if (e != nullptr) {
+            sf_guard([&] { sf_destroy(e); return 0; }, [](const char *) { return 0; });
+        }
+        return nullptr;
+    }
     return e;
 }
 
@@ -227,13 +334,7 @@ void sf_close(sf_engine *e) {
     if (e == nullptr) {
         return;
     }
-    for (auto &kv : e->lanes) {
-        llama_sampler_free(kv.second.chain);
-    }
-    llama_batch_free(e->batch);
-    llama_free(e->ctx);
-    llama_model_free(e->model);
-    delete e;
+    sf_guard([&] { sf_destroy(e); return 0; }, [](const char *) { return 0; });
 }
 
 const char *sf_last_error(const sf_engine *e) {
@@ -244,10 +345,13 @@ int32_t *sf_yield_word(sf_engine *e) {
     return e != nullptr ? &e->yield : nullptr;
 }
 
-int sf_describe(const sf_engine *e, sf_desc *d) {
-    if (e == nullptr || d == nullptr) {
-        return SF_ERR_INVALID;
+void sf_inject_exception(sf_engine *e, int32_t where) {
+    if (e != nullptr) {
+        __atomic_store_n(&e->inject, where, __ATOMIC_RELEASE);
     }
+}
+
+static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     memset(d, 0, sizeof *d);
     snprintf(d->arch, sizeof d->arch, "%s", e->arch.c_str());
     d->n_vocab = e->n_vocab;
@@ -274,62 +378,112 @@ int sf_describe(const sf_engine *e, sf_desc *d) {
     d->chat_template = e->chat_template.c_str();
     d->n_params = llama_model_n_params(e->model);
     d->model_bytes = llama_model_size(e->model);
-    return SF_OK;
+    d->rec_has = e->rec_has;
+    d->rec_top_k = e->rec_top_k;
+    d->rec_top_p = e->rec_top_p;
+    d->rec_min_p = e->rec_min_p;
+    d->max_piece_bytes = e->max_piece_bytes;
+}
+
+int sf_describe(const sf_engine *e, sf_desc *d) {
+    if (e == nullptr || d == nullptr) {
+        return SF_ERR_INVALID;
+    }
+    return sf_guard([&] { sf_describe_impl(e, d); return (int)SF_OK; },
+                    [](const char *) { return (int)SF_ERR_EXCEPTION; });
+}
+
+// The text calls' shared failure path: the reason into the caller's buffer.
+static int32_t sf_text_fail(char *err, int32_t err_cap, const char *op, const char *msg) {
+    sf_set_err(err, err_cap, op, msg);
+    return SF_TEXT_FAILED;
 }
 
 int32_t sf_tokenize(const sf_engine *e, const char *text, int32_t text_len, int32_t *out, int32_t cap,
-                    int32_t add_special, int32_t parse_special) {
-    if (e == nullptr || text_len < 0 || cap < 0 || (text == nullptr && text_len > 0)) {
-        return 0;
+                    int32_t add_special, int32_t parse_special, char *err, int32_t err_cap) {
+    if (e == nullptr || text_len < 0 || cap < 0 || (text == nullptr && text_len > 0) || (out == nullptr && cap > 0)) {
+        return sf_text_fail(err, err_cap, "tokenize", "invalid arguments");
     }
-    return llama_tokenize(e->vocab, text != nullptr ? text : "", text_len, out, cap, add_special != 0,
-                          parse_special != 0);
+    return sf_guard(
+        [&] {
+            int32_t expected = SF_INJECT_TOKENIZE;
+            if (__atomic_compare_exchange_n(const_cast<int32_t *>(&e->inject), &expected, SF_INJECT_NONE, false,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                throw std::runtime_error("injected by a test");
+            }
+            int32_t n = llama_tokenize(e->vocab, text != nullptr ? text : "", text_len, out, cap, add_special != 0,
+                                       parse_special != 0);
+            return n == SF_TEXT_FAILED ? sf_text_fail(err, err_cap, "tokenize", "more tokens than an int32 counts") : n;
+        },
+        [&](const char *msg) { return sf_text_fail(err, err_cap, "tokenize", msg); });
 }
 
-int32_t sf_token_piece(const sf_engine *e, int32_t token, char *out, int32_t cap, int32_t special) {
-    if (e == nullptr || token < 0 || token >= e->n_vocab || cap < 0) {
-        return 0;
+int32_t sf_token_piece(const sf_engine *e, int32_t token, char *out, int32_t cap, int32_t special, char *err,
+                       int32_t err_cap) {
+    if (e == nullptr || token < 0 || token >= e->n_vocab || cap < 0 || (out == nullptr && cap > 0)) {
+        return sf_text_fail(err, err_cap, "token piece", "invalid arguments");
     }
-    return llama_token_to_piece(e->vocab, token, out, cap, 0, special != 0);
+    return sf_guard([&] { return llama_token_to_piece(e->vocab, token, out, cap, 0, special != 0); },
+                    [&](const char *msg) { return sf_text_fail(err, err_cap, "token piece", msg); });
 }
 
-int32_t sf_detokenize(const sf_engine *e, const int32_t *tokens, int32_t n, char *out, int32_t cap,
-                      int32_t special) {
-    if (e == nullptr || n < 0 || cap < 0) {
-        return 0;
+int32_t sf_detokenize(const sf_engine *e, const int32_t *tokens, int32_t n, char *out, int32_t cap, int32_t special,
+                      char *err, int32_t err_cap) {
+    if (e == nullptr || n < 0 || cap < 0 || (tokens == nullptr && n > 0) || (out == nullptr && cap > 0)) {
+        return sf_text_fail(err, err_cap, "detokenize", "invalid arguments");
     }
     for (int32_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= e->n_vocab) {
-            return 0;
+            return sf_text_fail(err, err_cap, "detokenize", "a token outside the vocabulary");
         }
     }
-    return llama_detokenize(e->vocab, tokens, n, out, cap, false, special != 0);
+    return sf_guard([&] { return llama_detokenize(e->vocab, tokens, n, out, cap, false, special != 0); },
+                    [&](const char *msg) { return sf_text_fail(err, err_cap, "detokenize", msg); });
 }
 
-int sf_chat_apply(const sf_engine *e, const char *tmpl, const char *const *roles, const char *const *contents,
-                  int32_t n_msg, int32_t add_assistant, char *out, int32_t cap, int32_t *needed) {
-    if (e == nullptr || n_msg < 0 || cap < 0 || needed == nullptr) {
-        return SF_ERR_INVALID;
-    }
-    sf_engine *me = const_cast<sf_engine *>(e);
+static int sf_chat_apply_impl(const sf_engine *e, const char *tmpl, const char *const *roles,
+                              const char *const *contents, int32_t n_msg, int32_t add_assistant, char *out,
+                              int32_t cap, int32_t *needed, char *err, int32_t err_cap) {
     const char *t = (tmpl != nullptr && tmpl[0] != '\0') ? tmpl : e->chat_template.c_str();
     if (t[0] == '\0') {
-        return sf_fail(me, SF_ERR_TEMPLATE, "the model has no chat template");
+        sf_set_err(err, err_cap, "chat template", "the model has no chat template");
+        return SF_ERR_TEMPLATE;
     }
     std::vector<llama_chat_message> msgs((size_t)n_msg);
     for (int32_t i = 0; i < n_msg; i++) {
         if (roles[i] == nullptr || contents[i] == nullptr) {
-            return sf_fail(me, SF_ERR_INVALID, "message %d has no role or content", i);
+            sf_set_err(err, err_cap, "chat template", "a message has no role or content");
+            return SF_ERR_INVALID;
         }
         msgs[(size_t)i] = llama_chat_message{roles[i], contents[i]};
     }
     int32_t n = llama_chat_apply_template(t, msgs.data(), msgs.size(), add_assistant != 0, out, cap);
     if (n < 0) {
-        return sf_fail(me, SF_ERR_TEMPLATE, "llama.cpp's built-in templates do not match this chat template");
+        sf_set_err(err, err_cap, "chat template", "llama.cpp's built-in templates do not match this chat template");
+        return SF_ERR_TEMPLATE;
     }
     *needed = n;
     if (n > cap) {
-        return sf_fail(me, SF_ERR_BUFFER, "chat template output needs %d bytes", n);
+        sf_set_err(err, err_cap, "chat template", "the output buffer is too small");
+        return SF_ERR_BUFFER;
     }
     return SF_OK;
+}
+
+int sf_chat_apply(const sf_engine *e, const char *tmpl, const char *const *roles, const char *const *contents,
+                  int32_t n_msg, int32_t add_assistant, char *out, int32_t cap, int32_t *needed, char *err,
+                  int32_t err_cap) {
+    if (e == nullptr || n_msg < 0 || cap < 0 || needed == nullptr ||
+        (n_msg > 0 && (roles == nullptr || contents == nullptr))) {
+        sf_set_err(err, err_cap, "chat template", "invalid arguments");
+        return SF_ERR_INVALID;
+    }
+    return sf_guard(
+        [&] {
+            return sf_chat_apply_impl(e, tmpl, roles, contents, n_msg, add_assistant, out, cap, needed, err, err_cap);
+        },
+        [&](const char *msg) {
+            sf_set_err(err, err_cap, "chat template", msg);
+            return (int)SF_ERR_EXCEPTION;
+        });
 }

@@ -4,8 +4,10 @@
 
 #include <cstdarg>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "llama.h"
@@ -14,7 +16,25 @@
 // The most top-N logprobs a lane may ask for per token (OpenAI caps at 20).
 constexpr int32_t SF_MAX_LOGPROBS = 20;
 
+// Below this temperature the logits divided by it overflow to ±inf, so a
+// lower one is greedy (engine.MinTemperature mirrors it).
+constexpr float SF_MIN_TEMPERATURE = 1e-5f;
+
+// Logit biases are clamped to ±SF_MAX_BIAS (+inf included; -inf stays a
+// ban): beyond it a bias already decides the token against any model's
+// logits, and keeping it finite keeps the sampler free of inf - inf.
+constexpr float SF_MAX_BIAS = 1e6f;
+
+// Frequency and presence penalties beyond ±SF_MAX_PENALTY are refused:
+// count * penalty must stay finite or a banned (-inf) logit turns NaN.
+constexpr float SF_MAX_PENALTY = 1e6f;
+
+// Model logits are clamped into ±SF_MAX_LOGIT before the sampler chain (NaN
+// becomes -inf), so a broken model's inf cannot meet a -inf ban.
+constexpr float SF_MAX_LOGIT = 1e30f;
+
 struct sf_lane {
+    bool used = false;  // the slot holds an admitted lane
     uint32_t tag = 0;
     int32_t seq = -1;
     std::vector<llama_token> prompt;
@@ -30,6 +50,10 @@ struct sf_lane {
     // logits directly: building a vocabulary-sized candidate array per
     // token is what makes llama.cpp's sampler chain expensive.
     bool plain_greedy = true;
+    bool greedy = true;
+    uint64_t seed = 0;
+    // Bias, penalties and the truncation samplers; never a final sampler
+    // (dist or greedy): the draw is ours, keyed by position.
     llama_sampler *chain = nullptr;
 
     // Per-tick bookkeeping.
@@ -50,9 +74,15 @@ struct sf_engine {
     int32_t max_lanes = 0;
     int32_t n_vocab = 0;
     int32_t kv_type = SF_KV_F16;
+    int32_t max_piece_bytes = 0;  // the longest token piece, special tokens spelled out
     uint8_t model_id[32] = {};
 
-    std::unordered_map<uint32_t, sf_lane> lanes;
+    // Lane slots (max_lanes of them, never reallocated, so lane pointers
+    // stay valid): admitting moves a lane staged by validation into a free
+    // slot, which cannot fail or allocate.
+    std::vector<sf_lane> slots;
+    int32_t n_live = 0;
+    std::vector<sf_lane> staged;     // the plan's admissions, built by validation
     std::vector<int64_t> seq_lane;  // sequence -> lane tag, or -1
 
     llama_batch batch = {};
@@ -62,22 +92,63 @@ struct sf_engine {
     std::string chat_template;
     std::string arch;
     int64_t kv_bytes_per_token = 0;
+    int32_t rec_has = 0;  // SF_REC_* bits
+    int32_t rec_top_k = 0;
+    float rec_top_p = 0;
+    float rec_min_p = 0;
 
     int32_t yield = 0;
     uint64_t tick_no = 0;
     std::string err;
+    bool has_fault = false;  // the failed call blames one lane
+    uint32_t fault_lane = 0;
+    int32_t inject = 0;      // SF_INJECT_*: a test's request to throw
 
     // Scratch reused across ticks so a steady-state tick does not allocate.
     std::vector<sf_lane *> touched;
     std::vector<std::pair<float, int32_t>> top_scratch;
+    std::vector<llama_token_data> cand;  // n_vocab candidates of one row
+    std::vector<llama_logit_bias> bias_scratch;
+    std::vector<uint8_t> banned_scratch;
 };
 
 // Records a formatted error message on the engine and returns code.
 int sf_fail(sf_engine *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// The same, blaming one lane of the plan.
+int sf_fail_lane(sf_engine *e, uint32_t lane, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-// Builds the sampler chain of a lane from its parameters.
-int sf_lane_init_sampling(sf_engine *e, sf_lane *lane, const sf_admit *a, const sf_logit_bias *bias);
+// Checks an admission's sampling and bias and builds its sampler chain into
+// l (staged, not yet in a slot). Returns a status; on failure l holds no
+// chain.
+int sf_lane_build_sampling(sf_engine *e, sf_lane *l, const sf_admit *a, const sf_logit_bias *bias);
+// Samples the token at position l->n_past from a row's logits.
+llama_token sf_lane_sample(sf_engine *e, sf_lane *l, const float *logits);
+// Frees what a lane owns outside its slot.
+void sf_lane_release(sf_lane *l);
 
 int64_t sf_now_ns();
+
+// Catches what a call into llama.cpp may throw, so no exception crosses
+// the C ABI (it would terminate the process). on_error gets the message
+// and returns the call's failure value.
+template <class Body, class OnError>
+auto sf_guard(Body &&body, OnError &&on_error) noexcept -> decltype(body()) {
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        return on_error("out of memory");
+    } catch (const std::exception &x) {
+        return on_error(x.what());
+    } catch (...) {
+        return on_error("unknown C++ exception");
+    }
+}
+
+// Writes msg into a caller's error buffer, when there is one.
+inline void sf_set_err(char *err, int32_t err_cap, const char *op, const char *msg) {
+    if (err != nullptr && err_cap > 0) {
+        snprintf(err, (size_t)err_cap, "%s: %s", op, msg);
+    }
+}
 
 #endif

@@ -48,14 +48,14 @@ int check_idle(sf_engine *e, int32_t seq, const char *op) {
 
 }  // namespace
 
-int32_t sf_seq_length(const sf_engine *e, int32_t seq) {
+static int32_t sf_seq_length_impl(const sf_engine *e, int32_t seq) {
     if (e == nullptr || seq < 0 || seq >= e->n_seq_max) {
         return -1;
     }
     return llama_memory_seq_pos_max(e->mem, seq) + 1;
 }
 
-int sf_seq_copy(sf_engine *e, int32_t src, int32_t dst, int32_t n_tokens) {
+static int sf_seq_copy_impl(sf_engine *e, int32_t src, int32_t dst, int32_t n_tokens) {
     if (e == nullptr) {
         return SF_ERR_INVALID;
     }
@@ -68,7 +68,7 @@ int sf_seq_copy(sf_engine *e, int32_t src, int32_t dst, int32_t n_tokens) {
     if (src == dst) {
         return sf_fail(e, SF_ERR_INVALID, "copy: source and target are both sequence %d", src);
     }
-    int32_t have = sf_seq_length(e, src);
+    int32_t have = sf_seq_length_impl(e, src);
     if (n_tokens < 0 || n_tokens > have) {
         return sf_fail(e, SF_ERR_INVALID, "copy: %d tokens of a sequence holding %d", n_tokens, have);
     }
@@ -79,7 +79,7 @@ int sf_seq_copy(sf_engine *e, int32_t src, int32_t dst, int32_t n_tokens) {
     return SF_OK;
 }
 
-int sf_seq_truncate(sf_engine *e, int32_t seq, int32_t n_keep) {
+static int sf_seq_truncate_impl(sf_engine *e, int32_t seq, int32_t n_keep) {
     if (e == nullptr) {
         return SF_ERR_INVALID;
     }
@@ -95,7 +95,7 @@ int sf_seq_truncate(sf_engine *e, int32_t seq, int32_t n_keep) {
     return SF_OK;
 }
 
-int sf_seq_free(sf_engine *e, int32_t seq) {
+static int sf_seq_free_impl(sf_engine *e, int32_t seq) {
     if (e == nullptr) {
         return SF_ERR_INVALID;
     }
@@ -106,7 +106,7 @@ int sf_seq_free(sf_engine *e, int32_t seq) {
     return SF_OK;
 }
 
-int sf_seq_export(sf_engine *e, int32_t seq, uint8_t *out, size_t cap, size_t *needed) {
+static int sf_seq_export_impl(sf_engine *e, int32_t seq, uint8_t *out, size_t cap, size_t *needed) {
     if (e == nullptr || needed == nullptr) {
         return SF_ERR_INVALID;
     }
@@ -128,7 +128,7 @@ int sf_seq_export(sf_engine *e, int32_t seq, uint8_t *out, size_t cap, size_t *n
     h.version = SF_STATE_VERSION;
     memcpy(h.model_id, e->model_id, sizeof h.model_id);
     h.kv_type = e->kv_type;
-    h.n_tokens = (uint32_t)sf_seq_length(e, seq);
+    h.n_tokens = (uint32_t)sf_seq_length_impl(e, seq);
     h.payload_len = wrote;
     h.checksum = fnv1a(body, wrote);
     memcpy(out, &h, sizeof h);
@@ -136,7 +136,7 @@ int sf_seq_export(sf_engine *e, int32_t seq, uint8_t *out, size_t cap, size_t *n
     return SF_OK;
 }
 
-int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens) {
+static int sf_seq_import_impl(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens) {
     if (e == nullptr || n_tokens == nullptr) {
         return SF_ERR_INVALID;
     }
@@ -174,10 +174,40 @@ int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, in
         llama_memory_seq_rm(e->mem, seq, -1, -1);
         return sf_fail(e, SF_ERR_STATE, "import: llama.cpp refused the state (see debug log)");
     }
-    *n_tokens = sf_seq_length(e, seq);
+    *n_tokens = sf_seq_length_impl(e, seq);
     if (*n_tokens != (int32_t)h.n_tokens) {
         llama_memory_seq_rm(e->mem, seq, -1, -1);
         return sf_fail(e, SF_ERR_STATE, "import: restored %d tokens, the header says %u", *n_tokens, h.n_tokens);
     }
     return SF_OK;
+}
+
+// The ABI: each call inside the exception guard.
+int32_t sf_seq_length(const sf_engine *e, int32_t seq) {
+    return sf_guard([&] { return sf_seq_length_impl(e, seq); }, [](const char *) { return (int32_t)-1; });
+}
+
+int sf_seq_copy(sf_engine *e, int32_t src, int32_t dst, int32_t n_tokens) {
+    return sf_guard([&] { return sf_seq_copy_impl(e, src, dst, n_tokens); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "seq copy: %s", msg); });
+}
+
+int sf_seq_truncate(sf_engine *e, int32_t seq, int32_t n_keep) {
+    return sf_guard([&] { return sf_seq_truncate_impl(e, seq, n_keep); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "seq truncate: %s", msg); });
+}
+
+int sf_seq_free(sf_engine *e, int32_t seq) {
+    return sf_guard([&] { return sf_seq_free_impl(e, seq); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "seq free: %s", msg); });
+}
+
+int sf_seq_export(sf_engine *e, int32_t seq, uint8_t *out, size_t cap, size_t *needed) {
+    return sf_guard([&] { return sf_seq_export_impl(e, seq, out, cap, needed); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "seq export: %s", msg); });
+}
+
+int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens) {
+    return sf_guard([&] { return sf_seq_import_impl(e, seq, data, len, n_tokens); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "seq import: %s", msg); });
 }

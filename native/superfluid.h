@@ -11,8 +11,11 @@
  * is the yield word (sf_yield_word), which any thread may raise atomically.
  *
  * Errors: every call returns an sf_status; a non-zero status comes with a
- * message readable through sf_last_error until the next call on the engine.
- * No call aborts the process on bad input.
+ * message readable through sf_last_error until the next call on the engine
+ * (the text calls, which may run concurrently, write theirs into a caller's
+ * buffer instead). No call aborts the process on bad input, and no C++
+ * exception leaves a call: every entry point catches them and returns
+ * SF_ERR_EXCEPTION (or its documented failure value).
  */
 #ifndef SUPERFLUID_H
 #define SUPERFLUID_H
@@ -26,7 +29,7 @@ extern "C" {
 
 typedef struct sf_engine sf_engine;
 
-/* Status codes. Keep in sync with cgo/status.go. */
+/* Status codes. Keep in sync with engine/status.go. */
 enum sf_status {
     SF_OK = 0,
     SF_ERR_INVALID = 1,      /* a malformed argument or plan entry */
@@ -43,7 +46,9 @@ enum sf_status {
     SF_ERR_MODEL = 12,       /* the model could not be loaded */
     SF_ERR_DECODE = 13,      /* llama_decode failed */
     SF_ERR_UNSUPPORTED = 14, /* the model cannot do this (e.g. partial truncation) */
-    SF_ERR_TEMPLATE = 15     /* the chat template could not be applied */
+    SF_ERR_TEMPLATE = 15,    /* the chat template could not be applied */
+    SF_ERR_EXCEPTION = 16,   /* a C++ exception was caught at the ABI */
+    SF_ERR_CLOSED = 17       /* the engine is closed (reported by the binding) */
 };
 
 /* Why a lane stopped generating. */
@@ -74,7 +79,13 @@ typedef struct sf_open_params {
     uint8_t model_id[32];
 } sf_open_params;
 
-/* Sampling parameters of one lane. temperature <= 0 means greedy. */
+/* Sampling parameters of one lane. A temperature below 1e-5 (NaN, 0 and
+ * negatives included) means greedy. A sampled lane's draw at each token
+ * depends only on (seed, the token's position in the sequence, logits), so
+ * a lane re-admitted with its reply so far appended to the prompt continues
+ * as it would have. Ranges (anything else is refused): top_k >= 0, top_p in
+ * (0, 1], min_p in [0, 1], repeat_penalty finite and > 0, frequency and
+ * presence penalties within ±1e6, penalty_last_n >= -1 (clamped to n_ctx). */
 typedef struct sf_sampling {
     float temperature;
     int32_t top_k;          /* 0: off */
@@ -86,6 +97,9 @@ typedef struct sf_sampling {
     int32_t penalty_last_n; /* tokens the penalties look back over; -1: whole context */
     uint64_t seed;
 } sf_sampling;
+
+/* A bias of -inf bans its token; a bias that bans every token of the
+ * vocabulary is refused; others are clamped to ±1e6 (+inf included). */
 
 typedef struct sf_logit_bias {
     int32_t token;
@@ -183,6 +197,11 @@ typedef struct sf_events {
      * (a caller that may raise it after the engine is closed keeps it in
      * its own memory). */
     const int32_t *yield;
+    /* Out: when a refused plan is refused because of one lane's entry,
+     * has_fault_lane is 1 and fault_lane names it; a failure of the whole
+     * step (e.g. llama_decode) blames no lane. */
+    uint32_t fault_lane;
+    int32_t has_fault_lane;
 } sf_events;
 
 /* The model descriptor. Strings are owned by the engine. */
@@ -205,7 +224,18 @@ typedef struct sf_desc {
     const char *chat_template;  /* "" when the model has none */
     uint64_t n_params;
     uint64_t model_bytes;
+    /* What the model file recommends (general.sampling.*): SF_REC_* bits
+     * say which keys it has with a usable value. */
+    int32_t rec_has;
+    int32_t rec_top_k;
+    float rec_top_p;
+    float rec_min_p;
+    /* The longest token piece in bytes (special tokens spelled out): text
+     * of more than n_ctx times this many bytes cannot fit the context. */
+    int32_t max_piece_bytes;
 } sf_desc;
+
+enum sf_rec { SF_REC_TOP_K = 1, SF_REC_TOP_P = 2, SF_REC_MIN_P = 4 };
 
 /* Engine lifetime. sf_open writes a message into err on failure. */
 sf_engine *sf_open(const sf_open_params *params, char *err, size_t err_len);
@@ -219,19 +249,30 @@ int32_t *sf_yield_word(sf_engine *e);
 
 int sf_tick(sf_engine *e, const sf_plan *plan, sf_events *events);
 
-/* Text. tokenize/detokenize/token_piece return the length written, or a
- * negative value whose magnitude is the size needed. */
+/* Text. tokenize/detokenize/token_piece return the length written, a
+ * negative value whose magnitude is the size needed, or SF_TEXT_FAILED
+ * with the reason in err (when err is not null). They only read the
+ * vocabulary and may run concurrently with each other and with a tick. */
+#define SF_TEXT_FAILED INT32_MIN
 int32_t sf_tokenize(const sf_engine *e, const char *text, int32_t text_len,
-                    int32_t *out, int32_t cap, int32_t add_special, int32_t parse_special);
-int32_t sf_token_piece(const sf_engine *e, int32_t token, char *out, int32_t cap, int32_t special);
+                    int32_t *out, int32_t cap, int32_t add_special, int32_t parse_special,
+                    char *err, int32_t err_cap);
+int32_t sf_token_piece(const sf_engine *e, int32_t token, char *out, int32_t cap, int32_t special,
+                       char *err, int32_t err_cap);
 int32_t sf_detokenize(const sf_engine *e, const int32_t *tokens, int32_t n,
-                      char *out, int32_t cap, int32_t special);
+                      char *out, int32_t cap, int32_t special, char *err, int32_t err_cap);
 /* Apply the model's chat template (or tmpl, when given) through llama.cpp's
  * built-in template matcher. *needed gets the rendered length; with cap too
- * small it returns SF_ERR_BUFFER. */
+ * small it returns SF_ERR_BUFFER. A failure's message goes into err. */
 int sf_chat_apply(const sf_engine *e, const char *tmpl, const char *const *roles,
                   const char *const *contents, int32_t n_msg, int32_t add_assistant,
-                  char *out, int32_t cap, int32_t *needed);
+                  char *out, int32_t cap, int32_t *needed, char *err, int32_t err_cap);
+
+/* Test only: make the engine's next tick (SF_INJECT_TICK, in validation,
+ * after an admission is staged) or next tokenize (SF_INJECT_TOKENIZE)
+ * throw, to exercise the exception guards. */
+enum sf_inject { SF_INJECT_NONE = 0, SF_INJECT_TICK = 1, SF_INJECT_TOKENIZE = 2 };
+void sf_inject_exception(sf_engine *e, int32_t where);
 
 /* Sequence primitives for the prefix cache. A sequence with a lane on it
  * cannot be the target of a copy, truncation, free or import. */

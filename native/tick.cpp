@@ -3,6 +3,10 @@
 // A tick is a sequence of steps. Step 0 carries every prefill chunk beside
 // one token per decoding lane; later steps carry only decoding lanes, until
 // each has emitted its granted rounds, finished, or the yield word is raised.
+//
+// Validation does everything that can fail — checks, the admitted lanes'
+// prompt copies and sampler chains, event capacity — so that applying a plan
+// cannot fail and a refused plan leaves the engine exactly as it was.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,16 +15,21 @@
 
 namespace {
 
-// What validation learns about each lane the plan names, so the apply
-// phase needs no further checks.
-struct plan_view {
-    const sf_plan *p;
-    sf_events *ev;
-};
-
 sf_lane *find_lane(sf_engine *e, uint32_t tag) {
-    auto it = e->lanes.find(tag);
-    return it == e->lanes.end() ? nullptr : &it->second;
+    for (sf_lane &l : e->slots) {
+        if (l.used && l.tag == tag) {
+            return &l;
+        }
+    }
+    return nullptr;
+}
+
+// Frees the chains of lanes validation staged and the tick did not admit.
+void drop_staged(sf_engine *e) {
+    for (sf_lane &l : e->staged) {
+        sf_lane_release(&l);
+    }
+    e->staged.clear();
 }
 
 bool retired_in_plan(const sf_plan *p, uint32_t tag) {
@@ -41,70 +50,76 @@ const sf_admit *admitted_in_plan(const sf_plan *p, uint32_t tag) {
     return nullptr;
 }
 
-bool finite_sampling(const sf_sampling &s) {
-    return std::isfinite(s.temperature) && std::isfinite(s.top_p) && std::isfinite(s.min_p) &&
-           std::isfinite(s.repeat_penalty) && std::isfinite(s.frequency_penalty) &&
-           std::isfinite(s.presence_penalty) && s.top_k >= 0 && s.top_p > 0 && s.top_p <= 1 && s.min_p >= 0 &&
-           s.min_p <= 1 && s.repeat_penalty > 0 && s.penalty_last_n >= -1;
-}
-
-int validate_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
+// Checks one admission against the engine and the plan.
+int check_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
     if (a.seq < 0 || a.seq >= e->n_seq_max) {
-        return sf_fail(e, SF_ERR_SEQ_RANGE, "admit lane %u: sequence %d outside [0, %d)", a.lane, a.seq,
-                       e->n_seq_max);
+        return sf_fail_lane(e, a.lane, SF_ERR_SEQ_RANGE, "admit lane %u: sequence %d outside [0, %d)", a.lane,
+                            a.seq, e->n_seq_max);
     }
     int64_t owner = e->seq_lane[(size_t)a.seq];
     if (owner >= 0 && !retired_in_plan(p, (uint32_t)owner)) {
-        return sf_fail(e, SF_ERR_SEQ_BUSY, "admit lane %u: sequence %d carries lane %lld", a.lane, a.seq,
-                       (long long)owner);
+        return sf_fail_lane(e, a.lane, SF_ERR_SEQ_BUSY, "admit lane %u: sequence %d carries lane %lld", a.lane,
+                            a.seq, (long long)owner);
     }
     if (a.prompt_len == 0) {
-        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: empty prompt", a.lane);
+        return sf_fail_lane(e, a.lane, SF_ERR_INVALID, "admit lane %u: empty prompt", a.lane);
     }
     if ((uint64_t)a.prompt_off + a.prompt_len > p->n_tokens) {
-        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: prompt [%u, +%u) outside the plan's %u tokens", a.lane,
-                       a.prompt_off, a.prompt_len, p->n_tokens);
+        return sf_fail_lane(e, a.lane, SF_ERR_INVALID, "admit lane %u: prompt [%u, +%u) outside the plan's %u tokens",
+                            a.lane, a.prompt_off, a.prompt_len, p->n_tokens);
     }
     if (a.prompt_len > (uint32_t)e->n_ctx) {
-        return sf_fail(e, SF_ERR_CONTEXT, "admit lane %u: prompt of %u tokens exceeds the context of %d", a.lane,
-                       a.prompt_len, e->n_ctx);
+        return sf_fail_lane(e, a.lane, SF_ERR_CONTEXT, "admit lane %u: prompt of %u tokens exceeds the context of %d",
+                            a.lane, a.prompt_len, e->n_ctx);
     }
     if (a.cached >= a.prompt_len) {
-        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: %u cached tokens leave nothing of a %u-token prompt to prefill",
-                       a.lane, a.cached, a.prompt_len);
+        return sf_fail_lane(e, a.lane, SF_ERR_INVALID,
+                            "admit lane %u: %u cached tokens leave nothing of a %u-token prompt to prefill", a.lane,
+                            a.cached, a.prompt_len);
     }
     int32_t have = llama_memory_seq_pos_max(e->mem, a.seq) + 1;
     if (have != (int32_t)a.cached) {
-        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: sequence %d holds %d tokens, the plan says %u are cached",
-                       a.lane, a.seq, have, a.cached);
+        return sf_fail_lane(e, a.lane, SF_ERR_INVALID,
+                            "admit lane %u: sequence %d holds %d tokens, the plan says %u are cached", a.lane, a.seq,
+                            have, a.cached);
     }
     for (uint32_t i = 0; i < a.prompt_len; i++) {
         int32_t t = p->tokens[a.prompt_off + i];
         if (t < 0 || t >= e->n_vocab) {
-            return sf_fail(e, SF_ERR_INVALID, "admit lane %u: token %d at %u outside the vocabulary", a.lane, t, i);
+            return sf_fail_lane(e, a.lane, SF_ERR_INVALID, "admit lane %u: token %d at %u outside the vocabulary",
+                                a.lane, t, i);
         }
     }
     if ((uint64_t)a.bias_off + a.bias_len > p->n_biases) {
-        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: logit bias outside the plan", a.lane);
-    }
-    for (uint32_t i = 0; i < a.bias_len; i++) {
-        const sf_logit_bias &b = p->biases[a.bias_off + i];
-        if (b.token < 0 || b.token >= e->n_vocab || std::isnan(b.bias)) {
-            return sf_fail(e, SF_ERR_INVALID, "admit lane %u: logit bias for token %d is invalid", a.lane, b.token);
-        }
+        return sf_fail_lane(e, a.lane, SF_ERR_INVALID, "admit lane %u: logit bias outside the plan", a.lane);
     }
     if (a.n_logprobs < 0 || a.n_logprobs > SF_MAX_LOGPROBS) {
-        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: logprobs %d outside [0, %d]", a.lane, a.n_logprobs,
-                       SF_MAX_LOGPROBS);
-    }
-    if (!finite_sampling(a.sampling)) {
-        return sf_fail(e, SF_ERR_INVALID, "admit lane %u: sampling parameters out of range", a.lane);
+        return sf_fail_lane(e, a.lane, SF_ERR_INVALID, "admit lane %u: logprobs %d outside [0, %d]", a.lane,
+                            a.n_logprobs, SF_MAX_LOGPROBS);
     }
     return SF_OK;
 }
 
-// Checks the whole plan before anything changes, so a malformed plan leaves
-// the engine exactly as it was.
+// Builds an admission's lane: its prompt copy and sampler chain.
+int stage_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
+    e->staged.emplace_back();  // reserved for max_lanes: cannot allocate
+    sf_lane &l = e->staged.back();
+    l.tag = a.lane;
+    l.seq = a.seq;
+    l.prompt.assign(p->tokens + a.prompt_off, p->tokens + a.prompt_off + a.prompt_len);
+    l.prefilled = a.cached;
+    l.n_past = a.cached;
+    l.max_tokens = a.max_tokens;
+    l.n_logprobs = a.n_logprobs;
+    if (e->inject == SF_INJECT_TICK) {
+        e->inject = SF_INJECT_NONE;
+        throw std::bad_alloc();
+    }
+    return sf_lane_build_sampling(e, &l, &a, p->biases + a.bias_off);
+}
+
+// Checks the whole plan before anything changes, then stages its
+// admissions, so a malformed plan leaves the engine exactly as it was.
 int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
     if ((p->n_retires > 0 && p->retires == nullptr) || (p->n_admits > 0 && p->admits == nullptr) ||
         (p->n_prefills > 0 && p->prefills == nullptr) || (p->n_decodes > 0 && p->decodes == nullptr) ||
@@ -117,15 +132,15 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
     }
     for (uint32_t i = 0; i < p->n_retires; i++) {
         if (find_lane(e, p->retires[i]) == nullptr) {
-            return sf_fail(e, SF_ERR_UNKNOWN_LANE, "retire: unknown lane %u", p->retires[i]);
+            return sf_fail_lane(e, p->retires[i], SF_ERR_UNKNOWN_LANE, "retire: unknown lane %u", p->retires[i]);
         }
         for (uint32_t j = 0; j < i; j++) {
             if (p->retires[j] == p->retires[i]) {
-                return sf_fail(e, SF_ERR_INVALID, "retire: lane %u twice", p->retires[i]);
+                return sf_fail_lane(e, p->retires[i], SF_ERR_INVALID, "retire: lane %u twice", p->retires[i]);
             }
         }
     }
-    size_t live = e->lanes.size() - p->n_retires;
+    size_t live = (size_t)e->n_live - p->n_retires;
     if (live + p->n_admits > (size_t)e->max_lanes) {
         return sf_fail(e, SF_ERR_INVALID, "admit: %zu lanes would exceed the engine's %d", live + p->n_admits,
                        e->max_lanes);
@@ -133,61 +148,66 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
     for (uint32_t i = 0; i < p->n_admits; i++) {
         const sf_admit &a = p->admits[i];
         if (find_lane(e, a.lane) != nullptr && !retired_in_plan(p, a.lane)) {
-            return sf_fail(e, SF_ERR_LANE_EXISTS, "admit: lane %u is already admitted", a.lane);
+            return sf_fail_lane(e, a.lane, SF_ERR_LANE_EXISTS, "admit: lane %u is already admitted", a.lane);
         }
         for (uint32_t j = 0; j < i; j++) {
             if (p->admits[j].lane == a.lane) {
-                return sf_fail(e, SF_ERR_LANE_EXISTS, "admit: lane %u twice", a.lane);
+                return sf_fail_lane(e, a.lane, SF_ERR_LANE_EXISTS, "admit: lane %u twice", a.lane);
             }
             if (p->admits[j].seq == a.seq) {
-                return sf_fail(e, SF_ERR_SEQ_BUSY, "admit: sequence %d twice", a.seq);
+                return sf_fail_lane(e, a.lane, SF_ERR_SEQ_BUSY, "admit: sequence %d twice", a.seq);
             }
         }
-        if (int rc = validate_admit(e, p, a)) {
+        if (int rc = check_admit(e, p, a)) {
             return rc;
         }
     }
-    uint64_t step0 = 0;
+    // What step 0 carries and samples, to check the batch and the events.
+    uint64_t step0 = 0, samples0 = 0, top0 = 0;
     for (uint32_t i = 0; i < p->n_prefills; i++) {
         const sf_prefill &f = p->prefills[i];
         const sf_admit *a = admitted_in_plan(p, f.lane);
         sf_lane *l = a == nullptr && !retired_in_plan(p, f.lane) ? find_lane(e, f.lane) : nullptr;
         if (a == nullptr && l == nullptr) {
-            return sf_fail(e, SF_ERR_UNKNOWN_LANE, "prefill: unknown lane %u", f.lane);
+            return sf_fail_lane(e, f.lane, SF_ERR_UNKNOWN_LANE, "prefill: unknown lane %u", f.lane);
         }
         uint32_t len = a != nullptr ? a->prompt_len : (uint32_t)l->prompt.size();
         uint32_t done = a != nullptr ? a->cached : l->prefilled;
         if (f.count == 0 || (uint64_t)f.offset + f.count > len) {
-            return sf_fail(e, SF_ERR_PAST_PROMPT, "prefill lane %u: [%u, +%u) outside its %u-token prompt", f.lane,
-                           f.offset, f.count, len);
+            return sf_fail_lane(e, f.lane, SF_ERR_PAST_PROMPT, "prefill lane %u: [%u, +%u) outside its %u-token prompt",
+                                f.lane, f.offset, f.count, len);
         }
         if (f.offset != done) {
-            return sf_fail(e, SF_ERR_INVALID, "prefill lane %u: starts at %u, its prompt continues at %u", f.lane,
-                           f.offset, done);
+            return sf_fail_lane(e, f.lane, SF_ERR_INVALID, "prefill lane %u: starts at %u, its prompt continues at %u",
+                                f.lane, f.offset, done);
         }
         for (uint32_t j = 0; j < i; j++) {
             if (p->prefills[j].lane == f.lane) {
-                return sf_fail(e, SF_ERR_INVALID, "prefill: lane %u twice", f.lane);
+                return sf_fail_lane(e, f.lane, SF_ERR_INVALID, "prefill: lane %u twice", f.lane);
             }
         }
         step0 += f.count;
+        if (f.offset + f.count == len) {
+            samples0++;
+            top0 += (uint64_t)(a != nullptr ? a->n_logprobs : l->n_logprobs);
+        }
     }
     for (uint32_t i = 0; i < p->n_decodes; i++) {
         const sf_decode &d = p->decodes[i];
         const sf_admit *a = admitted_in_plan(p, d.lane);
         sf_lane *l = a == nullptr && !retired_in_plan(p, d.lane) ? find_lane(e, d.lane) : nullptr;
         if (a == nullptr && l == nullptr) {
-            return sf_fail(e, SF_ERR_UNKNOWN_LANE, "decode: unknown lane %u", d.lane);
+            return sf_fail_lane(e, d.lane, SF_ERR_UNKNOWN_LANE, "decode: unknown lane %u", d.lane);
         }
         if (d.rounds == 0) {
-            return sf_fail(e, SF_ERR_INVALID, "decode lane %u: zero rounds", d.lane);
+            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: zero rounds", d.lane);
         }
         if (l != nullptr && l->finish != SF_FINISH_NONE) {
-            return sf_fail(e, SF_ERR_INVALID, "decode lane %u: the lane has finished", d.lane);
+            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: the lane has finished", d.lane);
         }
         for (uint32_t j = 0; j < i; j++) {
             if (p->decodes[j].lane == d.lane) {
-                return sf_fail(e, SF_ERR_INVALID, "decode: lane %u twice", d.lane);
+                return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode: lane %u twice", d.lane);
             }
         }
         bool prefilling = false;
@@ -195,13 +215,15 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
             prefilling = prefilling || p->prefills[j].lane == d.lane;
         }
         if (l != nullptr && l->pending < 0 && !prefilling) {
-            return sf_fail(e, SF_ERR_INVALID, "decode lane %u: its prompt is not prefilled", d.lane);
+            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: its prompt is not prefilled", d.lane);
         }
         if (a != nullptr && !prefilling) {
-            return sf_fail(e, SF_ERR_INVALID, "decode lane %u: admitted without a prefill", d.lane);
+            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: admitted without a prefill", d.lane);
         }
         if (l != nullptr && l->pending >= 0) {
             step0++;
+            samples0++;
+            top0 += (uint64_t)l->n_logprobs;
         }
     }
     if (step0 > (uint64_t)e->n_batch) {
@@ -212,6 +234,17 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
     if (ev->cap_lanes < std::min(touched, (size_t)e->max_lanes)) {
         return sf_fail(e, SF_ERR_BUFFER, "events hold %u lanes, the plan may touch %zu", ev->cap_lanes, touched);
     }
+    if (samples0 > ev->cap_tokens || top0 > ev->cap_top) {
+        return sf_fail(e, SF_ERR_BUFFER, "events hold %u tokens and %u logprobs, the first step samples %llu and %llu",
+                       ev->cap_tokens, ev->cap_top, (unsigned long long)samples0, (unsigned long long)top0);
+    }
+    // Everything else is sound: stage the admissions (the only part that
+    // allocates, and the sampling checks).
+    for (uint32_t i = 0; i < p->n_admits; i++) {
+        if (int rc = stage_admit(e, p, p->admits[i])) {
+            return rc;
+        }
+    }
     return SF_OK;
 }
 
@@ -220,35 +253,33 @@ void touch(sf_engine *e, sf_lane *l) {
         l->touched_tick = e->tick_no;
         l->rounds = 0;
         l->emitted = 0;
-        e->touched.push_back(l);
+        e->touched.push_back(l);  // reserved for max_lanes: cannot allocate
     }
 }
 
-int apply_admits(sf_engine *e, const sf_plan *p) {
+// Retires and admits; validation has made sure nothing here can fail.
+void apply_admits(sf_engine *e, const sf_plan *p) {
     for (uint32_t i = 0; i < p->n_retires; i++) {
-        auto it = e->lanes.find(p->retires[i]);
-        llama_sampler_free(it->second.chain);
-        e->seq_lane[(size_t)it->second.seq] = -1;
-        e->lanes.erase(it);
+        sf_lane *l = find_lane(e, p->retires[i]);
+        sf_lane_release(l);
+        e->seq_lane[(size_t)l->seq] = -1;
+        l->used = false;
+        e->n_live--;
     }
-    for (uint32_t i = 0; i < p->n_admits; i++) {
-        const sf_admit &a = p->admits[i];
-        sf_lane &l = e->lanes[a.lane];
-        l = sf_lane{};
-        l.tag = a.lane;
-        l.seq = a.seq;
-        l.prompt.assign(p->tokens + a.prompt_off, p->tokens + a.prompt_off + a.prompt_len);
-        l.prefilled = a.cached;
-        l.n_past = a.cached;
-        l.max_tokens = a.max_tokens;
-        l.n_logprobs = a.n_logprobs;
-        e->seq_lane[(size_t)a.seq] = a.lane;
-        if (int rc = sf_lane_init_sampling(e, &l, &a, p->biases + a.bias_off)) {
-            return rc;
+    size_t slot = 0;
+    for (sf_lane &staged : e->staged) {
+        while (e->slots[slot].used) {
+            slot++;
         }
+        sf_lane &l = e->slots[slot];
+        l = std::move(staged);
+        staged.chain = nullptr;
+        l.used = true;
+        e->seq_lane[(size_t)l.seq] = l.tag;
+        e->n_live++;
         touch(e, &l);
     }
-    return SF_OK;
+    e->staged.clear();
 }
 
 void add_row(sf_engine *e, llama_token tok, int32_t pos, int32_t seq, sf_lane *sampler) {
@@ -312,7 +343,7 @@ llama_token argmax(const float *logits, int32_t n) {
 
 void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
     const float *logits = llama_get_logits_ith(e->ctx, row);
-    llama_token tok = l->plain_greedy ? argmax(logits, e->n_vocab) : llama_sampler_sample(l->chain, e->ctx, row);
+    llama_token tok = l->plain_greedy ? argmax(logits, e->n_vocab) : sf_lane_sample(e, l, logits);
     sf_token_event &te = ev->tokens[ev->n_tokens++];
     te = sf_token_event{l->tag, tok, 0.0f, 0, 0, SF_FINISH_NONE};
     if (l->n_logprobs > 0) {
@@ -341,7 +372,7 @@ void rollback_step(sf_engine *e) {
 
 int run_step(sf_engine *e, const sf_plan *p, sf_events *ev, bool first) {
     e->batch.n_tokens = 0;
-    uint32_t sampling = 0;
+    uint32_t sampling = 0, top = 0;
     bool has_prefill = false;
     if (first) {
         for (uint32_t i = 0; i < p->n_prefills; i++) {
@@ -354,6 +385,7 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev, bool first) {
                 add_row(e, l->prompt[f.offset + j], (int32_t)(f.offset + j), l->seq, last ? l : nullptr);
             }
             sampling += completes ? 1 : 0;
+            top += completes ? (uint32_t)l->n_logprobs : 0;
             has_prefill = true;
         }
     }
@@ -362,16 +394,14 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev, bool first) {
         if (l->pending >= 0 && l->finish == SF_FINISH_NONE && l->emitted < l->rounds) {
             add_row(e, l->pending, (int32_t)l->n_past, l->seq, l);
             sampling++;
+            top += (uint32_t)l->n_logprobs;
         }
     }
     if (e->batch.n_tokens == 0) {
         return 1;  // nothing left to do
     }
-    if (ev->n_tokens + sampling > ev->cap_tokens) {
-        if (first) {
-            return sf_fail(e, SF_ERR_BUFFER, "events hold %u tokens, the step samples %u", ev->cap_tokens, sampling);
-        }
-        return 1;
+    if ((uint64_t)ev->n_tokens + sampling > ev->cap_tokens || (uint64_t)ev->n_top + top > ev->cap_top) {
+        return 1;  // the events are full (validation made room for step 0)
     }
     int64_t t0 = sf_now_ns();
     int32_t rc = llama_decode(e->ctx, e->batch);
@@ -424,24 +454,20 @@ void report_lanes(sf_engine *e, sf_events *ev) {
     }
 }
 
-}  // namespace
-
-int sf_tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
-    if (e == nullptr || p == nullptr || ev == nullptr) {
-        return SF_ERR_INVALID;
-    }
+// The tick proper; sf_tick wraps it in the exception guard.
+int tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
     e->err.clear();
+    e->has_fault = false;
+    drop_staged(e);
     ev->n_tokens = ev->n_top = ev->n_lanes = 0;
     ev->timings = sf_timings{};
     if (int rc = validate(e, p, ev)) {
+        drop_staged(e);
         return rc;
     }
     e->tick_no++;
     e->touched.clear();
-    if (int rc = apply_admits(e, p)) {
-        report_lanes(e, ev);
-        return rc;
-    }
+    apply_admits(e, p);
     for (uint32_t i = 0; i < p->n_decodes; i++) {
         sf_lane *l = find_lane(e, p->decodes[i].lane);
         touch(e, l);
@@ -467,5 +493,36 @@ int sf_tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
         }
     }
     report_lanes(e, ev);
+    return rc;
+}
+
+// After an exception the lanes this tick applied may be half-way through a
+// step; end them (the caller retires them) rather than guess their state.
+int tick_exception(sf_engine *e, sf_events *ev, const char *msg, uint64_t tick_before) {
+    drop_staged(e);
+    if (e->tick_no != tick_before) {
+        for (sf_lane *l : e->touched) {
+            l->status = SF_ERR_EXCEPTION;
+            l->finish = SF_FINISH_ERROR;
+            l->pending = -1;
+        }
+        ev->n_lanes = 0;
+        report_lanes(e, ev);
+    }
+    e->has_fault = false;
+    return sf_fail(e, SF_ERR_EXCEPTION, "tick: %s", msg);
+}
+
+}  // namespace
+
+int sf_tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
+    if (e == nullptr || p == nullptr || ev == nullptr) {
+        return SF_ERR_INVALID;
+    }
+    uint64_t tick_before = e->tick_no;
+    int rc = sf_guard([&] { return tick(e, p, ev); },
+                      [&](const char *msg) { return tick_exception(e, ev, msg, tick_before); });
+    ev->has_fault_lane = e->has_fault ? 1 : 0;
+    ev->fault_lane = e->has_fault ? e->fault_lane : 0;
     return rc;
 }

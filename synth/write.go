@@ -16,6 +16,9 @@ type Options struct {
 	// Type is the matrix encoding: "f16" (default when empty) or "q8_0".
 	Type string
 	Seed uint64
+	// Metadata are extra keys (e.g. general.sampling.*), set after the
+	// generated ones; a key already set is replaced.
+	Metadata []gguf.KV
 }
 
 // SuppressScale multiplies the token_embd rows of tokens greedy decoding
@@ -72,6 +75,9 @@ func Write(path string, o Options) error {
 
 	w := gguf.NewWriter()
 	addMetadata(w, o, voc, fileType)
+	for _, kv := range o.Metadata {
+		w.SetValue(kv.Key, kv.Value)
+	}
 	addTensors(w, s, voc, gen{seed: o.Seed, typ: typ})
 	if err := w.WriteFile(path); err != nil {
 		return fmt.Errorf("synth: %w", err)
