@@ -28,13 +28,14 @@ const (
 	StatusTemplate    Status = 15
 	StatusException   Status = 16 // a C++ exception caught at the ABI
 	StatusClosed      Status = 17 // the engine is closed
+	StatusGrammar     Status = 18 // a grammar that does not parse
 )
 
 var statusNames = [...]string{
 	"ok", "invalid", "unknown lane", "lane exists", "sequence out of range", "sequence busy",
 	"past the prompt", "context exceeded", "KV cache full", "batch exceeded", "bad state",
 	"buffer too small", "model", "decode failed", "unsupported", "template",
-	"exception", "closed",
+	"exception", "closed", "grammar",
 }
 
 func (s Status) String() string {
@@ -93,4 +94,5 @@ var (
 	ErrTemplate    = &Error{Status: StatusTemplate}
 	ErrException   = &Error{Status: StatusException}
 	ErrClosed      = &Error{Status: StatusClosed}
+	ErrGrammar     = &Error{Status: StatusGrammar}
 )

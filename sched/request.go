@@ -31,6 +31,11 @@ type Request struct {
 	// request still queued then never starts (its Result carries
 	// ErrDeadline), and a running one stops within a step (FinishDeadline).
 	Deadline time.Time
+	// Grammar, when set, constrains the output; a grammar that does not
+	// parse makes Submit fail with an error that satisfies
+	// errors.Is(err, engine.ErrGrammar). A lane whose grammar completes
+	// ends with FinishGrammar.
+	Grammar *engine.GrammarSpec
 }
 
 // validate refuses what the engine would refuse at admission. The engine

@@ -23,9 +23,10 @@ const (
 	FinishCancelled        // Cancel, or the Submit context ended
 	FinishDeadline         // the request's deadline passed
 	FinishError            // Result.Err says what failed
+	FinishGrammar          // the request's grammar is complete
 )
 
-var finishNames = [...]string{"none", "eog", "length", "context", "stop", "cancelled", "deadline", "error"}
+var finishNames = [...]string{"none", "eog", "length", "context", "stop", "cancelled", "deadline", "error", "grammar"}
 
 func (f Finish) String() string {
 	if int(f) < len(finishNames) {
