@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,26 +18,32 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "drive an OpenAI-, llama.cpp- or Ollama-compatible server with a workload and print a JSON report",
-		Description: "Scenario defaults in the flags below are listed decode, fim-under-load, multi-turn.\n\nScenarios:\n" +
+		Description: "Scenario defaults in the flags below are listed decode, fim-under-load, multi-turn, soak.\n\nScenarios:\n" +
 			"  decode          --concurrency streams of long greedy generations (/v1/completions): decode tokens/s, TTFT\n" +
 			"  fim-under-load  /infill requests idle, then beside --concurrency long background prompts: loaded/idle latency (target ≤ 1.5)\n" +
-			"  multi-turn      conversations over /v1/chat/completions: per-turn TTFT and cached tokens, warm/cold TTFT (target ≤ 0.05)",
+			"  multi-turn      conversations over /v1/chat/completions: per-turn TTFT and cached tokens, warm/cold TTFT (target ≤ 0.05)\n" +
+			"  soak            --concurrency clients send hostile mixed traffic on all four APIs (every class, streams, n > 1, hang-ups,\n" +
+			"                  slow readers, poison values) for --duration, to a loopback URL only: no undocumented 5xx, no crash,\n" +
+			"                  lanes idle afterwards, resident memory flat within 10% after warm-up (--pid)\n\n" +
+			"A run in which any request failed reports the failures and exits non-zero; its target is never met.",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Required: true, Usage: "the server's base URL, e.g. http://127.0.0.1:8080"},
-			&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Required: true, Usage: "decode, fim-under-load or multi-turn"},
+			&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Required: true, Usage: "decode, fim-under-load, multi-turn or soak"},
 			&cli.StringFlag{Name: "api", Value: "openai", Usage: "openai (superfluid, llama-server, vLLM) or ollama (/api/generate, /api/chat)"},
 			&cli.StringFlag{Name: "model", Usage: "model name to send (default: the server's first listed model)"},
 			&cli.StringFlag{Name: "api-key", Usage: "sent as Authorization: Bearer KEY", EnvVars: env("API_KEY")},
-			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Usage: "decode: streams at once; fim-under-load: background requests; multi-turn: conversations at once", DefaultText: "1, 4, 1"},
-			&cli.IntFlag{Name: "requests", Aliases: []string{"n"}, Usage: "decode: generations in total; fim-under-load: FIM requests per phase; multi-turn: conversations in total", DefaultText: "concurrency, 8, concurrency"},
+			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Usage: "decode: streams at once; fim-under-load: background requests; multi-turn: conversations at once; soak: clients", DefaultText: "1, 4, 1, 32"},
+			&cli.IntFlag{Name: "requests", Aliases: []string{"n"}, Usage: "decode: generations in total; fim-under-load: FIM requests per phase; multi-turn: conversations in total; soak: requests at most", DefaultText: "concurrency, 8, concurrency, 10000×concurrency"},
 			&cli.IntFlag{Name: "turns", Usage: "multi-turn: turns per conversation, the first cold", DefaultText: "4"},
-			&cli.IntFlag{Name: "max-tokens", Usage: "tokens each measured request generates (FIM: n_predict)", DefaultText: "256, 32, 64"},
-			&cli.IntFlag{Name: "prompt-tokens", Usage: "approximate prompt tokens: the decode prompt, each background prompt, each conversation's opening", DefaultText: "64, 2000, 2000"},
+			&cli.IntFlag{Name: "max-tokens", Usage: "tokens each measured request generates (FIM: n_predict; soak: at most)", DefaultText: "256, 32, 64, 32"},
+			&cli.IntFlag{Name: "prompt-tokens", Usage: "approximate prompt tokens: the decode prompt, each background prompt, each conversation's opening; soak: at most (4× for hang-ups mid-prefill)", DefaultText: "64, 2000, 2000, 256"},
 			&cli.IntFlag{Name: "fim-prompt-tokens", Usage: "approximate tokens of a FIM request: extra context, prefix and suffix", DefaultText: "512"},
 			&cli.BoolFlag{Name: "fim-stream", Value: true, Usage: "stream FIM answers to time their first token; --fim-stream=false sends exactly what editors send"},
-			&cli.DurationFlag{Name: "duration", Usage: "start no new request after this long (per FIM phase); running ones finish", DefaultText: "no bound"},
-			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "bound on each request"},
+			&cli.DurationFlag{Name: "duration", Usage: "start no new request after this long (per FIM phase); running ones finish", DefaultText: "no bound; soak 10m"},
+			&cli.DurationFlag{Name: "timeout", Usage: "bound on each request", DefaultText: "10m; soak 2m"},
+			&cli.DurationFlag{Name: "idle-wait", Usage: "soak: how long, once the traffic stops, the lanes may take to go idle", DefaultText: "30s"},
+			&cli.IntFlag{Name: "pid", Usage: "soak: the server's process id, to sample its resident memory (/proc/PID/status) and see it exit", DefaultText: "none"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "selects the prompt text"},
 			&cli.Float64Flag{Name: "reference-tps", Usage: "decode: the raw engine's tokens/s for this stream count (llama-bench); the report gives the ratio (target ≥ 0.97)", DefaultText: "none"},
 			&cli.StringFlag{Name: "cold-report", Usage: "multi-turn: an earlier report with the same --seed; this run's turn 1 (after a restart) is compared with its cold turn 1 (target ≤ 0.1)"},
@@ -57,7 +63,7 @@ func benchAction(c *cli.Context) error {
 		Concurrency: c.Int("concurrency"), Requests: c.Int("requests"), Turns: c.Int("turns"),
 		MaxTokens: c.Int("max-tokens"), PromptTokens: c.Int("prompt-tokens"), FIMPromptTokens: c.Int("fim-prompt-tokens"),
 		FIMStream: c.Bool("fim-stream"), Duration: c.Duration("duration"), Timeout: c.Duration("timeout"),
-		Seed: c.Uint64("seed"), ReferenceTPS: c.Float64("reference-tps"),
+		Seed: c.Uint64("seed"), ReferenceTPS: c.Float64("reference-tps"), PID: c.Int("pid"), IdleWait: c.Duration("idle-wait"),
 	}
 	if path := c.String("cold-report"); path != "" {
 		f, err := os.Open(path)
@@ -87,15 +93,21 @@ func benchAction(c *cli.Context) error {
 			return fmt.Errorf("bench: -o: %w", err)
 		}
 	}
-	if rep.Requests.OK == 0 && !rep.Interrupted {
-		return errors.New("bench: no measured request succeeded" + firstError(rep.Errors))
+	switch {
+	case rep.Interrupted:
+	case rep.Requests.OK == 0:
+		return errors.New("bench: no measured request succeeded" + firstError(rep.Failures))
+	case rep.Failures != nil:
+		return fmt.Errorf("bench: %d requests failed%s", rep.Failures.Count, firstError(rep.Failures))
+	case rep.Soak != nil && len(rep.Soak.Problems) > 0:
+		return fmt.Errorf("bench: soak: %s", strings.Join(rep.Soak.Problems, "; "))
 	}
 	return nil
 }
 
-func firstError(errs []string) string {
-	if len(errs) == 0 {
+func firstError(f *bench.Failures) string {
+	if f == nil {
 		return ""
 	}
-	return ": " + errs[0]
+	return " (first: " + f.FirstError + ")"
 }

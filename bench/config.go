@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,6 +23,9 @@ const (
 	// MultiTurn: conversations whose follow-up turns extend the previous
 	// one; the warm/cold TTFT ratio and the cached-prompt share.
 	MultiTurn Scenario = "multi-turn"
+	// Soak: hostile mixed traffic on every API for a while; no undocumented
+	// 5xx, no crash, lanes idle afterwards, resident memory flat.
+	Soak Scenario = "soak"
 )
 
 // API names the protocol family the server speaks.
@@ -78,6 +82,12 @@ type Config struct {
 	// Settle is how long the FIM scenario waits for background requests
 	// that have been sent but not yet answered before it measures.
 	Settle time.Duration
+	// IdleWait is how long the soak waits, once its traffic stops, for
+	// the server's lanes to go idle (default 30 s).
+	IdleWait time.Duration
+	// PID is the server's process id (soak): its resident memory is read
+	// from /proc/PID/status over the run, and its exit is a crash.
+	PID int
 	// HTTPClient replaces the keep-alive client (tests).
 	HTTPClient *http.Client
 }
@@ -96,9 +106,6 @@ const (
 func (c Config) withDefaults() Config {
 	if c.API == "" {
 		c.API = OpenAI
-	}
-	if c.Timeout == 0 {
-		c.Timeout = defaultTimeout
 	}
 	if c.Settle == 0 {
 		c.Settle = defaultSettle
@@ -129,6 +136,23 @@ func (c Config) withDefaults() Config {
 		fill(&c.Turns, defaultTurns)
 		fill(&c.MaxTokens, 64)
 		fill(&c.PromptTokens, 2000)
+	case Soak:
+		fill(&c.Concurrency, 32)
+		fill(&c.Requests, c.Concurrency*soakRequestsPerClient)
+		fill(&c.MaxTokens, 32)
+		fill(&c.PromptTokens, 256)
+		if c.Duration == 0 {
+			c.Duration = defaultSoakDuration
+		}
+		if c.Timeout == 0 {
+			c.Timeout = defaultSoakTimeout
+		}
+		if c.IdleWait == 0 {
+			c.IdleWait = defaultIdleWait
+		}
+	}
+	if c.Timeout == 0 {
+		c.Timeout = defaultTimeout
 	}
 	return c
 }
@@ -142,8 +166,12 @@ func (c Config) validate() error {
 	}
 	switch c.Scenario {
 	case Decode, FIMUnderLoad, MultiTurn:
+	case Soak:
+		if !loopbackHost(u.Hostname()) {
+			return fmt.Errorf("bench: --scenario soak sends hostile traffic: only to a loopback URL, not %q", c.URL)
+		}
 	default:
-		return fmt.Errorf("bench: --scenario %q: want decode, fim-under-load or multi-turn", c.Scenario)
+		return fmt.Errorf("bench: --scenario %q: want decode, fim-under-load, multi-turn or soak", c.Scenario)
 	}
 	if c.API != OpenAI && c.API != Ollama {
 		return fmt.Errorf("bench: --api %q: want openai or ollama", c.API)
@@ -151,8 +179,22 @@ func (c Config) validate() error {
 	if c.Concurrency > maxConcurrency {
 		return fmt.Errorf("bench: --concurrency %d above %d", c.Concurrency, maxConcurrency)
 	}
-	if c.Concurrency < 0 || c.Requests < 0 || c.Turns < 0 || c.MaxTokens < 0 || c.PromptTokens < 0 || c.FIMPromptTokens < 0 || c.Duration < 0 || c.Timeout < 0 || c.Settle < 0 || c.ReferenceTPS < 0 {
+	if c.PID < 0 {
+		return errors.New("bench: --pid must not be negative")
+	}
+	if c.Concurrency < 0 || c.Requests < 0 || c.Turns < 0 || c.MaxTokens < 0 || c.PromptTokens < 0 || c.FIMPromptTokens < 0 || c.Duration < 0 || c.Timeout < 0 || c.Settle < 0 || c.IdleWait < 0 || c.ReferenceTPS < 0 {
 		return errors.New("bench: counts, sizes and durations must not be negative")
 	}
 	return nil
+}
+
+// loopbackHost reports whether host names this machine only: "localhost"
+// or a loopback address. Names are not resolved: a resolver could say
+// anything.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

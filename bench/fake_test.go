@@ -21,6 +21,12 @@ type fakeServer struct {
 	tokensPerWord           int  // /tokenize; 0: no /tokenize
 	// hook runs in each generation request's handler before it answers.
 	hook func(r *http.Request, bgActive int)
+	// fail, when it returns a status, answers the generation request with
+	// that error instead; cut, when true, ends its stream without the
+	// last event. n counts the requests to the path so far (from 1).
+	fail func(path string, n int, body map[string]any) int
+	cut  func(path string, n int, body map[string]any) bool
+	hits map[string]int
 
 	mu       sync.Mutex
 	seen     []seenRequest
@@ -139,6 +145,11 @@ func (f *fakeServer) generate(w http.ResponseWriter, r *http.Request) {
 		cached = max(cached, k)
 	}
 	f.seen = append(f.seen, seenRequest{path: r.URL.Path, class: class, body: body, bgActive: f.bgActive})
+	if f.hits == nil {
+		f.hits = map[string]int{}
+	}
+	f.hits[r.URL.Path]++
+	hit := f.hits[r.URL.Path]
 	if block {
 		f.bgActive++
 	}
@@ -149,6 +160,14 @@ func (f *fakeServer) generate(w http.ResponseWriter, r *http.Request) {
 	if f.hook != nil {
 		f.hook(r, active)
 	}
+	if f.fail != nil {
+		if status := f.fail(r.URL.Path, hit, body); status != 0 {
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":{"code":%d,"message":"injected failure","type":"server_error"}}`, status)
+			return
+		}
+	}
+	cut := f.cut != nil && f.cut(r.URL.Path, hit, body)
 
 	if block {
 		defer func() { f.mu.Lock(); f.bgActive--; f.mu.Unlock() }()
@@ -162,11 +181,12 @@ func (f *fakeServer) generate(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
 		stream = body["stream"] != false
 	}
-	f.answer(w, r.URL.Path, stream, len(words), cached, n)
+	f.answer(w, r.URL.Path, stream, len(words), cached, n, cut)
 }
 
-// answer writes n tokens in the endpoint's protocol, streamed or whole.
-func (f *fakeServer) answer(w http.ResponseWriter, path string, stream bool, prompt, cached, n int) {
+// answer writes n tokens in the endpoint's protocol, streamed or whole;
+// cut ends a stream before its last event, as a dying server does.
+func (f *fakeServer) answer(w http.ResponseWriter, path string, stream bool, prompt, cached, n int, cut bool) {
 	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": n, "total_tokens": prompt + n,
 		"prompt_tokens_details": map[string]any{"cached_tokens": cached}}
 	piece := func(text string, last bool) map[string]any {
@@ -214,6 +234,9 @@ func (f *fakeServer) answer(w http.ResponseWriter, path string, stream bool, pro
 			enc.Encode(piece("tok ", false))
 			w.(http.Flusher).Flush()
 		}
+		if cut {
+			return
+		}
 		enc.Encode(piece("", true))
 	default:
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -227,6 +250,9 @@ func (f *fakeServer) answer(w http.ResponseWriter, path string, stream bool, pro
 		}
 		for range n {
 			send(piece("tok ", false))
+		}
+		if cut {
+			return
 		}
 		if path == "/infill" {
 			send(piece("", true))

@@ -66,7 +66,7 @@ func (r *runner) multiTurn(ctx context.Context, rep *Report) error {
 		if len(turn) == 0 {
 			break
 		}
-		mt.Turns = append(mt.Turns, TurnReport{Turn: t + 1, Phase: tally(turn, ctx, errorLog{})})
+		mt.Turns = append(mt.Turns, TurnReport{Turn: t + 1, Phase: tally(turn, ctx, nil)})
 		all = append(all, turn...)
 		if t == 0 {
 			cold = turn
@@ -75,7 +75,7 @@ func (r *runner) multiTurn(ctx context.Context, rep *Report) error {
 		}
 	}
 	rep.Phase = tally(all, ctx, r.errs)
-	coldP, warmP := tally(cold, ctx, errorLog{}), tally(warm, ctx, errorLog{})
+	coldP, warmP := tally(cold, ctx, nil), tally(warm, ctx, nil)
 	mt.ColdCachedShare, mt.WarmCachedShare = coldP.CachedPromptShare, warmP.CachedPromptShare
 	mt.WarmOverColdTTFT = ratio(p50(warmP.TTFTMs), p50(coldP.TTFTMs))
 	r.multiTurnKey(rep, coldP)

@@ -18,6 +18,8 @@ const (
 	streamExtra
 	streamCursor
 	streamBackground
+	streamSoak     // the soak's draw of each request's shape
+	streamSoakText // and of its text
 )
 
 // newRand returns the generator for item index of stream under seed.

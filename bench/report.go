@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -33,8 +34,13 @@ type Report struct {
 	Key              *Key             `json:"key,omitempty"`
 	FIM              *FIMReport       `json:"fim,omitempty"`
 	MultiTurn        *MultiTurnReport `json:"multi_turn,omitempty"`
-	Errors           []string         `json:"errors,omitempty"`
-	Notes            []string         `json:"notes,omitempty"`
+	Soak             *SoakReport      `json:"soak,omitempty"`
+	// Failures counts the run's failed requests (every phase, background
+	// load included) and names the first; any failure makes Key.Met false,
+	// since the figures leave failed requests out.
+	Failures *Failures `json:"failures,omitempty"`
+	Errors   []string  `json:"errors,omitempty"`
+	Notes    []string  `json:"notes,omitempty"`
 }
 
 // Settings are the run's resolved parameters.
@@ -92,20 +98,61 @@ func newKey(name string, value float64, target float64, better string) *Key {
 	return k
 }
 
-// errorLog gathers distinct failure messages with their counts.
-type errorLog map[string]int
+// Failures is how many requests failed and the first failure's message.
+type Failures struct {
+	Count      int    `json:"count"`
+	FirstError string `json:"first_error"`
+}
 
-func (l errorLog) add(err error) { l[err.Error()]++ }
+// errorLog gathers a run's failures: distinct messages with their counts,
+// and the one that happened first. It is safe for concurrent use.
+type errorLog struct {
+	mu      sync.Mutex
+	counts  map[string]int
+	total   int
+	first   string
+	firstAt time.Time
+}
+
+func newErrorLog() *errorLog { return &errorLog{counts: map[string]int{}} }
+
+// add records a failure that happened at at. A nil log records nothing
+// (a breakdown whose failures the run's log already holds).
+func (l *errorLog) add(at time.Time, err error) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msg := err.Error()
+	l.counts[msg]++
+	l.total++
+	if l.first == "" || at.Before(l.firstAt) {
+		l.first, l.firstAt = msg, at
+	}
+}
+
+// failures is the count and first failure, or nil when none failed.
+func (l *errorLog) failures() *Failures {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.total == 0 {
+		return nil
+	}
+	return &Failures{Count: l.total, FirstError: l.first}
+}
 
 // list is the most frequent messages first, at most five.
-func (l errorLog) list() []string {
-	msgs := make([]string, 0, len(l))
-	for m := range l {
+func (l *errorLog) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msgs := make([]string, 0, len(l.counts))
+	for m := range l.counts {
 		msgs = append(msgs, m)
 	}
 	sort.Slice(msgs, func(i, j int) bool {
-		if l[msgs[i]] != l[msgs[j]] {
-			return l[msgs[i]] > l[msgs[j]]
+		if l.counts[msgs[i]] != l.counts[msgs[j]] {
+			return l.counts[msgs[i]] > l.counts[msgs[j]]
 		}
 		return msgs[i] < msgs[j]
 	})
@@ -113,14 +160,15 @@ func (l errorLog) list() []string {
 		msgs = msgs[:5]
 	}
 	for i, m := range msgs {
-		msgs[i] = fmt.Sprintf("%d× %s", l[m], m)
+		msgs[i] = fmt.Sprintf("%d× %s", l.counts[m], m)
 	}
 	return msgs
 }
 
 // tally summarises outcomes. A request that failed because stopped (its
-// context, as cancelled reports) counts as cancelled; failures go to errs.
-func tally(outs []outcome, stopped context.Context, errs errorLog) Phase {
+// context, as cancelled reports) counts as cancelled; failures go to errs
+// (nil: a breakdown of requests another tally records).
+func tally(outs []outcome, stopped context.Context, errs *errorLog) Phase {
 	var p Phase
 	var ttft, lat, prompt, cached []float64
 	promptSum, cachedSum := 0, 0
@@ -132,7 +180,7 @@ func tally(outs []outcome, stopped context.Context, errs errorLog) Phase {
 				continue
 			}
 			p.Requests.Failed++
-			errs.add(o.Err)
+			errs.add(o.done, o.Err)
 			continue
 		}
 		p.Requests.OK++

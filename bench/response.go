@@ -90,7 +90,18 @@ type event struct {
 	PromptEvalCount *int            `json:"prompt_eval_count"` // Ollama
 	EvalCount       *int            `json:"eval_count"`        // Ollama
 	Error           json.RawMessage `json:"error"`
+	Stop            bool            `json:"stop"` // llama.cpp: the stream's last event
+	Done            bool            `json:"done"` // Ollama: the stream's last line
 }
+
+// last reports whether ev ends its stream: llama.cpp's "stop": true,
+// Ollama's "done": true. OpenAI's end is the "data: [DONE]" line.
+func (ev *event) last() bool { return ev.Stop || ev.Done }
+
+// errTruncated is a stream that ended without its last event: the server
+// closed it part-way (a crash, a cut connection), which a client must not
+// take for a complete answer.
+var errTruncated = errors.New("the stream ended before its last event")
 
 type oaText struct {
 	Content string `json:"content"`
@@ -172,21 +183,29 @@ func (o *outcome) add(ev *event, at time.Time) error {
 }
 
 // readEvents calls fn for each JSON object of the answer: SSE data events
-// (OpenAI, llama.cpp), newline-delimited JSON (Ollama) or one object.
+// (OpenAI, llama.cpp), newline-delimited JSON (Ollama) or one object. A
+// stream that ends without its last event is errTruncated.
 func readEvents(resp *http.Response, fn func(*event, time.Time) error) error {
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	ct := resp.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "text/event-stream") {
 		return readSSE(resp.Body, fn)
 	}
+	stream := strings.HasPrefix(ct, "application/x-ndjson")
 	dec := json.NewDecoder(resp.Body)
+	ended := false
 	for {
 		var ev event
 		err := dec.Decode(&ev)
 		if err == io.EOF {
+			if stream && !ended {
+				return errTruncated
+			}
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("reading the response: %w", err)
 		}
+		ended = ended || ev.last()
 		if err := fn(&ev, time.Now()); err != nil {
 			return err
 		}
@@ -194,11 +213,13 @@ func readEvents(resp *http.Response, fn func(*event, time.Time) error) error {
 }
 
 // readSSE reads server-sent events until "data: [DONE]" or the end of the
-// body. Multi-line data is joined; "error:" lines (llama-server) end the
-// stream with their message.
+// body, which must come after a last event (llama.cpp's "stop": true) or
+// the stream is errTruncated. Multi-line data is joined; "error:" lines
+// (llama-server) end the stream with their message.
 func readSSE(r io.Reader, fn func(*event, time.Time) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var data []byte
+	ended := false
 	dispatch := func() error {
 		if len(data) == 0 {
 			return nil
@@ -208,6 +229,7 @@ func readSSE(r io.Reader, fn func(*event, time.Time) error) error {
 			return fmt.Errorf("reading the stream: %w", err)
 		}
 		data = data[:0]
+		ended = ended || ev.last()
 		return fn(&ev, time.Now())
 	}
 	for {
@@ -231,7 +253,10 @@ func readSSE(r io.Reader, fn func(*event, time.Time) error) error {
 			return errors.New(errorText(json.RawMessage(strings.TrimSpace(strings.TrimPrefix(line, "error:")))))
 		}
 		if err == io.EOF {
-			return dispatch()
+			if e := dispatch(); e != nil || ended {
+				return e
+			}
+			return errTruncated
 		}
 		if err != nil {
 			return fmt.Errorf("reading the stream: %w", err)

@@ -36,7 +36,7 @@ func TestSSEWithUsageAndDone(t *testing.T) {
 }
 
 func TestSSEMultiLineDataAndErrors(t *testing.T) {
-	o, err := readAll(t, "text/event-stream", "data: {\"content\":\ndata: \"x\"}\n\n")
+	o, err := readAll(t, "text/event-stream", "data: {\"content\":\ndata: \"x\",\"stop\":true}\n\n")
 	if err != nil || string(o.text) != "x" {
 		t.Fatalf("multi-line data: %q %v", o.text, err)
 	}
@@ -47,6 +47,24 @@ func TestSSEMultiLineDataAndErrors(t *testing.T) {
 	_, err = readAll(t, "text/event-stream", "data: {\"error\":{\"message\":\"context full\"}}\n\n")
 	if err == nil || err.Error() != "context full" {
 		t.Fatalf("error object in a stream: %v", err)
+	}
+}
+
+// A stream cut before its last event (the server died, the connection was
+// cut) is a failure, never a short answer: OpenAI's without "data: [DONE]",
+// llama.cpp's without "stop": true, Ollama's without "done": true.
+func TestTruncatedStreamsFail(t *testing.T) {
+	for _, c := range []struct{ name, contentType, body string }{
+		{"openai", "text/event-stream", "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n"},
+		{"llama.cpp", "text/event-stream", "data: {\"content\":\"a\",\"stop\":false}\n\ndata: {\"content\":\"b\",\"stop\":false}\n\n"},
+		{"ollama", "application/x-ndjson", "{\"response\":\"a\",\"done\":false}\n"},
+	} {
+		if _, err := readAll(t, c.contentType, c.body); err != errTruncated {
+			t.Errorf("%s: a stream without its last event: err %v, want %v", c.name, err, errTruncated)
+		}
+	}
+	if o, err := readAll(t, "text/event-stream", "data: {\"content\":\"a\",\"stop\":false}\n\ndata: {\"content\":\"\",\"stop\":true}\n\n"); err != nil || string(o.text) != "a" {
+		t.Errorf("llama.cpp's complete stream: %q %v", o.text, err)
 	}
 }
 

@@ -18,7 +18,7 @@ type runner struct {
 	model    string
 	sizer    sizer
 	deadline time.Time // no new work after it (zero: none)
-	errs     errorLog
+	errs     *errorLog
 	notes    []string
 }
 
@@ -31,7 +31,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, c: newClient(cfg), model: cfg.Model, sizer: defaultSizer(), errs: errorLog{}}
+	r := &runner{cfg: cfg, c: newClient(cfg), model: cfg.Model, sizer: defaultSizer(), errs: newErrorLog()}
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -44,14 +44,31 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		err = r.fimUnderLoad(ctx, rep)
 	case MultiTurn:
 		err = r.multiTurn(ctx, rep)
+	case Soak:
+		err = r.soak(ctx, rep)
 	}
 	rep.ElapsedS = round3(time.Since(rep.Started).Seconds())
 	rep.Interrupted = ctx.Err() != nil
+	r.judgeFailures(rep)
 	rep.Errors, rep.Notes = r.errs.list(), r.notes
 	if err != nil && !rep.Interrupted {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// judgeFailures puts the run's failures in the report. The figures leave
+// failed requests out, so a run with any cannot have met its target,
+// however good the figures of the rest look.
+func (r *runner) judgeFailures(rep *Report) {
+	rep.Failures = r.errs.failures()
+	if rep.Failures == nil {
+		return
+	}
+	if k := rep.Key; k != nil && k.Met != nil {
+		k.Met = ptr(false)
+	}
+	r.notes = append(r.notes, fmt.Sprintf("%d requests failed (first: %s): the figures leave them out, so no target is met", rep.Failures.Count, rep.Failures.FirstError))
 }
 
 func (r *runner) newReport() *Report {

@@ -23,17 +23,20 @@ import (
 // The batch API on the real stack: a batch uploaded as a file runs in the
 // background class, is interrupted by a restart of the server in the
 // middle, resumes from its results file on the new server and completes
-// with one answer per request — each the same text the request gets when
-// sent directly (greedy decoding).
+// with one answer per request — each the answer the request gets when
+// sent directly (greedy decoding), or parting from it only at a near-tie
+// (sameGreedyAnswer): the batch ran its requests beside each other, and a
+// lane's logits may differ from a lone run's in the last bits.
 
 // batchLines returns n /v1/completions batch lines with distinct prompts
-// and the bodies they carry, by custom_id.
+// and the bodies they carry, by custom_id. Each asks for its top-5
+// alternatives, so that a near-tie can be recognised.
 func batchLines(n int) (string, map[string][]byte) {
 	var b strings.Builder
 	bodies := map[string][]byte{}
 	for i := range n {
 		id := fmt.Sprintf("req-%02d", i)
-		body, _ := json.Marshal(map[string]any{"model": "tiny", "prompt": fmt.Sprintf("Item %d of the list: %s", i, strings.Repeat("word ", i%5)), "max_tokens": 8, "temperature": 0})
+		body, _ := json.Marshal(map[string]any{"model": "tiny", "prompt": fmt.Sprintf("Item %d of the list: %s", i, strings.Repeat("word ", i%5)), "max_tokens": 8, "temperature": 0, "logprobs": 5})
 		bodies[id] = body
 		fmt.Fprintf(&b, `{"custom_id":%q,"method":"POST","url":"/v1/completions","body":%s}`+"\n", id, body)
 	}
@@ -150,6 +153,7 @@ func TestBatchesSurviveRestart(t *testing.T) {
 		t.Fatalf("output: %d %s", status, out)
 	}
 	seen := map[string]bool{}
+	ties := 0
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		var rec batch.Record
@@ -160,10 +164,16 @@ func TestBatchesSurviveRestart(t *testing.T) {
 			t.Errorf("%s answered twice", rec.CustomID)
 		}
 		seen[rec.CustomID] = true
-		direct := directCompletion(t, st.URL(), bodies[rec.CustomID])
-		if got := completionTextOf(t, rec.Response.Body); got != direct {
-			t.Errorf("%s: the batch says %q, the same request sent directly %q", rec.CustomID, got, direct)
+		tied, bad := sameGreedyAnswer(t, rec.Response.Body, directCompletion(t, st.URL(), bodies[rec.CustomID]))
+		if bad != "" {
+			t.Errorf("%s: the batch answered differently from the same request sent directly: %s", rec.CustomID, bad)
 		}
+		if tied {
+			ties++
+		}
+	}
+	if ties > 0 {
+		t.Logf("%d of %d answers took a near-tie the other way", ties, total)
 	}
 	if len(seen) != total {
 		t.Errorf("%d custom_ids in the output, want %d", len(seen), total)
@@ -171,24 +181,15 @@ func TestBatchesSurviveRestart(t *testing.T) {
 	checkIdle(t, st.URL())
 }
 
-func directCompletion(t *testing.T, base string, body []byte) string {
+// directCompletion sends body to /v1/completions on its own and returns
+// the answer.
+func directCompletion(t *testing.T, base string, body []byte) []byte {
 	t.Helper()
 	status, out := sendBody(t, "POST", base+"/v1/completions", body, nil)
 	if status != 200 {
 		t.Fatalf("direct: %d %s", status, out)
 	}
-	return completionTextOf(t, out)
-}
-
-func completionTextOf(t *testing.T, body []byte) string {
-	t.Helper()
-	var r struct {
-		Choices []struct{ Text string } `json:"choices"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil || len(r.Choices) != 1 {
-		t.Fatalf("completion %s: %v", body, err)
-	}
-	return r.Choices[0].Text
+	return out
 }
 
 // The official client uploads, creates, retrieves, lists and reads the
