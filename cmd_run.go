@@ -13,7 +13,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"superfluid/app"
 	"superfluid/cgo"
+	"superfluid/chat"
 	"superfluid/engine"
 )
 
@@ -57,7 +59,7 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	defer e.Close()
-	prompt, err := renderPrompt(e, c.String("prompt"), c.Bool("chat"))
+	prompt, err := renderPrompt(modelPath, e, c.String("prompt"), c.Bool("chat"))
 	if err != nil {
 		return err
 	}
@@ -80,15 +82,24 @@ func runAction(c *cli.Context) error {
 	return nil
 }
 
-func renderPrompt(e *cgo.Engine, text string, chat bool) ([]engine.Token, error) {
+// renderPrompt tokenizes the prompt; with chat it is first rendered as a
+// user message through the chat package, exactly as serve renders a chat
+// request (the same template loading, system fold and BOS handling).
+func renderPrompt(modelPath string, e *cgo.Engine, text string, asChat bool) ([]engine.Token, error) {
 	addSpecial := true
-	if chat {
-		var err error
-		text, err = e.ApplyChatTemplate([]cgo.Message{{Role: "user", Content: text}}, true, "")
-		if err != nil {
-			return nil, err
+	if asChat {
+		tmpl := app.LoadChatTemplate(modelPath, e.Descriptor(), e)
+		if tmpl == nil {
+			return nil, errors.New("run: the model's chat template cannot be used (see the warning above); drop --chat")
 		}
-		addSpecial = false // the template carries its own BOS where it wants one
+		var err error
+		text, err = tmpl.Render([]chat.Message{{Role: chat.RoleUser, Content: text}}, true)
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		// BOS as serve adds it: Render removed the template's own leading
+		// BOS text when the tokenizer adds one.
+		addSpecial = e.Descriptor().AddBOS
 	}
 	toks, err := e.Tokenize(text, addSpecial, true)
 	if err != nil {

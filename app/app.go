@@ -229,7 +229,7 @@ func (s *Stack) load(o Options) error {
 	}
 	s.Engine, s.Cache, s.Sched = eng, cache, sc
 	s.Model = &sfhttp.Model{Name: o.Alias, Path: o.ModelPath, Desc: desc, Text: eng, Sched: sc, Cache: cacheMetrics{cache}}
-	s.Model.Chat = loadChatTemplate(o.ModelPath, desc, eng)
+	s.Model.Chat = LoadChatTemplate(o.ModelPath, desc, eng)
 	s.Model.FIM = loadFIM(desc, eng)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopSched, s.schedDone = cancel, make(chan error, 1)
@@ -238,10 +238,11 @@ func (s *Stack) load(o Options) error {
 	return nil
 }
 
-// loadChatTemplate parses the model's chat template (ChatML when it has
+// LoadChatTemplate parses the model's chat template (ChatML when it has
 // none). A template the renderer cannot parse leaves chat endpoints
-// answering 400 rather than rendering garbage.
-func loadChatTemplate(path string, desc *engine.Descriptor, eng *cgo.Engine) *chat.Template {
+// answering 400 rather than rendering garbage. `superfluid run --chat`
+// renders through it too, so the CLI and the server prompt alike.
+func LoadChatTemplate(path string, desc *engine.Descriptor, eng *cgo.Engine) *chat.Template {
 	src, opts := chat.ChatML, chat.Options{}
 	if f, err := gguf.Open(path); err == nil {
 		if s, o, ok := chat.FromGGUF(f); ok {

@@ -4,22 +4,41 @@
 //
 // # Semantics
 //
-// Templates are written and tested by model authors against HuggingFace
-// transformers' apply_chat_template, so that is the behaviour matched here,
-// byte for byte where it matters:
+// Templates are written and tested by model authors against Hugging Face
+// transformers' apply_chat_template, so that is the behaviour matched, byte
+// for byte: Exact renders as it does, and the tests hold every real
+// template in ../shared/templates to goldens Python's jinja2 rendered under
+// transformers' settings (testdata/README.md):
 //
-//   - trim_blocks and lstrip_blocks are on (transformers turns both on), and
-//     a single trailing newline of the template is dropped (Jinja's default);
-//   - the template sees messages (a list of {role, content} mappings, keys in
-//     that order), add_generation_prompt, bos_token, eos_token, and tools and
-//     documents set to none, as transformers passes them when a request has
-//     none;
-//   - raise_exception(msg) aborts rendering; Render returns a *RaiseError
-//     carrying msg.
+//   - trim_blocks and lstrip_blocks are on, and a single trailing newline of
+//     the template is dropped (Jinja's default);
+//   - the template sees messages (role and content, then tool_calls as
+//     OpenAI shapes them with arguments as objects, tool_call_id and name
+//     when set), tools (the request's definitions, or none), documents
+//     (none), add_generation_prompt, bos_token, eos_token and the request's
+//     Kwargs (chat_template_kwargs);
+//   - raise_exception(msg) aborts rendering with a *RaiseError carrying
+//     msg; strftime_now(fmt) formats Options.Now's time;
+//   - tojson is json.dumps(x, ensure_ascii=False, indent, separators,
+//     sort_keys), key order kept;
+//   - what transformers' ImmutableSandboxedEnvironment refuses is refused:
+//     list and dict mutators (append, update, pop, …), and a for loop over
+//     none or a number.
 //
-// The Jinja engine is github.com/ardanlabs/jinja (v1.8.0, pure Go, no
-// dependencies), written for exactly this job and tested by its authors
-// against Python Jinja2 configured as transformers configures it.
+// Prompt (and Render) add two things for serving on top: the system fold
+// below, and removing a leading BOS text the tokenizer will add anyway.
+//
+// The Jinja engine is github.com/ardanlabs/jinja (v1.8.0, pure Go, written
+// for chat templates; later versions need Go 1.27). Where it differs from
+// Python's jinja2 and the difference can be reached from outside, source.go
+// rewrites the template's tags before compiling them: tojson is pointed at
+// this package's encoder (the engine's ignores ensure_ascii and sorts keys
+// under indent), mutator calls at a filter that refuses them, and a for
+// loop's iterable through a filter that checks it. What cannot be reached
+// (Python's Undefined raising when used in arithmetic, str + dict raising,
+// Markup's escaping, map yielding a generator) is listed with its reason in
+// deviations_test.go: 11 of 210 golden renderings, all but two of them
+// conversations the reference refuses and the engine renders.
 //
 // # System messages
 //

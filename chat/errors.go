@@ -26,3 +26,11 @@ type RaiseError struct {
 func (e *RaiseError) Error() string {
 	return "template raised an exception: " + e.Message
 }
+
+// ErrBadArguments is wrapped by Render's error for a tool call whose
+// arguments are not a JSON object.
+var ErrBadArguments = errors.New("tool call arguments are not a JSON object")
+
+// ErrBadTool is wrapped by Render's error for a tool definition that is
+// not a JSON object.
+var ErrBadTool = errors.New("tool definition is not a JSON object")

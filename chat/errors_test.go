@@ -2,6 +2,7 @@ package chat
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -140,13 +141,13 @@ func TestFoldSystem(t *testing.T) {
 			continue
 		}
 		for i := range got {
-			if got[i] != tc.want[i] {
+			if !reflect.DeepEqual(got[i], tc.want[i]) {
 				t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 				break
 			}
 		}
 		for i := range in {
-			if in[i] != tc.in[i] {
+			if !reflect.DeepEqual(in[i], tc.in[i]) {
 				t.Errorf("%s: input modified", tc.name)
 			}
 		}

@@ -183,7 +183,7 @@ func TestConstructs(t *testing.T) {
 		{"{% for m in messages %}{{ loop.index0 }}{{ loop.index }}{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %}{% endfor %}", "01F12L"},
 		{"{{ messages[0].content|trim }}|{{ messages[0].content.strip() }}|{{ messages|length }}", "S|S|2"},
 		{"{{ 'a'|upper }}{{ 'B'|lower }}{{ undefined_thing|default('d') }}", "Abd"},
-		{"{{ messages[1]|tojson }}", `{"role": "user", "content": "Hi there"}`},
+		{"{{ messages[-1]|tojson }}", `{"role": "user", "content": "Hi there"}`},
 		{"{{ 'é\"'|tojson }}", `"é\""`},
 		{"{% if 'there' in messages[1].content and messages[1].content.startswith('Hi') %}y{% endif %}", "y"},
 		{"{% if x is defined %}d{% elif not x is defined %}u{% else %}e{% endif %}", "u"},
@@ -194,7 +194,7 @@ func TestConstructs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		tmpl := mustParse(t, tc.src, Options{BOS: "<B>", EOS: "<E>"})
-		got, err := tmpl.exec(msgs, false)
+		got, err := tmpl.Exact(Request{Messages: msgs})
 		if err != nil {
 			t.Errorf("%q: %v", tc.src, err)
 			continue

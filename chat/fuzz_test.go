@@ -86,3 +86,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRewriteSource feeds arbitrary template text through the tag
+// rewrites and the engine: nothing may panic, and text without a tag
+// opener comes through unchanged.
+func FuzzRewriteSource(f *testing.F) {
+	f.Add("{% for x in xs if x -%}{{ x|tojson(indent=2) }}{% endfor %}")
+	f.Add("{{ 'a|tojson' }}{# .append( #}{% raw %}{{ x.append(1) }}{% endraw %}")
+	f.Add("{% for a, b in d.items() recursive %}{{ l.pop() }}{% endfor")
+	f.Add("{{ \"unterminated")
+	f.Fuzz(func(t *testing.T, src string) {
+		if !strings.Contains(src, "{") {
+			if got := rewriteFilters(src); got != src {
+				t.Fatalf("text without tags changed: %q -> %q", src, got)
+			}
+		}
+		if _, err := Parse(src, Options{}); errors.Is(err, errEnginePanic) {
+			t.Fatalf("engine panicked on %q: %v", src, err)
+		}
+	})
+}

@@ -1,9 +1,8 @@
 package chat
 
 import (
+	"encoding/json"
 	"fmt"
-
-	"github.com/ardanlabs/jinja"
 )
 
 // Roles a Message may have. The HTTP layer maps API-specific roles onto
@@ -19,6 +18,40 @@ const (
 type Message struct {
 	Role    string // one of the Role constants
 	Content string // plain text; never interpreted as template syntax
+	// ReasoningContent is an assistant turn's reasoning, which templates
+	// with a reasoning block (Qwen3, DeepSeek R1) read as reasoning_content.
+	ReasoningContent string
+
+	// ToolCalls are the calls an assistant turn made; templates see them as
+	// OpenAI shapes them: {id, type: "function", function: {name, arguments}}.
+	ToolCalls []ToolCall
+	// ToolCallID and Name tie a tool turn to the call it answers.
+	ToolCallID, Name string
+}
+
+// ToolCall is one function call of an assistant turn.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is the call's arguments as a JSON object. Templates see an
+	// object, as transformers passes it, never the JSON string OpenAI
+	// clients send (the HTTP layer decodes that string).
+	Arguments json.RawMessage
+}
+
+// Request is everything a render takes besides the template.
+type Request struct {
+	Messages            []Message
+	AddGenerationPrompt bool
+	// Tools are the tool definitions as the client sent them (OpenAI's
+	// {type: "function", function: {name, description, parameters}}), each
+	// a JSON object; templates see them as the list tools, or none when
+	// there are no tools.
+	Tools []json.RawMessage
+	// Kwargs are further template variables (chat_template_kwargs, such as
+	// enable_thinking), each a JSON value. They cannot replace the
+	// variables above.
+	Kwargs map[string]json.RawMessage
 }
 
 // checkMessages rejects what no template can render sensibly: an empty
@@ -74,19 +107,4 @@ func foldSystem(msgs []Message) []Message {
 		out = append(out, Message{Role: RoleUser, Content: pending})
 	}
 	return out
-}
-
-// messageValues converts msgs into the list the template sees as messages.
-// Each message is a fresh dict so that a template that mutates one (dict
-// .update()) cannot affect another render.
-func messageValues(msgs []Message) jinja.Value {
-	items := make([]jinja.Value, len(msgs))
-	for i, m := range msgs {
-		d := jinja.NewDict()
-		dict := d.AsDict()
-		dict.Set("role", jinja.NewString(m.Role))
-		dict.Set("content", jinja.NewString(m.Content))
-		items[i] = d
-	}
-	return jinja.NewList(items)
 }

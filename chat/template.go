@@ -1,8 +1,10 @@
 package chat
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -23,6 +25,10 @@ type Options struct {
 	// its output, so a template that writes bos_token itself (Llama 3,
 	// Phi-3) does not give the model two; llama.cpp does the same.
 	TokenizerAddsBOS bool
+
+	// Now is the clock strftime_now reads; nil means time.Now. Tests fix it
+	// so that templates printing today's date render the same every day.
+	Now func() time.Time
 }
 
 // Template is a parsed chat template. It is immutable after Parse: any
@@ -41,6 +47,10 @@ type Template struct {
 // or strip content still print it unchanged.
 const probeText = "SystemProbe7f3c"
 
+// probeTool is the tool Parse renders a template with when it cannot render
+// a conversation without tools.
+var probeTool = json.RawMessage(`{"type": "function", "function": {"name": "probe", "description": "Probe.", "parameters": {"type": "object", "properties": {}}}}`)
+
 // Parse parses a chat template once for any number of renders. It fails on
 // malformed template text and on a template that cannot render a single
 // user message with a generation prompt, the least any chat template must
@@ -51,10 +61,16 @@ func Parse(src string, opts Options) (*Template, error) {
 		return nil, fmt.Errorf("chat: parse: %w", err)
 	}
 	t := &Template{engine: engine, opts: opts, globals: globals(opts)}
-	if _, err := t.exec([]Message{{Role: RoleUser, Content: "Hello"}}, true); err != nil {
-		return nil, fmt.Errorf("chat: parse: template cannot render a single user message: %w", err)
+	hello := Request{Messages: []Message{{Role: RoleUser, Content: "Hello"}}, AddGenerationPrompt: true}
+	if _, err := t.exec(hello); err != nil {
+		// Some templates are made for tool use alone (Hermes 2 Pro's
+		// tool_use template loops over tools unconditionally).
+		hello.Tools = []json.RawMessage{probeTool}
+		if _, toolErr := t.exec(hello); toolErr != nil {
+			return nil, fmt.Errorf("chat: parse: template cannot render a single user message: %w", err)
+		}
 	}
-	out, err := t.exec([]Message{{Role: RoleSystem, Content: probeText}, {Role: RoleUser, Content: "Hello"}}, false)
+	out, err := t.exec(Request{Messages: []Message{{Role: RoleSystem, Content: probeText}, {Role: RoleUser, Content: "Hello"}}, Tools: hello.Tools})
 	t.system = err == nil && strings.Contains(out, probeText)
 	return t, nil
 }
@@ -69,15 +85,23 @@ func (t *Template) SupportsSystemRole() bool { return t.system }
 // assistant turn, like Phi-3's, ignore it). Any error means this template
 // cannot render this conversation; see the package doc.
 func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
-	if err := checkMessages(msgs); err != nil {
+	return t.Prompt(Request{Messages: msgs, AddGenerationPrompt: addGenerationPrompt})
+}
+
+// Prompt renders r into the text the model is prompted with: Exact's
+// rendering, with system messages folded into user messages for a template
+// that cannot show them, and the leading BOS text removed when the
+// tokenizer adds its own.
+func (t *Template) Prompt(r Request) (string, error) {
+	if err := checkMessages(r.Messages); err != nil {
 		return "", err
 	}
 	if !t.system {
-		msgs = foldSystem(msgs)
+		r.Messages = foldSystem(r.Messages)
 	}
-	out, err := t.exec(msgs, addGenerationPrompt)
+	out, err := t.Exact(r)
 	if err != nil {
-		return "", fmt.Errorf("chat: render: %w", err)
+		return "", err
 	}
 	if t.opts.TokenizerAddsBOS && t.opts.BOS != "" {
 		out = strings.TrimPrefix(out, t.opts.BOS)
@@ -85,20 +109,51 @@ func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, err
 	return out, nil
 }
 
+// Exact renders r as transformers' apply_chat_template does, byte for byte:
+// no system fold, no BOS removal. A template refusing the conversation
+// (raise_exception, or an error the reference raises too) is an error.
+func (t *Template) Exact(r Request) (string, error) {
+	out, err := t.exec(r)
+	if err != nil {
+		return "", fmt.Errorf("chat: render: %w", err)
+	}
+	return out, nil
+}
+
 // exec runs the engine on msgs as they are. A panic in the engine becomes
 // an error: one bad template or request must not take the server down.
-func (t *Template) exec(msgs []Message, addGenerationPrompt bool) (out string, err error) {
+func (t *Template) exec(r Request) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = "", fmt.Errorf("%w: %v", errEnginePanic, r)
 		}
 	}()
-	vars := make(map[string]jinja.Value, len(t.globals)+2)
+	vars := make(map[string]jinja.Value, len(t.globals)+len(r.Kwargs)+3)
+	for k, raw := range r.Kwargs {
+		v, err := jsonValue(raw)
+		if err != nil {
+			return "", fmt.Errorf("template variable %q: %w", k, err)
+		}
+		vars[k] = v
+	}
 	for k, v := range t.globals {
 		vars[k] = v
 	}
-	vars["messages"] = messageValues(msgs)
-	vars["add_generation_prompt"] = jinja.NewBool(addGenerationPrompt)
+	msgs, err := messageValues(r.Messages)
+	if err != nil {
+		return "", err
+	}
+	vars["messages"] = msgs
+	vars["add_generation_prompt"] = jinja.NewBool(r.AddGenerationPrompt)
+	if len(r.Tools) > 0 {
+		tools := make([]jinja.Value, len(r.Tools))
+		for i, raw := range r.Tools {
+			if tools[i], err = jsonValue(raw); err != nil || !tools[i].IsDict() {
+				return "", fmt.Errorf("tool %d: %w", i, ErrBadTool)
+			}
+		}
+		vars["tools"] = jinja.NewList(tools)
+	}
 	return t.engine.RenderValues(vars)
 }
 
@@ -112,31 +167,20 @@ func compile(src string) (tmpl *jinja.Template, err error) {
 	return jinja.Compile(normalizeSource(src))
 }
 
-// newlines maps every line ending to "\n".
-var newlines = strings.NewReplacer("\r\n", "\n", "\r", "\n")
-
-// normalizeSource does what Jinja's lexer does to a template before reading
-// it and the engine leaves out: line endings become "\n" and a single
-// trailing newline is dropped (keep_trailing_newline is off in
-// transformers). Templates stored in tokenizer_config.json often end in a
-// newline that would otherwise reach the prompt.
-func normalizeSource(src string) string {
-	if strings.Contains(src, "\r") {
-		src = newlines.Replace(src)
-	}
-	return strings.TrimSuffix(src, "\n")
-}
-
 // globals builds the variables transformers passes besides the messages.
 // raise_exception shadows the engine's builtin so that a template's refusal
 // comes back as a *RaiseError the caller can tell apart and show.
 func globals(opts Options) map[string]jinja.Value {
 	return map[string]jinja.Value{
-		"bos_token":       jinja.NewString(opts.BOS),
-		"eos_token":       jinja.NewString(opts.EOS),
-		"tools":           jinja.None(),
-		"documents":       jinja.None(),
-		"raise_exception": jinja.NewCallable("raise_exception", raiseException),
+		"bos_token":          jinja.NewString(opts.BOS),
+		"eos_token":          jinja.NewString(opts.EOS),
+		"tools":              jinja.None(),
+		"documents":          jinja.None(),
+		"raise_exception":    jinja.NewCallable("raise_exception", raiseException),
+		"strftime_now":       jinja.NewCallable("strftime_now", strftimeNow(opts.Now)),
+		ownFilters["tojson"]: jinja.NewCallable("tojson", tojsonFilter),
+		unsafeFilter:         jinja.NewCallable(unsafeFilter, unsafeMethod),
+		iterableFilter:       jinja.NewCallable(iterableFilter, iterable),
 	}
 }
 

@@ -1,0 +1,244 @@
+package chat
+
+import (
+	"regexp"
+	"strings"
+)
+
+// newlines maps every line ending to "\n".
+var newlines = strings.NewReplacer("\r\n", "\n", "\r", "\n")
+
+// normalizeSource prepares template text for the engine: it does what
+// Jinja's lexer does before reading a template and the engine leaves out
+// (line endings become "\n", a single trailing newline is dropped, as with
+// keep_trailing_newline off in transformers; templates stored in
+// tokenizer_config.json often end in a newline that would otherwise reach
+// the prompt), and it points the filters the engine gets wrong at ours.
+func normalizeSource(src string) string {
+	if strings.Contains(src, "\r") {
+		src = newlines.Replace(src)
+	}
+	return rewriteFilters(strings.TrimSuffix(src, "\n"))
+}
+
+// ownFilters are the filters rendered by this package rather than the
+// engine, under the names the rewritten template calls them by. The engine
+// looks a filter it lacks up among the template's variables, so renaming
+// `x | tojson(...)` to `x | _sf_tojson(...)` inside tags is all it takes.
+var ownFilters = map[string]string{"tojson": "_sf_tojson"}
+
+// Names of the filters the rewrites below insert; they are template
+// variables too (see globals).
+const (
+	unsafeFilter   = "_sf_unsafe"
+	iterableFilter = "_sf_iterable"
+)
+
+// mutators are the methods transformers' ImmutableSandboxedEnvironment
+// refuses on lists, dicts and sets; no other value a template meets has
+// methods of these names. The engine runs them, so a call `x.append(y)` is
+// rewritten to `x|_sf_unsafe('append', y)`, which refuses as the sandbox
+// does.
+var mutatorCall = regexp.MustCompile(`\.\s*(append|extend|insert|pop|remove|clear|sort|reverse|update|setdefault|popitem|add|discard|difference_update|intersection_update|symmetric_difference_update)\s*\(\s*(\))?`)
+
+// filterUse matches a filter application: the bar, spaces, and the name.
+var filterUse = regexp.MustCompile(`\|\s*([A-Za-z_][A-Za-z0-9_]*)\b`)
+
+// rewriteFilters renames uses of ownFilters in the expressions of src's
+// {{ }} and {% %} tags, leaving text, comments, raw blocks and string
+// literals alone.
+func rewriteFilters(src string) string {
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(src, '{')
+		if open < 0 || open+1 >= len(src) {
+			b.WriteString(src)
+			return b.String()
+		}
+		var closer string
+		switch src[open+1] {
+		case '{':
+			closer = "}}"
+		case '%':
+			closer = "%}"
+		case '#':
+			closer = "#}"
+		default:
+			b.WriteString(src[:open+1])
+			src = src[open+1:]
+			continue
+		}
+		b.WriteString(src[:open+2])
+		src = src[open+2:]
+		end := tagEnd(src, closer)
+		tag := src[:end]
+		src = src[end:]
+		if closer == "#}" {
+			b.WriteString(tag)
+			continue
+		}
+		b.WriteString(renameInExpr(tag))
+		if closer == "%}" && isRawOpen(tag) {
+			i := rawEnd.FindStringIndex(src)
+			if i == nil {
+				b.WriteString(src)
+				return b.String()
+			}
+			b.WriteString(src[:i[0]])
+			src = src[i[0]:]
+		}
+	}
+}
+
+var (
+	rawOpen = regexp.MustCompile(`^[-+]?\s*raw\s*[-+]?$`)
+	rawEnd  = regexp.MustCompile(`\{%[-+]?\s*endraw\s*[-+]?%\}`)
+)
+
+func isRawOpen(tag string) bool { return rawOpen.MatchString(tag) }
+
+// tagEnd returns the index of closer in src past string literals, or
+// len(src) for an unterminated tag (the engine then reports it).
+func tagEnd(src, closer string) int {
+	var quote byte
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case quote != 0 && c == '\\':
+			i++
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case strings.HasPrefix(src[i:], closer):
+			return i
+		}
+	}
+	return len(src)
+}
+
+// renameInExpr rewrites one tag's text: the iterable of a for loop is
+// checked (rewriteFor), and in the code outside string literals own
+// filters are renamed and mutating method calls refused.
+func renameInExpr(tag string) string {
+	tag = rewriteFor(tag)
+	var b strings.Builder
+	for _, seg := range splitStrings(tag) {
+		if seg.literal {
+			b.WriteString(seg.text)
+			continue
+		}
+		code := filterUse.ReplaceAllStringFunc(seg.text, func(m string) string {
+			name := filterUse.FindStringSubmatch(m)[1]
+			if own, ok := ownFilters[name]; ok {
+				return strings.TrimSuffix(m, name) + own
+			}
+			return m
+		})
+		code = mutatorCall.ReplaceAllStringFunc(code, func(m string) string {
+			sub := mutatorCall.FindStringSubmatch(m)
+			if sub[2] != "" {
+				return "|" + unsafeFilter + "('" + sub[1] + "')"
+			}
+			return "|" + unsafeFilter + "('" + sub[1] + "', "
+		})
+		b.WriteString(code)
+	}
+	return b.String()
+}
+
+type segment struct {
+	text    string
+	literal bool // a quoted string, quotes included
+}
+
+// splitStrings cuts tag text into code and string literals.
+func splitStrings(tag string) []segment {
+	var segs []segment
+	start := 0
+	var quote byte
+	for i := 0; i < len(tag); i++ {
+		c := tag[i]
+		switch {
+		case quote != 0 && c == '\\':
+			i++
+		case quote != 0:
+			if c == quote {
+				segs = append(segs, segment{tag[start : i+1], true})
+				start, quote = i+1, 0
+			}
+		case c == '\'' || c == '"':
+			segs = append(segs, segment{tag[start:i], false})
+			start, quote = i, c
+		}
+	}
+	if start < len(tag) {
+		segs = append(segs, segment{tag[start:], quote != 0})
+	}
+	return segs
+}
+
+// forHead matches the start of a for tag up to its iterable.
+var forHead = regexp.MustCompile(`^([-+]?\s*for\s+[A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s+in\s+)`)
+
+// rewriteFor wraps a for loop's iterable in the filter that refuses what
+// Python cannot iterate (none, numbers): the engine loops over none as over
+// an empty list, where the reference raises "'NoneType' object is not
+// iterable". The iterable ends at the loop's own top-level `if` or
+// `recursive`, or at the tag's end.
+func rewriteFor(tag string) string {
+	head := forHead.FindString(tag)
+	if head == "" {
+		return tag
+	}
+	rest := tag[len(head):]
+	end := len(rest)
+	depth := 0
+	var quote byte
+	for i := 0; i < len(rest) && end == len(rest); i++ {
+		c := rest[i]
+		switch {
+		case quote != 0 && c == '\\':
+			i++
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case depth == 0 && (keywordAt(rest, i, "if") || keywordAt(rest, i, "recursive")):
+			end = i
+		}
+	}
+	iter := strings.TrimRight(rest[:end], " \t\n")
+	trail := rest[len(iter):end]
+	if strings.HasSuffix(iter, "-") || strings.HasSuffix(iter, "+") { // whitespace control before %}
+		if end == len(rest) {
+			trail = iter[len(iter)-1:] + trail
+			iter = strings.TrimRight(iter[:len(iter)-1], " \t\n")
+		}
+	}
+	if iter == "" {
+		return tag
+	}
+	return head + "(" + iter + ")|" + iterableFilter + trail + rest[end:]
+}
+
+// keywordAt reports whether the word kw stands alone at s[i:].
+func keywordAt(s string, i int, kw string) bool {
+	if !strings.HasPrefix(s[i:], kw) || (i > 0 && isIdent(s[i-1])) {
+		return false
+	}
+	j := i + len(kw)
+	return j == len(s) || !isIdent(s[j])
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
