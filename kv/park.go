@@ -149,6 +149,9 @@ func (c *Cache) parkSeq(n *node, seq int32, wait bool) bool {
 	if n.park != nil {
 		return true
 	}
+	if !wait && c.park.Busy(int64(n.depth)*c.eng.Descriptor().KVBytesPerToken) {
+		return false
+	}
 	blob, err := c.eng.Export(seq, nil)
 	if err != nil {
 		slog.Warn("prefix cache: export for parking failed", "err", err)

@@ -371,6 +371,23 @@ func (s *Store) Refuse(tokens []engine.Token, r Reason, why error) {
 	s.refuseName(Name(tokens), r, why, true)
 }
 
+// Busy reports whether a write of about n bytes would be dropped now: the
+// queue is full. The owner asks before exporting a stream, so a backlogged
+// writer does not make it copy state out of the KV pool only to drop it.
+// The writer may free room meanwhile, so Put still decides. Owner only.
+func (s *Store) Busy(n int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return true
+	}
+	if len(s.jobs) < cap(s.jobs) && s.queuedBytes+n <= s.cfg.QueueBytes {
+		return false
+	}
+	s.stats.Dropped.Add(1)
+	return true
+}
+
 // Holds reports whether name is parked or queued to be, and not refused:
 // a name Gone reported may have been parked again since. Owner only.
 func (s *Store) Holds(name string) bool {

@@ -25,6 +25,9 @@ func TestFullQueueDropsAndCounts(t *testing.T) {
 	if !s.Put(toks(2, 50), blob, nil) {
 		t.Fatal("second put dropped with room in the queue")
 	}
+	if !s.Busy(int64(len(blob))) {
+		t.Fatal("a full queue is not busy: the owner would export only to drop")
+	}
 	if s.Put(toks(3, 50), blob, nil) {
 		t.Fatal("third put accepted past a full queue")
 	}
@@ -38,7 +41,7 @@ func TestFullQueueDropsAndCounts(t *testing.T) {
 	g.open()
 	s.Close()
 	st := s.Stats()
-	if st.Dropped.Load() != 1 || st.Queued.Load() != 2 || st.Parks.Load() != 2 {
+	if st.Dropped.Load() != 2 || st.Queued.Load() != 2 || st.Parks.Load() != 2 {
 		t.Fatalf("dropped %d queued %d parks %d", st.Dropped.Load(), st.Queued.Load(), st.Parks.Load())
 	}
 }
@@ -53,10 +56,16 @@ func TestQueueBytesBound(t *testing.T) {
 	defer g.open()
 	s.Put(toks(1, 50), blob, nil)
 	<-g.entered
+	if s.Busy(5) {
+		t.Fatal("busy with room for the write")
+	}
+	if !s.Busy(int64(len(blob))) {
+		t.Fatal("not busy past the byte bound")
+	}
 	if s.Put(toks(2, 50), blob, nil) {
 		t.Fatal("accepted past the byte bound")
 	}
-	if s.Stats().Dropped.Load() != 1 {
+	if s.Stats().Dropped.Load() != 2 {
 		t.Fatal("not counted")
 	}
 }
