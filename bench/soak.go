@@ -25,7 +25,10 @@ type SoakReport struct {
 	// ByEndpoint counts how requests ended, by route: HTTP statuses and
 	// the kinds soakResult names.
 	ByEndpoint map[string]map[string]int `json:"by_endpoint"`
-	ByClass    map[string]int            `json:"by_class"`
+	// ByClass counts how requests ended by QoS class: under saturation a
+	// worse class waits longest, so a timeout's class tells overload from
+	// a stall.
+	ByClass    map[string]map[string]int `json:"by_class"`
 	Poisons    map[string]map[string]int `json:"poisons"`
 	Behaviours map[string]int            `json:"behaviours"`
 	// Documented5xx is 503s (and overloaded/unavailable error events):
@@ -76,7 +79,7 @@ const (
 // soak runs the scenario into rep.
 func (r *runner) soak(ctx context.Context, rep *Report) error {
 	cfg := r.cfg
-	sr := &SoakReport{Clients: cfg.Concurrency, ByEndpoint: map[string]map[string]int{}, ByClass: map[string]int{},
+	sr := &SoakReport{Clients: cfg.Concurrency, ByEndpoint: map[string]map[string]int{}, ByClass: map[string]map[string]int{},
 		Poisons: map[string]map[string]int{}, Behaviours: map[string]int{}, ServerAlive: true}
 	rep.Soak, rep.Endpoint = sr, "all"
 	mix, err := r.newSoakMix(ctx, func(q soakRequest, res soakResult) { r.record(sr, rep, q, res) })
@@ -160,7 +163,7 @@ func (r *runner) record(sr *SoakReport, rep *Report, q soakRequest, res soakResu
 	if q.poison != "" {
 		add(sr.Poisons, q.poison)
 	}
-	sr.ByClass[q.class]++
+	add(sr.ByClass, q.class)
 	sr.Behaviours[q.behave.String()]++
 
 	failed := true

@@ -174,7 +174,7 @@ func TestSoakMixesEverything(t *testing.T) {
 		}
 	}
 	for _, c := range append(soakClasses, "fim") {
-		if s.ByClass[c] == 0 {
+		if len(s.ByClass[c]) == 0 {
 			t.Errorf("no request of class %s: %v", c, s.ByClass)
 		}
 	}
