@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"superfluid/engine"
@@ -130,6 +131,15 @@ func malformedPlans() []malformedPlan {
 		}},
 		{"negative logprobs", func(p *engine.Plan, prompt []engine.Token) {
 			p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, Logprobs: -1, Sampling: greedy}, prompt[:4], nil)
+		}},
+		{"unknown grammar", func(p *engine.Plan, prompt []engine.Token) {
+			p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, Grammar: 9999, Sampling: greedy}, prompt[:4], nil)
+		}},
+		{"grammar replay without a grammar", func(p *engine.Plan, prompt []engine.Token) {
+			p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, GrammarReplay: 2, Sampling: greedy}, prompt[:4], nil)
+		}},
+		{"grammar replay past the prompt", func(p *engine.Plan, prompt []engine.Token) {
+			p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, Grammar: 9999, GrammarReplay: 5, Sampling: greedy}, prompt[:4], nil)
 		}},
 		{"prefill an unknown lane", func(p *engine.Plan, _ []engine.Token) {
 			p.Prefills = []engine.Prefill{{Lane: 9, Count: 1}}
@@ -265,4 +275,54 @@ func verdict(err error) string {
 		return fmt.Sprintf("%s, blaming lane %d", e.Status, lane)
 	}
 	return fmt.Sprintf("%s, blaming no lane", e.Status)
+}
+
+// The fake compiles (or refuses) the grammars the engine compiles (or
+// refuses), and both refuse an admission naming a grammar they dropped.
+func TestFakeGrammarsMatchTheEngine(t *testing.T) {
+	real, fake, prompt := conformanceEngines(t)
+	specs := []engine.GrammarSpec{
+		{GBNF: `root ::= "a" | "b"`},
+		{GBNF: "root ::= x\nx ::= [a-z]+", Root: "x"},
+		{GBNF: `root ::= "a"`, Root: "nope"},
+		{GBNF: `root ::= "a"`, Lazy: true, TriggerTokens: []engine.Token{5}},
+		{GBNF: `root ::= "a"`, Lazy: true, TriggerTokens: []engine.Token{engine.Token(real.Descriptor().Vocab)}},
+		{GBNF: `root ::= "a"`, Lazy: true, TriggerPatterns: []string{"<x>"}},
+		{GBNF: `root ::= "a"`, Lazy: true, TriggerPatterns: []string{"(?<=x)"}},
+		{GBNF: `root ::= root "a"`},
+		{GBNF: `root ::= ` + strings.Repeat("(", 200) + `"a"` + strings.Repeat(")", 200)},
+		{GBNF: ""},
+	}
+	for i, g := range specs {
+		rid, rerr := real.AcquireGrammar(&g)
+		fid, ferr := fake.AcquireGrammar(&g)
+		if (rerr == nil) != (ferr == nil) || (rerr != nil && !(errors.Is(rerr, engine.ErrGrammar) && errors.Is(ferr, engine.ErrGrammar))) {
+			t.Errorf("spec %d (%q): the engine says %v, the fake %v", i, g.GBNF, rerr, ferr)
+		}
+		if rerr == nil {
+			real.ReleaseGrammar(rid)
+		}
+		if ferr == nil {
+			fake.ReleaseGrammar(fid)
+		}
+	}
+	// Admitting with a grammar both hold is fine on both.
+	g := engine.GrammarSpec{GBNF: `root ::= [a-z ]+`}
+	ids := map[string]engine.GrammarID{}
+	for name, e := range map[string]engine.Grammars{"real": real, "fake": fake} {
+		id, err := e.AcquireGrammar(&g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
+	}
+	for name, e := range map[string]engine.Engine{"real": real, "fake": fake} {
+		var p engine.Plan
+		p.Retires = []uint32{3}
+		p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, Grammar: ids[name], Sampling: engine.Greedy()}, prompt[:4], nil)
+		p.Prefills = []engine.Prefill{{Lane: 4, Count: 4}}
+		if _, err := e.Tick(&p); err != nil {
+			t.Fatalf("%s: admit with a grammar: %v", name, err)
+		}
+	}
 }

@@ -119,6 +119,9 @@ type Engine struct {
 	// stepPanic is what the step hook panicked with during the running
 	// tick (recovered in sfGoStep so it never unwinds through C frames).
 	stepPanic any
+
+	// grammars caches compiled grammars by digest (grammar.go).
+	grammars *engine.GrammarCache
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -179,6 +182,7 @@ func Open(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("cgo: open: %s", msg)
 	}
 	e := &Engine{e: ce}
+	e.grammars = engine.NewGrammarCache(e.compileGrammar, e.freeGrammar, 0)
 	e.cplan = (*C.sf_plan)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sf_plan{}))))
 	e.cevents = (*C.sf_events)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sf_events{}))))
 	e.fillDescriptor(o, digest)
@@ -252,6 +256,7 @@ func (e *Engine) Close() error {
 		e.handle.Delete()
 		e.handle = 0
 	}
+	e.grammars.Close()
 	e.textMu.Lock()
 	ce := e.e
 	e.e = nil

@@ -9,7 +9,8 @@ const (
 	FinishEOG            // the model produced an end-of-generation token
 	FinishLength         // the lane's token limit
 	FinishContext        // the sequence filled the context
-	FinishError
+	FinishError          // the lane failed; its LaneEvent's Status says why
+	FinishGrammar        // the lane's grammar is complete: nothing more may follow
 )
 
 func (f Finish) String() string {
@@ -24,6 +25,8 @@ func (f Finish) String() string {
 		return "context"
 	case FinishError:
 		return "error"
+	case FinishGrammar:
+		return "grammar"
 	}
 	return "unknown"
 }
@@ -62,6 +65,11 @@ type Timings struct {
 	DecodeTokens  uint32
 	Steps         uint32
 	Yielded       uint32 // 1: the tick stopped early on the yield word
+	// Tokens sampled under an active grammar: GrammarFast where the
+	// unconstrained choice was allowed (one token checked), GrammarMasked
+	// where it was not and the whole vocabulary was masked.
+	GrammarFast   uint32
+	GrammarMasked uint32
 }
 
 // Events is what one tick reports. Its slices belong to the engine and stay

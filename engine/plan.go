@@ -55,7 +55,14 @@ type Admit struct {
 	BiasLen   uint32
 	Logprobs  int32 // top-N logprobs per token, 0..MaxLogprobs
 	Flags     uint32
-	Sampling  Sampling
+	// Grammar constrains the lane's output; 0: none (see Grammars).
+	Grammar GrammarID
+	// GrammarReplay: the prompt's last GrammarReplay tokens are the lane's
+	// own reply so far (a preempted lane resuming), walked by the grammar
+	// before it samples; the engine refuses a reply the grammar would not
+	// have allowed (ErrGrammar).
+	GrammarReplay uint32
+	Sampling      Sampling
 }
 
 // MaxLogprobs is the most top-N logprobs a lane may ask for.

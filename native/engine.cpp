@@ -241,6 +241,7 @@ static void sf_destroy(sf_engine *e) {
     for (sf_lane &l : e->staged) {
         sf_lane_release(&l);
     }
+    sf_grammar_table_clear(e);
     if (e->batch.token != nullptr) {
         llama_batch_free(e->batch);
     }

@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "llama.h"
@@ -33,6 +36,36 @@ constexpr float SF_MAX_PENALTY = 1e6f;
 // becomes -inf), so a broken model's inf cannot meet a -inf ban.
 constexpr float SF_MAX_LOGIT = 1e30f;
 
+struct llama_grammar;
+struct sf_grammar_compiled;  // grammar.cpp
+
+// A lane's grammar: its own copy of the compiled grammar's stacks, advanced
+// by every token it samples. Movable, not copyable: it owns g.
+struct sf_grammar_state {
+    llama_grammar *g = nullptr;  // null: the lane has no grammar
+    std::shared_ptr<const sf_grammar_compiled> compiled;
+    bool awaiting = false;  // a lazy grammar before its trigger
+    std::string window;     // the output's last bytes, searched for a trigger
+
+    sf_grammar_state() = default;
+    sf_grammar_state(const sf_grammar_state &) = delete;
+    sf_grammar_state &operator=(const sf_grammar_state &) = delete;
+    sf_grammar_state(sf_grammar_state &&o) noexcept { *this = std::move(o); }
+    sf_grammar_state &operator=(sf_grammar_state &&o) noexcept {
+        if (this != &o) {
+            reset();
+            g = o.g;
+            o.g = nullptr;
+            compiled = std::move(o.compiled);
+            awaiting = o.awaiting;
+            window = std::move(o.window);
+        }
+        return *this;
+    }
+    ~sf_grammar_state() { reset(); }
+    void reset() noexcept;
+};
+
 struct sf_lane {
     bool used = false;  // the slot holds an admitted lane
     uint32_t tag = 0;
@@ -55,6 +88,7 @@ struct sf_lane {
     // Bias, penalties and the truncation samplers; never a final sampler
     // (dist or greedy): the draw is ours, keyed by position.
     llama_sampler *chain = nullptr;
+    sf_grammar_state grammar;
 
     // Per-tick bookkeeping.
     uint64_t touched_tick = 0;
@@ -104,6 +138,12 @@ struct sf_engine {
     uint32_t fault_lane = 0;
     int32_t inject = 0;      // SF_INJECT_*: a test's request to throw
 
+    // Compiled grammars by id. sf_grammar_compile and sf_grammar_free run
+    // on any thread, beside a tick that looks admissions' grammars up.
+    std::mutex grammar_mu;
+    std::unordered_map<uint32_t, std::shared_ptr<const sf_grammar_compiled>> grammars;
+    uint32_t next_grammar = 0;
+
     // Scratch reused across ticks so a steady-state tick does not allocate.
     std::vector<sf_lane *> touched;
     std::vector<std::pair<float, int32_t>> top_scratch;
@@ -121,10 +161,24 @@ int sf_fail_lane(sf_engine *e, uint32_t lane, int code, const char *fmt, ...) __
 // l (staged, not yet in a slot). Returns a status; on failure l holds no
 // chain.
 int sf_lane_build_sampling(sf_engine *e, sf_lane *l, const sf_admit *a, const sf_logit_bias *bias);
-// Samples the token at position l->n_past from a row's logits.
-llama_token sf_lane_sample(sf_engine *e, sf_lane *l, const float *logits);
+// Samples the token at position l->n_past from a row's logits, counting
+// grammar-checked tokens in t; -1 when the lane's grammar admits no token.
+llama_token sf_lane_sample(sf_engine *e, sf_lane *l, const float *logits, sf_timings *t);
 // Frees what a lane owns outside its slot.
 void sf_lane_release(sf_lane *l);
+
+// Gives a staged lane the admission's grammar (a clone of the compiled
+// one) and replays the reply the prompt ends with. Returns a status.
+int sf_lane_build_grammar(sf_engine *e, sf_lane *l, const sf_admit *a);
+// Whether the grammar allows tok next (a one-candidate apply).
+bool sf_grammar_allows(sf_grammar_state *s, llama_token tok);
+// Sets the logit of every candidate the grammar refuses to -inf.
+void sf_grammar_mask(sf_grammar_state *s, llama_token_data_array *c);
+// Advances the grammar over tok, which it allows; reports whether the
+// grammar is complete (nothing more can follow). May throw.
+bool sf_grammar_accept(sf_engine *e, sf_grammar_state *s, llama_token tok);
+// Drops every compiled grammar (the engine is closing).
+void sf_grammar_table_clear(sf_engine *e);
 
 int64_t sf_now_ns();
 

@@ -196,7 +196,12 @@ int sf_lane_build_sampling(sf_engine *e, sf_lane *l, const sf_admit *a, const sf
     return SF_OK;
 }
 
-llama_token sf_lane_sample(sf_engine *e, sf_lane *l, const float *logits) {
+namespace {
+
+// Picks a token from a row's logits through the lane's chain (when it has
+// one), over the whole vocabulary or, with masked, over what the grammar
+// allows; -1 when no candidate is left.
+llama_token pick(sf_engine *e, sf_lane *l, const float *logits, bool masked) {
     auto &cand = e->cand;
     for (int32_t t = 0; t < e->n_vocab; t++) {
         float v = logits[t];
@@ -204,13 +209,62 @@ llama_token sf_lane_sample(sf_engine *e, sf_lane *l, const float *logits) {
         cand[(size_t)t] = llama_token_data{t, v, 0.0f};
     }
     llama_token_data_array c = {cand.data(), (size_t)e->n_vocab, -1, false};
-    llama_sampler_apply(l->chain, &c);
-    llama_token tok = l->greedy ? argmax_cand(c) : draw(c, position_uniform(l->seed, l->n_past));
-    llama_sampler_accept(l->chain, tok);
+    if (masked) {
+        sf_grammar_mask(&l->grammar, &c);
+    }
+    if (l->chain != nullptr) {
+        llama_sampler_apply(l->chain, &c);
+    }
+    if (masked) {
+        bool any = false;
+        for (size_t i = 0; i < c.size && !any; i++) {
+            any = c.data[i].logit > -INFINITY;
+        }
+        if (!any) {
+            return -1;
+        }
+    }
+    return l->greedy ? argmax_cand(c) : draw(c, position_uniform(l->seed, l->n_past));
+}
+
+llama_token argmax_logits(const float *logits, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++) {
+        if (logits[i] > logits[best]) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+// A grammar lane first takes the choice it would make unconstrained and
+// asks the grammar about that one token; only a refusal pays for masking
+// the whole vocabulary (most tokens of a model that follows the format
+// pass). The draw is keyed by position either way, so a resumed lane
+// repeats itself.
+llama_token sf_lane_sample(sf_engine *e, sf_lane *l, const float *logits, sf_timings *t) {
+    llama_token tok = l->chain == nullptr && l->greedy ? argmax_logits(logits, e->n_vocab) : pick(e, l, logits, false);
+    if (l->grammar.g != nullptr && !l->grammar.awaiting) {
+        if (sf_grammar_allows(&l->grammar, tok)) {
+            t->grammar_fast++;
+        } else {
+            t->grammar_masked++;
+            tok = pick(e, l, logits, true);
+            if (tok < 0) {
+                return -1;
+            }
+        }
+    }
+    if (l->chain != nullptr) {
+        llama_sampler_accept(l->chain, tok);
+    }
     return tok;
 }
 
 void sf_lane_release(sf_lane *l) {
     llama_sampler_free(l->chain);
     l->chain = nullptr;
+    l->grammar.reset();
 }

@@ -48,7 +48,9 @@ enum sf_status {
     SF_ERR_UNSUPPORTED = 14, /* the model cannot do this (e.g. partial truncation) */
     SF_ERR_TEMPLATE = 15,    /* the chat template could not be applied */
     SF_ERR_EXCEPTION = 16,   /* a C++ exception was caught at the ABI */
-    SF_ERR_CLOSED = 17       /* the engine is closed (reported by the binding) */
+    SF_ERR_CLOSED = 17,      /* the engine is closed (reported by the binding) */
+    SF_ERR_GRAMMAR = 18      /* a grammar that does not compile, an unknown grammar id, or a
+                                reply the grammar does not allow */
 };
 
 /* Why a lane stopped generating. */
@@ -57,7 +59,8 @@ enum sf_finish {
     SF_FINISH_EOG = 1,       /* the model produced an end-of-generation token */
     SF_FINISH_LENGTH = 2,    /* max_tokens reached */
     SF_FINISH_CONTEXT = 3,   /* the sequence filled the context */
-    SF_FINISH_ERROR = 4
+    SF_FINISH_ERROR = 4,     /* the lane failed; its lane event's status says why */
+    SF_FINISH_GRAMMAR = 5    /* the lane's grammar is complete: nothing more may follow */
 };
 
 enum sf_kv_type { SF_KV_F16 = 0, SF_KV_Q8_0 = 1, SF_KV_Q4_0 = 2 };
@@ -122,6 +125,11 @@ typedef struct sf_admit {
     uint32_t bias_len;
     int32_t n_logprobs;   /* 0: none; >0: the sampled token's and the top-N */
     uint32_t flags;       /* reserved, 0 */
+    uint32_t grammar;     /* 0: none; else an id from sf_grammar_compile */
+    /* The last grammar_replay prompt tokens are the lane's own reply so far
+     * (a preempted lane resuming): the grammar walks them first, and an
+     * admission whose reply the grammar would not have allowed is refused. */
+    uint32_t grammar_replay;
     sf_sampling sampling;
 } sf_admit;
 
@@ -179,6 +187,10 @@ typedef struct sf_timings {
     uint32_t decode_tokens;
     uint32_t steps;
     uint32_t yielded;        /* the tick stopped early on the yield word */
+    /* Tokens of grammar lanes: the unconstrained choice was allowed (one
+     * token checked), or was refused and the whole vocabulary masked. */
+    uint32_t grammar_fast;
+    uint32_t grammar_masked;
 } sf_timings;
 
 /* Called after each step of a tick with the number of token and top-logprob
@@ -267,6 +279,22 @@ int32_t sf_detokenize(const sf_engine *e, const int32_t *tokens, int32_t n,
 int sf_chat_apply(const sf_engine *e, const char *tmpl, const char *const *roles,
                   const char *const *contents, int32_t n_msg, int32_t add_assistant,
                   char *out, int32_t cap, int32_t *needed, char *err, int32_t err_cap);
+
+/* Grammars (llama.cpp's GBNF). sf_grammar_compile parses a grammar once and
+ * files it under a new id (never 0) that admissions name; it may run on any
+ * thread, also while a tick runs. root null or "" is "root". A lazy grammar
+ * constrains nothing until a trigger: one of trigger_tokens sampled (the
+ * grammar starts with it), or a match of one of trigger_patterns
+ * (ECMAScript regular expressions, searched for in the last 256 bytes of
+ * the output after each token; the grammar starts at the first non-empty
+ * capture group, or at the match). A grammar that does not compile, a bad
+ * pattern or a trigger token outside the vocabulary is SF_ERR_GRAMMAR with
+ * the reason in err. sf_grammar_free drops an id (lanes using it keep their
+ * copy); SF_ERR_GRAMMAR if it is unknown. */
+int sf_grammar_compile(sf_engine *e, const char *gbnf, const char *root, int32_t lazy,
+                       const char *const *trigger_patterns, int32_t n_patterns, const int32_t *trigger_tokens,
+                       int32_t n_tokens, uint32_t *id, char *err, int32_t err_cap);
+int sf_grammar_free(sf_engine *e, uint32_t id);
 
 /* Test only: make the engine's next tick (SF_INJECT_TICK, in validation,
  * after an admission is staged) or next tokenize (SF_INJECT_TOKENIZE)

@@ -115,7 +115,10 @@ int stage_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
         e->inject = SF_INJECT_NONE;
         throw std::bad_alloc();
     }
-    return sf_lane_build_sampling(e, &l, &a, p->biases + a.bias_off);
+    if (int rc = sf_lane_build_sampling(e, &l, &a, p->biases + a.bias_off)) {
+        return rc;
+    }
+    return sf_lane_build_grammar(e, &l, &a);
 }
 
 // Checks the whole plan before anything changes, then stages its
@@ -341,9 +344,30 @@ llama_token argmax(const float *logits, int32_t n) {
     return best;
 }
 
+// Advances a lane's grammar over its sampled token; true when the grammar
+// is complete. A trigger whose text the grammar refuses throws inside
+// llama.cpp: that ends this lane alone, not the tick.
+bool grammar_accept(sf_engine *e, sf_lane *l, llama_token tok) {
+    try {
+        return sf_grammar_accept(e, &l->grammar, tok);
+    } catch (const std::exception &) {
+        l->finish = SF_FINISH_ERROR;
+        l->status = SF_ERR_GRAMMAR;
+        return false;
+    }
+}
+
 void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
     const float *logits = llama_get_logits_ith(e->ctx, row);
-    llama_token tok = l->plain_greedy ? argmax(logits, e->n_vocab) : sf_lane_sample(e, l, logits);
+    bool grammar = l->grammar.g != nullptr;
+    llama_token tok = l->plain_greedy && !grammar ? argmax(logits, e->n_vocab) : sf_lane_sample(e, l, logits, &ev->timings);
+    if (tok < 0) {
+        // The grammar allows no token the vocabulary (and the bias) leave:
+        // the lane ends without one; its lane event says why.
+        l->finish = SF_FINISH_ERROR;
+        l->status = SF_ERR_GRAMMAR;
+        return;
+    }
     sf_token_event &te = ev->tokens[ev->n_tokens++];
     te = sf_token_event{l->tag, tok, 0.0f, 0, 0, SF_FINISH_NONE};
     if (l->n_logprobs > 0) {
@@ -353,6 +377,10 @@ void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
     l->emitted++;
     if (llama_vocab_is_eog(e->vocab, tok)) {
         l->finish = SF_FINISH_EOG;
+    } else if (grammar && grammar_accept(e, l, tok)) {
+        l->finish = SF_FINISH_GRAMMAR;
+    } else if (l->finish != SF_FINISH_NONE) {
+        // the grammar failed the lane
     } else if (l->max_tokens > 0 && l->generated >= l->max_tokens) {
         l->finish = SF_FINISH_LENGTH;
     } else if (l->n_past >= (uint32_t)e->n_ctx) {

@@ -89,12 +89,28 @@
 // what an unpreempted run produces. (With temperature sampling the
 // engine's random stream restarts, so the continuation differs.)
 //
+// # Grammars
+//
+// A request may carry a grammar (Request.Grammar). Submit compiles it on
+// the caller's goroutine through the engine's engine.Grammars (a cache
+// keyed by the spec's digest, so a repeated grammar is a lookup) and fails
+// with an error satisfying errors.Is(err, engine.ErrGrammar) if it does
+// not parse; the job holds the compiled grammar's reference until it ends.
+// Its admissions name the grammar; a preempted job's re-admission also
+// says how many of its prompt's tokens are its own output so far
+// (Admit.GrammarReplay), which the engine walks the grammar over before
+// sampling, so the continuation follows the grammar from where it was. A
+// lane whose grammar is complete ends with FinishGrammar. Snapshot counts
+// the grammar tokens the engine's one-token check accepted
+// (GrammarFastTokens) and those it had to mask the vocabulary for
+// (GrammarMaskedTokens).
+//
 // # Ending
 //
 // A lane ends on an end-of-generation token, its MaxTokens, a full
-// context, one of its StopTokens (which the engine does not know: the
-// scheduler stops the lane and discards what the tick sampled after it),
-// Cancel, or its Deadline. Cancellation and deadlines stop a lane within
+// context, a complete grammar, one of its StopTokens (which the engine
+// does not know: the scheduler stops the lane and discards what the tick
+// sampled after it), Cancel, or its Deadline. Cancellation and deadlines stop a lane within
 // one engine step: Cancel (and a deadline timer) raise the engine's yield
 // word, the tick ends at its next step boundary, and the lane retires. A
 // queued request that is cancelled or whose deadline passes never starts

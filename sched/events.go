@@ -35,6 +35,8 @@ func (p *planner) advance(ev *engine.Events, tickTime time.Duration, end time.Ti
 		}
 	}
 	p.stats.prefillTokens.Add(uint64(ev.Timings.PrefillTokens))
+	p.stats.grammarFastTokens.Add(uint64(ev.Timings.GrammarFast))
+	p.stats.grammarMaskedTokens.Add(uint64(ev.Timings.GrammarMasked))
 	p.learn(&ev.Timings, tickTime)
 	p.retired(pl.Retires)
 }
@@ -62,6 +64,8 @@ func (p *planner) onToken(ev *engine.Events, i int, end time.Time) {
 	p.stats.decodeTokens.Add(1)
 	p.ready.tokens = append(p.ready.tokens, readyToken{job: j, ev: i})
 	switch {
+	case te.Finish == engine.FinishError:
+		// The lane event, read after the tokens, carries the status.
 	case te.Finish != engine.FinishNone:
 		p.finishLane(l, finishOf(te.Finish), laneFault(te.Finish, engine.StatusOK), end)
 	case j.isStop(te.Token):

@@ -25,6 +25,9 @@ type job struct {
 	bias      []engine.LogitBias
 	stop      []engine.Token
 	deadline  time.Time
+	// grammar is the compiled grammar constraining the output (0: none),
+	// held from Submit until the job ends.
+	grammar engine.GrammarID
 
 	submitted time.Time
 	// queuedTick is the tick the job was first queued on: aging and the
@@ -99,6 +102,15 @@ type lane struct {
 	// chunk is the prompt tokens planned for this lane in the tick being
 	// planned.
 	chunk int
+}
+
+// grammarReplay is how many of the job's prompt tokens are its own output
+// (generated before a preemption), which the engine walks its grammar over.
+func (j *job) grammarReplay() uint32 {
+	if j.grammar == 0 {
+		return 0
+	}
+	return uint32(len(j.prompt) - j.promptLen)
 }
 
 // remaining is the prompt tokens left to prefill.

@@ -26,6 +26,8 @@ type loop struct {
 	// seen is how many of the running tick's token events onStep has
 	// looked at.
 	seen int
+	// grammars is the engine's grammar compiler; nil if it has none.
+	grammars engine.Grammars
 }
 
 func newLoop(eng engine.Engine, cache Cache, cfg Config, stats *counters) *loop {
@@ -33,6 +35,7 @@ func newLoop(eng engine.Engine, cache Cache, cfg Config, stats *counters) *loop 
 	if sr, ok := eng.(engine.StepReporter); ok {
 		sr.SetStepHook(l.onStep)
 	}
+	l.grammars, _ = eng.(engine.Grammars)
 	return l
 }
 
@@ -203,6 +206,7 @@ func (l *loop) flush() {
 		if j.timer != nil {
 			j.timer.Stop()
 		}
+		l.releaseGrammar(j)
 		l.stats.completed.Add(1)
 		if j.stream != nil {
 			j.stream.finish(j.result())
@@ -212,6 +216,15 @@ func (l *loop) flush() {
 		}
 	}
 	r.clear()
+}
+
+// releaseGrammar drops an ended job's reference to its grammar. A lane of
+// it the engine still holds keeps its own copy until it retires.
+func (l *loop) releaseGrammar(j *job) {
+	if j.grammar != 0 && l.grammars != nil {
+		l.grammars.ReleaseGrammar(j.grammar)
+	}
+	j.grammar = 0
 }
 
 // result is what the job's stream reports.

@@ -73,12 +73,14 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time) {
 		if !l.admitted {
 			j := l.job
 			pl.AddAdmit(engine.Admit{
-				Lane:      l.tag,
-				Seq:       l.seq,
-				Cached:    uint32(l.warm),
-				MaxTokens: uint32(j.maxTokens),
-				Logprobs:  int32(j.logprobs),
-				Sampling:  j.sampling,
+				Lane:          l.tag,
+				Seq:           l.seq,
+				Cached:        uint32(l.warm),
+				MaxTokens:     uint32(j.maxTokens),
+				Logprobs:      int32(j.logprobs),
+				Grammar:       j.grammar,
+				GrammarReplay: j.grammarReplay(),
+				Sampling:      j.sampling,
 			}, j.prompt, j.bias)
 		}
 		rem := l.remaining()

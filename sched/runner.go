@@ -81,7 +81,15 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sched: submit: %w", err)
 	}
+	// Compiled here, on the caller's goroutine (a cache hit is a lookup),
+	// so a grammar that does not parse is the caller's error and the
+	// scheduler's tick never waits on a parse.
+	gid, err := s.acquireGrammar(req.Grammar)
+	if err != nil {
+		return nil, err
+	}
 	j := s.newJob(&req)
+	j.grammar = gid
 	// Stamped here, not when the runner takes the job in after the tick in
 	// flight: that wait is part of the request's queue wait and TTFT.
 	j.submitted = s.cfg.Clock.Now()
@@ -90,9 +98,11 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 	switch {
 	case s.closed:
 		s.mu.Unlock()
+		s.loop.releaseGrammar(j)
 		return nil, ErrClosed
 	case s.outstanding.Load() >= int64(s.cfg.MaxQueued+s.cfg.Lanes):
 		s.mu.Unlock()
+		s.loop.releaseGrammar(j)
 		return nil, ErrQueueFull
 	}
 	s.outstanding.Add(1)
@@ -110,6 +120,22 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 		s.eng.Yield()
 	}
 	return st, nil
+}
+
+// acquireGrammar compiles (or finds compiled) a request's grammar.
+func (s *Scheduler) acquireGrammar(g *engine.GrammarSpec) (engine.GrammarID, error) {
+	if g == nil {
+		return 0, nil
+	}
+	if s.loop.grammars == nil {
+		return 0, fmt.Errorf("sched: grammar: %w",
+			&engine.Error{Status: engine.StatusUnsupported, Op: "grammar", Msg: "this engine does not constrain output"})
+	}
+	id, err := s.loop.grammars.AcquireGrammar(g)
+	if err != nil {
+		return 0, fmt.Errorf("sched: grammar: %w", err)
+	}
+	return id, nil
 }
 
 func (s *Scheduler) newJob(req *Request) *job {

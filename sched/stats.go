@@ -29,6 +29,9 @@ type counters struct {
 	expired           atomic.Uint64
 	completed         atomic.Uint64
 
+	grammarFastTokens   atomic.Uint64
+	grammarMaskedTokens atomic.Uint64
+
 	lanesActive       atomic.Int64
 	queueDepth        [NumClasses]atomic.Int64
 	prefillBudgetLive atomic.Int64
@@ -59,6 +62,12 @@ type Snapshot struct {
 	Expired           uint64 // requests that passed their deadline
 	Completed         uint64 // requests ended, however
 
+	// Tokens sampled under a grammar: GrammarFastTokens where the model's
+	// unconstrained choice was allowed (one token checked),
+	// GrammarMaskedTokens where it was not and the vocabulary was masked.
+	GrammarFastTokens   uint64
+	GrammarMaskedTokens uint64
+
 	LanesActive   int64
 	QueueDepth    [NumClasses]int64 // by Class
 	PrefillBudget int64             // the last tick's prompt budget
@@ -76,27 +85,29 @@ type Snapshot struct {
 // Snapshot reads the counters.
 func (s *counters) Snapshot() Snapshot {
 	out := Snapshot{
-		Ticks:             s.ticks.Load(),
-		PrefillTokens:     s.prefillTokens.Load(),
-		DecodeTokens:      s.decodeTokens.Load(),
-		WarmPrefixTokens:  s.warmPrefixTokens.Load(),
-		Admissions:        s.admissions.Load(),
-		ColdAdmissions:    s.coldAdmissions.Load(),
-		AdmitsDeferred:    s.admitsDeferred.Load(),
-		Preemptions:       s.preemptions.Load(),
-		StarvationGrants:  s.starvationGrants.Load(),
-		SharedPrefixHolds: s.sharedPrefixHolds.Load(),
-		KVFull:            s.kvFull.Load(),
-		TickErrors:        s.tickErrors.Load(),
-		Cancelled:         s.cancelled.Load(),
-		Expired:           s.expired.Load(),
-		Completed:         s.completed.Load(),
-		LanesActive:       s.lanesActive.Load(),
-		PrefillBudget:     s.prefillBudgetLive.Load(),
-		DecodeGrant:       s.decodeGrantLive.Load(),
-		TickTargetMS:      s.tickTargetMS.Load(),
-		TTFTSumMS:         s.ttftSumMS.Load(),
-		TTFTCount:         s.ttftCount.Load(),
+		Ticks:               s.ticks.Load(),
+		PrefillTokens:       s.prefillTokens.Load(),
+		DecodeTokens:        s.decodeTokens.Load(),
+		WarmPrefixTokens:    s.warmPrefixTokens.Load(),
+		Admissions:          s.admissions.Load(),
+		ColdAdmissions:      s.coldAdmissions.Load(),
+		AdmitsDeferred:      s.admitsDeferred.Load(),
+		Preemptions:         s.preemptions.Load(),
+		StarvationGrants:    s.starvationGrants.Load(),
+		SharedPrefixHolds:   s.sharedPrefixHolds.Load(),
+		KVFull:              s.kvFull.Load(),
+		TickErrors:          s.tickErrors.Load(),
+		Cancelled:           s.cancelled.Load(),
+		Expired:             s.expired.Load(),
+		Completed:           s.completed.Load(),
+		GrammarFastTokens:   s.grammarFastTokens.Load(),
+		GrammarMaskedTokens: s.grammarMaskedTokens.Load(),
+		LanesActive:         s.lanesActive.Load(),
+		PrefillBudget:       s.prefillBudgetLive.Load(),
+		DecodeGrant:         s.decodeGrantLive.Load(),
+		TickTargetMS:        s.tickTargetMS.Load(),
+		TTFTSumMS:           s.ttftSumMS.Load(),
+		TTFTCount:           s.ttftCount.Load(),
 	}
 	for i := range s.queueDepth {
 		out.QueueDepth[i] = s.queueDepth[i].Load()

@@ -46,6 +46,8 @@ func finishOf(f engine.Finish) Finish {
 		return FinishContext
 	case engine.FinishError:
 		return FinishError
+	case engine.FinishGrammar:
+		return FinishGrammar
 	}
 	return FinishNone
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +61,13 @@ type Fake struct {
 	ticks    int
 	// lastYieldSteps is the steps of the last tick that yielded.
 	lastYieldSteps int
+
+	// grammars: the fake compiles a grammar by checking it as the native
+	// engine does first (engine.CheckGrammar) and otherwise treats it as
+	// opaque; its tokens are not constrained.
+	grammars    *engine.GrammarCache
+	nextGrammar engine.GrammarID
+	grammarMu   sync.Mutex
 }
 
 // Advancer is the virtual clock the fake engine moves.
@@ -91,6 +99,7 @@ type lane struct {
 	emitted    int
 	hash       uint64
 	touchedAt  int
+	grammar    bool
 }
 
 // The fake model's vocabulary and end-of-generation token.
@@ -117,7 +126,37 @@ func New(lanes, batch, seqs, ctx int, clock Advancer) *Fake {
 	for i := range e.seqOwner {
 		e.seqOwner[i] = -1
 	}
+	e.grammars = engine.NewGrammarCache(e.compileGrammar, func(engine.GrammarID) {}, 0)
 	return e
+}
+
+var _ engine.Grammars = (*Fake)(nil)
+
+// AcquireGrammar implements engine.Grammars.
+func (e *Fake) AcquireGrammar(g *engine.GrammarSpec) (engine.GrammarID, error) {
+	return e.grammars.AcquireGrammar(g)
+}
+
+// ReleaseGrammar implements engine.Grammars.
+func (e *Fake) ReleaseGrammar(id engine.GrammarID) { e.grammars.ReleaseGrammar(id) }
+
+// GrammarCache is the fake's grammar cache, for tests that check
+// references are released.
+func (e *Fake) GrammarCache() *engine.GrammarCache { return e.grammars }
+
+func (e *Fake) compileGrammar(g *engine.GrammarSpec) (engine.GrammarID, error) {
+	if err := engine.CheckGrammar(g); err != nil {
+		return 0, err
+	}
+	for _, t := range g.TriggerTokens {
+		if t < 0 || int(t) >= e.desc.Vocab {
+			return 0, &engine.Error{Status: engine.StatusGrammar, Op: "grammar", Msg: "trigger token outside the vocabulary"}
+		}
+	}
+	e.grammarMu.Lock()
+	defer e.grammarMu.Unlock()
+	e.nextGrammar++
+	return e.nextGrammar, nil
 }
 
 func (e *Fake) Descriptor() *engine.Descriptor { return &e.desc }
@@ -240,6 +279,7 @@ func (e *Fake) Tick(p *engine.Plan) (*engine.Events, error) {
 		l := &lane{
 			tag: a.Lane, seq: a.Seq, prompt: slices.Clone(p.Tokens[a.PromptOff : a.PromptOff+a.PromptLen]),
 			prefilled: int(a.Cached), max: int(a.MaxTokens), logprobs: int(a.Logprobs),
+			grammar: a.Grammar != 0,
 		}
 		l.hash = hashTokens(fnvOffset, l.prompt[:l.prefilled])
 		e.lanes[a.Lane] = l
@@ -361,6 +401,9 @@ func (e *Fake) sample(l *lane) {
 	l.hash = hashTokens(l.hash, []engine.Token{t})
 	l.generated++
 	l.emitted++
+	if l.grammar {
+		e.ev.Timings.GrammarFast++
+	}
 	te := engine.TokenEvent{Lane: l.tag, Token: t}
 	if l.logprobs > 0 {
 		te.Logprob = -float32(t%7) / 10

@@ -123,6 +123,29 @@ func (e *Fake) validate(p *engine.Plan) error {
 		if err := e.checkSampling(p, &p.Admits[i]); err != nil {
 			return err
 		}
+		if err := e.checkGrammar(&p.Admits[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkGrammar is what native sf_lane_build_grammar refuses without
+// reading the grammar: a replay without a grammar or past the prompt, and
+// an id no AcquireGrammar returned (or one since dropped). The fake treats
+// a grammar as opaque, so it never refuses a replay for its tokens.
+func (e *Fake) checkGrammar(a *engine.Admit) error {
+	if a.Grammar == 0 {
+		if a.GrammarReplay != 0 {
+			return failLane(engine.StatusInvalid, a.Lane, "admit lane %d: grammar replay without a grammar", a.Lane)
+		}
+		return nil
+	}
+	if a.GrammarReplay > a.PromptLen {
+		return failLane(engine.StatusInvalid, a.Lane, "admit lane %d: grammar replay of %d tokens past its %d-token prompt", a.Lane, a.GrammarReplay, a.PromptLen)
+	}
+	if !e.grammars.Known(a.Grammar) {
+		return failLane(engine.StatusGrammar, a.Lane, "admit lane %d: unknown grammar %d", a.Lane, a.Grammar)
 	}
 	return nil
 }

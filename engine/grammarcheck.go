@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"fmt"
+	"regexp/syntax"
+	"strings"
+
+	"superfluid/grammar"
+)
+
+// Bounds on what a grammar spec may hold. llama.cpp's parser recurses once
+// per nested group and its matcher once per stacked rule, so depth is
+// what could overflow a stack; libstdc++'s regex compiles repetitions by
+// copying states, so a pattern's expanded size is what could exhaust memory
+// or make each token's trigger search slow.
+const (
+	MaxGrammarBytes    = 1 << 20
+	maxGrammarNesting  = 128
+	maxTriggerPatterns = 16
+	maxTriggerTokens   = 256
+	maxPatternBytes    = 256
+	maxPatternSize     = 512 // nodes after expanding counted repetitions
+)
+
+func grammarErr(format string, args ...any) error {
+	return &Error{Status: StatusGrammar, Op: "grammar", Msg: fmt.Sprintf(format, args...)}
+}
+
+// CheckGrammar refuses a spec the native engine must not see: text
+// grammar.ParseGBNF refuses (the dialect and refusals of llama.cpp's parser:
+// undefined rules, left recursion, repetition counts above 2000), and
+// anything past the bounds above. Its errors satisfy errors.Is(err,
+// ErrGrammar). Engines call it before compiling.
+func CheckGrammar(g *GrammarSpec) error {
+	switch {
+	case g.GBNF == "":
+		return grammarErr("empty grammar")
+	case len(g.GBNF) > MaxGrammarBytes:
+		return grammarErr("grammar of %d bytes exceeds %d", len(g.GBNF), MaxGrammarBytes)
+	case strings.IndexByte(g.GBNF, 0) >= 0 || strings.IndexByte(g.Root, 0) >= 0:
+		return grammarErr("grammar text holds a NUL byte")
+	case len(g.TriggerPatterns) > maxTriggerPatterns:
+		return grammarErr("%d trigger patterns exceed %d", len(g.TriggerPatterns), maxTriggerPatterns)
+	case len(g.TriggerTokens) > maxTriggerTokens:
+		return grammarErr("%d trigger tokens exceed %d", len(g.TriggerTokens), maxTriggerTokens)
+	case !g.Lazy && len(g.TriggerPatterns)+len(g.TriggerTokens) > 0:
+		return grammarErr("triggers on a grammar that is not lazy")
+	case g.Lazy && len(g.TriggerPatterns)+len(g.TriggerTokens) == 0:
+		return grammarErr("a lazy grammar without a trigger")
+	}
+	if d := gbnfNesting(g.GBNF); d > maxGrammarNesting {
+		return grammarErr("groups nested %d deep exceed %d", d, maxGrammarNesting)
+	}
+	if _, err := grammar.ParseGBNF(g.GBNF); err != nil {
+		return grammarErr("%v", err)
+	}
+	if g.Root != "" && !definesRule(g.GBNF, g.Root) {
+		return grammarErr("no rule named %q to start from", g.Root)
+	}
+	for i, p := range g.TriggerPatterns {
+		if err := checkPattern(p); err != nil {
+			return grammarErr("trigger pattern %d: %v", i, err)
+		}
+	}
+	return nil
+}
+
+// gbnfNesting is the deepest nesting of parentheses outside literals,
+// character classes and comments.
+func gbnfNesting(s string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '[':
+			end := byte('"')
+			if c == '[' {
+				end = ']'
+			}
+			for i++; i < len(s) && s[i] != end; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case '#':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case '(':
+			depth++
+			deepest = max(deepest, depth)
+		case ')':
+			depth = max(depth-1, 0)
+		}
+	}
+	return deepest
+}
+
+// definesRule reports whether a parsed grammar defines rule name: a rule
+// starts a line (after blanks) with its name and ::=.
+func definesRule(text, name string) bool {
+	for line := range strings.Lines(text) {
+		rest, ok := strings.CutPrefix(strings.TrimLeft(line, " \t"), name)
+		if ok && strings.HasPrefix(strings.TrimLeft(rest, " \t"), "::=") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPattern admits a trigger pattern in the common ground of RE2 (which
+// parses it here) and ECMAScript (which the engine runs): no backreference
+// or lookaround, and a bounded size once repetitions are expanded.
+func checkPattern(p string) error {
+	if p == "" {
+		return fmt.Errorf("empty")
+	}
+	if len(p) > maxPatternBytes || strings.IndexByte(p, 0) >= 0 {
+		return fmt.Errorf("longer than %d bytes or holding a NUL byte", maxPatternBytes)
+	}
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return err
+	}
+	if n := patternSize(re); n > maxPatternSize {
+		return fmt.Errorf("expands to %d nodes, more than %d", n, maxPatternSize)
+	}
+	return nil
+}
+
+func patternSize(re *syntax.Regexp) int {
+	n := 1
+	for _, s := range re.Sub {
+		n += patternSize(s)
+	}
+	if re.Op == syntax.OpRepeat {
+		k := max(re.Max, re.Min, 1)
+		n = min(n*k, maxPatternSize+1)
+	}
+	return n
+}
