@@ -179,7 +179,7 @@ func TestAnthropicBadInput(t *testing.T) {
 		{"tool_result", `{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}]}`, 400, "invalid_request_error", "tool_result"},
 		{"text without text", `{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"text"}]}]}`, 400, "invalid_request_error", "text"},
 		{"tools", `{"model":"tiny","max_tokens":4,` + user + `,"tools":[{"name":"f","input_schema":{"type":"object"}}]}`, 400, "invalid_request_error", "tools"},
-		{"schema output", `{"model":"tiny","max_tokens":4,` + user + `,"output_config":{"format":{"type":"json_schema","schema":{}}}}`, 400, "invalid_request_error", "output_config"},
+		{"unsupported schema keyword", `{"model":"tiny","max_tokens":4,` + user + `,"output_config":{"format":{"type":"json_schema","schema":{"not":{}}}}}`, 400, "invalid_request_error", "output_config"},
 		{"system type", `{"model":"tiny","max_tokens":4,` + user + `,"system":7}`, 400, "invalid_request_error", "system"},
 		{"system image", `{"model":"tiny","max_tokens":4,` + user + `,"system":[{"type":"image"}]}`, 400, "invalid_request_error", "image"},
 		{"temperature", `{"model":"tiny","max_tokens":4,` + user + `,"temperature":1.5}`, 400, "invalid_request_error", "temperature"},

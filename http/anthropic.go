@@ -71,6 +71,9 @@ func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error 
 	if err != nil {
 		return err
 	}
+	if _, _, err := anthropicGrammar(m, &req, prompt); err != nil {
+		return err
+	}
 	return writeJSON(ctx, map[string]int{"input_tokens": len(prompt)})
 }
 
@@ -107,7 +110,29 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 	if err != nil {
 		return nil, err
 	}
-	return &genSpec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences}, nil
+	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences}
+	if g.Grammar, g.grammarField, err = anthropicGrammar(m, req, prompt); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// anthropicGrammar is the grammar of the request's structured output, nil
+// when it asks for none, and the field it came from.
+func anthropicGrammar(m *Model, req *anthropicRequest, prompt []engine.Token) (*engine.GrammarSpec, string, error) {
+	shape, err := anthropicFormat(outputConfigFormat(req), req.OutputFormat)
+	if err != nil {
+		return nil, "", err
+	}
+	spec, err := grammarFor(m, shape, prompt, true)
+	return spec, shape.field, err
+}
+
+func outputConfigFormat(req *anthropicRequest) json.RawMessage {
+	if req.OutputConfig == nil {
+		return nil
+	}
+	return req.OutputConfig.Format
 }
 
 func anthropicCheckModel(m *Model, name string) error {
@@ -122,22 +147,15 @@ func anthropicCheckModel(m *Model, name string) error {
 
 // anthropicPrompt renders system and messages with the model's chat
 // template, after refusing what the server does not honour: tools (a
-// client that offers them expects tool_use blocks back), structured output
-// (no grammar holds the model to a schema) and thinking (no thinking blocks
-// come back). count_tokens refuses them too, so that a count is never of a
-// request /v1/messages would not serve.
+// client that offers them expects tool_use blocks back) and thinking (no
+// thinking blocks come back). count_tokens refuses them too, so that a
+// count is never of a request /v1/messages would not serve.
 func anthropicPrompt(m *Model, req *anthropicRequest) ([]engine.Token, error) {
-	var format json.RawMessage
-	if oc := req.OutputConfig; oc != nil {
-		format = oc.Format
-	}
 	if err := refuseUnhonoured(
 		unhonoured{"tools", req.Tools, emptyValue, whyTools},
 		// Without tools "auto" and "none" both mean: answer in text.
 		unhonoured{"tool_choice", req.ToolChoice, typeIn("auto", "none"), whyTools},
 		unhonoured{"mcp_servers", req.MCPServers, emptyValue, whyTools},
-		unhonoured{"output_config.format", format, nil, whyGrammar},
-		unhonoured{"output_format", req.OutputFormat, nil, whyGrammar},
 		unhonoured{"thinking", req.Thinking, typeIn("disabled"), "this server does not produce thinking blocks"},
 	); err != nil {
 		return nil, err

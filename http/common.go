@@ -53,6 +53,8 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	counter("requests_cancelled_total", "Requests cancelled.", st.Cancelled)
 	counter("requests_expired_total", "Requests past their deadline.", st.Expired)
 	counter("requests_completed_total", "Requests ended.", st.Completed)
+	counter("grammar_fast_tokens_total", "Tokens under a grammar where the model's own choice was allowed (one token checked).", st.GrammarFastTokens)
+	counter("grammar_masked_tokens_total", "Tokens under a grammar sampled after masking the vocabulary.", st.GrammarMaskedTokens)
 	counter("panics_total", "Panics that ended one request instead of the server.", panicsRecovered.Load())
 	gauge("lanes_active", "Lanes running now.", st.LanesActive)
 	gauge("prefill_budget_tokens", "The last tick's prompt budget.", st.PrefillBudget)

@@ -28,6 +28,10 @@ type genSpec struct {
 	// StopTokens end generation like the model's end-of-generation tokens
 	// (FIM markers, for instance); they are never rendered as text.
 	StopTokens []engine.Token
+	// Grammar constrains the output (structured output); grammarField is
+	// the request field it came from, named when the engine refuses it.
+	Grammar      *engine.GrammarSpec
+	grammarField string
 	// topLogprobs is how many alternatives the API reports per token
 	// (Logprobs is at least 1 whenever logprobs are wanted at all).
 	topLogprobs int
@@ -53,7 +57,7 @@ type delta struct {
 // outcome is how a generation ended, in API-neutral terms.
 type outcome struct {
 	Text      []byte // everything generated, when collected
-	Finish    string // "stop" (EOG or a stop string), "length", "cancelled", "error"
+	Finish    string // "stop" (EOG, a stop string, a complete grammar), "length", "cancelled", "error"
 	StopWord  string // the stop string that ended it, if any
 	Completed int    // tokens generated
 	Result    sched.Result
@@ -73,8 +77,11 @@ func generate(ctx context.Context, m *Model, g *genSpec, collect bool, emit func
 func submit(ctx context.Context, m *Model, g *genSpec) (*sched.Stream, error) {
 	st, err := m.Sched.Submit(ctx, sched.Request{
 		Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling,
-		Logprobs: g.Logprobs, Deadline: g.Deadline, Bias: g.Bias, StopTokens: g.StopTokens,
+		Logprobs: g.Logprobs, Deadline: g.Deadline, Bias: g.Bias, StopTokens: g.StopTokens, Grammar: g.Grammar,
 	})
+	if errors.Is(err, engine.ErrGrammar) {
+		return nil, grammarError(g.grammarField, err)
+	}
 	if err != nil {
 		return nil, submitError(err)
 	}
@@ -183,7 +190,8 @@ func schedulerClosed(st *sched.Stream) bool {
 
 func finishName(f sched.Finish) string {
 	switch f {
-	case sched.FinishEOG, sched.FinishStop:
+	case sched.FinishEOG, sched.FinishStop, sched.FinishGrammar:
+		// A complete grammar is the answer's natural end.
 		return "stop"
 	case sched.FinishLength, sched.FinishContext:
 		return "length"

@@ -91,11 +91,12 @@ func infillRequest(req *llamaRequest) (fim.Request, error) {
 }
 
 // infillCacheExtra is what besides the prompt, limit and stops changes a
-// greedy answer: the penalties, biases and n_indent (the seed does not).
+// greedy answer: the penalties, biases, n_indent and the grammar (the
+// seed does not).
 func infillCacheExtra(p *llamaParams) string {
 	s := p.sampling
 	s.Seed = 0
-	return fmt.Sprintf("llama.cpp /infill|%+v|%v|n_indent=%d", s, p.bias, p.nIndent)
+	return fmt.Sprintf("llama.cpp /infill|%+v|%v|n_indent=%d", s, p.bias, p.nIndent) + grammarKey(p.grammar)
 }
 
 // cachedRun is a completion-cache answer dressed as a finished run: the

@@ -27,6 +27,8 @@ type llamaParams struct {
 	maxPrompt  time.Duration // t_max_prompt_ms; 0: none
 	maxPredict time.Duration // t_max_predict_ms; 0: none
 	fields     []string      // response_fields; nil: all
+	grammar    *engine.GrammarSpec
+	grammarAt  string // the field the grammar came from
 	stream     bool
 	wantTokens bool // return_tokens
 	settings   llamaSettings
@@ -80,6 +82,16 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if p.maxPredict, err = timeLimit(req.TMaxPredictMS, "t_max_predict_ms"); err != nil {
 		return nil, err
 	}
+	shape, err := req.structuredFields.constraint(m)
+	if err != nil {
+		return nil, err
+	}
+	// /completion and /infill prompts are the client's text, not a
+	// rendered conversation: no reasoning block to wait for.
+	if p.grammar, err = grammarFor(m, shape, nil, false); err != nil {
+		return nil, err
+	}
+	p.grammarAt = shape.field
 	if len(req.ResponseFields) > maxResponseFields {
 		return nil, badParam("response_fields", "at most %d response_fields", maxResponseFields)
 	}
@@ -176,8 +188,10 @@ type llamaJob struct {
 // finish the prefill, and the sequence it leaves in the cache holds the
 // prompt only.
 func (p *llamaParams) newLlamaJob(index int, prompt []engine.Token, class sched.Class) *llamaJob {
-	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias}
+	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
+		Grammar: p.grammar, grammarField: p.grammarAt}
 	if p.warmup {
+		g.Grammar = nil
 		g.MaxTokens, g.Sampling, g.Stop, g.Bias = 1, engine.Greedy(), nil, nil
 	} else if p.nProbs > 0 {
 		g.Logprobs, g.topLogprobs = p.nProbs, p.nProbs

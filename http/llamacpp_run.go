@@ -187,7 +187,8 @@ func (r *llamaRun) conclude(ctx context.Context) error {
 		r.stopType, r.timeCut = "limit", true
 	case r.stopWord != "":
 		r.stopType = "word"
-	case res.Finish == sched.FinishEOG || res.Finish == sched.FinishStop:
+	case res.Finish == sched.FinishEOG || res.Finish == sched.FinishStop || res.Finish == sched.FinishGrammar:
+		// A complete grammar leaves only the end of generation to sample.
 		r.stopType = "eos"
 	case res.Finish == sched.FinishLength:
 		r.stopType = "limit"

@@ -44,6 +44,8 @@ type llamaRequest struct {
 	InputSuffix string       `json:"input_suffix"`
 	InputExtra  []llamaExtra `json:"input_extra"`
 
+	// Structured output: response_format, json_schema, grammar.
+	structuredFields
 	// What the server does not honour, decoded to be refused by name.
 	llamaUnhonoured
 }

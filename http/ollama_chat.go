@@ -34,7 +34,11 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 	if err := ollamaCheckModel(m, req.Model); err != nil {
 		return nil, err
 	}
-	if err := ollamaCheckCommon(req.Model, req.Format, req.KeepAlive, req.Think, req.TopLogs); err != nil {
+	if err := ollamaCheckCommon(req.Model, req.KeepAlive, req.Think, req.TopLogs); err != nil {
+		return nil, err
+	}
+	shape, err := ollamaFormat(req.Format)
+	if err != nil {
 		return nil, err
 	}
 	if hasItems(req.Tools) {
@@ -63,6 +67,11 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 		return nil, err
 	}
 	job.g, err = ollamaSpec(m, job.model, &opts, prompt, class, req.Logprobs, req.TopLogs)
+	if err != nil {
+		return nil, err
+	}
+	job.g.Grammar, err = grammarFor(m, shape, prompt, true)
+	job.g.grammarField = shape.field
 	return job, err
 }
 

@@ -21,13 +21,10 @@ func ollamaCheckModel(m *Model, name string) error {
 }
 
 // ollamaCheckCommon refuses what /api/generate and /api/chat share and the
-// server cannot do: structured output ("format": no grammar support) and
-// thinking (the server does not separate reasoning from the answer; Ollama
-// answers the same for a model without the thinking capability).
-func ollamaCheckCommon(name string, format, keepAlive, think json.RawMessage, top int) error {
-	if f := bytes.TrimSpace(format); len(f) > 0 && string(f) != "null" && string(f) != `""` {
-		return badParam("format", "format is not supported: this server cannot constrain output to JSON or a schema")
-	}
+// server cannot do: thinking (the server does not separate reasoning from
+// the answer; Ollama answers the same for a model without the thinking
+// capability).
+func ollamaCheckCommon(name string, keepAlive, think json.RawMessage, top int) error {
 	if err := checkKeepAlive(keepAlive); err != nil {
 		return err
 	}

@@ -58,6 +58,10 @@ func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *olla
 	if err := ollamaCheckGenerate(req); err != nil {
 		return nil, err
 	}
+	shape, err := ollamaFormat(req.Format)
+	if err != nil {
+		return nil, err
+	}
 	opts, err := parseOllamaOptions(req.Options)
 	if err != nil {
 		return nil, err
@@ -78,13 +82,18 @@ func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *olla
 		return nil, err
 	}
 	job.g.StopTokens = p.stops
+	// Only a templated prompt has the template's reasoning block.
+	if job.g.Grammar, err = grammarFor(m, shape, p.tokens, p.context); err != nil {
+		return nil, err
+	}
+	job.g.grammarField = shape.field
 	return job, nil
 }
 
 // ollamaCheckGenerate refuses what /api/generate asks for and the server
 // cannot do, in Ollama's words where Ollama has them.
 func ollamaCheckGenerate(req *ollamaGenerateRequest) error {
-	if err := ollamaCheckCommon(req.Model, req.Format, req.KeepAlive, req.Think, req.TopLogs); err != nil {
+	if err := ollamaCheckCommon(req.Model, req.KeepAlive, req.Think, req.TopLogs); err != nil {
 		return err
 	}
 	if hasItems(req.Images) {

@@ -171,7 +171,7 @@ const ollamaCacheTag = "ollama /api/generate"
 
 // cacheable reports whether g's answer may come from (and go to) the
 // completion cache: a greedy FIM request whose output nothing but the
-// prompt, the limit and the stop strings decide.
+// prompt, the limit, the stop strings and the grammar decide.
 func cacheable(g *genSpec) bool {
 	smp := g.Sampling
 	return g.Class == sched.FIM && g.Logprobs == 0 && len(g.Bias) == 0 && smp.Temperature <= 0 &&
@@ -182,7 +182,7 @@ func (s *Server) cachedCompletion(g *genSpec) (cachedCompletion, bool) {
 	if !cacheable(g) {
 		return cachedCompletion{}, false
 	}
-	return s.fimCache.get(completionKey(g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag))
+	return s.fimCache.get(completionKey(g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag+grammarKey(g.Grammar)))
 }
 
 // rememberCompletion caches a greedy FIM answer that ran to its end.
@@ -190,6 +190,6 @@ func (s *Server) rememberCompletion(g *genSpec, out outcome) {
 	if !cacheable(g) || (out.Finish != "stop" && out.Finish != "length") {
 		return
 	}
-	s.fimCache.put(cachedCompletion{key: completionKey(g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag),
+	s.fimCache.put(cachedCompletion{key: completionKey(g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag+grammarKey(g.Grammar)),
 		text: string(out.Text), tokens: out.Completed, finish: out.Finish, stopped: out.StopWord})
 }

@@ -126,6 +126,10 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, 0, err
 	}
+	shape, err := req.structuredFields.constraint(m)
+	if err != nil {
+		return nil, 0, err
+	}
 	msgs, err := chatMessages(req.Messages)
 	if err != nil {
 		return nil, 0, err
@@ -177,6 +181,10 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, 0, err
 	}
+	if g.Grammar, err = grammarFor(m, shape, prompt, true); err != nil {
+		return nil, 0, err
+	}
+	g.grammarField = shape.field
 	return g, n, nil
 }
 

@@ -55,6 +55,8 @@ type oaiCompletionRequest struct {
 	FrequencyPenalty *float64           `json:"frequency_penalty"`
 	LogitBias        map[string]float64 `json:"logit_bias"`
 	User             string             `json:"user"`
+	// Structured output: response_format and llama.cpp's json_schema, grammar.
+	structuredFields
 	// llama.cpp's extensions the server does not honour, to be refused.
 	llamaUnhonoured
 }
@@ -185,7 +187,7 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 				c.spec.Class, c.spec.StopTokens = sched.FIM, fimStops(m)
 			}
 			if c.evalOnly {
-				c.spec.MaxTokens, c.spec.Sampling, c.spec.Stop, c.spec.Bias, c.spec.Logprobs = 1, engine.Greedy(), nil, nil, 0
+				c.spec.MaxTokens, c.spec.Sampling, c.spec.Stop, c.spec.Bias, c.spec.Logprobs, c.spec.Grammar = 1, engine.Greedy(), nil, nil, 0, nil
 			}
 			if req.Echo {
 				c.echo = promptText(m, pieces, prompt)
@@ -220,6 +222,16 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
+	shape, err := req.structuredFields.constraint(m)
+	if err != nil {
+		return nil, err
+	}
+	// Completion prompts are the client's text, not a rendered
+	// conversation: no reasoning block to wait for.
+	if g.Grammar, err = grammarFor(m, shape, nil, false); err != nil {
+		return nil, err
+	}
+	g.grammarField = shape.field
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > maxLegacyLogprobs {
 			return nil, badParam("logprobs", "logprobs must be between 0 and %d", maxLegacyLogprobs)

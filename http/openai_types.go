@@ -42,6 +42,8 @@ type oaiChatRequest struct {
 	RepeatPenalty       *float64           `json:"repeat_penalty"` // llama.cpp extension
 	LogitBias           map[string]float64 `json:"logit_bias"`
 	User                string             `json:"user"`
+	// Structured output: response_format and llama.cpp's json_schema, grammar.
+	structuredFields
 	// What the server does not honour, decoded to be refused by name.
 	oaiUnhonoured
 }

@@ -352,9 +352,6 @@ func TestPoisonBiasBansEveryToken(t *testing.T) {
 func TestUnhonouredFieldsRefused(t *testing.T) {
 	var cases []poisonCase
 	llamaFields := []struct{ field, bad, neutral string }{
-		{"grammar", `"root ::= \"a\""`, `""`},
-		{"json_schema", `{"type":"object"}`, `null`},
-		{"response_format", `{"type":"json_object"}`, `{"type":"text"}`},
 		{"mirostat", `2`, `0`},
 		{"typical_p", `0.5`, `1`},
 		{"dynatemp_range", `0.5`, `0`},
@@ -362,8 +359,6 @@ func TestUnhonouredFieldsRefused(t *testing.T) {
 		{"dry_multiplier", `0.8`, `0`},
 		{"top_n_sigma", `1`, `-1`},
 		{"min_keep", `5`, `0`},
-		{"grammar_lazy", `true`, `false`},
-		{"grammar_triggers", `[{"type":0,"value":"x"}]`, `[]`},
 		{"post_sampling_probs", `true`, `false`},
 		{"n_cmpl", `2`, `1`},
 		{"lora", `[{"id":0,"scale":1}]`, `[]`},
@@ -409,13 +404,9 @@ func TestUnhonouredFieldsRefused(t *testing.T) {
 		poisonCase{"/v1/messages", anthropicBody(`,"tool_choice":{"type":"auto"}`), "", accepted},
 		poisonCase{"/v1/messages", anthropicBody(`,"thinking":{"type":"enabled","budget_tokens":1024}`), "thinking", nil},
 		poisonCase{"/v1/messages", anthropicBody(`,"thinking":{"type":"disabled"}`), "", accepted},
-		poisonCase{"/v1/messages", anthropicBody(`,"output_format":{"type":"json_schema","schema":{}}`), "output_format", nil},
-		poisonCase{"/v1/messages", anthropicBody(`,"output_config":{"format":{"type":"json_schema"}}`), "output_config.format", nil},
 		poisonCase{"/v1/messages", anthropicBody(`,"mcp_servers":[{"type":"url","url":"http://x"}]`), "mcp_servers", nil},
 		poisonCase{"/v1/messages", anthropicBody(`,"metadata":{"user_id":"u"},"service_tier":"auto"`), "", accepted},
 		// Ollama.
-		poisonCase{"/api/generate", ollamaGenBody(`,"format":"json"`), "format", nil},
-		poisonCase{"/api/chat", ollamaChatBody(`,"format":{"type":"object"}`), "format", nil},
 		poisonCase{"/api/chat", ollamaChatBody(`,"tools":[{"type":"function","function":{"name":"f"}}]`), "tools", nil},
 		poisonCase{"/api/chat", ollamaChatBody(`,"think":true`), "thinking", nil},
 		poisonCase{"/api/generate", ollamaGenBody(`,"options":{"typical_p":0.5}`), "typical_p", nil},

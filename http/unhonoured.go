@@ -6,7 +6,7 @@ import (
 )
 
 // Fields the server does not honour yet, though they change what the reply
-// must be (tools, grammars, other samplers …), are refused by name rather
+// must be (tools, other samplers …), are refused by name rather
 // than dropped: a client that sends one believes it was obeyed. A value
 // that asks for nothing — the field's default, an empty list — is accepted,
 // since clients send those by habit. Fields that do not change the reply
@@ -135,7 +135,6 @@ func compactEqual(raw []byte, want string) bool {
 // Why the server cannot honour them.
 const (
 	whyTools     = "this server does not call tools"
-	whyGrammar   = "this server cannot constrain output to a grammar or a schema"
 	whySampler   = "this server's sampler chain is penalties, top_k, top_p, min_p and temperature"
 	whyModality  = "this server runs text models and answers in text only"
 	whyReasoning = "this server does not control the model's reasoning"
@@ -155,11 +154,6 @@ type llamaUnhonoured struct {
 	DryMultiplier     json.RawMessage `json:"dry_multiplier"`
 	TopNSigma         json.RawMessage `json:"top_n_sigma"`
 	MinKeep           json.RawMessage `json:"min_keep"`
-	Grammar           json.RawMessage `json:"grammar"`
-	GrammarLazy       json.RawMessage `json:"grammar_lazy"`
-	GrammarTriggers   json.RawMessage `json:"grammar_triggers"`
-	JSONSchema        json.RawMessage `json:"json_schema"`
-	ResponseFormat    json.RawMessage `json:"response_format"`
 	PostSamplingProbs json.RawMessage `json:"post_sampling_probs"`
 	NCmpl             json.RawMessage `json:"n_cmpl"`
 	Lora              json.RawMessage `json:"lora"`
@@ -177,11 +171,6 @@ func (u *llamaUnhonoured) check() error {
 		unhonoured{"top_n_sigma", u.TopNSigma, numberAtMost(0), whySampler},
 		// top_p and min_p always keep at least one token; 0 and 1 say no more.
 		unhonoured{"min_keep", u.MinKeep, anyOf(numberIs(0), numberIs(1)), whySampler},
-		unhonoured{"grammar", u.Grammar, emptyValue, whyGrammar},
-		unhonoured{"grammar_lazy", u.GrammarLazy, isFalse, whyGrammar},
-		unhonoured{"grammar_triggers", u.GrammarTriggers, emptyValue, whyGrammar},
-		unhonoured{"json_schema", u.JSONSchema, nil, whyGrammar},
-		unhonoured{"response_format", u.ResponseFormat, typeIn("text"), whyGrammar},
 		unhonoured{"post_sampling_probs", u.PostSamplingProbs, isFalse, "probabilities are reported as logprobs before sampling"},
 		unhonoured{"n_cmpl", u.NCmpl, numberIs(1), "one completion per prompt is generated (OpenAI's endpoints take n)"},
 		unhonoured{"lora", u.Lora, emptyValue, "this server loads no LoRA adapters"},

@@ -1,0 +1,242 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"superfluid/engine"
+)
+
+// Each API's structured-output field, read into a constraint.
+
+// structuredFields are the structured-output fields of llama.cpp's bodies
+// (/completion, /infill) and of the OpenAI endpoints, which llama-server
+// takes on all of them: OpenAI's response_format, llama.cpp's json_schema
+// and grammar, and the lazy grammar's grammar_lazy and grammar_triggers.
+type structuredFields struct {
+	ResponseFormat  json.RawMessage `json:"response_format"`
+	JSONSchema      json.RawMessage `json:"json_schema"`
+	Grammar         json.RawMessage `json:"grammar"`
+	GrammarLazy     json.RawMessage `json:"grammar_lazy"`
+	GrammarTriggers json.RawMessage `json:"grammar_triggers"`
+}
+
+// oaiResponseFormat is response_format: {"type": "text" | "json_object" |
+// "json_schema", "json_schema": {name, description, schema, strict}}, and
+// llama.cpp's {"type": "json_object", "schema": …}.
+type oaiResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+	Schema json.RawMessage `json:"schema"`
+}
+
+// Bounds of a lazy grammar's triggers.
+const (
+	maxGrammarTriggers = 64
+	maxTriggerBytes    = 1024
+)
+
+// constraint reads the fields; at most one of response_format (other than
+// text), json_schema and grammar may ask for something, since llama.cpp
+// would silently prefer one.
+func (f *structuredFields) constraint(m *Model) (constraint, error) {
+	var set []constraint
+	if rf, err := responseFormat(f.ResponseFormat); err != nil {
+		return constraint{}, err
+	} else if !rf.none() {
+		set = append(set, rf)
+	}
+	if !isNull(f.JSONSchema) {
+		schema, err := schemaValue("json_schema", f.JSONSchema)
+		if err != nil {
+			return constraint{}, err
+		}
+		// llama.cpp's converter admits no undeclared properties unless the
+		// schema says additionalProperties.
+		set = append(set, constraint{field: "json_schema", schema: schema, strict: true})
+	}
+	if !isNull(f.Grammar) {
+		var text string
+		if json.Unmarshal(f.Grammar, &text) != nil {
+			return constraint{}, badParam("grammar", "grammar must be a string of GBNF rules")
+		}
+		if text != "" {
+			set = append(set, constraint{field: "grammar", gbnf: text})
+		}
+	}
+	if len(set) > 1 {
+		return constraint{}, badParam(set[1].field, "%s and %s both constrain the output; send one", set[0].field, set[1].field)
+	}
+	var c constraint
+	if len(set) == 1 {
+		c = set[0]
+	}
+	if err := f.lazyGrammar(m, &c); err != nil {
+		return constraint{}, err
+	}
+	return c, nil
+}
+
+// responseFormat reads OpenAI's response_format.
+func responseFormat(raw json.RawMessage) (constraint, error) {
+	const field = "response_format"
+	if isNull(raw) {
+		return constraint{}, nil
+	}
+	var rf oaiResponseFormat
+	if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &rf) != nil {
+		return constraint{}, badParam(field, `response_format must be an object such as {"type": "json_schema", "json_schema": {"name": …, "schema": {…}}}`)
+	}
+	switch rf.Type {
+	case "text":
+		return constraint{}, nil
+	case "json_object":
+		if !isNull(rf.Schema) { // llama.cpp's extension
+			schema, err := schemaValue(field+".schema", rf.Schema)
+			return constraint{field: field + ".schema", schema: schema, strict: true}, err
+		}
+		return constraint{field: field, anyObject: true}, nil
+	case "json_schema":
+		if rf.JSONSchema == nil {
+			return constraint{}, badParam(field+".json_schema", "response_format.json_schema is required when type is \"json_schema\"")
+		}
+		schema, err := schemaValue(field+".json_schema.schema", rf.JSONSchema.Schema)
+		if err != nil {
+			return constraint{}, err
+		}
+		strict := rf.JSONSchema.Strict != nil && *rf.JSONSchema.Strict
+		return constraint{field: field + ".json_schema.schema", schema: schema, strict: strict}, nil
+	case "":
+		return constraint{}, badParam(field+".type", "response_format.type is required: \"text\", \"json_object\" or \"json_schema\"")
+	}
+	return constraint{}, badParam(field+".type", "response_format.type %q is not one of \"text\", \"json_object\", \"json_schema\"", rf.Type)
+}
+
+// llamaTrigger is one of grammar_triggers, as llama-server reads it: type
+// 0 a token (by id), 1 a word, 2 a pattern found anywhere, 3 a pattern the
+// whole output must match.
+type llamaTrigger struct {
+	Type  *int   `json:"type"`
+	Value string `json:"value"`
+	Token *int64 `json:"token"`
+}
+
+// lazyGrammar reads grammar_lazy and grammar_triggers into c.
+func (f *structuredFields) lazyGrammar(m *Model, c *constraint) error {
+	lazy := false
+	if !isNull(f.GrammarLazy) && json.Unmarshal(f.GrammarLazy, &lazy) != nil {
+		return badParam("grammar_lazy", "grammar_lazy must be a boolean")
+	}
+	var triggers []llamaTrigger
+	if !isNull(f.GrammarTriggers) && json.Unmarshal(f.GrammarTriggers, &triggers) != nil {
+		return badParam("grammar_triggers", `grammar_triggers must be an array of {"type": 0–2, "value": …, "token": …}`)
+	}
+	switch {
+	case !lazy && len(triggers) == 0:
+		return nil
+	case !lazy:
+		return badParam("grammar_triggers", "grammar_triggers need grammar_lazy: true")
+	case c.none():
+		return badParam("grammar_lazy", "grammar_lazy needs a grammar or a json_schema to apply lazily")
+	case len(triggers) == 0:
+		return badParam("grammar_triggers", "a lazy grammar needs at least one trigger in grammar_triggers")
+	case len(triggers) > maxGrammarTriggers:
+		return badParam("grammar_triggers", "at most %d grammar_triggers", maxGrammarTriggers)
+	}
+	c.lazy = true
+	for i, t := range triggers {
+		at := fmt.Sprintf("grammar_triggers[%d]", i)
+		if t.Type == nil {
+			return badParam("grammar_triggers", "%s.type is required: 0 (token), 1 (word) or 2 (pattern)", at)
+		}
+		if len(t.Value) > maxTriggerBytes {
+			return badParam("grammar_triggers", "%s.value is longer than %d bytes", at, maxTriggerBytes)
+		}
+		switch *t.Type {
+		case 0:
+			if t.Token == nil || *t.Token < 0 || *t.Token >= int64(m.Desc.Vocab) {
+				return badParam("grammar_triggers", "%s.token must be a token id of this model", at)
+			}
+			c.tokens = append(c.tokens, engine.Token(*t.Token))
+		case 1:
+			if t.Value == "" {
+				return badParam("grammar_triggers", "%s.value must not be empty", at)
+			}
+			c.patterns = append(c.patterns, regexpQuote(t.Value))
+		case 2:
+			if t.Value == "" {
+				return badParam("grammar_triggers", "%s.value must not be empty", at)
+			}
+			c.patterns = append(c.patterns, t.Value)
+		case 3:
+			e := notSupported("grammar_triggers", "a trigger pattern the whole output must match (type 3) is not supported; use type 2, a pattern found anywhere")
+			e.Msg = at + ": " + e.Msg
+			return e
+		default:
+			return badParam("grammar_triggers", "%s.type %d is not 0 (token), 1 (word) or 2 (pattern)", at, *t.Type)
+		}
+	}
+	return nil
+}
+
+// ollamaFormat reads Ollama's format: "json" (any JSON object) or a JSON
+// Schema. Ollama's converter, like llama.cpp's, admits no undeclared
+// properties, hence strict.
+func ollamaFormat(raw json.RawMessage) (constraint, error) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) || string(raw) == `""` {
+		return constraint{}, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil || s != "json" {
+			return constraint{}, badParam("format", `invalid format: expected "json" or a valid JSON schema`)
+		}
+		return constraint{field: "format", anyObject: true}, nil
+	}
+	schema, err := schemaValue("format", raw)
+	if err != nil {
+		return constraint{}, badParam("format", `invalid format: expected "json" or a valid JSON schema`)
+	}
+	return constraint{field: "format", schema: schema, strict: true}, nil
+}
+
+// anthropicOutputFormat is output_config.format (and the beta's
+// output_format): {"type": "json_schema", "schema": {…}}.
+type anthropicOutputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
+}
+
+// anthropicFormat reads output_config.format or output_format (not both).
+// Anthropic's structured outputs require additionalProperties false on
+// every object, so undeclared properties are never admitted.
+func anthropicFormat(config, beta json.RawMessage) (constraint, error) {
+	field, raw := "output_config.format", config
+	switch {
+	case !isNull(config) && !isNull(beta):
+		return constraint{}, badParam("output_format", "output_format is the older name of output_config.format; send one")
+	case isNull(config):
+		field, raw = "output_format", beta
+	}
+	if isNull(raw) {
+		return constraint{}, nil
+	}
+	var f anthropicOutputFormat
+	if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &f) != nil {
+		return constraint{}, badParam(field, `%s: Input should be an object {"type": "json_schema", "schema": {…}}`, field)
+	}
+	if f.Type != "json_schema" {
+		return constraint{}, badParam(field, "%s.type: Input should be 'json_schema'", field)
+	}
+	schema, err := schemaValue(field+".schema", f.Schema)
+	if err != nil {
+		return constraint{}, err
+	}
+	return constraint{field: field + ".schema", schema: schema, strict: true}, nil
+}
