@@ -51,6 +51,8 @@ func CheckGrammar(g *GrammarSpec) error {
 	if d := gbnfNesting(g.GBNF); d > maxGrammarNesting {
 		return grammarErr("groups nested %d deep exceed %d", d, maxGrammarNesting)
 	}
+	// ParseGBNF also bounds the expanded size (grammar.MaxSymbols), which
+	// is what llama.cpp compiles, caches and copies into each lane.
 	if _, err := grammar.ParseGBNF(g.GBNF); err != nil {
 		return grammarErr("%v", err)
 	}

@@ -16,6 +16,17 @@ type Grammar struct {
 	root     int
 }
 
+// Size is the number of symbols in the lowered grammar: what llama.cpp
+// allocates and walks for it, since it lowers repetitions the same way (a
+// bounded repetition of n becomes n copies of the repeated element).
+func (g *Grammar) Size() int {
+	n := 0
+	for _, p := range g.prods {
+		n += len(p.rhs) + 1
+	}
+	return n
+}
+
 type production struct {
 	lhs int
 	rhs []symbol
@@ -86,6 +97,9 @@ func ParseGBNF(text string) (*Grammar, error) {
 		return nil, &ParseError{Line: 1, Col: 1, Msg: `no rule named "root"`}
 	}
 	g.root = root
+	if n := g.Size(); n > MaxSymbols {
+		return nil, &ParseError{Line: 1, Col: 1, Msg: fmt.Sprintf("the grammar expands to %d symbols, more than %d", n, MaxSymbols)}
+	}
 	g.computeNullable()
 	if nt, ok := g.leftRecursive(); ok {
 		at := p.definedAt[nt]

@@ -6,6 +6,12 @@ import "fmt"
 // (MAX_REPETITION_THRESHOLD); a larger one is refused here as there.
 const maxRepetition = 2000
 
+// MaxSymbols bounds a grammar's size with its repetitions expanded
+// (Grammar.Size): what llama.cpp allocates for it and walks per token. A
+// megabyte of text can ask for hundreds of millions of symbols through a
+// few counts; no output format needs more than this.
+const MaxSymbols = 1 << 18
+
 type gbnfParser struct {
 	src       []rune
 	pos       int
@@ -15,6 +21,7 @@ type gbnfParser struct {
 	defined   map[int]bool
 	firstUse  map[int][2]int
 	definedAt map[int][2]int
+	symbols   int // an upper bound on the symbols expanded so far
 }
 
 func (p *gbnfParser) errf(format string, args ...any) error {

@@ -60,9 +60,16 @@ func (p *gbnfParser) sequence(lhs int, nested bool) ([]symbol, error) {
 			if last < 0 {
 				return nil, p.errf("repetition %q with nothing before it", r)
 			}
+			at := p.mark()
 			lo, hi, err := p.repetition()
 			if err != nil {
 				return nil, err
+			}
+			// A bounded repetition lowers to hi copies of its element:
+			// refuse before expanding what would pass MaxSymbols.
+			p.symbols += (len(rhs) - last + 1) * max(lo, hi, 1)
+			if p.symbols > MaxSymbols {
+				return nil, at.errf("the grammar expands to more than %d symbols", MaxSymbols)
 			}
 			rhs = p.repeat(lhs, rhs, last, lo, hi)
 			last = -1

@@ -98,3 +98,40 @@ func TestGBNFLeftRecursionThroughNullable(t *testing.T) {
 		t.Fatalf("want a left-recursion error, got %v", err)
 	}
 }
+
+// A few counts in a short text must not expand into a grammar llama.cpp
+// would spend seconds and gigabytes compiling: the expanded size is bounded
+// before the expansion is made.
+func TestGBNFExpansionIsBounded(t *testing.T) {
+	long := `"` + strings.Repeat("a", 200) + `"`
+	for _, text := range []string{
+		`root ::= ` + long + `{2000} ` + long + `{2000}`,
+		`root ::= ` + strings.Repeat(`[a-z]{0,2000} `, 200),
+	} {
+		if _, err := ParseGBNF(text); err == nil || !strings.Contains(err.Error(), "symbols") {
+			t.Errorf("%.60s…: %v, want a refusal of its expanded size", text, err)
+		}
+	}
+	// At the bound's scale, ordinary grammars still parse.
+	ok := `root ::= [a-z]{0,2000} " " [0-9]{1,2000}`
+	if g, err := ParseGBNF(ok); err != nil || g.Size() > MaxSymbols {
+		t.Fatalf("%s: %v", ok, err)
+	}
+}
+
+func TestSchemaCountsAreBounded(t *testing.T) {
+	for _, kw := range []string{"maxLength", "minLength"} {
+		_, err := FromJSONSchema([]byte(`{"type":"string","`+kw+`":1000000}`), Options{})
+		var u *UnsupportedError
+		if !errors.As(err, &u) || u.Keyword != kw {
+			t.Errorf("%s 1000000: %v, want an UnsupportedError naming %s", kw, err, kw)
+		}
+	}
+	g, err := FromJSONSchema([]byte(`{"type":"string","maxLength":10000}`), Options{})
+	if err != nil {
+		t.Fatalf("maxLength 10000: %v", err)
+	}
+	if _, err := ParseGBNF(g); err != nil {
+		t.Errorf("maxLength 10000 converts to a grammar the bound refuses: %v", err)
+	}
+}
