@@ -22,3 +22,10 @@ func engineFlags(lanes int) []cli.Flag {
 		&cli.StringFlag{Name: "flash-attn", Value: "on", Usage: "flash attention: on, off or auto (llama.cpp decides); on keeps decode fast while the prefix cache holds many conversations", EnvVars: env("FLASH_ATTN")},
 	}
 }
+
+// chatTemplateFileFlag names a Jinja chat template that replaces the one
+// the model file carries (serve and run --chat render through the same
+// loader, app.LoadChatTemplate).
+func chatTemplateFileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "chat-template-file", Usage: "Jinja chat template file to render chat prompts with, instead of the model's own", EnvVars: env("CHAT_TEMPLATE_FILE")}
+}

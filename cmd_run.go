@@ -35,6 +35,7 @@ func runCommand() *cli.Command {
 			&cli.Float64Flag{Name: "top-p", Value: 0.95, Usage: "top-p when sampling (1: off)"},
 			&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "sampling seed"},
 			&cli.BoolFlag{Name: "chat", Usage: "wrap the prompt as a user message in the model's chat template"},
+			chatTemplateFileFlag(),
 			&cli.IntFlag{Name: "ctx", Value: 4096, Usage: "context size in tokens"},
 			&cli.IntFlag{Name: "threads", Value: runtime.NumCPU(), Usage: "CPU threads", EnvVars: []string{"SUPERFLUID_THREADS"}},
 			&cli.IntFlag{Name: "batch", Value: 512, Usage: "prompt tokens per step"},
@@ -50,6 +51,9 @@ func runAction(c *cli.Context) error {
 	if c.Int("max-tokens") < 0 || c.Int("ctx") < 0 || c.Int("batch") < 1 {
 		return errors.New("run: --max-tokens and --ctx must not be negative, --batch must be positive")
 	}
+	if c.String("chat-template-file") != "" && !c.Bool("chat") {
+		return errors.New("run: --chat-template-file renders chat prompts; add --chat")
+	}
 	modelPath, err := resolveModelFlag(c)
 	if err != nil {
 		return err
@@ -59,7 +63,7 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	defer e.Close()
-	prompt, err := renderPrompt(modelPath, e, c.String("prompt"), c.Bool("chat"))
+	prompt, err := renderPrompt(modelPath, c.String("chat-template-file"), e, c.String("prompt"), c.Bool("chat"))
 	if err != nil {
 		return err
 	}
@@ -85,14 +89,16 @@ func runAction(c *cli.Context) error {
 // renderPrompt tokenizes the prompt; with chat it is first rendered as a
 // user message through the chat package, exactly as serve renders a chat
 // request (the same template loading, system fold and BOS handling).
-func renderPrompt(modelPath string, e *cgo.Engine, text string, asChat bool) ([]engine.Token, error) {
+func renderPrompt(modelPath, templateFile string, e *cgo.Engine, text string, asChat bool) ([]engine.Token, error) {
 	addSpecial := true
 	if asChat {
-		tmpl := app.LoadChatTemplate(modelPath, e.Descriptor(), e)
+		tmpl, err := app.LoadChatTemplate(modelPath, templateFile, e.Descriptor(), e)
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
 		if tmpl == nil {
 			return nil, errors.New("run: the model's chat template cannot be used (see the warning above); drop --chat")
 		}
-		var err error
 		text, err = tmpl.Render([]chat.Message{{Role: chat.RoleUser, Content: text}}, true)
 		if err != nil {
 			return nil, fmt.Errorf("run: %w", err)

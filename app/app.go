@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,6 +39,10 @@ type Options struct {
 	KVType    string // default f16
 	FlashAttn string // on (default), off or auto; see cgo.Options
 	HostCache int64  // bytes for evicted conversation state; default 1 GiB, <0 off
+
+	// ChatTemplateFile, when set, is a Jinja chat template that replaces
+	// the one the GGUF carries; one that does not parse fails Start.
+	ChatTemplateFile string
 
 	// The disk tier (package park). ParkDir "" is off; `superfluid serve`
 	// defaults it to the user's cache directory.
@@ -207,6 +212,12 @@ func (s *Stack) load(o Options) error {
 		return err
 	}
 	desc := eng.Descriptor()
+	limitGoHeap(o.HostCache, desc)
+	tmpl, err := LoadChatTemplate(o.ModelPath, o.ChatTemplateFile, desc, eng)
+	if err != nil {
+		eng.Close()
+		return err
+	}
 	ps, err := openPark(o, desc)
 	if err != nil {
 		eng.Close()
@@ -229,7 +240,7 @@ func (s *Stack) load(o Options) error {
 	}
 	s.Engine, s.Cache, s.Sched = eng, cache, sc
 	s.Model = &sfhttp.Model{Name: o.Alias, Path: o.ModelPath, Desc: desc, Text: eng, Sched: sc, Cache: cacheMetrics{cache}}
-	s.Model.Chat = LoadChatTemplate(o.ModelPath, desc, eng)
+	s.Model.Chat = tmpl
 	s.Model.FIM = loadFIM(desc, eng)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopSched, s.schedDone = cancel, make(chan error, 1)
@@ -238,11 +249,17 @@ func (s *Stack) load(o Options) error {
 	return nil
 }
 
-// LoadChatTemplate parses the model's chat template (ChatML when it has
-// none). A template the renderer cannot parse leaves chat endpoints
-// answering 400 rather than rendering garbage. `superfluid run --chat`
-// renders through it too, so the CLI and the server prompt alike.
-func LoadChatTemplate(path string, desc *engine.Descriptor, eng *cgo.Engine) *chat.Template {
+// LoadChatTemplate parses the chat template prompts are rendered with:
+// the file templateFile names when it is set, else the model's own (ChatML
+// when it has none). A template named on the command line that does not
+// parse is an error naming the file: the operator asked for it. The
+// model's own template failing leaves chat endpoints answering 400 (nil
+// template, a warning logged) rather than rendering garbage, since the
+// completion endpoints still work. An override replaces desc.ChatTemplate,
+// so what /props shows and the reasoning-block check see the template in
+// use. `superfluid run --chat` renders through it too, so the CLI and the
+// server prompt alike.
+func LoadChatTemplate(path, templateFile string, desc *engine.Descriptor, eng *cgo.Engine) (*chat.Template, error) {
 	src, opts := chat.ChatML, chat.Options{}
 	if f, err := gguf.Open(path); err == nil {
 		if s, o, ok := chat.FromGGUF(f); ok {
@@ -251,16 +268,29 @@ func LoadChatTemplate(path string, desc *engine.Descriptor, eng *cgo.Engine) *ch
 			opts = o
 		}
 	}
+	if templateFile != "" {
+		b, err := os.ReadFile(templateFile)
+		if err != nil {
+			return nil, fmt.Errorf("chat template file: %w", err)
+		}
+		src = string(b)
+	}
 	opts.TokenizerAddsBOS = desc.AddBOS
 	if opts.BOS == "" && desc.BOS >= 0 {
 		opts.BOS = string(eng.AppendPiece(nil, desc.BOS, true))
 	}
 	t, err := chat.Parse(src, opts)
 	if err != nil {
+		if templateFile != "" {
+			return nil, fmt.Errorf("chat template file %s: %w", templateFile, err)
+		}
 		slog.Warn("the model's chat template cannot be used; chat endpoints will refuse requests", "err", err)
-		return nil
+		return nil, nil
 	}
-	return t
+	if templateFile != "" {
+		desc.ChatTemplate = src
+	}
+	return t, nil
 }
 
 func loadFIM(desc *engine.Descriptor, eng *cgo.Engine) *fim.Builder {

@@ -144,6 +144,19 @@ var badInputRoutes = map[string]badRoute{
 		},
 	},
 
+	// Renders, never generates: no limit, sampling or context to break.
+	"/apply-template": {
+		body: func(p string) map[string]any {
+			return map[string]any{"messages": []any{map[string]any{"role": "user", "content": p}}}
+		},
+		prompt: "messages.0.content", model: "model", required: []string{"messages"},
+		wrongTypes: map[string]any{"messages": map[string]any{}, "tools": "all", "add_generation_prompt": "yes", "chat_template_kwargs": 5},
+		extra: []badCase{
+			{name: "unknown role", edit: set("messages.0.role", "wizard"), status: 400},
+			{name: "arguments not a JSON object", edit: set("messages", []any{map[string]any{"role": "user", "content": "x"},
+				map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "arguments": "[1]"}}}}}), status: 400},
+		},
+	},
 	"/api/show": {
 		body: func(string) map[string]any { return map[string]any{"model": "tiny"} }, model: "model",
 		wrongTypes: map[string]any{"model": 5},

@@ -44,6 +44,8 @@ func llamaRoutes() map[string]route {
 		"/detokenize": {method: "POST", kind: apiLlama, handler: (*Server).llamaDetokenize},
 		"/props":      {method: "GET", kind: apiLlama, handler: (*Server).llamaProps},
 		"/slots":      {method: "GET", kind: apiLlama, handler: (*Server).llamaSlots},
+		// The prompt a chat request renders to (apply_template.go).
+		"/apply-template": {method: "POST", kind: apiLlama, handler: (*Server).llamaApplyTemplate},
 	}
 }
 

@@ -1,13 +1,14 @@
 package http
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
-	"superfluid/engine"
 )
 
 // ollamaChat serves POST /api/chat.
@@ -76,8 +77,9 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 }
 
 // ollamaMessages maps Ollama's messages onto the template's roles (Ollama
-// lowercases roles; so does this). Images and tool calls are refused: the
-// server runs text models and does not call tools.
+// lowercases roles; so does this). An assistant turn's tool calls, whose
+// arguments Ollama sends as an object, and a tool turn's tool_name reach
+// the template; images are refused: the server runs text models.
 func ollamaMessages(model string, in []ollamaMessage) ([]chat.Message, error) {
 	out := make([]chat.Message, 0, len(in))
 	for i, msg := range in {
@@ -90,37 +92,45 @@ func ollamaMessages(model string, in []ollamaMessage) ([]chat.Message, error) {
 		if hasItems(msg.Images) {
 			return nil, badParam("messages", "%q does not support images: this server runs text models only", model)
 		}
-		if hasItems(msg.ToolCalls) {
-			return nil, badParam("messages", "%q does not support tools", model)
+		calls, err := ollamaToolCalls(i, role, msg.ToolCalls)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, chat.Message{Role: role, Content: msg.Content})
+		out = append(out, chat.Message{Role: role, Content: msg.Content, ReasoningContent: msg.Thinking, ToolCalls: calls, Name: msg.ToolName})
 	}
 	return out, nil
 }
 
-// renderContinuation renders a conversation for the assistant's next turn.
-// When the conversation ends with an assistant message, that message is
-// the start of the reply (Ollama's and Anthropic's "prefill"): the rest is
-// rendered with the generation prompt and the partial reply appended, so
-// the model continues it instead of starting a new turn.
-func renderContinuation(m *Model, msgs []chat.Message) ([]engine.Token, error) {
-	last := len(msgs) - 1
-	if last < 1 || msgs[last].Role != chat.RoleAssistant {
-		return renderChat(m, msgs)
+// ollamaToolCalls reads message i's tool_calls: [{function: {name,
+// arguments}}], arguments an object (a string holding one is taken too).
+func ollamaToolCalls(i int, role string, raw json.RawMessage) ([]chat.ToolCall, error) {
+	if !hasItems(raw) {
+		return nil, nil
 	}
-	if m.Chat == nil {
-		return nil, badRequest("the model has no chat template; use the completion endpoints")
+	field := fmt.Sprintf("messages[%d].tool_calls", i)
+	if role != chat.RoleAssistant {
+		return nil, badParam("messages", "%s: only assistant messages carry tool calls", field)
 	}
-	if err := checkMessageBytes(m, msgs); err != nil {
-		return nil, err
+	var in []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
 	}
-	text, err := m.Chat.Render(msgs[:last], true)
-	if err != nil {
-		return nil, badRequest("the model's chat template cannot render this conversation: %v", err)
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, badParam("messages", "%s: expected a list of {function: {name, arguments}}", field)
 	}
-	prompt, err := tokenize(m, text+msgs[last].Content, true)
-	if err != nil {
-		return nil, err
+	out := make([]chat.ToolCall, 0, len(in))
+	for j, c := range in {
+		if c.Function.Name == "" {
+			return nil, badParam("messages", "%s[%d].function.name: a tool call needs a name", field, j)
+		}
+		args, err := callArguments(c.Function.Arguments)
+		if err != nil {
+			return nil, badParam("messages", "%s[%d].function.arguments: %v", field, j, err)
+		}
+		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 	}
-	return prompt, checkPrompt(m, prompt)
+	return out, nil
 }

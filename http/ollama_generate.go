@@ -180,12 +180,9 @@ func ollamaTemplatedPrompt(m *Model, req *ollamaGenerateRequest) ([]engine.Token
 	if m.Chat == nil {
 		return nil, badRequest("the model has no chat template; send the prompt with \"raw\": true")
 	}
-	if err := checkMessageBytes(m, msgs); err != nil {
-		return nil, err
-	}
-	text, err := m.Chat.Render(msgs, true)
+	text, err := chatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true})
 	if err != nil {
-		return nil, badRequest("the model's chat template cannot render this prompt: %v", err)
+		return nil, err
 	}
 	next, err := tokenize(m, text, false)
 	if err != nil {

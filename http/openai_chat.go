@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +17,9 @@ import (
 )
 
 // chatMessages maps OpenAI messages onto the template's roles; content may
-// be a string or an array of text parts.
+// be a string or an array of text parts. An assistant turn's tool calls
+// reach the template with their arguments decoded to an object, as
+// transformers passes them.
 func chatMessages(in []oaiMessage) ([]chat.Message, error) {
 	if len(in) == 0 {
 		return nil, badParam("messages", "messages must not be empty")
@@ -35,9 +38,61 @@ func chatMessages(in []oaiMessage) ([]chat.Message, error) {
 		if err != nil {
 			return nil, badParam("messages", "messages[%d].content: %v", i, err)
 		}
-		out = append(out, chat.Message{Role: role, Content: text})
+		if len(msg.ToolCalls) > 0 && role != chat.RoleAssistant {
+			return nil, badParam("messages", "messages[%d].tool_calls: only assistant messages carry tool calls", i)
+		}
+		calls, err := oaiToolCalls(i, msg.ToolCalls)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chat.Message{Role: role, Content: text, ReasoningContent: msg.ReasoningContent,
+			ToolCalls: calls, ToolCallID: msg.ToolCallID, Name: msg.Name})
 	}
 	return out, nil
+}
+
+// oaiToolCalls reads message i's tool calls. OpenAI sends arguments as a
+// JSON string holding an object; an object itself is taken too (some
+// clients send one). Anything else is refused naming the field, since a
+// template would otherwise print garbage where the call's arguments go.
+func oaiToolCalls(i int, in []oaiToolCall) ([]chat.ToolCall, error) {
+	out := make([]chat.ToolCall, 0, len(in))
+	for j, c := range in {
+		field := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
+		if c.Type != "" && c.Type != "function" {
+			return nil, badParam("messages", "%s.type: %q is not a function call", field, c.Type)
+		}
+		if c.Function.Name == "" {
+			return nil, badParam("messages", "%s.function.name: a tool call needs a name", field)
+		}
+		args, err := callArguments(c.Function.Arguments)
+		if err != nil {
+			return nil, badParam("messages", "%s.function.arguments: %v", field, err)
+		}
+		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+	}
+	return out, nil
+}
+
+// callArguments returns a call's arguments as a JSON object: raw is a JSON
+// string holding one, or the object itself.
+func callArguments(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("not a valid JSON string")
+		}
+		raw = bytes.TrimSpace([]byte(s))
+		if len(raw) == 0 {
+			// Clients send "" for a call that takes no arguments.
+			return json.RawMessage(`{}`), nil
+		}
+	}
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+		return nil, fmt.Errorf("must be a JSON object (or a string holding one)")
+	}
+	return raw, nil
 }
 
 // contentText reads message content: a string, null, or text parts.
@@ -61,25 +116,6 @@ func contentText(raw json.RawMessage) (string, error) {
 		text += p.Text
 	}
 	return text, nil
-}
-
-// renderChat renders a conversation with the model's template and tokenizes it.
-func renderChat(m *Model, msgs []chat.Message) ([]engine.Token, error) {
-	if m.Chat == nil {
-		return nil, badRequest("the model has no chat template; use the completion endpoints")
-	}
-	if err := checkMessageBytes(m, msgs); err != nil {
-		return nil, err
-	}
-	text, err := m.Chat.Render(msgs, true)
-	if err != nil {
-		return nil, badRequest("the model's chat template cannot render this conversation: %v", err)
-	}
-	prompt, err := tokenize(m, text, true)
-	if err != nil {
-		return nil, err
-	}
-	return prompt, checkPrompt(m, prompt)
 }
 
 // logitBias reads OpenAI's {"token id": bias} map. A bias of -100 bans the

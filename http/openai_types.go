@@ -10,6 +10,23 @@ type oaiMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"` // a string, or an array of content parts
 	Name    string          `json:"name,omitempty"`
+	// An assistant turn's calls, and the call a tool turn answers.
+	ToolCalls  []oaiToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string        `json:"tool_call_id,omitempty"`
+	// An assistant turn's reasoning, as llama-server and DeepSeek send it.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+}
+
+type oaiToolCall struct {
+	ID       string          `json:"id"`
+	Type     string          `json:"type"`
+	Function oaiFunctionCall `json:"function"`
+}
+
+type oaiFunctionCall struct {
+	Name string `json:"name"`
+	// Arguments is a JSON string holding a JSON object, as OpenAI sends it.
+	Arguments json.RawMessage `json:"arguments"`
 }
 
 type oaiContentPart struct {

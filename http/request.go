@@ -13,7 +13,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/fim"
 	"superfluid/sched"
@@ -149,16 +148,6 @@ func checkPromptBytes(m *Model, field string, n int) error {
 			Msg: fmt.Sprintf("the prompt is %d bytes; a context of %d tokens takes at most %d bytes of text (%d per token)", n, m.Desc.Ctx, limit, promptBytesPerToken)}
 	}
 	return nil
-}
-
-// checkMessageBytes refuses a conversation whose messages together carry
-// more text than the context could hold, before the template renders it.
-func checkMessageBytes(m *Model, msgs []chat.Message) error {
-	n := 0
-	for _, msg := range msgs {
-		n += len(msg.Content)
-	}
-	return checkPromptBytes(m, "messages", n)
 }
 
 // tokenize renders text to tokens with the model's BOS rule; special-token

@@ -1,0 +1,52 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/chat"
+)
+
+// applyTemplateRequest is llama-server's POST /apply-template body: an
+// OpenAI chat request of which only what the template sees is read.
+type applyTemplateRequest struct {
+	Model               string                     `json:"model"`
+	Messages            []oaiMessage               `json:"messages"`
+	Tools               []json.RawMessage          `json:"tools"`
+	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
+	AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
+}
+
+// llamaApplyTemplate serves POST /apply-template: the prompt a chat
+// request would be rendered into, through the same code the generation
+// endpoints use. Tools are accepted here, unlike there: rendering them
+// asks nothing of the model.
+func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
+	var req applyTemplateRequest
+	if err := decodeJSON(ctx, &req); err != nil {
+		return err
+	}
+	if err := checkModelName(m, req.Model); err != nil {
+		return err
+	}
+	msgs, err := chatMessages(req.Messages)
+	if err != nil {
+		return err
+	}
+	for i, t := range req.Tools {
+		if t = bytes.TrimSpace(t); len(t) == 0 || t[0] != '{' {
+			return badParam("tools", "tools[%d]: a tool definition is a JSON object", i)
+		}
+	}
+	r := chat.Request{Messages: msgs, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs, AddGenerationPrompt: true}
+	if req.AddGenerationPrompt != nil {
+		r.AddGenerationPrompt = *req.AddGenerationPrompt
+	}
+	prompt, err := chatPrompt(m, r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(ctx, map[string]string{"prompt": prompt})
+}

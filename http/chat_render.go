@@ -1,0 +1,88 @@
+package http
+
+import (
+	"errors"
+
+	"superfluid/chat"
+	"superfluid/engine"
+)
+
+// Every API's conversation becomes prompt text here: OpenAI chat, the
+// Anthropic messages, Ollama's chat and generate, and /apply-template map
+// their bodies onto a chat.Request and render it through the model's
+// template with Template.Prompt, so the same conversation prompts the
+// model alike whichever API carried it.
+
+// chatPrompt renders r with the model's chat template. A template that
+// refuses the conversation (raise_exception) is a 400 carrying the
+// template's own message, which says what to change.
+func chatPrompt(m *Model, r chat.Request) (string, error) {
+	if m.Chat == nil {
+		return "", badRequest("the model has no chat template; use the completion endpoints")
+	}
+	if err := checkPromptBytes(m, "messages", requestBytes(r)); err != nil {
+		return "", err
+	}
+	text, err := m.Chat.Prompt(r)
+	if raise := (*chat.RaiseError)(nil); errors.As(err, &raise) {
+		return "", badParam("messages", "the model's chat template refuses this conversation: %s", raise.Message)
+	}
+	if err != nil {
+		return "", badRequest("the model's chat template cannot render this conversation: %v", err)
+	}
+	return text, nil
+}
+
+// requestBytes is how much text r carries into the template, which is
+// bounded before rendering as every prompt is before tokenizing.
+func requestBytes(r chat.Request) int {
+	n := 0
+	for _, msg := range r.Messages {
+		n += len(msg.Content) + len(msg.ReasoningContent) + len(msg.ToolCallID) + len(msg.Name)
+		for _, c := range msg.ToolCalls {
+			n += len(c.ID) + len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range r.Tools {
+		n += len(t)
+	}
+	for k, v := range r.Kwargs {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// renderChat renders a conversation for the assistant's next turn and
+// tokenizes it.
+func renderChat(m *Model, msgs []chat.Message) ([]engine.Token, error) {
+	text, err := chatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true})
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := tokenize(m, text, true)
+	if err != nil {
+		return nil, err
+	}
+	return prompt, checkPrompt(m, prompt)
+}
+
+// renderContinuation renders a conversation for the assistant's next turn.
+// When the conversation ends with an assistant message, that message is
+// the start of the reply (Ollama's and Anthropic's "prefill"): the rest is
+// rendered with the generation prompt and the partial reply appended, so
+// the model continues it instead of starting a new turn.
+func renderContinuation(m *Model, msgs []chat.Message) ([]engine.Token, error) {
+	last := len(msgs) - 1
+	if last < 1 || msgs[last].Role != chat.RoleAssistant || len(msgs[last].ToolCalls) > 0 {
+		return renderChat(m, msgs)
+	}
+	text, err := chatPrompt(m, chat.Request{Messages: msgs[:last], AddGenerationPrompt: true})
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := tokenize(m, text+msgs[last].Content, true)
+	if err != nil {
+		return nil, err
+	}
+	return prompt, checkPrompt(m, prompt)
+}
