@@ -212,7 +212,7 @@ func (s *Stack) load(o Options) error {
 		return err
 	}
 	desc := eng.Descriptor()
-	limitGoHeap(o.HostCache, desc)
+	tuneGC()
 	tmpl, err := LoadChatTemplate(o.ModelPath, o.ChatTemplateFile, desc, eng)
 	if err != nil {
 		eng.Close()
