@@ -18,7 +18,7 @@ export CGO_CPPFLAGS = $(LLAMA_INC)
 export CGO_CFLAGS   = -O3 $(SIMD)
 export CGO_CXXFLAGS = -O3 $(SIMD)
 
-.PHONY: env all build test unit native-check vet fmt-check static portable asan bench models clean deps
+.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench models clean deps
 
 all: build
 
@@ -30,7 +30,7 @@ build: deps
 
 # Tests: formatting, vet, the native sources warning-free, then every
 # package's tests on the real engine.
-test: deps fmt-check vet native-check unit asan
+test: deps fmt-check vet native-check unit race asan
 
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
@@ -41,6 +41,13 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# The race detector over the packages whose goroutines meet: the scheduler,
+# the cache tiers, the servers; and the engine's Close racing text calls
+# (the first cgo run under -race rebuilds llama.cpp instrumented, ≈5 min).
+race: deps
+	$(GO) test -race -count=1 ./sched/... ./kv/ ./park/ ./http/ ./batch/ ./batches/ ./bench/
+	$(GO) test -race -count=1 -run 'TestTextCallsAfterCloseAreSafe|TestStepHookPanicEndsTheTick|TestExceptionIn' ./cgo/
 
 # Our C/C++ must compile without a warning.
 native-check: deps
