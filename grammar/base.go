@@ -55,6 +55,10 @@ func (e *emitter) base(name string) string {
 	return name
 }
 
+// Literal is s as a GBNF string literal, for callers that add rules of
+// their own around a converted grammar.
+func Literal(s string) string { return lit(s) }
+
 // lit is s as a GBNF string literal.
 func lit(s string) string {
 	var b strings.Builder

@@ -82,7 +82,7 @@ func grammarFor(m *Model, c constraint, prompt []engine.Token, templated bool) (
 // between reasoning and answer.
 func afterReasoning(spec *engine.GrammarSpec, end reasoningMarker) {
 	root := unusedRuleName(spec.GBNF, "answer-after-reasoning")
-	spec.GBNF += fmt.Sprintf("%s ::= ( %s [ \\t\\n]{0,8} )? root\n", root, gbnfLiteral(end.text))
+	spec.GBNF += fmt.Sprintf("%s ::= ( %s [ \\t\\n]{0,8} )? root\n", root, grammar.Literal(end.text))
 	spec.Root = root
 	spec.Lazy = true
 	if end.single {
@@ -103,29 +103,6 @@ func unusedRuleName(text, name string) string {
 		try = fmt.Sprintf("%s-%d", name, i)
 	}
 	return try
-}
-
-// gbnfLiteral quotes s as a GBNF string literal.
-func gbnfLiteral(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // regexpQuote escapes s for a trigger pattern: the metacharacters of the
