@@ -100,23 +100,31 @@ func isRawOpen(tag string) bool { return rawOpen.MatchString(tag) }
 // tagEnd returns the index of closer in src past string literals, or
 // len(src) for an unterminated tag (the engine then reports it).
 func tagEnd(src, closer string) int {
-	var quote byte
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		switch {
-		case quote != 0 && c == '\\':
-			i++
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
 		case c == '\'' || c == '"':
-			quote = c
+			i = literalEnd(src, i)
 		case strings.HasPrefix(src[i:], closer):
 			return i
 		}
 	}
 	return len(src)
+}
+
+// literalEnd is the index of the quote closing the string literal that
+// opens at s[i] (backslash escapes skipped), or len(s) when it never closes.
+func literalEnd(s string, i int) int {
+	quote := s[i]
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case quote:
+			return j
+		}
+	}
+	return len(s)
 }
 
 // renameInExpr rewrites one tag's text: the iterable of a for loop is
@@ -158,24 +166,15 @@ type segment struct {
 func splitStrings(tag string) []segment {
 	var segs []segment
 	start := 0
-	var quote byte
 	for i := 0; i < len(tag); i++ {
-		c := tag[i]
-		switch {
-		case quote != 0 && c == '\\':
-			i++
-		case quote != 0:
-			if c == quote {
-				segs = append(segs, segment{tag[start : i+1], true})
-				start, quote = i+1, 0
-			}
-		case c == '\'' || c == '"':
-			segs = append(segs, segment{tag[start:i], false})
-			start, quote = i, c
+		if c := tag[i]; c == '\'' || c == '"' {
+			end := literalEnd(tag, i)
+			segs = append(segs, segment{tag[start:i], false}, segment{tag[i:min(end+1, len(tag))], true})
+			start, i = min(end+1, len(tag)), end
 		}
 	}
 	if start < len(tag) {
-		segs = append(segs, segment{tag[start:], quote != 0})
+		segs = append(segs, segment{tag[start:], false})
 	}
 	return segs
 }
@@ -196,18 +195,11 @@ func rewriteFor(tag string) string {
 	rest := tag[len(head):]
 	end := len(rest)
 	depth := 0
-	var quote byte
 	for i := 0; i < len(rest) && end == len(rest); i++ {
 		c := rest[i]
 		switch {
-		case quote != 0 && c == '\\':
-			i++
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
 		case c == '\'' || c == '"':
-			quote = c
+			i = literalEnd(rest, i)
 		case c == '(' || c == '[' || c == '{':
 			depth++
 		case c == ')' || c == ']' || c == '}':
