@@ -143,13 +143,6 @@ func TestChatHistoryWithToolCalls(t *testing.T) {
 		t.Errorf("prompted with %q, want %q and %q", prompts, shown, ollamaWant)
 	}
 	mu.Unlock()
-	tool := `[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]`
-	if status, body := ts.post(t, "/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "tools": `+tool+`}`); status != 400 || !strings.Contains(body, "tools") {
-		t.Errorf("tools on chat completions: %d %s, want 400 naming tools", status, body)
-	}
-	if status, body := ts.post(t, "/api/chat", `{"model": "toy", "messages": [{"role": "user", "content": "x"}], "tools": `+tool+`}`); status != 400 || !strings.Contains(body, "tools") {
-		t.Errorf("tools on ollama chat: %d %s, want 400 naming tools", status, body)
-	}
 }
 
 // OpenAI sends arguments as a string holding an object; "" is what some

@@ -32,6 +32,9 @@ type genSpec struct {
 	// the request field it came from, named when the engine refuses it.
 	Grammar      *engine.GrammarSpec
 	grammarField string
+	// turn is the chat turn this generation answers, nil for a raw
+	// completion: its markers render as text, and followTurn parses it.
+	turn *turnPlan
 	// topLogprobs is how many alternatives the API reports per token
 	// (Logprobs is at least 1 whenever logprobs are wanted at all).
 	topLogprobs int
@@ -124,7 +127,8 @@ func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect
 		}
 		d.Tokens = d.Tokens[:0]
 		if !m.Desc.IsEOG(t.Token) && !slices.Contains(g.StopTokens, t.Token) {
-			pieces = m.Text.AppendPiece(pieces[:0], t.Token, false)
+			special := g.turn != nil && slices.Contains(g.turn.show, t.Token)
+			pieces = m.Text.AppendPiece(pieces[:0], t.Token, special)
 			raw = text.Push(raw[:0], pieces)
 			d.Tokens = append(d.Tokens, tokenOut{ID: t.Token, Piece: pieces, Logprob: t.Logprob, Top: t.Top})
 		} else {

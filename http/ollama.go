@@ -97,6 +97,15 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 			caps = append(caps, "insert")
 		}
 	}
+	// Tools and thinking are listed when the template writes them, as
+	// Ollama lists them from the model's template; a template without a
+	// call syntax still takes tools through the generic format.
+	if rf := m.replyFormat().format; rf.HasCalls() && !rf.Generic {
+		caps = append(caps, "tools")
+	}
+	if m.replyFormat().format.HasReasoning() {
+		caps = append(caps, "thinking")
+	}
 	params := ollamaParameters(m)
 	return writeJSON(ctx, ollamaShowResponse{
 		Modelfile: ollamaModelfile(m, tmpl, params), Parameters: strings.Join(params, "\n"), Template: tmpl,

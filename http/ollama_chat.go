@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
+	"superfluid/reply"
 )
 
 // ollamaChat serves POST /api/chat.
@@ -26,24 +27,27 @@ func (s *Server) ollamaChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	return s.runOllama(ctx, job)
 }
 
-// ollamaChatJob validates a chat request and renders the conversation with
-// the model's chat template. Tools are refused rather than ignored: a
-// client that offers tools expects tool calls back, and this server does
-// not parse them out of the model's text — Ollama answers the same 400 for
-// a model without the tools capability.
+// ollamaChatJob validates a chat request and plans its turn: the
+// conversation and tools rendered with the model's chat template, thinking
+// as think asks, the reply parsed into content, thinking and tool calls.
 func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaChatRequest) (*ollamaJob, error) {
 	if err := ollamaCheckModel(m, req.Model); err != nil {
 		return nil, err
 	}
-	if err := ollamaCheckCommon(req.Model, req.KeepAlive, req.Think, req.TopLogs); err != nil {
+	if err := ollamaCheckCommon(req.KeepAlive, req.TopLogs); err != nil {
+		return nil, err
+	}
+	think, effort, err := ollamaThink(req.Think)
+	if err != nil {
 		return nil, err
 	}
 	shape, err := ollamaFormat(req.Format)
 	if err != nil {
 		return nil, err
 	}
-	if hasItems(req.Tools) {
-		return nil, badParam("tools", "%q does not support tools", req.Model)
+	tools, err := (&oaiTools{Tools: req.Tools}).turnTools()
+	if err != nil {
+		return nil, err
 	}
 	opts, err := parseOllamaOptions(req.Options)
 	if err != nil {
@@ -59,21 +63,30 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 		return nil, err
 	}
 	job.model = opts.window(m)
-	prompt, err := renderContinuation(job.model, msgs)
+	turn := chatTurn{msgs: msgs, tools: tools, think: think, effort: effort, continues: true, shape: shape}
+	plan, err := planTurn(job.model, turn)
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.requestClass(ctx, "")
+	class, err := s.turnClass(ctx, turn)
 	if err != nil {
 		return nil, err
 	}
-	job.g, err = ollamaSpec(m, job.model, &opts, prompt, class, req.Logprobs, req.TopLogs)
+	job.g, err = ollamaSpec(m, job.model, &opts, plan.prompt, class, req.Logprobs, req.TopLogs)
 	if err != nil {
 		return nil, err
 	}
-	job.g.Grammar, err = grammarFor(m, shape, prompt, true)
-	job.g.grammarField = shape.field
-	return job, err
+	job.g.Grammar, job.g.grammarField, job.g.turn = plan.grammar, plan.field, plan
+	return job, nil
+}
+
+// ollamaCalls are a turn's calls as Ollama returns them.
+func ollamaCalls(calls []reply.ToolCall, first int) []ollamaToolCall {
+	out := make([]ollamaToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = ollamaToolCall{ID: callID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
+	}
+	return out
 }
 
 // ollamaMessages maps Ollama's messages onto the template's roles (Ollama

@@ -20,25 +20,35 @@ func ollamaCheckModel(m *Model, name string) error {
 	return nil
 }
 
-// ollamaCheckCommon refuses what /api/generate and /api/chat share and the
-// server cannot do: thinking (the server does not separate reasoning from
-// the answer; Ollama answers the same for a model without the thinking
-// capability).
-func ollamaCheckCommon(name string, keepAlive, think json.RawMessage, top int) error {
+// ollamaCheckCommon checks what /api/generate and /api/chat share.
+func ollamaCheckCommon(keepAlive json.RawMessage, top int) error {
 	if err := checkKeepAlive(keepAlive); err != nil {
 		return err
-	}
-	switch t := string(bytes.TrimSpace(think)); t {
-	case "", "null", "false":
-	case "true", `"high"`, `"medium"`, `"low"`, `"max"`:
-		return badParam("think", "%q does not support thinking", name)
-	default:
-		return badParam("think", "think must be a boolean or one of \"high\", \"medium\", \"low\", \"max\"")
 	}
 	if top < 0 || top > engine.MaxLogprobs {
 		return badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
 	}
 	return nil
+}
+
+// ollamaThink reads think: a boolean, or a level ("low", "medium",
+// "high", "max") that also turns thinking on and reaches the template as
+// reasoning_effort (gpt-oss's levels; "max" is its highest).
+func ollamaThink(raw json.RawMessage) (on *bool, effort string, err error) {
+	yes, no := true, false
+	switch t := string(bytes.TrimSpace(raw)); t {
+	case "", "null":
+		return nil, "", nil
+	case "false":
+		return &no, "", nil
+	case "true":
+		return &yes, "", nil
+	case `"high"`, `"medium"`, `"low"`:
+		return &yes, t[1 : len(t)-1], nil
+	case `"max"`:
+		return &yes, "high", nil
+	}
+	return nil, "", badParam("think", "think must be a boolean or one of \"high\", \"medium\", \"low\", \"max\"")
 }
 
 // loadReason is Ollama's done_reason for a request with nothing to

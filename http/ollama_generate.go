@@ -93,8 +93,16 @@ func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *olla
 // ollamaCheckGenerate refuses what /api/generate asks for and the server
 // cannot do, in Ollama's words where Ollama has them.
 func ollamaCheckGenerate(req *ollamaGenerateRequest) error {
-	if err := ollamaCheckCommon(req.Model, req.KeepAlive, req.Think, req.TopLogs); err != nil {
+	if err := ollamaCheckCommon(req.KeepAlive, req.TopLogs); err != nil {
 		return err
+	}
+	// Thinking is honoured on /api/chat, where the reply is parsed into
+	// thinking and content; here it is refused, as Ollama refuses it for a
+	// model without the thinking capability.
+	if on, _, err := ollamaThink(req.Think); err != nil {
+		return err
+	} else if on != nil && *on {
+		return badParam("think", "%q does not support thinking on /api/generate; use /api/chat", req.Model)
 	}
 	if hasItems(req.Images) {
 		return badParam("images", "%q does not support images: this server runs text models only", req.Model)

@@ -37,6 +37,9 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		})
 		return nil
 	}
+	if job.g.turn != nil {
+		return s.runOllamaTurn(ctx, job)
+	}
 	if job.stream {
 		return s.streamOllama(ctx, job)
 	}
@@ -174,7 +177,7 @@ const ollamaCacheTag = "ollama /api/generate"
 // prompt, the limit, the stop strings and the grammar decide.
 func cacheable(g *genSpec) bool {
 	smp := g.Sampling
-	return g.Class == sched.FIM && g.Logprobs == 0 && len(g.Bias) == 0 && smp.Temperature <= 0 &&
+	return g.turn == nil && g.Class == sched.FIM && g.Logprobs == 0 && len(g.Bias) == 0 && smp.Temperature <= 0 &&
 		(smp.RepeatPenalty == 1 || smp.RepeatPenalty == 0) && smp.FrequencyPenalty == 0 && smp.PresencePenalty == 0
 }
 

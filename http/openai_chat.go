@@ -13,6 +13,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/reply"
 	"superfluid/sched"
 )
 
@@ -170,10 +171,21 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, 0, err
 	}
-	prompt, err := renderChat(m, msgs)
+	tools, err := req.oaiTools.turnTools()
 	if err != nil {
 		return nil, 0, err
 	}
+	turn := chatTurn{msgs: msgs, tools: tools, kwargs: req.ChatTemplateKwargs, shape: shape}
+	if e := req.ReasoningEffort; e != nil {
+		if err := turn.setEffort("reasoning_effort", *e); err != nil {
+			return nil, 0, err
+		}
+	}
+	plan, err := planTurn(m, turn)
+	if err != nil {
+		return nil, 0, err
+	}
+	prompt := plan.prompt
 	limit := req.MaxCompletionTokens
 	field := "max_completion_tokens"
 	if limit == nil {
@@ -196,11 +208,11 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, 0, err
 	}
-	class, err := s.requestClass(ctx, "")
+	class, err := s.turnClass(ctx, turn)
 	if err != nil {
 		return nil, 0, err
 	}
-	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}
+	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops, turn: plan}
 	if req.Logprobs {
 		top := 0
 		if req.TopLogprobs != nil {
@@ -217,10 +229,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, 0, err
 	}
-	if g.Grammar, err = grammarFor(m, shape, prompt, true); err != nil {
-		return nil, 0, err
-	}
-	g.grammarField = shape.field
+	g.Grammar, g.grammarField = plan.grammar, plan.field
 	return g, n, nil
 }
 
@@ -255,8 +264,7 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	resp := oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
 	for i, o := range outs {
 		resp.Choices = append(resp.Choices, oaiChatChoice{
-			Index: i, Message: oaiChatMessage{Role: "assistant", Content: string(o.Text)},
-			Logprobs: o.logprobs, FinishReason: o.Finish,
+			Index: i, Message: o.message(), Logprobs: o.logprobs, FinishReason: o.finishReason(),
 		})
 	}
 	resp.Usage = usageOf(g, outs)
@@ -281,12 +289,17 @@ func generateN(ctx context.Context, m *Model, g *genSpec, n int, onDelta func(c 
 	}
 	errs := fanOut("choice", n, func(i int) error {
 		c := streams[i]
-		var emit func(d *delta) error
+		var emit func(evs []reply.Event, d *delta) error
 		if c.spec.Logprobs > 0 && onDelta != nil {
-			emit = func(d *delta) error { onDelta(c, d); return nil }
+			emit = func(_ []reply.Event, d *delta) error {
+				if d != nil {
+					onDelta(c, d)
+				}
+				return nil
+			}
 		}
 		var err error
-		c.outcome, err = follow(ctx, m, c.spec, c.st, true, emit)
+		c.turnOut, err = followTurn(ctx, m, c.spec, c.st, emit)
 		return err
 	}, func(error) {
 		// The response is the failure: free the other choices' lanes.
@@ -304,10 +317,23 @@ func generateN(ctx context.Context, m *Model, g *genSpec, n int, onDelta func(c 
 
 // choiceOut is one of n choices being generated.
 type choiceOut struct {
-	outcome
+	turnOut
 	spec     *genSpec
 	st       *sched.Stream
 	logprobs *oaiLogprobs
+}
+
+// message is the choice's reply as OpenAI returns it.
+func (c *choiceOut) message() oaiChatMessage {
+	msg := oaiChatMessage{Role: "assistant", ReasoningContent: c.Reasoning}
+	if c.Content != "" || len(c.Calls) == 0 {
+		text := c.Content
+		msg.Content = &text
+	}
+	if len(c.Calls) > 0 {
+		msg.ToolCalls = oaiReplyCalls(c.Calls)
+	}
+	return msg
 }
 
 func (c *choiceOut) addLogprobs(m *Model, d *delta) {

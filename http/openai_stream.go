@@ -2,6 +2,8 @@ package http
 
 import (
 	"github.com/valyala/fasthttp"
+
+	"superfluid/reply"
 )
 
 // streamChat submits n choices, then streams their deltas as
@@ -37,22 +39,32 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 		}
 		fanOut("choice", n, func(i int) error {
 			c := choices[i]
+			calls := 0
 			var err error
-			c.outcome, err = follow(rctx, m, c.spec, c.st, false, func(d *delta) error {
+			c.turnOut, err = followTurn(rctx, m, c.spec, c.st, func(evs []reply.Event, d *delta) error {
 				var lp *oaiLogprobs
-				if c.spec.Logprobs > 0 {
+				if d != nil && c.spec.Logprobs > 0 && len(d.Tokens) > 0 {
 					lp = &oaiLogprobs{Content: []oaiTokenLogprob{}}
 					for k := range d.Tokens {
 						lp.Content = append(lp.Content, oaiTokenEntry(m, c.spec, &d.Tokens[k]))
 					}
 				}
-				text := string(d.Text)
-				return ew.send("", chunk(i, oaiDelta{Content: &text}, lp, nil))
+				for _, delta := range oaiEventDeltas(evs, &calls) {
+					if err := ew.send("", chunk(i, delta, lp, nil)); err != nil {
+						return err
+					}
+					lp = nil
+				}
+				if lp != nil {
+					empty := ""
+					return ew.send("", chunk(i, oaiDelta{Content: &empty}, lp, nil))
+				}
+				return nil
 			})
 			if err != nil {
 				return err
 			}
-			finish := c.Finish
+			finish := c.finishReason()
 			return ew.send("", chunk(i, oaiDelta{}, nil, &finish))
 		}, ew.failAll(cancel))
 		if rctx.Err() != nil {
@@ -65,4 +77,32 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 		ew.raw("data: [DONE]\n\n")
 	})
 	return nil
+}
+
+// oaiEventDeltas words a turn's events as stream deltas. A call is two:
+// its id, type and name with empty arguments, then its arguments, the way
+// OpenAI streams a call (clients start a call at the first and append
+// every later fragment of the same index). calls counts the choice's
+// calls so far, which numbers them.
+func oaiEventDeltas(evs []reply.Event, calls *int) []oaiDelta {
+	var out []oaiDelta
+	for _, ev := range evs {
+		switch ev.Kind {
+		case reply.Content:
+			text := ev.Text
+			out = append(out, oaiDelta{Content: &text})
+		case reply.Reasoning:
+			text := ev.Text
+			out = append(out, oaiDelta{ReasoningContent: &text})
+		case reply.Call:
+			index := *calls
+			*calls++
+			head := oaiReplyCalls([]reply.ToolCall{ev.Call})[0]
+			args := head.Function.Arguments
+			head.Index, head.Function.Arguments = &index, ""
+			out = append(out, oaiDelta{ToolCalls: []oaiToolCallOut{head}},
+				oaiDelta{ToolCalls: []oaiToolCallOut{{Index: &index, Function: oaiFunctionOut{Arguments: args}}}})
+		}
+	}
+	return out
 }

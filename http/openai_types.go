@@ -59,6 +59,11 @@ type oaiChatRequest struct {
 	RepeatPenalty       *float64           `json:"repeat_penalty"` // llama.cpp extension
 	LogitBias           map[string]float64 `json:"logit_bias"`
 	User                string             `json:"user"`
+	// Tools, and what reaches the template: reasoning_effort (gpt-oss
+	// reads it) and chat_template_kwargs (enable_thinking …).
+	oaiTools
+	ReasoningEffort    *string                    `json:"reasoning_effort"`
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
 	structuredFields
 	// What the server does not honour, decoded to be refused by name.
@@ -94,8 +99,11 @@ type oaiLogprobs struct {
 }
 
 type oaiChatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role string `json:"role"`
+	// Content is null when the turn is only calls, as OpenAI sends it.
+	Content          *string          `json:"content"`
+	ReasoningContent string           `json:"reasoning_content,omitempty"`
+	ToolCalls        []oaiToolCallOut `json:"tool_calls,omitempty"`
 }
 
 type oaiChatChoice struct {
@@ -116,8 +124,10 @@ type oaiChatResponse struct {
 }
 
 type oaiDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string           `json:"role,omitempty"`
+	Content          *string          `json:"content,omitempty"`
+	ReasoningContent *string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []oaiToolCallOut `json:"tool_calls,omitempty"`
 }
 
 type oaiChunkChoice struct {

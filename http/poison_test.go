@@ -375,18 +375,18 @@ func TestUnhonouredFieldsRefused(t *testing.T) {
 		}
 	}
 	for _, f := range []struct{ field, bad, neutral string }{
-		{"tools", `[{"type":"function","function":{"name":"f"}}]`, `[]`},
+		{"tools", `[{"type":"function","function":{"name":"a b"}}]`, `[]`},
 		{"tool_choice", `"required"`, `"auto"`},
 		{"tool_choice", `{"type":"function","function":{"name":"f"}}`, `"none"`},
 		{"parallel_tool_calls", `"yes"`, `true`},
-		{"functions", `[{"name":"f"}]`, `[]`},
+		{"functions", `[{"name":"a b"}]`, `[]`},
 		{"function_call", `{"name":"f"}`, `"none"`},
 		{"audio", `{"voice":"alloy","format":"wav"}`, `null`},
 		{"modalities", `["text","audio"]`, `["text"]`},
-		{"reasoning_effort", `"low"`, `null`},
+		{"reasoning_effort", `"bogus"`, `"low"`},
 		{"verbosity", `"low"`, `null`},
 		{"web_search_options", `{}`, `null`},
-		{"chat_template_kwargs", `{"enable_thinking":false}`, `{}`},
+		{"chat_template_kwargs", `"nope"`, `{"enable_thinking":false}`},
 	} {
 		cases = append(cases,
 			poisonCase{"/v1/chat/completions", oaiChatBody(`,"` + f.field + `":` + f.bad), f.field, nil},
@@ -397,18 +397,19 @@ func TestUnhonouredFieldsRefused(t *testing.T) {
 	cases = append(cases,
 		poisonCase{"/v1/chat/completions", oaiChatBody(`,"metadata":{"a":"b"},"store":false,"service_tier":"auto","prediction":{"type":"content","content":"x"},"no_such_field":1`), "", accepted},
 		// Anthropic.
-		poisonCase{"/v1/messages", anthropicBody(`,"tools":[{"name":"f","input_schema":{"type":"object"}}]`), "tools", nil},
+		poisonCase{"/v1/messages", anthropicBody(`,"tools":[{"name":"a b","input_schema":{"type":"object"}}]`), "tools", nil},
 		poisonCase{"/v1/messages", anthropicBody(`,"tools":[]`), "", accepted},
 		poisonCase{"/v1/messages", anthropicBody(`,"tool_choice":{"type":"any"}`), "tool_choice", nil},
 		poisonCase{"/v1/messages", anthropicBody(`,"tool_choice":{"type":"tool","name":"f"}`), "tool_choice", nil},
 		poisonCase{"/v1/messages", anthropicBody(`,"tool_choice":{"type":"auto"}`), "", accepted},
-		poisonCase{"/v1/messages", anthropicBody(`,"thinking":{"type":"enabled","budget_tokens":1024}`), "thinking", nil},
+		poisonCase{"/v1/messages", anthropicBody(`,"thinking":{"type":"enabled","budget_tokens":10}`), "thinking", nil},
 		poisonCase{"/v1/messages", anthropicBody(`,"thinking":{"type":"disabled"}`), "", accepted},
 		poisonCase{"/v1/messages", anthropicBody(`,"mcp_servers":[{"type":"url","url":"http://x"}]`), "mcp_servers", nil},
 		poisonCase{"/v1/messages", anthropicBody(`,"metadata":{"user_id":"u"},"service_tier":"auto"`), "", accepted},
 		// Ollama.
-		poisonCase{"/api/chat", ollamaChatBody(`,"tools":[{"type":"function","function":{"name":"f"}}]`), "tools", nil},
-		poisonCase{"/api/chat", ollamaChatBody(`,"think":true`), "thinking", nil},
+		poisonCase{"/api/chat", ollamaChatBody(`,"tools":[{"type":"function","function":{"name":"a b"}}]`), "tools", nil},
+		poisonCase{"/api/chat", ollamaChatBody(`,"think":"maybe"`), "think", nil},
+		poisonCase{"/api/chat", ollamaChatBody(`,"think":false`), "", accepted},
 		poisonCase{"/api/generate", ollamaGenBody(`,"options":{"typical_p":0.5}`), "typical_p", nil},
 		poisonCase{"/api/generate", ollamaGenBody(`,"options":{"typical_p":1,"num_keep":4,"num_thread":2}`), "", accepted},
 	)

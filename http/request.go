@@ -40,6 +40,21 @@ func decodeJSON(ctx *fasthttp.RequestCtx, v any) error {
 	return nil
 }
 
+// jsonPath is a decoding error's field path as the client wrote it:
+// encoding/json names the Go struct a field is embedded from
+// ("oaiTools.parallel_tool_calls"), a camel-case segment no body has.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != strings.ToLower(p) && strings.ToLower(p[:1]) == p[:1] && !strings.ContainsAny(p, "_-") {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
+}
+
 // jsonError words a decoding failure for the client: which field had which
 // wrong type, which number does not fit its field, or where the syntax
 // broke.
@@ -48,6 +63,7 @@ func jsonError(err error) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
+		te.Field = jsonPath(te.Field)
 		field := te.Field
 		if field == "" {
 			field = "the body"

@@ -1,0 +1,92 @@
+package http
+
+import (
+	"context"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/reply"
+	"superfluid/sched"
+)
+
+// runOllamaTurn answers an /api/chat job, streamed or whole. Its reply
+// is read as a turn: thinking, content and tool calls each go to their own
+// field of the message. Streamed, text goes out as it is read and each
+// call in the line where it completes, as Ollama streams calls.
+func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
+	if !job.stream {
+		rctx, done := s.requestContext(ctx)
+		defer done()
+		st, err := submit(rctx, job.model, job.g)
+		if err != nil {
+			return err
+		}
+		var tr ollamaTrace
+		out, err := s.followOllamaTurn(rctx, job, st, &tr, nil)
+		if err != nil {
+			return err
+		}
+		msg := ollamaReply{Role: "assistant", Content: out.Content, Thinking: out.Reasoning, ToolCalls: ollamaCalls(out.Calls, 0)}
+		return writeJSON(ctx, job.finalTurn(job.result(out.outcome, &tr), msg, tr.logprobs))
+	}
+	rctx, cancel := s.requestContext(ctx)
+	st, err := submit(rctx, job.model, job.g)
+	if err != nil {
+		cancel()
+		return err
+	}
+	streamResponse(ctx, false, func(ew *eventWriter) {
+		defer cancel()
+		var tr ollamaTrace
+		out, err := s.followOllamaTurn(rctx, job, st, &tr, func(msg ollamaReply) error {
+			lps := tr.logprobs
+			tr.logprobs = nil
+			return ew.send("", ollamaChatResponse{Model: job.name, CreatedAt: time.Now().UTC(), Message: msg, Logprobs: lps})
+		})
+		if err != nil {
+			ew.fail(err)
+			return
+		}
+		ew.send("", job.finalTurn(job.result(out.outcome, &tr), ollamaReply{Role: "assistant"}, nil))
+	})
+	return nil
+}
+
+// followOllamaTurn follows a submitted job, filling tr and handing send
+// (when not nil) one message per delta that shows something.
+func (s *Server) followOllamaTurn(ctx context.Context, job *ollamaJob, st *sched.Stream, tr *ollamaTrace, send func(ollamaReply) error) (turnOut, error) {
+	collect := tr.emit(job)
+	calls := 0
+	return followTurn(ctx, job.model, job.g, st, func(evs []reply.Event, d *delta) error {
+		if d != nil && collect != nil {
+			collect(d)
+		}
+		if send == nil {
+			return nil
+		}
+		msg := ollamaReply{Role: "assistant"}
+		for _, ev := range evs {
+			switch ev.Kind {
+			case reply.Content:
+				msg.Content += ev.Text
+			case reply.Reasoning:
+				msg.Thinking += ev.Text
+			case reply.Call:
+				msg.ToolCalls = append(msg.ToolCalls, ollamaCalls([]reply.ToolCall{ev.Call}, calls)...)
+				calls++
+			}
+		}
+		if msg.Content == "" && msg.Thinking == "" && len(msg.ToolCalls) == 0 && tr.logprobs == nil {
+			return nil
+		}
+		return send(msg)
+	})
+}
+
+// finalTurn is the last response of a chat turn: done, why, the metrics,
+// and, unstreamed, the whole message.
+func (job *ollamaJob) finalTurn(res ollamaResult, msg ollamaReply, lps []ollamaLogprob) ollamaChatResponse {
+	return ollamaChatResponse{Model: job.name, CreatedAt: time.Now().UTC(), Message: msg,
+		Done: true, DoneReason: res.reason, ollamaMetrics: res.metrics, Logprobs: lps}
+}
