@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -34,7 +35,20 @@ type toyEngine struct {
 	seqs  [][]engine.Token
 	lanes map[uint32]*toyLane
 	ev    engine.Events
+	// script, when set, is what every lane writes instead of the
+	// alphabet, byte by byte, then the end of generation: a scripted
+	// model for the tests of how replies are parsed.
+	script   []byte
+	grammars atomic.Uint32
 }
+
+// The toy takes grammars and ignores them: a scripted reply is already
+// what a test wants the grammar to have produced.
+func (e *toyEngine) AcquireGrammar(*engine.GrammarSpec) (engine.GrammarID, error) {
+	return engine.GrammarID(e.grammars.Add(1)), nil
+}
+
+func (e *toyEngine) ReleaseGrammar(engine.GrammarID) {}
 
 type toyLane struct {
 	tag        uint32
@@ -167,10 +181,20 @@ func (e *toyEngine) Tick(p *engine.Plan) (*engine.Events, error) {
 // toyToken is the toy model: the alphabet, one letter per token.
 func toyToken(generated int) engine.Token { return engine.Token('a' + generated%26) }
 
-func (e *toyEngine) lastToken(l *toyLane) engine.Token { return toyToken(l.generated - 1) }
+func (e *toyEngine) lastToken(l *toyLane) engine.Token { return e.token(l.generated - 1) }
+
+func (e *toyEngine) token(generated int) engine.Token {
+	if e.script == nil {
+		return toyToken(generated)
+	}
+	if generated < len(e.script) {
+		return engine.Token(e.script[generated])
+	}
+	return toyEOS
+}
 
 func (e *toyEngine) sample(l *toyLane) {
-	t := toyToken(l.generated)
+	t := e.token(l.generated)
 	l.generated++
 	l.emitted++
 	te := engine.TokenEvent{Lane: l.tag, Token: t}
@@ -181,6 +205,8 @@ func (e *toyEngine) sample(l *toyLane) {
 		}
 	}
 	switch {
+	case t == toyEOS:
+		l.finish = engine.FinishEOG
 	case l.max > 0 && l.generated >= l.max:
 		l.finish = engine.FinishLength
 	case len(e.seqs[l.seq]) >= e.desc.Ctx:
@@ -269,6 +295,8 @@ type toyOptions struct {
 	step     time.Duration // default 1ms
 	pieceLen int           // default 1
 	cfg      Config
+	script   string // what the toy writes (see toyEngine.script); "" the alphabet
+	template string // the chat template; "" ChatML
 }
 
 func startToy(t *testing.T, o toyOptions) *toyStack {
@@ -280,14 +308,19 @@ func startToy(t *testing.T, o toyOptions) *toyStack {
 		o.step = time.Millisecond
 	}
 	eng := newToyEngine(o.lanes, 1<<16, o.step)
+	if o.script != "" {
+		eng.script = []byte(o.script)
+	}
 	sc, err := sched.New(eng, &toyCache{eng: eng, busy: make([]bool, len(eng.seqs))}, sched.Config{Lanes: o.lanes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := chat.Parse(chat.ChatML, chat.Options{})
+	src := cmp.Or(o.template, chat.ChatML)
+	tmpl, err := chat.Parse(src, chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	eng.desc.ChatTemplate = src
 	srv, err := NewServer(o.cfg)
 	if err != nil {
 		t.Fatal(err)
