@@ -1,0 +1,325 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/chat"
+	"superfluid/reply"
+	"superfluid/respstore"
+)
+
+// OpenAI's Responses API, which Codex CLI speaks: POST /v1/responses runs
+// one assistant turn through the shared chat pipeline (planTurn,
+// followTurn) and answers it as output items — reasoning, a message,
+// function calls — whole or as a stream of events; a stored response can
+// be fetched, deleted, and continued by previous_response_id.
+
+func responsesRoutes() map[string][]route {
+	r := func(method string, h func(*Server, *fasthttp.RequestCtx, *Model) error) route {
+		return route{method: method, kind: apiOpenAI, handler: h}
+	}
+	return map[string][]route{
+		"/v1/responses":      {r("POST", (*Server).createResponse)},
+		"/v1/responses/{id}": {r("GET", (*Server).getResponse), r("DELETE", (*Server).deleteResponse)},
+	}
+}
+
+// respStore is the server's store of responses: the one the app opened
+// under --data-dir, else, at first use, one in memory.
+type respStore struct {
+	ptr  atomic.Pointer[respstore.Store]
+	once sync.Once
+}
+
+// SetResponses gives the server the store of the Responses API.
+func (s *Server) SetResponses(st *respstore.Store) { s.responses.ptr.Store(st) }
+
+func (s *Server) responseStore() *respstore.Store {
+	s.responses.once.Do(func() {
+		mem, _ := respstore.Open("", respstore.Options{}) // a memory store cannot fail to open
+		s.responses.ptr.CompareAndSwap(nil, mem)
+	})
+	return s.responses.ptr.Load()
+}
+
+// respJob is a planned response: the generation, the response object as
+// far as the request decides it, and the input items to store with it.
+type respJob struct {
+	m     *Model
+	g     *genSpec
+	obj   respObject
+	input []json.RawMessage
+	store bool
+}
+
+func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
+	var req respRequest
+	if err := decodeJSON(ctx, &req); err != nil {
+		return err
+	}
+	job, err := s.planResponse(ctx, m, &req)
+	if err != nil {
+		return err
+	}
+	if req.Stream {
+		return s.streamResponses(ctx, job)
+	}
+	rctx, done := s.requestContext(ctx)
+	defer done()
+	st, err := submit(rctx, m, job.g)
+	if err != nil {
+		return err
+	}
+	b := newRespBuilder(m, &job.obj, nil)
+	out, err := followTurn(rctx, m, job.g, st, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
+	if err != nil {
+		return err
+	}
+	b.finish(job.g, out)
+	s.keepResponse(job)
+	return writeJSON(ctx, &job.obj)
+}
+
+// planResponse reads the request into a chat turn and plans it.
+func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respRequest) (*respJob, error) {
+	if err := checkModelName(m, req.Model); err != nil {
+		return nil, err
+	}
+	if err := req.respUnhonoured.check(); err != nil {
+		return nil, err
+	}
+	if req.Text == nil {
+		req.Text = &respTextConfig{}
+	}
+	if err := refuseUnhonoured(unhonoured{"text.verbosity", req.Text.Verbosity, stringIn("medium"), "this server does not steer the length of replies"}); err != nil {
+		return nil, err
+	}
+	if !isNull(req.Metadata) && !isObject(req.Metadata) {
+		return nil, badParam("metadata", "metadata must be an object of strings")
+	}
+	rt, err := s.respTurn(req)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planTurn(m, rt.turn)
+	if err != nil {
+		return nil, err
+	}
+	maxTok, err := maxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
+	if err != nil {
+		return nil, err
+	}
+	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
+	if err != nil {
+		return nil, err
+	}
+	defClass := ""
+	if rt.turn.tools.active() {
+		defClass = "agent" // a person waits on the agent's whole tool loop
+	}
+	class, err := s.requestClass(ctx, defClass)
+	if err != nil {
+		return nil, err
+	}
+	g := &genSpec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp,
+		Grammar: plan.grammar, grammarField: plan.field, turn: plan}
+	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
+	job.obj = respObject{
+		ID: newID("resp_"), Object: "response", CreatedAt: unixNow(), Status: "in_progress",
+		Instructions: rt.instructions, MaxOutputTokens: req.MaxOutputTokens, Model: m.Name,
+		Output: []respItemOut{}, ParallelToolCalls: !rt.turn.tools.req.Single, Store: job.store,
+		Temperature: valueOr(req.Temperature, 1), TopP: valueOr(req.TopP, 1),
+		Text: respTextOut{Format: rawOr(req.Text.Format, `{"type":"text"}`)}, ToolChoice: rawOr(req.ToolChoice, `"auto"`),
+		Tools: rt.tools, Truncation: "disabled", Metadata: rawOr(req.Metadata, `{}`),
+	}
+	if req.Reasoning != nil {
+		job.obj.Reasoning = *req.Reasoning
+	}
+	if req.PreviousResponseID != "" {
+		job.obj.PreviousResponseID = &req.PreviousResponseID
+	}
+	return job, nil
+}
+
+// respTurnOf is what a request asks of the model's turn, read.
+type respTurnOf struct {
+	turn chatTurn
+	// items are the conversation's input items, the previous response's
+	// first: what a response chained to this one continues.
+	items        []json.RawMessage
+	instructions *string
+	tools        []json.RawMessage // the function tools, as the response echoes them
+}
+
+// respTurn reads the conversation (the previous response's items, then
+// the request's, after the instructions), the tools and how they may be
+// called, the answer's format and the reasoning effort.
+func (s *Server) respTurn(req *respRequest) (respTurnOf, error) {
+	var rt respTurnOf
+	own, err := respInputItems(req.Input)
+	if err != nil {
+		return rt, err
+	}
+	prev, err := s.previousItems(req.PreviousResponseID)
+	if err != nil {
+		return rt, err
+	}
+	rt.items = append(prev, own...)
+	msgs, err := respConversation(rt.items, func(i int) string {
+		if i < len(prev) {
+			return fmt.Sprintf("previous_response_id %s: item %d", req.PreviousResponseID, i)
+		}
+		return fmt.Sprintf("input[%d]", i-len(prev))
+	})
+	if err != nil {
+		return rt, err
+	}
+	if rt.instructions, err = respInstructions(req.Instructions); err != nil {
+		return rt, err
+	}
+	if rt.instructions != nil {
+		msgs = append([]chat.Message{{Role: chat.RoleSystem, Content: *rt.instructions}}, msgs...)
+	}
+	tools, echo, err := respTools(req.Tools)
+	if err != nil {
+		return rt, err
+	}
+	parallel := req.ParallelToolCalls == nil || *req.ParallelToolCalls
+	if err := respToolChoice(&tools, req.ToolChoice, parallel); err != nil {
+		return rt, err
+	}
+	shape, err := respFormat(req.Text.Format)
+	if err != nil {
+		return rt, err
+	}
+	rt.turn = chatTurn{msgs: msgs, tools: tools, shape: shape}
+	rt.tools = echo
+	if req.Reasoning != nil && req.Reasoning.Effort != nil {
+		if err := rt.turn.setEffort("reasoning.effort", *req.Reasoning.Effort); err != nil {
+			return rt, err
+		}
+	}
+	return rt, nil
+}
+
+// previousItems are the stored response's input and output items, which
+// come before the request's own.
+func (s *Server) previousItems(id string) ([]json.RawMessage, error) {
+	if id == "" {
+		return nil, nil
+	}
+	rec, err := s.responseStore().Get(id)
+	if errors.Is(err, respstore.ErrNotFound) {
+		e := badParam("previous_response_id", "Previous response with id '%s' not found.", id)
+		e.Code = "previous_response_not_found"
+		return nil, e
+	}
+	if err != nil {
+		return nil, serverError("reading the previous response: %v", err)
+	}
+	var input []json.RawMessage
+	var resp struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(rec.Input, &input); err != nil {
+		return nil, serverError("the stored response %s is damaged: %v", id, err)
+	}
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		return nil, serverError("the stored response %s is damaged: %v", id, err)
+	}
+	return append(input, resp.Output...), nil
+}
+
+// respInstructions reads instructions: a string, or null.
+func respInstructions(raw json.RawMessage) (*string, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, badParam("instructions", "instructions must be a string")
+	}
+	return &s, nil
+}
+
+// keepResponse stores a finished response, unless the request said
+// store: false. A store that fails is logged: the client has its answer.
+func (s *Server) keepResponse(job *respJob) {
+	if !job.store {
+		return
+	}
+	resp, err := json.Marshal(&job.obj)
+	if err == nil {
+		var input []byte
+		if input, err = json.Marshal(job.input); err == nil {
+			err = s.responseStore().Put(respstore.Record{ID: job.obj.ID, Response: resp, Input: input})
+		}
+	}
+	if err != nil {
+		slog.Warn("responses: the response was not stored", "id", job.obj.ID, "err", err)
+	}
+}
+
+func (s *Server) getResponse(ctx *fasthttp.RequestCtx, _ *Model) error {
+	rec, err := s.responseStore().Get(pathID(ctx))
+	if err != nil {
+		return respStoreError(pathID(ctx), err)
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(rec.Response)
+	return nil
+}
+
+func (s *Server) deleteResponse(ctx *fasthttp.RequestCtx, _ *Model) error {
+	id := pathID(ctx)
+	if err := s.responseStore().Delete(id); err != nil {
+		return respStoreError(id, err)
+	}
+	return writeJSON(ctx, respDeleted{ID: id, Object: "response", Deleted: true})
+}
+
+func respStoreError(id string, err error) error {
+	if errors.Is(err, respstore.ErrNotFound) {
+		e := notFound("Response with id '%s' not found.", id)
+		e.Type, e.Code = "invalid_request_error", ""
+		return e
+	}
+	return serverError("%v", err)
+}
+
+func isObject(raw json.RawMessage) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(raw, &obj) == nil
+}
+
+func valueOr(p *float64, d float64) float64 {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+func rawOr(raw json.RawMessage, d string) json.RawMessage {
+	if isNull(raw) {
+		return json.RawMessage(d)
+	}
+	return raw
+}
+
+// mergeRoutes joins route tables whose paths hold several methods.
+func mergeRoutes(parts ...map[string][]route) map[string][]route {
+	all := map[string][]route{}
+	for _, p := range parts {
+		for path, rs := range p {
+			all[path] = append(all[path], rs...)
+		}
+	}
+	return all
+}

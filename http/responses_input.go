@@ -1,0 +1,266 @@
+package http
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"superfluid/chat"
+	"superfluid/reply"
+)
+
+// Reading a Responses request's conversation and tools into a chatTurn.
+
+// respInputItems splits input into its items: a string is one user
+// message, a list is the items themselves.
+func respInputItems(raw json.RawMessage) ([]json.RawMessage, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		item, _ := json.Marshal(map[string]string{"type": "message", "role": "user", "content": s})
+		return []json.RawMessage{item}, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, badParam("input", "input must be a string or a list of items")
+	}
+	return items, nil
+}
+
+// respConversation maps items onto the template's messages. An assistant
+// turn is written by several items — its reasoning, its message, each of
+// its function calls — that become one assistant message, as the chat
+// templates expect; a function_call_output is a tool message answering
+// its call by call_id. where names item i in errors (the items of a
+// previous response come before the request's own).
+func respConversation(items []json.RawMessage, where func(i int) string) ([]chat.Message, error) {
+	var (
+		out       []chat.Message
+		open      = -1 // the assistant message items are still adding to
+		reasoning string
+		callNames = map[string]string{}
+	)
+	for i, raw := range items {
+		var it respItemIn
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, badParam("input", "%s: not an input item (%v)", where(i), err)
+		}
+		if it.Type == "" && it.Role != "" {
+			it.Type = "message" // EasyInputMessage: {role, content}
+		}
+		switch it.Type {
+		case "message":
+			role := it.Role
+			switch role {
+			case "developer":
+				role = chat.RoleSystem
+			case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant:
+			default:
+				return nil, badParam("input", "%s.role: %q is not user, assistant, system or developer", where(i), it.Role)
+			}
+			text, err := respContentText(it.Content)
+			if err != nil {
+				return nil, badParam("input", "%s.content: %v", where(i), err)
+			}
+			if role != chat.RoleAssistant {
+				out = append(out, chat.Message{Role: role, Content: text})
+				open = -1
+				continue
+			}
+			if open >= 0 && len(out[open].ToolCalls) == 0 {
+				out[open].Content += text
+				continue
+			}
+			out = append(out, chat.Message{Role: chat.RoleAssistant, Content: text, ReasoningContent: reasoning})
+			open, reasoning = len(out)-1, ""
+		case "function_call":
+			if it.Name == "" {
+				return nil, badParam("input", "%s.name: a function call needs a name", where(i))
+			}
+			if it.CallID == "" {
+				return nil, badParam("input", "%s.call_id: a function call needs a call_id", where(i))
+			}
+			args, err := callArguments(it.Arguments)
+			if err != nil {
+				return nil, badParam("input", "%s.arguments: %v", where(i), err)
+			}
+			if open < 0 {
+				out = append(out, chat.Message{Role: chat.RoleAssistant, ReasoningContent: reasoning})
+				open, reasoning = len(out)-1, ""
+			}
+			out[open].ToolCalls = append(out[open].ToolCalls, chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: args})
+			callNames[it.CallID] = it.Name
+		case "function_call_output":
+			if it.CallID == "" {
+				return nil, badParam("input", "%s.call_id: a function call output needs the call_id of its call", where(i))
+			}
+			text, err := respOutputText(it.Output)
+			if err != nil {
+				return nil, badParam("input", "%s.output: %v", where(i), err)
+			}
+			out = append(out, chat.Message{Role: chat.RoleTool, Content: text, ToolCallID: it.CallID, Name: callNames[it.CallID]})
+			open = -1
+		case "reasoning":
+			// Reasoning opens the assistant turn it precedes.
+			open = -1
+			reasoning += respReasoningText(it)
+		case "":
+			return nil, badParam("input", "%s.type is required", where(i))
+		default:
+			return nil, badParam("input", "%s.type: %q items are not supported (message, function_call, function_call_output and reasoning are)", where(i), it.Type)
+		}
+	}
+	if len(out) == 0 {
+		return nil, badParam("input", "input has no messages")
+	}
+	return out, nil
+}
+
+// respContentText reads a message's content: a string or a list of text
+// parts (input_text, output_text; a refusal's text).
+func respContentText(raw json.RawMessage) (string, error) {
+	if isNull(raw) {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []respTextPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("expected a string or a list of content parts")
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			b.WriteString(p.Text)
+		case "refusal":
+			b.WriteString(p.Refusal)
+		default:
+			return "", fmt.Errorf("[%d]: %q parts are not supported (%s)", j, p.Type, whyModality)
+		}
+	}
+	return b.String(), nil
+}
+
+// respOutputText reads a function call's output: a string, or a list of
+// input_text parts.
+func respOutputText(raw json.RawMessage) (string, error) {
+	if isNull(raw) {
+		return "", fmt.Errorf("a function call output needs an output")
+	}
+	return respContentText(raw)
+}
+
+// respReasoningText is a reasoning item's text: its content when it has
+// some, else its summary (what OpenAI's models return).
+func respReasoningText(it respItemIn) string {
+	var b strings.Builder
+	var content []respTextPart
+	if json.Unmarshal(it.Content, &content) == nil {
+		for _, p := range content {
+			b.WriteString(p.Text)
+		}
+	}
+	if b.Len() > 0 {
+		return b.String()
+	}
+	for j, p := range it.Summary {
+		if j > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// respToolDef is a tool as the Responses API declares one: a function's
+// fields sit beside its type.
+type respToolDef struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict"`
+}
+
+// respTools reads the function tools. The hosted tools (web_search,
+// file_search, code_interpreter …) and the others a server cannot run
+// for the client are skipped with a warning: agents send them by habit,
+// and the model answers without them. It returns the tools as the
+// response echoes them.
+func respTools(in []json.RawMessage) (turnTools, []json.RawMessage, error) {
+	var list []reply.Tool
+	echo := []json.RawMessage{}
+	for i, raw := range in {
+		var d respToolDef
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return turnTools{}, nil, badParam("tools", "tools[%d]: not a tool (%v)", i, err)
+		}
+		if d.Type != "function" {
+			slog.Warn("responses: skipping a tool this server cannot run", "index", i, "type", d.Type, "name", d.Name)
+			continue
+		}
+		list = append(list, reply.Tool{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+		echo = append(echo, raw)
+	}
+	t, err := newTurnTools("tools", list)
+	return t, echo, err
+}
+
+// respToolChoice applies tool_choice: "none", "auto", "required", or
+// {"type": "function", "name": …}. A choice of a hosted tool, or of
+// allowed_tools, is refused by name: it demands what the server cannot do.
+func respToolChoice(t *turnTools, raw json.RawMessage, parallel bool) error {
+	single := !parallel
+	if isNull(raw) {
+		return t.require("tool_choice", "auto", "", single)
+	}
+	var mode string
+	if json.Unmarshal(raw, &mode) == nil {
+		if mode == "named" {
+			return badParam("tool_choice", "tool_choice: unknown mode %q", mode)
+		}
+		return t.require("tool_choice", mode, "", single)
+	}
+	var obj struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return badParam("tool_choice", `tool_choice must be "none", "auto", "required" or {"type": "function", "name": …}`)
+	}
+	if obj.Type != "function" {
+		return notSupported("tool_choice", fmt.Sprintf("a tool_choice of type %q; only function tools are run", obj.Type))
+	}
+	return t.require("tool_choice", "named", obj.Name, single)
+}
+
+// respFormat reads text.format into the structured-output constraint.
+func respFormat(raw json.RawMessage) (constraint, error) {
+	const field = "text.format"
+	if isNull(raw) {
+		return constraint{}, nil
+	}
+	var f respTextFormat
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return constraint{}, badParam(field, `text.format must be an object such as {"type": "json_schema", "name": …, "schema": {…}}`)
+	}
+	switch f.Type {
+	case "text":
+		return constraint{}, nil
+	case "json_object":
+		return constraint{field: field, anyObject: true}, nil
+	case "json_schema":
+		schema, err := schemaValue(field+".schema", f.Schema)
+		if err != nil {
+			return constraint{}, err
+		}
+		return constraint{field: field + ".schema", schema: schema, strict: f.Strict != nil && *f.Strict}, nil
+	}
+	return constraint{}, badParam(field+".type", "text.format.type %q is not one of \"text\", \"json_object\", \"json_schema\"", f.Type)
+}
