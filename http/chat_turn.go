@@ -183,6 +183,7 @@ func planTurn(m *Model, t chatTurn) (*turnPlan, error) {
 		return nil, err
 	}
 	p.opts.InReasoning = f.format.OpensReasoning(text)
+	p.opts.Lead = f.format.PromptLead(text)
 	if tools {
 		for _, tool := range t.tools.list {
 			p.opts.Tools = append(p.opts.Tools, tool.Name)
@@ -208,9 +209,16 @@ func (p *turnPlan) constrain(m *Model, t chatTurn, tools bool, text string) erro
 	if !t.shape.none() {
 		return notSupported(t.shape.field, "structured output together with tools is not supported; constrain the answer through a tool's parameters")
 	}
-	c, err := p.format.Grammar(t.tools.list, t.tools.req)
+	req := t.tools.req
+	req.Lead = p.opts.Lead
+	c, err := p.format.Grammar(t.tools.list, req)
 	if err != nil {
 		return grammarError(t.tools.field, err)
+	}
+	if c.GBNF == "" {
+		// The syntax cannot be triggered safely mid-reply; calls are
+		// read, not constrained.
+		return nil
 	}
 	spec := &engine.GrammarSpec{GBNF: c.GBNF, Lazy: c.Lazy}
 	for _, trig := range c.Triggers {

@@ -31,8 +31,20 @@ var (
 type probe struct {
 	// one and two are the text the template wrote for an assistant turn of
 	// one call (probe_fn_alpha) and of two (alpha, then beta), with what it
-	// writes for an empty assistant turn taken away from both ends.
+	// writes for a turn without calls taken away from both ends.
 	one, two string
+	// single: the template writes one call per turn at most (it refuses
+	// two, or drops the second); two is then "".
+	single bool
+	// contentLead is what the template writes before an answer's content
+	// (see contentLead).
+	contentLead string
+	// contentWrap are the markers the template writes around an answer's
+	// content, when it writes one before and after it.
+	contentWrap []string
+	// alt is the probe read without cutting what the generation prompt
+	// ends with, when that differs: tried when p finds no syntax.
+	alt *probe
 	// toolsShown: the tool definitions appear in the prompt.
 	toolsShown bool
 }
@@ -46,12 +58,22 @@ func Detect(t *chat.Template, src string) Format {
 	f.think = detectThink(t, src)
 	p, ok := renderProbe(t)
 	if ok {
-		for _, try := range syntaxProbes {
-			if name, s, ok := try(p); ok && readsBack(s, p) {
-				f.Name, f.calls = name, s
-				return f
+		for _, p := range p.readings() {
+			for _, try := range syntaxProbes {
+				if name, s, ok := try(p); ok && (readsBack(s, p) || readsBack(s, narrowProbe(s, p))) {
+					f.Name, f.calls = name, s
+					f.drops, f.oneCall = leadDrops(s, p), p.single
+					if sh, ok := s.(formatShaper); ok {
+						sh.shape(&f)
+					}
+					return withBuiltins(f, t)
+				}
 			}
 		}
+	}
+	if name, s, ok := describedSyntax(src); ok {
+		f.Name, f.calls = name, s
+		return f
 	}
 	f.Name, f.calls, f.Generic = "generic", genericSyntax(), true
 	return f
@@ -59,12 +81,34 @@ func Detect(t *chat.Template, src string) Format {
 
 // syntaxProbes are the call syntaxes Detect knows, each given the probe
 // and returning the syntax it recognises there. Order matters only where
-// two could read the same text; the more specific comes first.
-var syntaxProbes = append(jsonProbes, markupProbes...)
+// two could read the same text; the more specific comes first, and the
+// named-JSON probe, which reads any "marker name marker {arguments}"
+// layout, comes after the markup ones, which know their formats by name.
+var syntaxProbes = append(append(append([]func(p probe) (string, callSyntax, bool){}, jsonProbes...), markupProbes...), probeNamedJSON)
 
-// jsonProbes recognise the syntaxes that write a call's arguments as JSON.
+// jsonProbes recognise the syntaxes that write a call as a JSON object.
 var jsonProbes = []func(p probe) (string, callSyntax, bool){
 	probeTaggedJSON,
+	probePythonic,
+}
+
+// leadDrops are the markers to drop from the reply: those the template
+// writes around an answer's content (Command R7B's <|START_RESPONSE|>),
+// and what it writes before the content when that begins like a call
+// (Functionary v3.2's ">>>all\n", where "all" is the content's channel),
+// which would otherwise open a call that never parses.
+func leadDrops(s callSyntax, p probe) []string {
+	out := append([]string(nil), p.contentWrap...)
+	lead := strings.TrimLeft(p.contentLead, " \t\r\n")
+	if lead == "" {
+		return out
+	}
+	for _, o := range s.openers() {
+		if strings.HasPrefix(lead, o.text) && len(lead) > len(o.text) {
+			return append(out, lead)
+		}
+	}
+	return out
 }
 
 // readsBack checks that s parses the probe's renderings into exactly the
@@ -75,6 +119,9 @@ func readsBack(s callSyntax, p probe) bool {
 		{{Name: probeFnA, Arguments: probeArgsA}, {Name: probeFnB, Arguments: probeArgsB}},
 	}
 	for i, text := range []string{p.one, p.two} {
+		if i == 1 && p.single {
+			break
+		}
 		calls, ok := parseAll(s, text)
 		if !ok || len(calls) != len(want[i]) {
 			return false
@@ -124,100 +171,10 @@ func sameJSON(a, b json.RawMessage) bool {
 	return string(xa) == string(ya)
 }
 
-// renderProbe renders the probe conversations. ok is false when the
-// template does not write the calls of an assistant turn at all.
-func renderProbe(t *chat.Template) (probe, bool) {
-	user := chat.Message{Role: chat.RoleUser, Content: probeQuestion}
-	turn := func(calls ...chat.ToolCall) (string, bool) {
-		msgs := []chat.Message{user, {Role: chat.RoleAssistant, ToolCalls: calls}}
-		out, err := t.Exact(chat.Request{Messages: msgs, Tools: probeTools})
-		return out, err == nil
-	}
-	empty, ok0 := turn()
-	if !ok0 {
-		// Some templates refuse an assistant turn with no content and no
-		// calls; one with content stands in for it.
-		msgs := []chat.Message{user, {Role: chat.RoleAssistant, Content: probeAnswer}}
-		out, err := t.Exact(chat.Request{Messages: msgs, Tools: probeTools})
-		if err != nil {
-			return probe{}, false
-		}
-		empty = strings.Replace(out, probeAnswer, "", 1)
-	}
-	callA := chat.ToolCall{ID: "call_probe_1", Name: probeFnA, Arguments: probeArgsA}
-	callB := chat.ToolCall{ID: "call_probe_2", Name: probeFnB, Arguments: probeArgsB}
-	one, ok1 := turn(callA)
-	two, ok2 := turn(callA, callB)
-	if !ok1 || !ok2 || !strings.Contains(one, probeFnA) || !strings.Contains(two, probeFnB) {
-		return probe{}, false
-	}
-	return probe{one: difference(empty, one), two: difference(empty, two), toolsShown: strings.Contains(empty, "probe_arg")}, true
-}
-
-// difference is what b has where a and b differ: b without the prefix
-// and suffix it shares with a, widened or narrowed to whole markers. The
-// shared prefix can end inside a marker ("<|START_" of <|START_RESPONSE|>
-// and <|START_ACTION|>), so the start moves back to the end of the
-// previous marker or space; the shared suffix can begin inside one ("<" of
-// </tool_call><|im_end|>), so the end moves back to the end of a marker,
-// a bracket or a space.
-func difference(a, b string) string {
-	i := 0
-	for i < len(a) && i < len(b) && a[i] == b[i] {
-		i++
-	}
-	j := 0
-	for j < len(a)-i && j < len(b)-i && a[len(a)-1-j] == b[len(b)-1-j] {
-		j++
-	}
-	end := len(b) - j
-	for i > 0 && !strings.ContainsRune(" \t\r\n>", rune(b[i-1])) {
-		i--
-	}
-	for end > i && !strings.ContainsRune(" \t\r\n>]})", rune(b[end-1])) {
-		end--
-	}
-	return b[i:end]
-}
-
-// probeTaggedJSON recognises calls written as JSON between markers.
-func probeTaggedJSON(p probe) (string, callSyntax, bool) {
-	one := strings.TrimSpace(p.one)
-	start := strings.IndexAny(one, "{[")
-	if start < 0 {
-		return "", nil, false
-	}
-	open := strings.TrimSpace(one[:start])
-	end := jsonEnd(one, start)
-	if end < 0 {
-		return "", nil, false
-	}
-	close := strings.TrimSpace(one[end:])
-	list := one[start] == '['
-	key := "arguments"
-	if strings.Contains(one, `"parameters"`) {
-		key = "parameters"
-	}
-	s := &taggedJSON{open: open, close: close, list: list, argsKey: key}
-	if open == "" {
-		// A bare object: it opens with its first key, and only at the
-		// start of the reply, where prose cannot be mistaken for it.
-		s.open, s.atStart = one[start:start+1], true
-		if k := strings.Index(one[start:], `"name"`); k > 0 {
-			s.open = one[start : start+k+len(`"name"`)]
-		}
-	}
-	name := "tagged-json"
-	if open == "<tool_call>" {
-		name = "hermes"
-	}
-	return name, s, true
-}
-
 // genericSyntax is the syntax described to a model whose template has
 // none: Hermes' tags, which most instruction-tuned models have seen.
 func genericSyntax() callSyntax {
-	return &taggedJSON{open: "<tool_call>", close: "</tool_call>", argsKey: "arguments"}
+	return &taggedJSON{open: "<tool_call>", close: "</tool_call>", nameKey: "name", argsKey: "arguments"}
 }
 
 // detectThink finds the reasoning block: a template that writes a
@@ -234,6 +191,9 @@ func detectThink(t *chat.Template, src string) *thinkMarkers {
 			}
 		}
 	}
+	if m := probeThink(t, out); m != nil {
+		return m
+	}
 	for _, m := range knownThink {
 		if strings.Contains(src, m.open) && strings.Contains(src, m.close) {
 			return &m
@@ -246,6 +206,8 @@ func detectThink(t *chat.Template, src string) *thinkMarkers {
 var knownThink = []thinkMarkers{
 	{"<think>", "</think>"},
 	{"<seed:think>", "</seed:think>"},
+	{"<mm:think>", "</mm:think>"},
+	{"<|open|>think<|sep|>", "<|close|>think<|sep|>"},
 	{"[THINK]", "[/THINK]"},
 	{"<|START_THINKING|>", "<|END_THINKING|>"},
 }

@@ -8,11 +8,19 @@
 // Detect probes a template: it renders a conversation with and without
 // tools, with an assistant turn carrying one call and two, and with a
 // reasoning block, and compares the renderings to find how the template
-// writes a call and a reasoning block. Each known call syntax (syntax.go)
+// writes a call and a reasoning block (probe.go). Each known call syntax
 // is then asked to read the probe's call back; the first that reads back
-// exactly the call that was rendered is the format. A template that
-// renders no call at all gets the generic format: the tools and the reply
-// syntax are described to the model in the system turn (Generic).
+// exactly the call that was rendered is the format. The syntaxes come in
+// families, one a file: JSON objects between markers (jsonsyntax.go:
+// Hermes, Llama 3.x, Mistral Nemo, Command R, Granite, Apriel, …), a name
+// between markers then JSON arguments (namedjson.go: Functionary,
+// Mistral Small 3.2, Solar Open, DeepSeek V3.1), Python calls
+// (pythonic.go: LFM2; pythontag.go: Llama 3.1's builtin tools), and
+// markup (markup.go, xml*.go, harmony.go, kimi.go). A template that
+// renders no calls but names its syntax in its text is read from a short
+// table (described.go). One that does neither gets the generic format:
+// the tools and the reply syntax are described to the model in the
+// system turn (Generic, SystemPrompt).
 //
 // # Parsing as it streams
 //

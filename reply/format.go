@@ -1,6 +1,9 @@
 package reply
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Format is how one chat template writes reasoning and tool calls.
 // The zero Format reads everything as content.
@@ -18,6 +21,9 @@ type Format struct {
 	// Generic says the template cannot render tools: the request's tools
 	// and the call syntax are described in the system turn (SystemPrompt).
 	Generic bool
+	// oneCall: the template writes one call a turn at most (Llama 3.x
+	// refuses two), so the grammar never asks for more.
+	oneCall bool
 }
 
 // thinkMarkers open and close a reasoning block.
@@ -59,18 +65,59 @@ func (f Format) ReasoningStart() string {
 // Markers are every text the format gives meaning to. The engine must
 // render them as text even when they are special tokens, or the parser
 // would never see them (llama.cpp's "preserved tokens").
+//
+// A marker made of several tokens (DeepSeek-R1's
+// "<｜tool▁call▁begin｜>function<｜tool▁sep｜>") is listed whole and
+// then piece by piece, each <…> or […] in it, for an engine that renders
+// single special tokens.
 func (f Format) Markers() []string {
-	var out []string
+	var texts []string
 	if f.think != nil {
-		out = append(out, f.think.open, f.think.close)
+		texts = append(texts, f.think.open, f.think.close)
 	}
 	if f.calls != nil {
 		for _, o := range f.calls.openers() {
-			out = append(out, o.text)
+			texts = append(texts, o.text)
 		}
-		out = append(out, f.calls.markers()...)
+		texts = append(texts, f.calls.markers()...)
 	}
-	return append(out, f.drops...)
+	texts = append(texts, f.drops...)
+	var out []string
+	seen := map[string]bool{}
+	add := func(m string) {
+		if m != "" && !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	for _, m := range texts {
+		add(m)
+		for _, piece := range markerPieces(m) {
+			add(piece)
+		}
+	}
+	return out
+}
+
+// markerPieces are the <…> and […] spans of s that hold no whitespace,
+// when s has more than the one span that is s itself.
+func markerPieces(s string) []string {
+	var out []string
+	for i := 0; i < len(s); i++ {
+		close := map[byte]byte{'<': '>', '[': ']'}[s[i]]
+		if close == 0 {
+			continue
+		}
+		j := strings.IndexByte(s[i+1:], close)
+		if j < 0 {
+			break
+		}
+		if piece := s[i : i+j+2]; !strings.ContainsAny(piece, " \t\r\n") && piece != s {
+			out = append(out, piece)
+			i += j + 1
+		}
+	}
+	return out
 }
 
 // CallOpeners are the texts that begin a call block: a lazy grammar under

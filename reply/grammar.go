@@ -16,6 +16,15 @@ type Requirement struct {
 	Only string
 	// Single: at most one call (parallel_tool_calls false).
 	Single bool
+	// Lead is the text the prompt ended with that the reply continues
+	// (Format.PromptLead): a required call starts after it.
+	Lead string
+}
+
+// leadGrammar is a syntax whose grammar can start after a lead the
+// generation prompt wrote.
+type leadGrammar interface {
+	grammarAfter(lead string, tools []Tool, parallel bool, root string) (string, error)
 }
 
 // Constraint is a grammar over the reply, as engine.GrammarSpec takes it.
@@ -27,7 +36,7 @@ type Constraint struct {
 	Triggers []string // literal texts
 }
 
-// Grammar returns the constraint that makes the model's calls valid: under
+// Grammar returns the constraint (no GBNF: none) that makes the model's calls valid: under
 // req.Required every reply is calls to tools with arguments that satisfy
 // each tool's parameters schema; otherwise the model may answer in prose,
 // and a call, once its opener appears, is held to the same grammar.
@@ -47,14 +56,29 @@ func (f Format) Grammar(tools []Tool, req Requirement) (Constraint, error) {
 		}
 		tools = only
 	}
-	rules, err := f.calls.grammar(tools, !req.Single, "sf-calls")
+	parallel := !req.Single && !f.oneCall
+	rules, err := f.calls.grammar(tools, parallel, "sf-calls")
+	if lg, ok := f.calls.(leadGrammar); ok && req.Required && req.Lead != "" {
+		rules, err = lg.grammarAfter(req.Lead, tools, parallel, "sf-calls")
+	}
 	if err != nil {
 		return Constraint{}, err
 	}
 	c := Constraint{GBNF: "root ::= sf-calls\n" + rules}
 	if !req.Required {
+		// An opener that counts only at the start of the reply (Llama's
+		// bare {"name", harmony's to=) would trigger anywhere in prose,
+		// and hold an answer to a call the parser then reads as text:
+		// such syntaxes go unconstrained under auto.
+		for _, o := range f.calls.openers() {
+			if !o.atStart {
+				c.Triggers = append(c.Triggers, o.text)
+			}
+		}
+		if len(c.Triggers) == 0 {
+			return Constraint{}, nil
+		}
 		c.Lazy = true
-		c.Triggers = f.CallOpeners()
 	}
 	if _, err := grammar.ParseGBNF(c.GBNF); err != nil {
 		return Constraint{}, fmt.Errorf("reply: the call grammar of format %q does not parse: %w", f.Name, err)
@@ -63,7 +87,8 @@ func (f Format) Grammar(tools []Tool, req Requirement) (Constraint, error) {
 }
 
 // schemaRules converts schema into GBNF rules whose start rule is named
-// name (the converter's own root renamed).
+// name, every other rule renamed under name too, so that the rules of
+// several schemas (one per tool) live in one grammar without clashing.
 func schemaRules(schema []byte, name string) (start, rules string, err error) {
 	text, err := grammar.FromJSONSchema(schema, grammar.Options{Strict: true})
 	if err != nil {
@@ -74,5 +99,55 @@ func schemaRules(schema []byte, name string) (start, rules string, err error) {
 	if !ok {
 		return "", "", fmt.Errorf("reply: unexpected grammar shape")
 	}
-	return name, fmt.Sprintf("%s ::= %s\n%s", name, body, rest), nil
+	rest = strings.TrimRight(renameRules(rest, name), "\n")
+	return name, fmt.Sprintf("%s ::= %s\n%s\n", name, renameRules(body, name), rest), nil
+}
+
+// renameRules prefixes with prefix+"-" every rule name text defines or
+// refers to, leaving literals, character classes and repetition counts
+// alone. text is the converter's output: one rule a line.
+func renameRules(text, prefix string) string {
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		c := text[i]
+		switch {
+		case c == '"' || c == '[':
+			end := byte('"')
+			if c == '[' {
+				end = ']'
+			}
+			j := i + 1
+			for j < len(text) && text[j] != end {
+				if text[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(text))
+			b.WriteString(text[i:j])
+			i = j
+		case c == '{':
+			j := strings.IndexByte(text[i:], '}')
+			if j < 0 {
+				j = len(text) - i - 1
+			}
+			b.WriteString(text[i : i+j+1])
+			i += j + 1
+		case isRuleChar(c) && (c < '0' || c > '9'):
+			j := i
+			for j < len(text) && isRuleChar(text[j]) {
+				j++
+			}
+			b.WriteString(prefix + "-" + text[i:j])
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+func isRuleChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
 }

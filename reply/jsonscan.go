@@ -5,7 +5,9 @@ package reply
 // not the start of a JSON object or array. Only objects and arrays are
 // scanned: they are what calls are written as, and their end is certain
 // from the brackets alone. Strings are skipped with their escapes, so a
-// bracket inside one does not count.
+// bracket inside one does not count; single-quoted strings are skipped
+// too, for the templates that print arguments as a Python dict (a quote
+// outside a string never occurs in JSON, so JSON is scanned the same).
 func jsonEnd(s string, i int) int {
 	i = skipSpace(s, i)
 	if i >= len(s) {
@@ -17,8 +19,9 @@ func jsonEnd(s string, i int) int {
 	depth := 0
 	for ; i < len(s); i++ {
 		switch s[i] {
-		case '"':
-			for i++; i < len(s) && s[i] != '"'; i++ {
+		case '"', '\'':
+			q := s[i]
+			for i++; i < len(s) && s[i] != q; i++ {
 				if s[i] == '\\' {
 					i++
 				}

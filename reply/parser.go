@@ -1,6 +1,7 @@
 package reply
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -11,11 +12,20 @@ type Options struct {
 	// generation prompt wrote the opening marker), so the reply starts as
 	// reasoning.
 	InReasoning bool
+	// Lead is text the prompt ended with that the reply continues: the
+	// start of a call marker the generation prompt wrote (Functionary
+	// v3.2's ">>>"); Format.PromptLead finds it. It is read before the
+	// reply.
+	Lead string
 	// Tools are the names of the tools the request declared. A call to
 	// another name is content. Nil accepts any name.
 	Tools []string
 	// Warn, when set, hears why a call block was returned as content.
 	Warn func(msg string)
+	// Schemas are the declared tools' parameters schemas by name (nil
+	// for any object), for syntaxes that write arguments as markup and
+	// read a value back as a string or as JSON by its declared type.
+	Schemas map[string]json.RawMessage
 }
 
 // maxBlockBytes bounds a call block held waiting for its end: a model
@@ -51,7 +61,7 @@ type Parser struct {
 
 // NewParser returns a parser of one reply in format f.
 func (f Format) NewParser(opts Options) *Parser {
-	p := &Parser{f: f, opts: opts}
+	p := &Parser{f: f, opts: opts, buf: opts.Lead}
 	if opts.InReasoning && f.think != nil {
 		p.mode, p.trimLead = inReasoning, true
 	}
@@ -125,6 +135,14 @@ func (p *Parser) content(final bool) bool {
 		return false
 	}
 	before := p.buf[:mk.at]
+	if !final && p.longerMayFollow(mk) {
+		// ">>>" opens a call, but ">>>all\n" is dropped: wait to see
+		// which one this is.
+		keep := len(strings.TrimRight(before, " \t\r\n"))
+		p.emitContent(p.buf[:keep])
+		p.buf = p.buf[keep:]
+		return false
+	}
 	if mk.kind != inContent {
 		before = strings.TrimRight(before, " \t\r\n")
 	}
@@ -132,6 +150,9 @@ func (p *Parser) content(final bool) bool {
 	switch mk.kind {
 	case inContent:
 		p.buf = p.buf[mk.at+len(mk.text):]
+		if p.f.think != nil && mk.text == p.f.think.close {
+			p.trimLead = true
+		}
 	case inReasoning:
 		p.buf = p.buf[mk.at+len(mk.text):]
 		p.mode, p.trimLead = inReasoning, true
@@ -160,6 +181,10 @@ func (p *Parser) nextMarker() (marker, bool) {
 	if p.f.think != nil {
 		// A reasoning block comes before the answer, never inside it.
 		try(p.f.think.open, inReasoning, true)
+		// A reply that closes a block it never opened (the prompt opened
+		// it, or the model skipped straight to the end) has reasoned
+		// nothing: the marker is dropped, not shown as content.
+		try(p.f.think.close, inContent, true)
 	}
 	if p.f.calls != nil {
 		for _, o := range p.f.calls.openers() {
@@ -170,6 +195,23 @@ func (p *Parser) nextMarker() (marker, bool) {
 		try(d, inContent, false)
 	}
 	return best, best.at >= 0
+}
+
+// longerMayFollow reports whether the text from mk on is the start of a
+// longer marker, which the next text may complete.
+func (p *Parser) longerMayFollow(mk marker) bool {
+	rest := p.buf[mk.at:]
+	var texts []string
+	if p.f.calls != nil {
+		texts = p.f.CallOpeners()
+	}
+	texts = append(texts, p.f.drops...)
+	for _, m := range texts {
+		if len(m) > len(rest) && len(m) > len(mk.text) && strings.HasPrefix(m, rest) {
+			return true
+		}
+	}
+	return false
 }
 
 // heldPrefix is the length of the longest suffix of buf that is a proper
@@ -192,6 +234,7 @@ func (p *Parser) heldPrefix() int {
 	}
 	if p.f.think != nil {
 		hold(p.f.think.open, true)
+		hold(p.f.think.close, true)
 	}
 	if p.f.calls != nil {
 		for _, o := range p.f.calls.openers() {
@@ -244,7 +287,7 @@ func (p *Parser) call(final bool) bool {
 		return false
 	}
 	block := p.buf[:n]
-	calls, err := p.f.calls.parse(block)
+	calls, err := p.parseBlock(block)
 	if err == nil {
 		err = p.checkNames(calls)
 	}

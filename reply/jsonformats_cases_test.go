@@ -1,0 +1,165 @@
+package reply
+
+// The replies the JSON-argument formats are tested on, each as its models
+// emit it (the template's rendering of a call, and the model's
+// documentation).
+
+// jsonCase is one reply of one format.
+type jsonCase struct {
+	name     string
+	template string
+	format   string // the format Detect must find
+	opts     func(Format) Options
+	text     string
+	want     jsonReply
+	// grammar, when set, is a one-call text the required-call grammar
+	// must accept (Single), spelled as the grammar spells it; grammar2 a
+	// two-call text the parallel grammar must accept.
+	grammar, grammar2 string
+}
+
+const paris = `{"city": "Paris"}`
+
+var jsonCases = []jsonCase{
+	{name: "qwen2.5 two calls after content", template: "Qwen-Qwen2.5-7B-Instruct", format: "hermes",
+		text:     "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"note\", \"arguments\": {\"text\": \"a <b> c\"}}\n</tool_call>",
+		want:     jsonReply{content: "Let me check.", calls: []ToolCall{jcall("get_weather", paris), jcall("note", `{"text":"a <b> c"}`)}},
+		grammar:  "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+		grammar2: "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"note\", \"arguments\": {\"text\": \"x\"}}\n</tool_call>"},
+	{name: "qwen3 call after reasoning", template: "Qwen-Qwen3-0.6B", format: "hermes",
+		text: "<think>\nThe user wants weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+		want: jsonReply{reasoning: "The user wants weather.", calls: []ToolCall{jcall("get_weather", paris)}}},
+	{name: "qwen3 reasoning opened by the prompt", template: "Qwen-QwQ-32B", format: "hermes",
+		opts: func(Format) Options { o := jsonOptions(); o.InReasoning = true; return o },
+		text: "Hmm, weather.\n</think>\n\nSure.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+		want: jsonReply{reasoning: "Hmm, weather.", content: "Sure.", calls: []ToolCall{jcall("get_weather", paris)}}},
+	{name: "hermes malformed call is content", template: "NousResearch-Hermes-3-Llama-3.1-8B-tool_use", format: "hermes",
+		text: "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }}\n</tool_call>",
+		want: jsonReply{content: "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }}\n</tool_call>", warned: true}},
+	{name: "hermes call written as a Python dict", template: "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", format: "hermes",
+		text: "<tool_call>\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n</tool_call>",
+		want: jsonReply{calls: []ToolCall{jcall("get_weather", paris)}}},
+	{name: "hermes undeclared tool is content", template: "ibm-granite-granite-4.0", format: "hermes",
+		text: "<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call>",
+		want: jsonReply{content: "<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call>", warned: true}},
+	{name: "llama 3.1 bare JSON", template: "meta-llama-Llama-3.1-8B-Instruct", format: "llama3",
+		text:    `{"name": "get_weather", "parameters": {"city": "Paris"}}`,
+		want:    jsonReply{calls: []ToolCall{jcall("get_weather", paris)}},
+		grammar: `{"name": "get_weather", "parameters": {"city": "Paris"}}`},
+	{name: "llama 3.1 JSON inside prose is content", template: "meta-llama-Llama-3.3-70B-Instruct", format: "llama3",
+		text: `Write {"name": "x"} to call.`,
+		want: jsonReply{content: `Write {"name": "x"} to call.`}},
+	{name: "llama 3.1 builtin tool", template: "meta-llama-Llama-3.1-8B-Instruct", format: "llama3",
+		text: `<|python_tag|>brave_search.call(query="weather in Paris")<|eom_id|>`,
+		want: jsonReply{calls: []ToolCall{jcall("brave_search", `{"query":"weather in Paris"}`)}}},
+	{name: "llama 3.1 JSON after python_tag", template: "meta-llama-Llama-3.1-8B-Instruct", format: "llama3",
+		text:    `<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}`,
+		want:    jsonReply{calls: []ToolCall{jcall("get_weather", paris)}},
+		grammar: `<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}`},
+	{name: "llama 3.1 code for ipython is a python call", template: "meta-llama-Llama-3.1-8B-Instruct", format: "llama3",
+		opts: func(Format) Options { return Options{Tools: []string{"python"}} },
+		text: "<|python_tag|>print(1 + 1)",
+		want: jsonReply{calls: []ToolCall{jcall("python", `{"code":"print(1 + 1)"}`)}}},
+	{name: "mistral nemo list with ids", template: "mistralai-Mistral-Nemo-Instruct-2407", format: "mistral-nemo",
+		text:     `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1b2c3d4e"}, {"name": "note", "arguments": {"text": "x"}, "id": "f5g6h7i8j"}]`,
+		want:     jsonReply{calls: []ToolCall{jcallID("a1b2c3d4e", "get_weather", paris), jcallID("f5g6h7i8j", "note", `{"text":"x"}`)}},
+		grammar:  `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]`,
+		grammar2: `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "note", "arguments": {"text": "x"}}]`},
+	{name: "mistral small 3.2 with and without call ids", template: "Mistral-Small-3.2-24B-Instruct-2506", format: "mistral",
+		text:    `[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}[TOOL_CALLS]note[ARGS]{"text": "x"}`,
+		want:    jsonReply{calls: []ToolCall{jcallID("a1b2c3d4e", "get_weather", paris), jcall("note", `{"text":"x"}`)}},
+		grammar: `[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}`},
+	{name: "devstral", template: "unsloth-mistral-Devstral-Small-2507", format: "mistral",
+		text:     `I'll look.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}`,
+		want:     jsonReply{content: "I'll look.", calls: []ToolCall{jcall("get_weather", paris)}},
+		grammar:  `[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}`,
+		grammar2: `[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]note[ARGS]{"text": "x"}`},
+	{name: "ministral reasoning then call", template: "mistralai-Ministral-3-14B-Reasoning-2512", format: "mistral",
+		text: `[THINK]Weather, so a call.[/THINK][TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}`,
+		want: jsonReply{reasoning: "Weather, so a call.", calls: []ToolCall{jcall("get_weather", paris)}}},
+	{name: "functionary v3.1", template: "meetkai-functionary-medium-v3.1", format: "functionary-v3.1",
+		text:     `Checking.<function=get_weather>{"city": "Paris"}</function><function=note>{"text": "x"}</function>`,
+		want:     jsonReply{content: "Checking.", calls: []ToolCall{jcall("get_weather", paris), jcall("note", `{"text":"x"}`)}},
+		grammar:  `<function=get_weather>{"city": "Paris"}</function>`,
+		grammar2: `<function=get_weather>{"city": "Paris"}</function><function=note>{"text": "x"}</function>`},
+	{name: "functionary v3.1 broken arguments", template: "meetkai-functionary-medium-v3.1", format: "functionary-v3.1",
+		text: `<function=get_weather>city=Paris</function>`,
+		want: jsonReply{content: `<function=get_weather>city=Paris</function>`, warned: true}},
+	{name: "functionary v3.2 content then call", template: "meetkai-functionary-medium-v3.2", format: "functionary-v3.2",
+		opts: func(f Format) Options {
+			o := jsonOptions()
+			o.Lead = f.PromptLead("<|end_header_id|>\n\n>>>")
+			return o
+		},
+		text:    "all\nHello there>>>get_weather\n{\"city\": \"Paris\"}",
+		want:    jsonReply{content: "Hello there", calls: []ToolCall{jcall("get_weather", paris)}},
+		grammar: ">>>get_weather\n{\"city\": \"Paris\"}"},
+	{name: "functionary v3.2 python dict", template: "meetkai-functionary-medium-v3.2", format: "functionary-v3.2",
+		opts: func(f Format) Options { o := jsonOptions(); o.Lead = f.PromptLead(">>>"); return o },
+		text: "get_weather\n{'city': 'Paris', 'days': 2}",
+		want: jsonReply{calls: []ToolCall{jcall("get_weather", `{"city":"Paris","days":2}`)}}},
+	{name: "command r7b", template: "CohereForAI-c4ai-command-r7b-12-2024-tool_use", format: "command-r7b",
+		text:     "<|START_THINKING|>I will look it up.<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n]<|END_ACTION|>",
+		want:     jsonReply{reasoning: "I will look it up.", calls: []ToolCall{jcall("get_weather", paris)}},
+		grammar:  `<|START_ACTION|>[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]<|END_ACTION|>`,
+		grammar2: `<|START_ACTION|>[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}, {"tool_name": "note", "parameters": {"text": "x"}}]<|END_ACTION|>`},
+	{name: "command r7b answer between response markers", template: "CohereForAI-c4ai-command-r7b-12-2024-tool_use", format: "command-r7b",
+		text: "<|START_THINKING|>No tool needed.<|END_THINKING|><|START_RESPONSE|>Hello!<|END_RESPONSE|>",
+		want: jsonReply{reasoning: "No tool needed.", content: "Hello!"}},
+	{name: "cohere2", template: "Cohere2MoE", format: "command-r7b",
+		text: "<|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"note\", \"parameters\": {\"text\": \"x\"}}\n]<|END_ACTION|>",
+		want: jsonReply{calls: []ToolCall{jcall("get_weather", paris), jcall("note", `{"text":"x"}`)}}},
+	{name: "command r plus", template: "CohereForAI-c4ai-command-r-plus-tool_use", format: "command-r",
+		text:    "Action:\n```json\n[\n    {\n        \"tool_name\": \"get_weather\",\n        \"parameters\": {\"city\": \"Paris\"}\n    }\n]\n```",
+		want:    jsonReply{calls: []ToolCall{jcall("get_weather", paris)}},
+		grammar: "Action:\n```json\n[{\"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}]\n```"},
+	{name: "granite 3.3", template: "ibm-granite-granite-3.3-2B-Instruct", format: "granite",
+		text:    `<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]`,
+		want:    jsonReply{calls: []ToolCall{jcall("get_weather", paris)}},
+		grammar: `<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]`},
+	{name: "apriel 1.6 thinker", template: "Apriel-1.6-15b-Thinker-fixed", format: "apriel",
+		opts: func(f Format) Options {
+			o := jsonOptions()
+			o.InReasoning = f.OpensReasoning("<|begin_assistant|>\nHere are my reasoning steps:\n")
+			return o
+		},
+		text: "The user asks for weather.\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</tool_calls>",
+		want: jsonReply{reasoning: "The user asks for weather.", calls: []ToolCall{jcall("get_weather", paris)}}},
+	{name: "apriel", template: "unsloth-Apriel-1.5", format: "apriel",
+		text: `Sure. <tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_calls>`,
+		want: jsonReply{content: "Sure.", calls: []ToolCall{jcall("get_weather", paris)}}},
+	{name: "nemotron nano v2", template: "NVIDIA-Nemotron-Nano-v2", format: "nemotron",
+		text:    "<think>\nok\n</think>\n<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</TOOLCALL>",
+		want:    jsonReply{reasoning: "ok", calls: []ToolCall{jcall("get_weather", paris)}},
+		grammar: `<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</TOOLCALL>`},
+	{name: "firefunction", template: "fireworks-ai-llama-3-firefunction-v2", format: "firefunction",
+		text:     ` functools[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "note", "arguments": {"text": "x"}}]`,
+		want:     jsonReply{calls: []ToolCall{jcall("get_weather", paris), jcall("note", `{"text":"x"}`)}},
+		grammar:  `functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]`,
+		grammar2: `functools[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "note", "arguments": {"text": "x"}}]`},
+	{name: "apertus", template: "Apertus-8B-Instruct", format: "apertus",
+		text:    `<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]<|tools_suffix|>`,
+		want:    jsonReply{calls: []ToolCall{jcall("get_weather", paris)}},
+		grammar: `<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]<|tools_suffix|>`},
+	{name: "minimax m1", template: "MiniMax-M1", format: "minimax-m1",
+		text:     "<tool_calls>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n{\"name\": \"note\", \"arguments\": {\"text\": \"x\"}}\n</tool_calls>",
+		want:     jsonReply{calls: []ToolCall{jcall("get_weather", paris), jcall("note", `{"text":"x"}`)}},
+		grammar:  "<tool_calls>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_calls>",
+		grammar2: "<tool_calls>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n{\"name\": \"note\", \"arguments\": {\"text\": \"x\"}}\n</tool_calls>"},
+	{name: "gigachat 3", template: "GigaChat3-10B-A1.8B", format: "gigachat",
+		text: "function call<|role_sep|>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+		want: jsonReply{calls: []ToolCall{jcall("get_weather", paris)}}},
+	{name: "gigachat 3.1", template: "GigaChat3.1-10B-A1.8B", format: "gigachat",
+		text: `<|function_call|>{"name": "get_weather", "arguments": {"city": "Paris"}}`,
+		want: jsonReply{calls: []ToolCall{jcall("get_weather", paris)}}},
+	{name: "solar open", template: "upstage-Solar-Open-100B", format: "solar-open",
+		text:     `<|tool_calls|><|tool_call:begin|>a1b2c3d4e<|tool_call:name|>get_weather<|tool_call:args|>{"city": "Paris"}<|tool_call:end|><|tool_call:begin|>f5g6h7i8j<|tool_call:name|>note<|tool_call:args|>{"text": "x"}<|tool_call:end|><|calls|>`,
+		want:     jsonReply{calls: []ToolCall{jcallID("a1b2c3d4e", "get_weather", paris), jcallID("f5g6h7i8j", "note", `{"text":"x"}`)}},
+		grammar:  `<|tool_calls|><|tool_call:begin|>a1b2c3d4e<|tool_call:name|>get_weather<|tool_call:args|>{"city": "Paris"}<|tool_call:end|><|calls|>`,
+		grammar2: `<|tool_calls|><|tool_call:begin|>a1b2c3d4e<|tool_call:name|>get_weather<|tool_call:args|>{"city": "Paris"}<|tool_call:end|><|tool_call:begin|>f5g6h7i8j<|tool_call:name|>note<|tool_call:args|>{"text": "x"}<|tool_call:end|><|calls|>`},
+	{name: "lfm2.5 pythonic", template: "LFM2.5-8B-A1B", format: "pythonic",
+		text:     `<|tool_call_start|>[get_weather(city='Paris', days=3), note(text="a, b)")]<|tool_call_end|>`,
+		want:     jsonReply{calls: []ToolCall{jcall("get_weather", `{"city":"Paris","days":3}`), jcall("note", `{"text":"a, b)"}`)}},
+		grammar:  `<|tool_call_start|>[get_weather(city="Paris", days=3)]<|tool_call_end|>`,
+		grammar2: `<|tool_call_start|>[get_weather(city="Paris"), note(text="x")]<|tool_call_end|>`},
+}
