@@ -134,6 +134,10 @@ func (m cacheMetrics) View() []kv.Entry { return m.c.View() }
 // ParkInfo describes the disk tier, for /props. Any goroutine.
 func (m cacheMetrics) ParkInfo() kv.ParkInfo { return m.c.ParkInfo() }
 
+// Pin keeps a prompt prefix resident for ttl (Anthropic's cache_control
+// breakpoints). Any goroutine.
+func (m cacheMetrics) Pin(prefix []engine.Token, ttl time.Duration) { m.c.Pin(prefix, ttl) }
+
 func parkIdle(o Options, ps *park.Store) time.Duration {
 	if ps == nil {
 		return 0

@@ -102,6 +102,7 @@ type Cache struct {
 	parked     map[string]*parkEntry // by file name
 	restoreBuf []byte
 	view       viewCache
+	pins       pinTable
 }
 
 // New returns a cache managing sequences [0, cfg.Seqs) of eng, all of which
@@ -328,15 +329,22 @@ func (c *Cache) takeSeq() (int32, error) {
 }
 
 // victim picks the entry to evict: least recently used, entries whose
-// prefix other requests shared last.
+// prefix other requests shared later, pinned entries last of all.
 func (c *Cache) victim() *entry {
+	pinned := c.pinned()
 	var best *entry
-	bestShared := false
+	bestShared, bestPinned := false, false
 	for _, e := range c.entries {
-		shared := c.sharedPrefix(e) != nil
-		if best == nil || (!shared && bestShared) || (shared == bestShared && e.used < best.used) {
-			best, bestShared = e, shared
+		shared, pin := c.sharedPrefix(e) != nil, pinned[e.node] > 0
+		switch {
+		case best == nil, !pin && bestPinned:
+		case pin != bestPinned:
+			continue
+		case !shared && bestShared:
+		case shared != bestShared || e.used >= best.used:
+			continue
 		}
+		best, bestShared, bestPinned = e, shared, pin
 	}
 	return best
 }
@@ -373,9 +381,13 @@ func (c *Cache) evict(e *entry, whole bool) {
 	case e.node.host == nil:
 		c.parkSeq(e.node, e.seq, false)
 	}
+	var keep *node
+	if !whole {
+		keep = c.cutBackTo(e)
+	}
 	old := e.node
 	old.resident = nil
-	if s := c.sharedPrefix(e); !whole && s != nil && s.resident == nil && !s.coveredBelow(e) {
+	if s := keep; s != nil && s.resident == nil && !s.coveredBelow(e) {
 		if err := c.eng.Truncate(e.seq, s.depth); err == nil {
 			e.node = s
 			s.resident = e
@@ -386,6 +398,17 @@ func (c *Cache) evict(e *entry, whole bool) {
 	delete(c.entries, e.seq)
 	c.freeSeq(e.seq)
 	c.tree.prune(old)
+}
+
+// cutBackTo is where evicting e keeps it: the deeper of its shared prefix
+// and the longest live pin it begins with (short of its own end); nil to
+// drop it.
+func (c *Cache) cutBackTo(e *entry) *node {
+	s := c.sharedPrefix(e)
+	if d := c.pinned()[e.node]; d > 0 && d < e.node.depth && (s == nil || d > s.depth) {
+		return c.nodeAt(e.node, d)
+	}
+	return s
 }
 
 // enforceBudget evicts until resident entries fit MaxResidentTokens.

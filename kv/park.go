@@ -195,7 +195,7 @@ func (c *Cache) parkBlob(n *node, blob []byte, wait bool) bool {
 
 // parkIdle parks and evicts the entries no one has used for ParkIdle:
 // their room in the pool (and host memory) goes back to live requests, and
-// their state survives a crash. An entry too short to park is just evicted;
+// their state survives a crash. Pinned entries stay until their pin ends. An entry too short to park is just evicted;
 // one whose write is dropped stays, to be tried again on a later call.
 func (c *Cache) parkIdle(now time.Time) {
 	idle := c.cfg.ParkIdle
@@ -203,8 +203,9 @@ func (c *Cache) parkIdle(now time.Time) {
 		return
 	}
 	changed := false
+	pinned := c.pinned()
 	for _, e := range c.entries {
-		if now.Sub(e.touched) < idle {
+		if now.Sub(e.touched) < idle || pinned[e.node] > 0 {
 			continue
 		}
 		if e.node.depth >= c.cfg.MinParkTokens && !c.parkSeq(e.node, e.seq, false) {
@@ -218,7 +219,7 @@ func (c *Cache) parkIdle(now time.Time) {
 		changed = true
 	}
 	for _, h := range slices.Clone(c.host.entries) {
-		if now.Sub(h.touched) < idle {
+		if now.Sub(h.touched) < idle || pinned[h.node] > 0 {
 			continue
 		}
 		if h.node.depth >= c.cfg.MinParkTokens && !c.parkBlob(h.node, h.blob, false) {
