@@ -29,3 +29,10 @@ func engineFlags(lanes int) []cli.Flag {
 func chatTemplateFileFlag() cli.Flag {
 	return &cli.StringFlag{Name: "chat-template-file", Usage: "Jinja chat template file to render chat prompts with, instead of the model's own", EnvVars: env("CHAT_TEMPLATE_FILE")}
 }
+
+// keepBillingHeaderFlag keeps the billing header Claude Code writes at the
+// start of its system prompt; by default it is dropped, since its nonce
+// changes every request and would leave the prefix cache nothing to reuse.
+func keepBillingHeaderFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "keep-billing-header", Usage: "keep the x-anthropic-billing-header line Claude Code puts in its system prompt (a per-request nonce that defeats the prefix cache)", EnvVars: env("KEEP_BILLING_HEADER")}
+}

@@ -1,16 +1,12 @@
 package http
 
 import (
-	"bytes"
 	"encoding/json"
-	"strconv"
-	"strings"
-	"unicode"
+	"math"
 
 	"github.com/valyala/fasthttp"
 
-	"superfluid/chat"
-	"superfluid/engine"
+	"superfluid/reply"
 )
 
 // anthropicRoutes serve Anthropic's Messages API, so that the Anthropic
@@ -35,25 +31,31 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err := decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	g, err := s.anthropicSpec(ctx, m, &req)
+	p, err := s.anthropicSpec(ctx, m, &req)
 	if err != nil {
 		return err
 	}
+	pinMarked(m, p.g.Prompt, p.breaks, p.marks)
 	id := newID("msg_")
 	if req.Stream {
-		return s.streamAnthropic(ctx, m, g, id, req.Model)
+		return s.streamAnthropic(ctx, m, p, id, req.Model)
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	out, err := generate(rctx, m, g, true, nil)
+	st, err := submit(rctx, m, p.g)
+	if err != nil {
+		return err
+	}
+	var evs []reply.Event
+	out, err := followTurn(rctx, m, p.g, st, func(e []reply.Event, _ *delta) error { evs = append(evs, e...); return nil })
 	if err != nil {
 		return err
 	}
 	reason, seq := anthropicStopReason(out)
 	return writeJSON(ctx, anthropicResponse{
 		ID: id, Type: "message", Role: "assistant", Model: req.Model,
-		Content:    []anthropicText{{Type: "text", Text: string(out.Text)}},
-		StopReason: &reason, StopSequence: seq, Usage: anthropicUsageOf(g, out),
+		Content: anthropicContentOf(evs, p.omitThinking), StopReason: &reason, StopSequence: seq,
+		Usage: anthropicUsageOf(len(p.g.Prompt), p.marked(), out.outcome),
 	})
 }
 
@@ -67,18 +69,43 @@ func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error 
 	if err := anthropicCheckModel(m, req.Model); err != nil {
 		return err
 	}
-	prompt, err := anthropicPrompt(m, &req)
+	turn, _, err := s.anthropicTurn(m, &req, countTokensLimit)
 	if err != nil {
 		return err
 	}
-	if _, _, err := anthropicGrammar(m, &req, prompt); err != nil {
+	plan, err := planTurn(m, turn.chatTurn)
+	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]int{"input_tokens": len(prompt)})
+	return writeJSON(ctx, map[string]int{"input_tokens": len(plan.prompt)})
 }
 
-// anthropicSpec validates a Messages request and renders its prompt.
-func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropicRequest) (*genSpec, error) {
+// countTokensLimit stands for max_tokens in count_tokens, which takes
+// none: thinking's budget is checked against no limit.
+const countTokensLimit = math.MaxInt
+
+// anthropicPlan is a Messages request made ready to submit.
+type anthropicPlan struct {
+	g *genSpec
+	// breaks are the request's cache breakpoints and marks the prompt
+	// length each marks.
+	breaks []cacheBreak
+	marks  []int
+	// omitThinking: thinking blocks carry their signature, not their text.
+	omitThinking bool
+}
+
+// marked is the longest marked prefix.
+func (p *anthropicPlan) marked() int {
+	n := 0
+	for _, k := range p.marks {
+		n = max(n, k)
+	}
+	return n
+}
+
+// anthropicSpec validates a Messages request and plans its turn.
+func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropicRequest) (*anthropicPlan, error) {
 	if err := anthropicCheckModel(m, req.Model); err != nil {
 		return nil, err
 	}
@@ -102,30 +129,70 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 	if len(req.StopSequences) > anthropicMaxStops {
 		return nil, badParam("stop_sequences", "stop_sequences: at most %d", anthropicMaxStops)
 	}
-	prompt, err := anthropicPrompt(m, req)
+	turn, breaks, err := s.anthropicTurn(m, req, *req.MaxTokens)
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.requestClass(ctx, "")
+	plan, err := planTurn(m, turn.chatTurn)
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences}
-	if g.Grammar, g.grammarField, err = anthropicGrammar(m, req, prompt); err != nil {
+	class, err := s.turnClass(ctx, turn.chatTurn)
+	if err != nil {
 		return nil, err
 	}
-	return g, nil
+	g := &genSpec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences,
+		Grammar: plan.grammar, grammarField: plan.field, turn: plan}
+	p := &anthropicPlan{g: g, breaks: breaks, omitThinking: turn.omitThinking}
+	if len(breaks) > 0 {
+		p.marks = markedPrefixes(m, turn.turns, turn.tools, breaks, plan.prompt)
+	}
+	return p, nil
 }
 
-// anthropicGrammar is the grammar of the request's structured output, nil
-// when it asks for none, and the field it came from.
-func anthropicGrammar(m *Model, req *anthropicRequest, prompt []engine.Token) (*engine.GrammarSpec, string, error) {
+// anthropicChatTurn is a request's turn with what the Anthropic side keeps
+// of it.
+type anthropicChatTurn struct {
+	chatTurn
+	turns        anthropicTurns
+	omitThinking bool
+}
+
+// anthropicTurn reads the request's conversation, tools and thinking into
+// a chat turn, with its cache breakpoints.
+func (s *Server) anthropicTurn(m *Model, req *anthropicRequest, maxTokens int) (anthropicChatTurn, []cacheBreak, error) {
+	var t anthropicChatTurn
+	if err := refuseUnhonoured(
+		unhonoured{"mcp_servers", req.MCPServers, emptyValue, "this server connects to no MCP servers; declare their tools in tools"},
+	); err != nil {
+		return t, nil, err
+	}
 	shape, err := anthropicFormat(outputConfigFormat(req), req.OutputFormat)
 	if err != nil {
-		return nil, "", err
+		return t, nil, err
 	}
-	spec, err := grammarFor(m, shape, prompt, true)
-	return spec, shape.field, err
+	tools, toolMarks, toolTTLs, err := anthropicTurnTools(req)
+	if err != nil {
+		return t, nil, err
+	}
+	think, omit, err := anthropicThinkingOf(req.Thinking, maxTokens)
+	if err != nil {
+		return t, nil, err
+	}
+	if t.turns, err = parseTurns(req, s.cfg.KeepBillingHeader); err != nil {
+		return t, nil, err
+	}
+	msgs, err := t.turns.chat(false)
+	if err != nil {
+		return t, nil, err
+	}
+	breaks, err := cacheBreaks(req, t.turns, toolMarks, toolTTLs)
+	if err != nil {
+		return t, nil, err
+	}
+	t.chatTurn = chatTurn{msgs: msgs, tools: tools, think: think, continues: true, shape: shape}
+	t.omitThinking = omit
+	return t, breaks, nil
 }
 
 func outputConfigFormat(req *anthropicRequest) json.RawMessage {
@@ -145,122 +212,82 @@ func anthropicCheckModel(m *Model, name string) error {
 	return nil
 }
 
-// anthropicPrompt renders system and messages with the model's chat
-// template, after refusing what the server does not honour: tools (a
-// client that offers them expects tool_use blocks back) and thinking (no
-// thinking blocks come back). count_tokens refuses them too, so that a
-// count is never of a request /v1/messages would not serve.
-func anthropicPrompt(m *Model, req *anthropicRequest) ([]engine.Token, error) {
-	if err := refuseUnhonoured(
-		unhonoured{"tools", req.Tools, emptyValue, whyTools},
-		// Without tools "auto" and "none" both mean: answer in text.
-		unhonoured{"tool_choice", req.ToolChoice, typeIn("auto", "none"), whyTools},
-		unhonoured{"mcp_servers", req.MCPServers, emptyValue, whyTools},
-		unhonoured{"thinking", req.Thinking, typeIn("disabled"), "this server does not produce thinking blocks"},
-	); err != nil {
-		return nil, err
+// anthropicContentOf is a finished turn's events as content blocks, in
+// the order the model wrote them, as the stream sends them: a run of
+// reasoning is a thinking block, a run of text a text block, each call a
+// tool_use block. A turn of nothing has one empty text block.
+func anthropicContentOf(evs []reply.Event, omitThinking bool) []anthropicOut {
+	var blocks []anthropicOut
+	var thoughts []string // each thinking block's whole text
+	last := func(kind string) *anthropicOut {
+		if n := len(blocks); n > 0 && blocks[n-1].Type == kind {
+			return &blocks[n-1]
+		}
+		return nil
 	}
-	msgs, err := anthropicMessages(req)
-	if err != nil {
-		return nil, err
+	for _, ev := range evs {
+		switch {
+		case ev.Kind == reply.Call:
+			blocks = append(blocks, anthropicOut{Type: "tool_use", ID: newID("toolu_"), Name: ev.Call.Name, Input: callInput(ev.Call.Arguments)})
+		case ev.Text == "":
+		case ev.Kind == reply.Reasoning:
+			if last("thinking") != nil {
+				thoughts[len(thoughts)-1] += ev.Text
+				continue
+			}
+			thoughts = append(thoughts, ev.Text)
+			blocks = append(blocks, anthropicOut{Type: "thinking"})
+		case ev.Kind == reply.Content:
+			if b := last("text"); b != nil {
+				*b.Text += ev.Text
+				continue
+			}
+			text := ev.Text
+			blocks = append(blocks, anthropicOut{Type: "text", Text: &text})
+		}
 	}
-	return renderContinuation(m, msgs)
+	k := 0
+	for i := range blocks {
+		if blocks[i].Type == "thinking" {
+			blocks[i] = thinkingBlock(thoughts[k], omitThinking)
+			k++
+		}
+	}
+	if len(blocks) == 0 {
+		empty := ""
+		blocks = append(blocks, anthropicOut{Type: "text", Text: &empty})
+	}
+	return blocks
 }
 
-// anthropicMessages maps the request onto chat messages: the system
-// prompt first, then the turns (the current API also allows system turns
-// among them). As in Anthropic's API, consecutive turns of the same role are combined into one, every
-// message but a final assistant one needs content, and a final assistant
-// message is the start of the reply (prefill), which must not end in
-// whitespace. Text blocks of one message are joined by a blank line.
-func anthropicMessages(req *anthropicRequest) ([]chat.Message, error) {
-	if len(req.Messages) == 0 {
-		return nil, badParam("messages", "messages: at least one message is required")
+func thinkingBlock(thinking string, omit bool) anthropicOut {
+	sig := thinkingSignature(thinking)
+	if omit {
+		thinking = ""
 	}
-	system, err := anthropicContent("system", req.System)
-	if err != nil {
-		return nil, err
-	}
-	var out []chat.Message
-	if system != "" {
-		out = append(out, chat.Message{Role: chat.RoleSystem, Content: system})
-	}
-	for i, msg := range req.Messages {
-		if msg.Role != chat.RoleUser && msg.Role != chat.RoleAssistant && msg.Role != chat.RoleSystem {
-			return nil, badParam("messages", "messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
-		}
-		text, err := anthropicContent("messages."+strconv.Itoa(i)+".content", msg.Content)
-		if err != nil {
-			return nil, err
-		}
-		final := i == len(req.Messages)-1 && msg.Role == chat.RoleAssistant
-		if text == "" && !final {
-			return nil, badParam("messages", "messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
-		}
-		if final && strings.TrimRightFunc(text, unicode.IsSpace) != text {
-			return nil, badParam("messages", "final assistant content cannot end with trailing whitespace")
-		}
-		if n := len(out); n > 0 && out[n-1].Role == msg.Role {
-			out[n-1].Content += "\n\n" + text
-			continue
-		}
-		out = append(out, chat.Message{Role: msg.Role, Content: text})
-	}
-	return out, nil
+	return anthropicOut{Type: "thinking", Thinking: &thinking, Signature: &sig}
 }
 
-// anthropicContent reads content: a string, or an array of text blocks.
-// Other block types (image, document, tool_use, tool_result, thinking …)
-// are refused: the server runs text models and does not call tools.
-func anthropicContent(field string, raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		if field == "system" {
-			return "", nil
-		}
-		return "", badParam(field, "%s: Field required", field)
+// callInput is a call's arguments as a tool_use input: always an object.
+func callInput(args json.RawMessage) json.RawMessage {
+	if len(args) == 0 {
+		return json.RawMessage(`{}`)
 	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", badParam(field, "%s: invalid string", field)
-		}
-		return s, nil
-	}
-	var blocks []anthropicBlock
-	if raw[0] != '[' || json.Unmarshal(raw, &blocks) != nil {
-		return "", badParam(field, "%s: Input should be a valid string or a list of content blocks", field)
-	}
-	parts := make([]string, 0, len(blocks))
-	for i, b := range blocks {
-		if b.Type != "text" {
-			return "", badParam(field, "%s.%d: content blocks of type %q are not supported (text only)", field, i, b.Type)
-		}
-		if b.Text == nil {
-			return "", badParam(field, "%s.%d.text: Field required", field, i)
-		}
-		parts = append(parts, *b.Text)
-	}
-	return strings.Join(parts, "\n\n"), nil
+	return args
 }
 
-// anthropicStopReason names how a generation ended. A full context is
-// reported as max_tokens: the reply was cut short, not finished.
-func anthropicStopReason(out outcome) (string, *string) {
+// anthropicStopReason names how a turn ended: tool_use when the model
+// stopped after calling. A full context is reported as max_tokens: the
+// reply was cut short, not finished.
+func anthropicStopReason(out turnOut) (string, *string) {
 	switch {
 	case out.StopWord != "":
 		w := out.StopWord
 		return "stop_sequence", &w
 	case out.Finish == "length":
 		return "max_tokens", nil
+	case len(out.Calls) > 0:
+		return "tool_use", nil
 	}
 	return "end_turn", nil
-}
-
-// anthropicUsageOf counts tokens as Anthropic bills them: input_tokens are
-// the prompt tokens not read from the prefix cache, cache_read_input_tokens
-// those that were; the prompt is their sum.
-func anthropicUsageOf(g *genSpec, out outcome) anthropicUsage {
-	cached := min(out.Result.CachedTokens, len(g.Prompt))
-	return anthropicUsage{InputTokens: len(g.Prompt) - cached, OutputTokens: out.Completed, CacheReadInputTokens: cached}
 }

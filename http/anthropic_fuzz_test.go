@@ -22,6 +22,9 @@ var anthropicSeeds = []string{
 	`{"model":"tiny","max_tokens":8,"tool_choice":{"type":"any"},"output_format":{"type":"json_schema"},"mcp_servers":[{}],"messages":[{"role":"user","content":"hi"}]}`,
 	`{"model":"tiny","max_tokens":8,"tool_choice":{"type":"auto"},"thinking":{"type":"disabled"},"tools":[],"messages":[{"role":"user","content":"hi"}]}`,
 	`{"model":"tiny","max_tokens":8,"messages":[{"role":"user","content":"` + strings.Repeat("x", 16*128+1) + `"}]}`,
+	`{"model":"tiny","max_tokens":8,"tools":[{"name":"f","input_schema":{"type":"object","properties":{"a":{"type":"string"}}},"cache_control":{"type":"ephemeral"}},{"type":"bash_20250124","name":"bash"}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true},"messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"tiny","max_tokens":8,"system":[{"type":"text","text":"x-anthropic-billing-header: cch=1;"},{"type":"text","text":"s","cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"tool_use","id":"toolu_1","name":"f","input":{"a":"b"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"r"}],"is_error":true,"cache_control":{"type":"ephemeral"}}]}],"cache_control":{"type":"ephemeral"}}`,
+	`{"model":"tiny","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"redacted_thinking","data":"x"}]}]}`,
 }
 
 // Decoding and validating any /v1/messages body never panics: it is
@@ -43,15 +46,23 @@ func FuzzAnthropicRequest(f *testing.F) {
 			checkRefusal(t, err)
 			return
 		}
-		prompt, perr := anthropicPrompt(m, &req)
-		g, err := srv.anthropicSpec(ctx, m, &req)
+		p, err := srv.anthropicSpec(ctx, m, &req)
 		if err != nil {
 			checkRefusal(t, err)
 			return
 		}
+		g := p.g
 		checkSpec(t, m, g)
-		if perr != nil || len(prompt) != len(g.Prompt) || g.MaxTokens < 1 || g.Class != sched.Chat {
-			t.Fatalf("count_tokens prompt %d (%v), spec %+v", len(prompt), perr, g)
+		turn, _, terr := srv.anthropicTurn(m, &req, countTokensLimit)
+		var counted int
+		if terr == nil {
+			plan, perr := planTurn(m, turn.chatTurn)
+			if terr = perr; perr == nil {
+				counted = len(plan.prompt)
+			}
+		}
+		if terr != nil || counted != len(g.Prompt) || g.MaxTokens < 1 || g.Class != sched.Chat && g.Class != sched.Agent {
+			t.Fatalf("count_tokens prompt %d (%v), spec %+v", counted, terr, g)
 		}
 	})
 }

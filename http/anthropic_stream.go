@@ -1,19 +1,29 @@
 package http
 
 import (
+	"crypto/sha256"
+	"encoding/json"
+	"hash"
+
 	"github.com/valyala/fasthttp"
+
+	"superfluid/reply"
 )
 
-// streamAnthropic submits g, then streams the reply as Anthropic's
-// server-sent events: message_start, one text content block
-// (content_block_start, ping, content_block_delta per visible piece,
-// content_block_stop), message_delta with the stop reason and usage, and
-// message_stop. message_start cannot know how much of the prompt the
-// prefix cache holds, so its input_tokens is the whole prompt and
-// message_delta carries the split (the SDKs take the later counts). An
-// engine failure mid-stream becomes an error event, as Anthropic sends for
-// an overloaded or failed stream; a failed write cancels the generation.
-func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, id, model string) error {
+// streamAnthropic submits the plan, then streams the reply as Anthropic's
+// server-sent events: message_start and a ping; then content blocks as
+// the reply's parser reads them — thinking (thinking_delta pieces, then a
+// signature_delta), text (text_delta pieces), tool_use (started with its
+// id, name and an empty input, then the arguments as one input_json_delta)
+// — each opened by content_block_start and closed by content_block_stop;
+// then message_delta with the stop reason and usage, and message_stop.
+// message_start cannot know how much of the prompt the prefix cache holds,
+// so its input_tokens is the whole prompt and message_delta carries the
+// split (the SDKs take the later counts). An engine failure mid-stream
+// becomes an error event, as Anthropic sends for an overloaded or failed
+// stream; a failed write cancels the generation.
+func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropicPlan, id, model string) error {
+	g := p.g
 	rctx, cancel := s.requestContext(ctx)
 	st, err := submit(rctx, m, g)
 	if err != nil {
@@ -21,30 +31,156 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, g *genSpec,
 		return err
 	}
 	start := anthropicResponse{ID: id, Type: "message", Role: "assistant", Model: model,
-		Content: []anthropicText{}, Usage: anthropicUsage{InputTokens: len(g.Prompt)}}
+		Content: []anthropicOut{}, Usage: anthropicUsage{InputTokens: len(g.Prompt)}}
 	streamResponse(ctx, true, func(ew *eventWriter) {
 		defer cancel()
 		ew.send("message_start", anthropicMessageStart{Type: "message_start", Message: start})
-		ew.send("content_block_start", anthropicBlockStart{Type: "content_block_start", ContentBlock: anthropicText{Type: "text"}})
 		if ew.send("ping", anthropicEvent{Type: "ping"}) != nil {
 			return
 		}
-		out, err := follow(rctx, m, g, st, false, func(d *delta) error {
-			if len(d.Text) == 0 {
-				return nil
-			}
-			return ew.send("content_block_delta", anthropicBlockDelta{Type: "content_block_delta",
-				Delta: anthropicTextDelta{Type: "text_delta", Text: string(d.Text)}})
-		})
+		bw := &anthropicBlockWriter{send: ew.send, omitThinking: p.omitThinking}
+		out, err := followTurn(rctx, m, g, st, func(evs []reply.Event, _ *delta) error { return bw.events(evs) })
 		if err != nil {
 			ew.fail(err)
 			return
 		}
+		if err := bw.finish(); err != nil {
+			return
+		}
 		reason, seq := anthropicStopReason(out)
-		ew.send("content_block_stop", anthropicBlockStop{Type: "content_block_stop"})
 		ew.send("message_delta", anthropicMessageDelta{Type: "message_delta",
-			Delta: anthropicStopDelta{StopReason: reason, StopSequence: seq}, Usage: anthropicUsageOf(g, out)})
+			Delta: anthropicStopDelta{StopReason: reason, StopSequence: seq}, Usage: anthropicUsageOf(len(g.Prompt), p.marked(), out.outcome)})
 		ew.send("message_stop", anthropicEvent{Type: "message_stop"})
 	})
 	return nil
+}
+
+// anthropicBlockWriter words a turn's events as content block events,
+// opening a block when the kind of text changes and closing the open one
+// before the next.
+type anthropicBlockWriter struct {
+	send         func(event string, v any) error
+	omitThinking bool
+	index        int    // the open block's index, or the next one's
+	open         string // the open block's type: "", "text" or "thinking"
+	thought      hash.Hash
+}
+
+func (w *anthropicBlockWriter) events(evs []reply.Event) error {
+	for _, ev := range evs {
+		var err error
+		switch ev.Kind {
+		case reply.Reasoning:
+			err = w.reasoning(ev.Text)
+		case reply.Content:
+			err = w.text(ev.Text)
+		case reply.Call:
+			err = w.call(ev.Call)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *anthropicBlockWriter) text(t string) error {
+	if t == "" {
+		return nil
+	}
+	if err := w.openBlock("text"); err != nil {
+		return err
+	}
+	return w.delta(anthropicDelta{Type: "text_delta", Text: &t})
+}
+
+func (w *anthropicBlockWriter) reasoning(t string) error {
+	if t == "" {
+		return nil
+	}
+	if err := w.openBlock("thinking"); err != nil {
+		return err
+	}
+	w.thought.Write([]byte(t))
+	if w.omitThinking {
+		return nil
+	}
+	return w.delta(anthropicDelta{Type: "thinking_delta", Thinking: &t})
+}
+
+func (w *anthropicBlockWriter) call(c reply.ToolCall) error {
+	if err := w.closeBlock(); err != nil {
+		return err
+	}
+	block := anthropicOut{Type: "tool_use", ID: newID("toolu_"), Name: c.Name, Input: emptyInput}
+	if err := w.send("content_block_start", anthropicBlockStart{Type: "content_block_start", Index: w.index, ContentBlock: block}); err != nil {
+		return err
+	}
+	args := string(callInput(c.Arguments))
+	if err := w.delta(anthropicDelta{Type: "input_json_delta", PartialJSON: &args}); err != nil {
+		return err
+	}
+	return w.stop()
+}
+
+// emptyInput is a tool_use block's input as content_block_start shows it:
+// the arguments follow as input_json_delta.
+var emptyInput = json.RawMessage(`{}`)
+
+// openBlock makes a block of kind the open one.
+func (w *anthropicBlockWriter) openBlock(kind string) error {
+	if w.open == kind {
+		return nil
+	}
+	if err := w.closeBlock(); err != nil {
+		return err
+	}
+	block := anthropicOut{Type: kind}
+	empty := ""
+	switch kind {
+	case "text":
+		block.Text = &empty
+	case "thinking":
+		block.Thinking, block.Signature = &empty, &empty
+		w.thought = sha256.New()
+	}
+	w.open = kind
+	return w.send("content_block_start", anthropicBlockStart{Type: "content_block_start", Index: w.index, ContentBlock: block})
+}
+
+// closeBlock closes the open block, if any: a thinking block gets its
+// signature first.
+func (w *anthropicBlockWriter) closeBlock() error {
+	switch w.open {
+	case "":
+		return nil
+	case "thinking":
+		sig := signatureOf(w.thought)
+		if err := w.delta(anthropicDelta{Type: "signature_delta", Signature: &sig}); err != nil {
+			return err
+		}
+	}
+	w.open = ""
+	return w.stop()
+}
+
+func (w *anthropicBlockWriter) delta(d anthropicDelta) error {
+	return w.send("content_block_delta", anthropicBlockDelta{Type: "content_block_delta", Index: w.index, Delta: d})
+}
+
+func (w *anthropicBlockWriter) stop() error {
+	err := w.send("content_block_stop", anthropicBlockStop{Type: "content_block_stop", Index: w.index})
+	w.index++
+	return err
+}
+
+// finish closes the open block; a turn that wrote no block at all gets an
+// empty text block, as the non-streamed message has.
+func (w *anthropicBlockWriter) finish() error {
+	if w.open == "" && w.index == 0 {
+		if err := w.openBlock("text"); err != nil {
+			return err
+		}
+	}
+	return w.closeBlock()
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"superfluid/reply"
 	"superfluid/sched"
 )
 
@@ -15,7 +16,11 @@ func anthropicSpecOf(t *testing.T, m *Model, body string) (*genSpec, error) {
 		return nil, err
 	}
 	srv, _ := NewServer(Config{})
-	return srv.anthropicSpec(ctx, m, &req)
+	p, err := srv.anthropicSpec(ctx, m, &req)
+	if err != nil {
+		return nil, err
+	}
+	return p.g, nil
 }
 
 // The prompt is the chat template over system, then the turns: text blocks
@@ -54,12 +59,11 @@ func TestAnthropicSpec(t *testing.T) {
 		t.Errorf("spec %+v", g)
 	}
 	for body, want := range map[string]string{
-		`{"model":"tiny","messages":[{"role":"user","content":"hi"}]}`:                                       "max_tokens: Field required",
-		`{"model":"tiny","max_tokens":4,"temperature":1.01,"messages":[{"role":"user","content":"hi"}]}`:     "temperature",
-		`{"model":"tiny","max_tokens":4,"messages":[{"role":"assistant","content":"hi\n"}]}`:                 "trailing whitespace",
-		`{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:       `"document"`,
-		`{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f"}]}`: "tools",
-		`{"model":"other","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`:                       "model: other",
+		`{"model":"tiny","messages":[{"role":"user","content":"hi"}]}`:                                   "max_tokens: Field required",
+		`{"model":"tiny","max_tokens":4,"temperature":1.01,"messages":[{"role":"user","content":"hi"}]}`: "temperature",
+		`{"model":"tiny","max_tokens":4,"messages":[{"role":"assistant","content":"hi\n"}]}`:             "trailing whitespace",
+		`{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:   `"document"`,
+		`{"model":"other","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`:                   "model: other",
 	} {
 		_, err := anthropicSpecOf(t, m, body)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -69,23 +73,30 @@ func TestAnthropicSpec(t *testing.T) {
 }
 
 func TestAnthropicStopReasonAndUsage(t *testing.T) {
+	call := []reply.ToolCall{{Name: "f", Arguments: []byte(`{}`)}}
 	for _, tc := range []struct {
-		out    outcome
+		out    turnOut
 		reason string
 		seq    string
 	}{
-		{outcome{Finish: "stop"}, "end_turn", ""},
-		{outcome{Finish: "stop", StopWord: "END"}, "stop_sequence", "END"},
-		{outcome{Finish: "length"}, "max_tokens", ""},
+		{turnOut{outcome: outcome{Finish: "stop"}}, "end_turn", ""},
+		{turnOut{outcome: outcome{Finish: "stop", StopWord: "END"}}, "stop_sequence", "END"},
+		{turnOut{outcome: outcome{Finish: "length"}}, "max_tokens", ""},
+		{turnOut{outcome: outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
+		{turnOut{outcome: outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
 	} {
 		reason, seq := anthropicStopReason(tc.out)
 		if reason != tc.reason || (seq == nil) != (tc.seq == "") || seq != nil && *seq != tc.seq {
 			t.Errorf("%+v: %s %v", tc.out, reason, seq)
 		}
 	}
-	g := &genSpec{Prompt: make([]int32, 10)}
-	u := anthropicUsageOf(g, outcome{Completed: 3, Result: sched.Result{CachedTokens: 8}})
-	if u.InputTokens != 2 || u.CacheReadInputTokens != 8 || u.OutputTokens != 3 {
+	u := anthropicUsageOf(10, 0, outcome{Completed: 3, Result: sched.Result{CachedTokens: 8}})
+	if u.InputTokens != 2 || u.CacheReadInputTokens != 8 || u.OutputTokens != 3 || u.CacheCreationInputTokens != 0 {
 		t.Errorf("usage %+v", u)
+	}
+	// A marked prefix of 9: 8 read, 1 created, 1 plain input.
+	u = anthropicUsageOf(10, 9, outcome{Result: sched.Result{CachedTokens: 8}})
+	if u.InputTokens != 1 || u.CacheReadInputTokens != 8 || u.CacheCreationInputTokens != 1 {
+		t.Errorf("usage with a breakpoint %+v", u)
 	}
 }

@@ -44,6 +44,10 @@ type Config struct {
 	CompletionCache int
 	// Version is what /api/version and /props report.
 	Version string
+	// KeepBillingHeader keeps the billing header Claude Code puts at the
+	// start of its system prompt (a per-request nonce, dropped by default
+	// so that the prefix cache serves the next turn).
+	KeepBillingHeader bool
 }
 
 func (c *Config) validate() error {
@@ -83,9 +87,10 @@ type Server struct {
 	fimCache *completionCache
 	// routes maps a path to its routes, one per method; a path segment
 	// "{id}" matches any one segment (patterns lists those paths).
-	routes   map[string][]route
-	patterns []string
-	batches  atomic.Pointer[batches.Store]
+	routes    map[string][]route
+	patterns  []string
+	batches   atomic.Pointer[batches.Store]
+	responses respStore // the Responses API's stored responses
 }
 
 type route struct {
