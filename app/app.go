@@ -104,6 +104,7 @@ func Start(addr string, o Options) (*Stack, error) {
 		<-s.serveDone
 		return nil, err
 	}
+	s.openResponses(o) // before the model: no request may store in memory first
 	srv.SetModel(s.Model)
 	s.openBatches(o)
 	return s, nil

@@ -235,7 +235,7 @@ func tokenID(t *testing.T, st *app.Stack, s string) int {
 
 // postJSONTo posts body and decodes the answer into out, failing on any
 // other status than want.
-func postJSONTo(t *testing.T, st *app.Stack, path string, body any, want int, out any) []byte {
+func postJSONTo(t testing.TB, st *app.Stack, path string, body any, want int, out any) []byte {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	resp, err := http.Post(st.URL()+path, "application/json", bytes.NewReader(b))

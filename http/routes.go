@@ -21,7 +21,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 			all[path] = append(all[path], r)
 		}
 	}
-	for path, rs := range openaiBatchRoutes() {
+	for path, rs := range mergeRoutes(openaiBatchRoutes(), responsesRoutes()) {
 		all[path] = append(all[path], rs...)
 	}
 	var patterns []string

@@ -181,33 +181,18 @@ func (u *llamaUnhonoured) check() error {
 
 // oaiChatUnhonoured are the chat-completions fields beyond text generation.
 type oaiChatUnhonoured struct {
-	Tools              json.RawMessage `json:"tools"`
-	ToolChoice         json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls  json.RawMessage `json:"parallel_tool_calls"`
-	Functions          json.RawMessage `json:"functions"`
-	FunctionCall       json.RawMessage `json:"function_call"`
-	Audio              json.RawMessage `json:"audio"`
-	Modalities         json.RawMessage `json:"modalities"`
-	ReasoningEffort    json.RawMessage `json:"reasoning_effort"`
-	Verbosity          json.RawMessage `json:"verbosity"`
-	WebSearchOptions   json.RawMessage `json:"web_search_options"`
-	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs"`
+	Audio            json.RawMessage `json:"audio"`
+	Modalities       json.RawMessage `json:"modalities"`
+	Verbosity        json.RawMessage `json:"verbosity"`
+	WebSearchOptions json.RawMessage `json:"web_search_options"`
 }
 
 func (u *oaiChatUnhonoured) check() error {
 	return refuseUnhonoured(
-		unhonoured{"tools", u.Tools, emptyValue, whyTools},
-		// Without tools "auto" is "none": nothing to call either way.
-		unhonoured{"tool_choice", u.ToolChoice, stringIn("none", "auto"), whyTools},
-		unhonoured{"parallel_tool_calls", u.ParallelToolCalls, isBool, whyTools},
-		unhonoured{"functions", u.Functions, emptyValue, whyTools},
-		unhonoured{"function_call", u.FunctionCall, stringIn("none", "auto"), whyTools},
 		unhonoured{"audio", u.Audio, nil, whyModality},
 		unhonoured{"modalities", u.Modalities, textOnly, whyModality},
-		unhonoured{"reasoning_effort", u.ReasoningEffort, nil, whyReasoning},
 		unhonoured{"verbosity", u.Verbosity, nil, "this server does not steer the length of replies"},
 		unhonoured{"web_search_options", u.WebSearchOptions, nil, "this server does not search the web"},
-		unhonoured{"chat_template_kwargs", u.ChatTemplateKwargs, emptyValue, "the chat template is rendered with its own defaults"},
 	)
 }
 
