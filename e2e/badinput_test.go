@@ -59,6 +59,10 @@ func chatBody(prompt string) map[string]any {
 	return map[string]any{"model": "tiny", "messages": []any{map[string]any{"role": "user", "content": prompt}}, "max_tokens": 4, "temperature": 0}
 }
 
+func responsesBody(prompt string) map[string]any {
+	return map[string]any{"model": "tiny", "input": prompt, "max_output_tokens": 4, "temperature": 0}
+}
+
 func completionsBody(prompt string) map[string]any {
 	return map[string]any{"model": "tiny", "prompt": prompt, "max_tokens": 4, "temperature": 0}
 }
@@ -189,6 +193,18 @@ var badInputRoutes = map[string]badRoute{
 		prompt: "messages.0.content", model: "model", required: []string{"messages"},
 		wrongTypes: map[string]any{"messages": map[string]any{}},
 	},
+	"/v1/responses/{id}": {},
+	"/v1/responses": {
+		body: responsesBody, prompt: "input", ctxBound: true, model: "model", limit: "max_output_tokens",
+		temperature: "temperature", topP: "top_p", required: []string{"input"},
+		wrongTypes: map[string]any{"max_output_tokens": "ten", "input": 5, "temperature": "hot", "store": "yes"},
+		extra: []badCase{
+			{name: "tool without a name", edit: set("tools", []any{map[string]any{"type": "function"}}), status: 400, check: openaiParam("tools")},
+			{name: "required without tools", edit: set("tool_choice", "required"), status: 400, check: openaiParam("tool_choice")},
+			{name: "unknown previous response", edit: set("previous_response_id", "resp_nope"), status: 400, check: openaiParam("previous_response_id")},
+			{name: "reasoning effort", edit: set("reasoning", map[string]any{"effort": "huge"}), status: 400, check: openaiParam("reasoning.effort")},
+		},
+	},
 	"/v1/chat/completions": {
 		body: chatBody, prompt: "messages.0.content", ctxBound: true, model: "model", limit: "max_tokens",
 		temperature: "temperature", topP: "top_p", required: []string{"messages"},
@@ -202,6 +218,9 @@ var badInputRoutes = map[string]badRoute{
 			{name: "logit_bias not a token", edit: set("logit_bias", map[string]any{"word": 1}), status: 400, check: openaiParam("logit_bias")},
 			{name: "17 stop strings", edit: set("stop", strings.Split("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", ",")), status: 400, check: openaiParam("stop")},
 			{name: "image content", edit: set("messages.0.content", []any{map[string]any{"type": "image_url"}}), status: 400, check: openaiParam("messages")},
+			{name: "tool name with a space", edit: set("tools", []any{map[string]any{"type": "function", "function": map[string]any{"name": "a b"}}}), status: 400, check: openaiParam("tools")},
+			{name: "tool_choice names no tool", edit: set("tool_choice", map[string]any{"type": "function", "function": map[string]any{"name": "f"}}), status: 400, check: openaiParam("tool_choice")},
+			{name: "reasoning_effort", edit: set("reasoning_effort", "huge"), status: 400, check: openaiParam("reasoning_effort")},
 		},
 	},
 }
