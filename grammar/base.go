@@ -36,8 +36,11 @@ func (e *emitter) base(name string) string {
 	body, ok := baseRules[name]
 	if name == "ws" {
 		body, ok = `( " " | "\n" [ \t]{0,20} )?`, true
-		if e.cv.opts.CompactWhitespace {
+		switch {
+		case e.cv.opts.CompactWhitespace:
 			body = `""`
+		case e.cv.opts.InlineWhitespace:
+			body = `" "?`
 		}
 	}
 	if !ok {

@@ -13,6 +13,11 @@ type Options struct {
 	// a single space, or a newline and up to 20 spaces or tabs, may follow
 	// each token: enough to pretty-print, too little to loop on.
 	CompactWhitespace bool
+	// InlineWhitespace admits at most one space between JSON tokens, as
+	// models write a call's arguments on one line: the pretty-printing
+	// newlines and indents are left out, so that a random or unsure model
+	// cannot spend its tokens on them.
+	InlineWhitespace bool
 }
 
 // FromJSONSchema converts a JSON Schema (draft 2020-12 keywords; see the

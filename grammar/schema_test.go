@@ -39,6 +39,8 @@ func TestObjectsAndOrder(t *testing.T) {
 	checkAccepts(t, g, []string{"{\n" + strings.Repeat(" ", 20) + `"a":true}`}, []string{"{\n" + strings.Repeat(" ", 21) + `"a":true}`, `{  "a":true}`})
 	g = schemaGrammar(t, schema, Options{CompactWhitespace: true})
 	checkAccepts(t, g, []string{`{"b":"x","a":false}`}, []string{`{ "a":true}`})
+	g = schemaGrammar(t, schema, Options{InlineWhitespace: true})
+	checkAccepts(t, g, []string{`{"b": "x", "a": false}`, `{"a":true}`}, []string{"{\n\"a\":true}", `{  "a":true}`})
 }
 
 // TestRuleNamesFromProperties: properties named like the generic rules get

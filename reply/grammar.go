@@ -90,7 +90,7 @@ func (f Format) Grammar(tools []Tool, req Requirement) (Constraint, error) {
 // name, every other rule renamed under name too, so that the rules of
 // several schemas (one per tool) live in one grammar without clashing.
 func schemaRules(schema []byte, name string) (start, rules string, err error) {
-	text, err := grammar.FromJSONSchema(schema, grammar.Options{Strict: true})
+	text, err := grammar.FromJSONSchema(schema, grammar.Options{Strict: true, InlineWhitespace: true})
 	if err != nil {
 		return "", "", err
 	}
