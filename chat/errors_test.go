@@ -161,3 +161,21 @@ func TestContentIsData(t *testing.T) {
 	evil := "{{ raise_exception('x') }}{% for m in messages %}{% endfor %}{# c #}"
 	checkRender(t, tmpl, []Message{{Role: RoleUser, Content: evil}}, false, "<|im_start|>user\n"+evil+"<|im_end|>\n")
 }
+
+// A message without content reaches the template as none, as transformers
+// passes OpenAI's null; an empty string stays a string.
+func TestNoContentIsNone(t *testing.T) {
+	tmpl, err := Parse(`{% for m in messages %}{% if m.content is none %}N{% else %}S{% endif %}{% endfor %}`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := []ToolCall{{ID: "c1", Name: "f", Arguments: []byte(`{}`)}}
+	out, err := tmpl.Exact(Request{Messages: []Message{{Role: RoleUser, Content: "x"},
+		{Role: RoleAssistant, NoContent: true, ToolCalls: call}, {Role: RoleAssistant, ToolCalls: call}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "SNS" {
+		t.Errorf("rendered %q, want SNS", out)
+	}
+}

@@ -18,6 +18,10 @@ const (
 type Message struct {
 	Role    string // one of the Role constants
 	Content string // plain text; never interpreted as template syntax
+	// NoContent says the message had no content at all (OpenAI's null, a
+	// turn of calls and no text): templates then see content as none,
+	// and some write a turn's calls only then (DeepSeek-R1's distills).
+	NoContent bool
 	// ReasoningContent is an assistant turn's reasoning, which templates
 	// with a reasoning block (Qwen3, DeepSeek R1) read as reasoning_content.
 	ReasoningContent string

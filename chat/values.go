@@ -88,7 +88,11 @@ func messageValues(msgs []Message) (jinja.Value, error) {
 		d := jinja.NewDict()
 		dict := d.AsDict()
 		dict.Set("role", jinja.NewString(m.Role))
-		dict.Set("content", jinja.NewString(m.Content))
+		if m.NoContent && m.Content == "" {
+			dict.Set("content", jinja.None())
+		} else {
+			dict.Set("content", jinja.NewString(m.Content))
+		}
 		if m.ReasoningContent != "" {
 			dict.Set("reasoning_content", jinja.NewString(m.ReasoningContent))
 		}

@@ -189,7 +189,7 @@ func (t anthropicTurns) chat(prefix bool) ([]chat.Message, error) {
 			out = appendMerged(out, msg)
 		}
 	}
-	return out, nil
+	return callOnlyTurns(out), nil
 }
 
 // turnMessages maps one turn: a user turn's tool results become tool

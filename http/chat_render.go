@@ -86,3 +86,16 @@ func renderContinuation(m *Model, msgs []chat.Message) ([]engine.Token, error) {
 	}
 	return prompt, checkPrompt(m, prompt)
 }
+
+// callOnlyTurns marks the assistant turns that carry calls and no text as
+// having no content, for the APIs that cannot send OpenAI's null: a turn
+// of tool_use blocks, function_call items, or Ollama's tool_calls beside
+// an empty content.
+func callOnlyTurns(msgs []chat.Message) []chat.Message {
+	for i := range msgs {
+		if msgs[i].Role == chat.RoleAssistant && len(msgs[i].ToolCalls) > 0 && msgs[i].Content == "" {
+			msgs[i].NoContent = true
+		}
+	}
+	return msgs
+}

@@ -111,7 +111,7 @@ func ollamaMessages(model string, in []ollamaMessage) ([]chat.Message, error) {
 		}
 		out = append(out, chat.Message{Role: role, Content: msg.Content, ReasoningContent: msg.Thinking, ToolCalls: calls, Name: msg.ToolName})
 	}
-	return out, nil
+	return callOnlyTurns(out), nil
 }
 
 // ollamaToolCalls reads message i's tool_calls: [{function: {name,

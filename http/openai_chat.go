@@ -46,7 +46,7 @@ func chatMessages(in []oaiMessage) ([]chat.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, chat.Message{Role: role, Content: text, ReasoningContent: msg.ReasoningContent,
+		out = append(out, chat.Message{Role: role, Content: text, NoContent: isNull(msg.Content), ReasoningContent: msg.ReasoningContent,
 			ToolCalls: calls, ToolCallID: msg.ToolCallID, Name: msg.Name})
 	}
 	return out, nil

@@ -116,7 +116,7 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 	if len(out) == 0 {
 		return nil, badParam("input", "input has no messages")
 	}
-	return out, nil
+	return callOnlyTurns(out), nil
 }
 
 // respContentText reads a message's content: a string or a list of text

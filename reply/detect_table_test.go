@@ -58,7 +58,7 @@ var detectTable = []detectWant{
 	{"Reka-Edge", "hermes", true},
 	{"Spark2.5", "glm", true},
 	{"StepFun3.5-Flash", "qwen3-coder", true},
-	{"deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "generic", true},
+	{"deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "deepseek-r1", true}, // calls render only when content is none
 	{"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "deepseek-r1", true},
 	{"deepseek-ai-DeepSeek-V3.1", "deepseek-v3.1", true},
 	{"deepseek-ai-DeepSeek-V3.2", "deepseek-dsml", true},

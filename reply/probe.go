@@ -27,7 +27,7 @@ const (
 func renderProbe(t *chat.Template) (probe, bool) {
 	user := chat.Message{Role: chat.RoleUser, Content: probeQuestion}
 	render := func(content string, calls ...chat.ToolCall) (string, bool) {
-		msgs := []chat.Message{user, {Role: chat.RoleAssistant, Content: content, ToolCalls: calls}}
+		msgs := []chat.Message{user, {Role: chat.RoleAssistant, Content: content, NoContent: content == "" && len(calls) > 0, ToolCalls: calls}}
 		out, err := t.Exact(chat.Request{Messages: msgs, Tools: probeTools})
 		if err != nil {
 			return "", false

@@ -106,7 +106,7 @@ func withBuiltins(f Format, t *chat.Template) Format {
 	user := chat.Message{Role: chat.RoleUser, Content: probeQuestion}
 	render := func(calls ...chat.ToolCall) (string, error) {
 		return t.Exact(chat.Request{
-			Messages: []chat.Message{user, {Role: chat.RoleAssistant, ToolCalls: calls}},
+			Messages: []chat.Message{user, {Role: chat.RoleAssistant, NoContent: true, ToolCalls: calls}},
 			Tools:    probeTools,
 			Kwargs:   map[string]json.RawMessage{"builtin_tools": builtins},
 		})
