@@ -5,24 +5,43 @@
 # all of llama.cpp (≈3–6 minutes on 2 cores).
 
 GO          ?= go
-OLLAMA_DIR   = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
-LLAMA_INC    = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
 # x86-64-v3: AVX2, FMA, F16C. `make portable` drops it.
 SIMD        ?= -march=x86-64-v3
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS      = -X main.version=$(VERSION)
 MODELS      ?= .cache/models
 
+# Two routes to llama.cpp. Default: the copy the Go module
+# github.com/ollama/ollama vendors, compiled by cgo (only the module proxy
+# needed). LLAMA_CPP_DIR=/path/to/llama.cpp: an upstream source tree,
+# compiled by build/llama.mk into .cache/llama/ and linked (-tags sfupstream).
+LLAMA_CPP_DIR ?=
+ifeq ($(LLAMA_CPP_DIR),)
+OLLAMA_DIR   = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
+LLAMA_INC    = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
+NATIVE_SIMD  = $(SIMD)
+LLAMA_LIBS   =
+export CGO_LDFLAGS =
+export GOFLAGS =
+else
+include build/llama.mk
+LLAMA_INC    = $(LLAMA_CPP_FLAGS)
+NATIVE_SIMD  = $(LLAMA_BASE_SIMD)
+export CGO_LDFLAGS = $(LLAMA_LD_FLAGS)
+export GOFLAGS = -tags=sfupstream
+endif
+
 export CGO_ENABLED  = 1
 export CGO_CPPFLAGS = $(LLAMA_INC)
-export CGO_CFLAGS   = -O3 $(SIMD)
-export CGO_CXXFLAGS = -O3 $(SIMD)
+export CGO_CFLAGS   = -O3 $(NATIVE_SIMD)
+export CGO_CXXFLAGS = -O3 $(NATIVE_SIMD)
 
-.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench models clean deps
+.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench models clean deps llama-libs
 
 all: build
 
-deps:
+# deps: the Go modules, and on the upstream route llama.cpp's archives.
+deps: $(LLAMA_LIBS)
 	$(GO) mod download
 
 build: deps
@@ -93,7 +112,7 @@ $(MODELS)/synth-%-f16.gguf: | build
 # The build environment for a shell: eval "$$(make -s env)", then plain go
 # commands share the Makefile's build cache.
 env:
-	@echo "export CGO_ENABLED=1 CGO_CPPFLAGS='$(LLAMA_INC)' CGO_CFLAGS='$(CGO_CFLAGS)' CGO_CXXFLAGS='$(CGO_CXXFLAGS)'"
+	@echo "export CGO_ENABLED=1 CGO_CPPFLAGS='$(LLAMA_INC)' CGO_CFLAGS='$(CGO_CFLAGS)' CGO_CXXFLAGS='$(CGO_CXXFLAGS)' CGO_LDFLAGS='$(CGO_LDFLAGS)' GOFLAGS='$(GOFLAGS)'"
 
 clean:
 	rm -rf bin .cache

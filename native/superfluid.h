@@ -316,6 +316,14 @@ int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, in
 /* The CPU features ggml's CPU backend was built with, "NAME=VALUE;…". */
 int32_t sf_cpu_features(char *out, int32_t cap);
 
+/* The llama.cpp compiled in: its commit, and where its source came from. */
+const char *sf_llama_commit(void);
+const char *sf_llama_source(void);
+
+/* Which build of ggml's CPU backend runs, and how it was chosen, e.g.
+ * "v4 (of v4 v3 v2; cpuid)" or "single build". */
+int32_t sf_cpu_variant(char *out, int32_t cap);
+
 /* Load ggml backend plugins (e.g. libggml-cuda.so) from a directory; returns
  * the number of devices now registered. The CPU backend is built in. */
 int32_t sf_load_backends(const char *dir);
