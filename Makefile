@@ -36,7 +36,7 @@ export CGO_CPPFLAGS = $(LLAMA_INC)
 export CGO_CFLAGS   = -O3 $(NATIVE_SIMD)
 export CGO_CXXFLAGS = -O3 $(NATIVE_SIMD)
 
-.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench models clean deps llama-libs
+.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench models clean deps llama-libs engine-test
 
 all: build
 
@@ -53,6 +53,12 @@ test: deps fmt-check vet native-check unit race asan
 
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
+
+# The engine, end-to-end and CLI tests alone: .ci/run runs them again on the
+# upstream route (make LLAMA_CPP_DIR=... engine-test).
+engine-test: deps native-check
+	$(GO) vet ./cgo/ ./e2e/ .
+	$(GO) test -count=1 -timeout 30m ./cgo/ ./e2e/ .
 
 vet:
 	$(GO) vet ./...

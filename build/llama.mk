@@ -61,9 +61,13 @@ LLAMA_LIBS := $(LB)/libllama.a $(CPU_ARCHIVES) $(LB)/libggml-base.a
 
 # What the cgo package sees: upstream's headers, the API level, the commit,
 # the variants it dispatches among; and the archives to link.
-LLAMA_CPP_FLAGS := -I$(LS)/include -I$(LS)/ggml/include -DSF_LLAMA_UPSTREAM=1 -DSF_LLAMA_COMMIT=$(LLAMA_COMMIT) \
+# The archives' newest mtime, so that rebuilt archives change the cgo
+# package's flags and go relinks (it does not look at the archives' content).
+LLAMA_LIBS_STAMP = $(shell stat -c %Y $(LLAMA_LIBS) 2>/dev/null | sort -n | tail -1)
+LLAMA_CPP_FLAGS = -DSF_LLAMA_LIBS_STAMP=$(LLAMA_LIBS_STAMP) -I$(LS)/include -I$(LS)/ggml/include -DSF_LLAMA_UPSTREAM=1 -DSF_LLAMA_COMMIT=$(LLAMA_COMMIT) \
 	$(if $(filter multi,$(LLAMA_MODE)),$(foreach v,$(CPU_VARIANTS),-DSF_CPU_HAVE_$(v)=1))
-LLAMA_LD_FLAGS := $(addprefix $(CURDIR)/,$(LLAMA_LIBS)) -lstdc++ -lm -lpthread -ldl
+# A group: ggml-base registers the CPU backend, the CPU backend calls ggml-base.
+LLAMA_LD_FLAGS := -Wl,--start-group $(addprefix $(CURDIR)/,$(LLAMA_LIBS)) -Wl,--end-group -lstdc++ -lm -lpthread -ldl
 
 # The version headers CMake would configure.
 $(LB)/gen/ggml-version.h:
@@ -106,4 +110,4 @@ $(LB)/libllama.a: $(LLAMA_OBJ)
 
 llama-libs: $(LLAMA_LIBS)
 
--include $(shell find $(LB) -name '*.d' 2>/dev/null)
+-include $(shell find $(LB) -type f -name '*.d' 2>/dev/null)

@@ -9,3 +9,7 @@ import (
 	_ "github.com/ollama/ollama/llama/llama.cpp/src"
 	_ "github.com/ollama/ollama/ml/backend/ggml/ggml/src"
 )
+
+// upstreamLlama says which route this build took (tests check the
+// architectures each knows).
+const upstreamLlama = false

@@ -10,6 +10,7 @@ import "C"
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 )
@@ -111,7 +112,14 @@ func LlamaSource() string { return C.GoString(C.sf_llama_source()) }
 func logCPUFeatures() {
 	cpuOnce.Do(func() {
 		f := CPUFeatures()
-		slog.Info("cpu backend", "variant", CPUVariant(), "features", f, "llama.cpp", LlamaCommit())
+		v := CPUVariant()
+		slog.Info("cpu backend", "variant", v, "features", f, "llama.cpp", LlamaCommit())
+		switch {
+		case strings.Contains(v, "using the best"):
+			slog.Warn("SUPERFLUID_CPU not honoured", "variant", v)
+		case os.Getenv("SUPERFLUID_CPU") != "" && !strings.Contains(v, "SUPERFLUID_CPU="):
+			slog.Warn("SUPERFLUID_CPU has no effect: this binary has one CPU backend build (make LLAMA_CPP_DIR=... builds several)")
+		}
 		if !strings.Contains(f, "AVX2=1") && strings.Contains(f, "SSE3") {
 			slog.Warn("cpu backend built without AVX2: decoding runs the scalar baseline (build with make, not make portable)")
 		}

@@ -339,6 +339,11 @@ void sf_set_log(sf_log_fn fn);
  * or a negative status. */
 int64_t sf_bench_plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len, int32_t n_rounds);
 
+/* Benchmark only: decode a prompt of prompt_len tokens (<= the engine's
+ * batch) into sequence 0 with one llama_decode call. Returns nanoseconds, or
+ * a negative status. */
+int64_t sf_bench_plain_prefill(sf_engine *e, int32_t prompt_len);
+
 #ifdef __cplusplus
 }
 #endif
