@@ -21,14 +21,20 @@ OLLAMA_DIR   = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
 LLAMA_INC    = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
 NATIVE_SIMD  = $(SIMD)
 LLAMA_LIBS   =
-export CGO_LDFLAGS =
-export GOFLAGS =
+# CGO_LDFLAGS and GOFLAGS stay unset here: setting them (even empty) would
+# change the cgo packages' build keys and recompile the module's llama.cpp.
+ENV_EXTRA    =
+ROUTE_TAGS   =
 else
 include build/llama.mk
 LLAMA_INC    = $(LLAMA_CPP_FLAGS)
 NATIVE_SIMD  = $(LLAMA_BASE_SIMD)
 export CGO_LDFLAGS = $(LLAMA_LD_FLAGS)
 export GOFLAGS = -tags=sfupstream
+ENV_EXTRA    = CGO_LDFLAGS='$(CGO_LDFLAGS)' GOFLAGS='$(GOFLAGS)'
+# A -tags flag on a command line replaces GOFLAGS' one: targets that pass
+# their own tags add this.
+ROUTE_TAGS   = ,sfupstream
 endif
 
 export CGO_ENABLED  = 1
@@ -83,7 +89,7 @@ native-check: deps
 
 # A fully static binary (glibc, libstdc++ and libm linked in).
 static: deps
-	$(GO) build -tags netgo,osusergo \
+	$(GO) build -tags netgo,osusergo$(ROUTE_TAGS) \
 		-ldflags '$(LDFLAGS) -linkmode external -extldflags -static' -o bin/superfluid-static .
 	@ldd bin/superfluid-static 2>&1 | grep -q "not a dynamic executable" && echo "bin/superfluid-static: static"
 
@@ -95,7 +101,7 @@ portable:
 # itself is not instrumented, so its build cache is reused).
 asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-		$(GO) test -count=1 -tags sfasan -run . ./cgo/
+		$(GO) test -count=1 -tags sfasan$(ROUTE_TAGS) -run . ./cgo/
 
 # Benchmarks on the 0.5B-shaped synthetic model (generated once): the tick
 # against a plain llama_decode loop, the scheduler (decode streams, FIM
@@ -118,7 +124,7 @@ $(MODELS)/synth-%-f16.gguf: | build
 # The build environment for a shell: eval "$$(make -s env)", then plain go
 # commands share the Makefile's build cache.
 env:
-	@echo "export CGO_ENABLED=1 CGO_CPPFLAGS='$(LLAMA_INC)' CGO_CFLAGS='$(CGO_CFLAGS)' CGO_CXXFLAGS='$(CGO_CXXFLAGS)' CGO_LDFLAGS='$(CGO_LDFLAGS)' GOFLAGS='$(GOFLAGS)'"
+	@echo "export CGO_ENABLED=1 CGO_CPPFLAGS='$(LLAMA_INC)' CGO_CFLAGS='$(CGO_CFLAGS)' CGO_CXXFLAGS='$(CGO_CXXFLAGS)' $(ENV_EXTRA)"
 
 clean:
 	rm -rf bin .cache

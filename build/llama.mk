@@ -17,6 +17,7 @@
 # CPUID (override SUPERFLUID_CPU=v3). Everything else (libllama, ggml-base,
 # our native code) is compiled for the lowest variant. CPU_VARIANTS=single:
 # one CPU backend at $(SIMD), unrenamed: a faster build for development.
+# Objects go to .cache/llama/<commit>/ (cpu-<variant>/ for each backend).
 
 LLAMA_CPP_DIR := $(abspath $(LLAMA_CPP_DIR))
 # The commit: from git when the tree is a clone, else from SOURCE.md (a
@@ -24,20 +25,25 @@ LLAMA_CPP_DIR := $(abspath $(LLAMA_CPP_DIR))
 LLAMA_COMMIT := $(or $(shell git -C $(LLAMA_CPP_DIR) rev-parse --short=9 HEAD 2>/dev/null),$(shell grep -oE '\b[0-9a-f]{40}\b' $(LLAMA_CPP_DIR)/SOURCE.md 2>/dev/null | head -1 | cut -c1-9),unknown)
 CPU_VARIANTS ?= v2 v3 v4
 
-ifeq ($(CPU_VARIANTS),single)
-LLAMA_BASE_SIMD := $(SIMD)
-LLAMA_MODE      := single
-else
+# libllama, ggml-base and our native code are compiled for the lowest
+# variant in every mode, so that both modes share those objects: switching
+# between them recompiles only the CPU backend.
 LLAMA_BASE_SIMD := -march=x86-64-v2
-LLAMA_MODE      := multi
+ifeq ($(CPU_VARIANTS),single)
+LLAMA_MODE   := single
+# The variant's name carries its flags, so another SIMD builds anew.
+CPU_BUILDS   := single$(subst =,-,$(subst $(eval) ,,$(SIMD)))
+$(CPU_BUILDS)_FLAGS := $(SIMD)
+else
+LLAMA_MODE   := multi
+CPU_BUILDS   := $(CPU_VARIANTS)
 endif
 
-CPU_FLAGS_v2 := -march=x86-64-v2
-CPU_FLAGS_v3 := -march=x86-64-v3
-CPU_FLAGS_v4 := -march=x86-64-v4 -mavx512vnni -mavx512bf16
-CPU_FLAGS_single := $(SIMD)
+v2_FLAGS := -march=x86-64-v2
+v3_FLAGS := -march=x86-64-v3
+v4_FLAGS := -march=x86-64-v4 -mavx512vnni -mavx512bf16
 
-LB       := .cache/llama/$(LLAMA_COMMIT)-$(LLAMA_MODE)
+LB       := .cache/llama/$(LLAMA_COMMIT)
 LS       := $(LLAMA_CPP_DIR)
 LLAMA_OPT := -O3 -DNDEBUG -fPIC
 LLAMA_DEFS := -D_XOPEN_SOURCE=600 -D_GNU_SOURCE -DGGML_SCHED_MAX_COPIES=4 -DGGML_USE_CPU
@@ -55,7 +61,7 @@ LLAMA_SRC := $(patsubst $(LS)/src/%,%,$(wildcard $(LS)/src/*.cpp $(LS)/src/model
 obj = $(patsubst %,$(2)/%.o,$(1))
 GGML_BASE_OBJ := $(call obj,$(GGML_BASE_SRC),$(LB)/ggml-base)
 LLAMA_OBJ     := $(call obj,$(LLAMA_SRC),$(LB)/llama)
-CPU_ARCHIVES  := $(foreach v,$(CPU_VARIANTS),$(LB)/libggml-cpu-$(v).a)
+CPU_ARCHIVES  := $(foreach v,$(CPU_BUILDS),$(LB)/libggml-cpu-$(v).a)
 
 LLAMA_LIBS := $(LB)/libllama.a $(CPU_ARCHIVES) $(LB)/libggml-base.a
 
@@ -65,7 +71,7 @@ LLAMA_LIBS := $(LB)/libllama.a $(CPU_ARCHIVES) $(LB)/libggml-base.a
 # package's flags and go relinks (it does not look at the archives' content).
 LLAMA_LIBS_STAMP = $(shell stat -c %Y $(LLAMA_LIBS) 2>/dev/null | sort -n | tail -1)
 LLAMA_CPP_FLAGS = -DSF_LLAMA_LIBS_STAMP=$(LLAMA_LIBS_STAMP) -I$(LS)/include -I$(LS)/ggml/include -DSF_LLAMA_UPSTREAM=1 -DSF_LLAMA_COMMIT=$(LLAMA_COMMIT) \
-	$(if $(filter multi,$(LLAMA_MODE)),$(foreach v,$(CPU_VARIANTS),-DSF_CPU_HAVE_$(v)=1))
+	$(if $(filter multi,$(LLAMA_MODE)),$(foreach v,$(CPU_BUILDS),-DSF_CPU_HAVE_$(v)=1))
 # A group: ggml-base registers the CPU backend, the CPU backend calls ggml-base.
 LLAMA_LD_FLAGS := -Wl,--start-group $(addprefix $(CURDIR)/,$(LLAMA_LIBS)) -Wl,--end-group -lstdc++ -lm -lpthread -ldl
 
@@ -94,14 +100,14 @@ CPU_DEFS := -DGGML_USE_LLAMAFILE -DGGML_USE_CPU_REPACK -I$(LS)/ggml/src/ggml-cpu
 define cpu_variant
 $(LB)/cpu-$(1)/%.c.o: $(LS)/ggml/src/ggml-cpu/%.c | $(LB)/gen/ggml-version.h
 	@mkdir -p $$(@D)
-	gcc -std=gnu11 $(LLAMA_OPT) $(CPU_FLAGS_$(1)) $(LLAMA_DEFS) $(CPU_DEFS) $(GGML_INC) -MMD -c $$< -o $$@
+	gcc -std=gnu11 $(LLAMA_OPT) $($(1)_FLAGS) $(LLAMA_DEFS) $(CPU_DEFS) $(GGML_INC) -MMD -c $$< -o $$@
 $(LB)/cpu-$(1)/%.cpp.o: $(LS)/ggml/src/ggml-cpu/%.cpp | $(LB)/gen/ggml-version.h
 	@mkdir -p $$(@D)
-	g++ -std=c++17 $(LLAMA_OPT) $(CPU_FLAGS_$(1)) $(LLAMA_DEFS) $(CPU_DEFS) $(GGML_INC) -MMD -c $$< -o $$@
+	g++ -std=c++17 $(LLAMA_OPT) $($(1)_FLAGS) $(LLAMA_DEFS) $(CPU_DEFS) $(GGML_INC) -MMD -c $$< -o $$@
 $(LB)/libggml-cpu-$(1).a: $(call obj,$(GGML_CPU_SRC),$(LB)/cpu-$(1)) build/rename-syms.sh
-	build/rename-syms.sh $(if $(filter single,$(1)),-,sf_cpu_$(1)_) $$@ $(call obj,$(GGML_CPU_SRC),$(LB)/cpu-$(1))
+	build/rename-syms.sh $(if $(filter single%,$(1)),-,sf_cpu_$(1)_) $$@ $(call obj,$(GGML_CPU_SRC),$(LB)/cpu-$(1))
 endef
-$(foreach v,$(CPU_VARIANTS),$(eval $(call cpu_variant,$(v))))
+$(foreach v,$(CPU_BUILDS),$(eval $(call cpu_variant,$(v))))
 
 $(LB)/libggml-base.a: $(GGML_BASE_OBJ)
 	rm -f $@ && ar rcs $@ $^
