@@ -20,9 +20,10 @@
 # Objects go to .cache/llama/<commit>/ (cpu-<variant>/ for each backend).
 
 LLAMA_CPP_DIR := $(abspath $(LLAMA_CPP_DIR))
-# The commit: from git when the tree is a clone, else from SOURCE.md (a
+# The commit: from git when the tree is a clone (its own .git, not an
+# enclosing repository's), else from SOURCE.md (a
 # snapshot that says where it came from), else "unknown".
-LLAMA_COMMIT := $(or $(shell git -C $(LLAMA_CPP_DIR) rev-parse --short=9 HEAD 2>/dev/null),$(shell grep -oE '\b[0-9a-f]{40}\b' $(LLAMA_CPP_DIR)/SOURCE.md 2>/dev/null | head -1 | cut -c1-9),unknown)
+LLAMA_COMMIT := $(or $(if $(wildcard $(LLAMA_CPP_DIR)/.git),$(shell git -C $(LLAMA_CPP_DIR) rev-parse --short=9 HEAD 2>/dev/null)),$(shell grep -oE '\b[0-9a-f]{40}\b' $(LLAMA_CPP_DIR)/SOURCE.md 2>/dev/null | head -1 | cut -c1-9),unknown)
 CPU_VARIANTS ?= v2 v3 v4
 
 # libllama, ggml-base and our native code are compiled for the lowest
