@@ -5,24 +5,49 @@
 # all of llama.cpp (≈3–6 minutes on 2 cores).
 
 GO          ?= go
-OLLAMA_DIR   = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
-LLAMA_INC    = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
 # x86-64-v3: AVX2, FMA, F16C. `make portable` drops it.
 SIMD        ?= -march=x86-64-v3
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS      = -X main.version=$(VERSION)
 MODELS      ?= .cache/models
 
+# Two routes to llama.cpp. Default: the copy the Go module
+# github.com/ollama/ollama vendors, compiled by cgo (only the module proxy
+# needed). LLAMA_CPP_DIR=/path/to/llama.cpp: an upstream source tree,
+# compiled by build/llama.mk into .cache/llama/ and linked (-tags sfupstream).
+LLAMA_CPP_DIR ?=
+ifeq ($(LLAMA_CPP_DIR),)
+OLLAMA_DIR   = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
+LLAMA_INC    = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
+NATIVE_SIMD  = $(SIMD)
+LLAMA_LIBS   =
+# CGO_LDFLAGS and GOFLAGS stay unset here: setting them (even empty) would
+# change the cgo packages' build keys and recompile the module's llama.cpp.
+ENV_EXTRA    =
+ROUTE_TAGS   =
+else
+include build/llama.mk
+LLAMA_INC    = $(LLAMA_CPP_FLAGS)
+NATIVE_SIMD  = $(LLAMA_BASE_SIMD)
+export CGO_LDFLAGS = $(LLAMA_LD_FLAGS)
+export GOFLAGS = -tags=sfupstream
+ENV_EXTRA    = CGO_LDFLAGS='$(CGO_LDFLAGS)' GOFLAGS='$(GOFLAGS)'
+# A -tags flag on a command line replaces GOFLAGS' one: targets that pass
+# their own tags add this.
+ROUTE_TAGS   = ,sfupstream
+endif
+
 export CGO_ENABLED  = 1
 export CGO_CPPFLAGS = $(LLAMA_INC)
-export CGO_CFLAGS   = -O3 $(SIMD)
-export CGO_CXXFLAGS = -O3 $(SIMD)
+export CGO_CFLAGS   = -O3 $(NATIVE_SIMD)
+export CGO_CXXFLAGS = -O3 $(NATIVE_SIMD)
 
-.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench models clean deps
+.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench models clean deps llama-libs engine-test
 
 all: build
 
-deps:
+# deps: the Go modules, and on the upstream route llama.cpp's archives.
+deps: $(LLAMA_LIBS)
 	$(GO) mod download
 
 build: deps
@@ -34,6 +59,12 @@ test: deps fmt-check vet native-check unit race asan
 
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
+
+# The engine, end-to-end and CLI tests alone: .ci/run runs them again on the
+# upstream route (make LLAMA_CPP_DIR=... engine-test).
+engine-test: deps native-check
+	$(GO) vet ./cgo/ ./e2e/ .
+	$(GO) test -count=1 -timeout 30m ./cgo/ ./e2e/ .
 
 vet:
 	$(GO) vet ./...
@@ -58,7 +89,7 @@ native-check: deps
 
 # A fully static binary (glibc, libstdc++ and libm linked in).
 static: deps
-	$(GO) build -tags netgo,osusergo \
+	$(GO) build -tags netgo,osusergo$(ROUTE_TAGS) \
 		-ldflags '$(LDFLAGS) -linkmode external -extldflags -static' -o bin/superfluid-static .
 	@ldd bin/superfluid-static 2>&1 | grep -q "not a dynamic executable" && echo "bin/superfluid-static: static"
 
@@ -70,7 +101,7 @@ portable:
 # itself is not instrumented, so its build cache is reused).
 asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-		$(GO) test -count=1 -tags sfasan -run . ./cgo/
+		$(GO) test -count=1 -tags sfasan$(ROUTE_TAGS) -run . ./cgo/
 
 # Benchmarks on the 0.5B-shaped synthetic model (generated once): the tick
 # against a plain llama_decode loop, the scheduler (decode streams, FIM
@@ -93,7 +124,7 @@ $(MODELS)/synth-%-f16.gguf: | build
 # The build environment for a shell: eval "$$(make -s env)", then plain go
 # commands share the Makefile's build cache.
 env:
-	@echo "export CGO_ENABLED=1 CGO_CPPFLAGS='$(LLAMA_INC)' CGO_CFLAGS='$(CGO_CFLAGS)' CGO_CXXFLAGS='$(CGO_CXXFLAGS)'"
+	@echo "export CGO_ENABLED=1 CGO_CPPFLAGS='$(LLAMA_INC)' CGO_CFLAGS='$(CGO_CFLAGS)' CGO_CXXFLAGS='$(CGO_CXXFLAGS)' $(ENV_EXTRA)"
 
 clean:
 	rm -rf bin .cache

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +14,9 @@ import (
 )
 
 func cpuFeatures() string { return cgo.CPUFeatures() }
+func cpuVariant() string  { return cgo.CPUVariant() }
+func llamaCommit() string { return cgo.LlamaCommit() }
+func llamaSource() string { return cgo.LlamaSource() }
 
 func modelCommand() *cli.Command {
 	return &cli.Command{
@@ -34,6 +38,7 @@ func modelCommand() *cli.Command {
 				Usage: "write a synthetic llama-architecture model with seeded random weights",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "shape", Value: "tiny", Usage: "tiny, small or 0.5b"},
+					&cli.StringFlag{Name: "arch", Value: "llama", Usage: "architecture: " + strings.Join(synth.ArchNames(), ", ") + " (gemma4 loads only on an upstream llama.cpp build)"},
 					&cli.StringFlag{Name: "vocab", Usage: "graft the tokenizer of this vocab-only GGUF (default: a built-in byte-level BPE with ChatML and FIM tokens)"},
 					&cli.StringFlag{Name: "type", Value: "f16", Usage: "weight type: f16 or q8_0"},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
@@ -72,7 +77,7 @@ func modelSynth(c *cli.Context) error {
 		return err
 	}
 	start := time.Now()
-	opts := synth.Options{Shape: shape, VocabFile: c.String("vocab"), Type: c.String("type"), Seed: c.Uint64("seed")}
+	opts := synth.Options{Shape: shape, VocabFile: c.String("vocab"), Type: c.String("type"), Seed: c.Uint64("seed"), Arch: c.String("arch")}
 	if err := synth.Write(c.String("output"), opts); err != nil {
 		return err
 	}

@@ -117,9 +117,10 @@ func oneLine(err error) string {
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print the version and the CPU features llama.cpp was built with",
+		Usage: "print the version, the llama.cpp commit compiled in, the CPU backend build chosen and its features",
 		Action: func(c *cli.Context) error {
-			fmt.Fprintf(c.App.Writer, "superfluid %s\ncpu: %s\n", version, cpuFeatures())
+			fmt.Fprintf(c.App.Writer, "superfluid %s\nllama.cpp: %s (%s)\ncpu variant: %s\ncpu: %s\n",
+				version, llamaCommit(), llamaSource(), cpuVariant(), cpuFeatures())
 			return nil
 		},
 	}

@@ -100,3 +100,60 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrefill compares a 2,000-token prompt prefilled by one tick (one
+// prefill of the whole prompt) with one plain llama_decode call of the same
+// tokens, alternating the two. Reported: prompt tokens/s of each.
+func BenchmarkPrefill(b *testing.B) {
+	path := benchModel(b)
+	const promptLen, reps = 2000, 3
+	e, err := Open(Options{ModelPath: path, Ctx: 4096, Lanes: 1, Seqs: 2, Batch: 2048, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	prompt := make([]engine.Token, promptLen)
+	for j := range prompt {
+		prompt[j] = engine.Token((1 + j*7) % e.Descriptor().Vocab)
+	}
+	tickPrefill := func() time.Duration {
+		var p engine.Plan
+		p.AddAdmit(engine.Admit{Lane: 1, Seq: 1, MaxTokens: 1, Sampling: engine.Greedy()}, prompt, nil)
+		p.Prefills = append(p.Prefills, engine.Prefill{Lane: 1, Count: promptLen})
+		start := time.Now()
+		if _, err := e.Tick(&p); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		p.Reset()
+		p.Retires = append(p.Retires, 1)
+		if _, err := e.Tick(&p); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Free(1); err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	if _, err := e.PlainPrefill(64); err != nil { // warm up
+		b.Fatal(err)
+	}
+	var plain, tick []float64
+	b.ResetTimer()
+	for range b.N {
+		for range reps {
+			ns, err := e.PlainPrefill(promptLen)
+			if err != nil {
+				b.Fatal(err)
+			}
+			plain = append(plain, promptLen/(float64(ns)/1e9))
+			tick = append(tick, promptLen/tickPrefill().Seconds())
+		}
+	}
+	slices.Sort(plain)
+	slices.Sort(tick)
+	p, t := plain[len(plain)/2], tick[len(tick)/2]
+	b.ReportMetric(p, "plain-tok/s")
+	b.ReportMetric(t, "tick-tok/s")
+	b.ReportMetric(t/p, "tick/plain")
+}

@@ -31,11 +31,6 @@ import (
 
 	"superfluid/engine"
 	"superfluid/gguf"
-
-	// llama.cpp and ggml with its CPU backend, compiled from the module's
-	// vendored sources.
-	_ "github.com/ollama/ollama/llama/llama.cpp/src"
-	_ "github.com/ollama/ollama/ml/backend/ggml/ggml/src"
 )
 
 // Options configure an engine.

@@ -10,6 +10,7 @@ import "C"
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 )
@@ -91,12 +92,34 @@ func CPUFeatures() string {
 	return C.GoString(&buf[0])
 }
 
-// logCPUFeatures logs the CPU features in use once per process, and warns
+// CPUVariant names the build of ggml's CPU backend that runs and how it
+// was chosen: "v4 (of v4 v3 v2; cpuid)", or "single build".
+func CPUVariant() string {
+	var buf [256]C.char
+	C.sf_cpu_variant(&buf[0], C.int32_t(len(buf)))
+	return C.GoString(&buf[0])
+}
+
+// LlamaCommit is the llama.cpp commit compiled in; LlamaSource says where
+// its source came from (the Go module, or an upstream tree).
+func LlamaCommit() string { return C.GoString(C.sf_llama_commit()) }
+
+// LlamaSource says where the compiled llama.cpp's source came from.
+func LlamaSource() string { return C.GoString(C.sf_llama_source()) }
+
+// logCPUFeatures logs the CPU backend in use once per process, and warns
 // when the SIMD the default build targets is missing.
 func logCPUFeatures() {
 	cpuOnce.Do(func() {
 		f := CPUFeatures()
-		slog.Info("cpu backend", "features", f)
+		v := CPUVariant()
+		slog.Info("cpu backend", "variant", v, "features", f, "llama.cpp", LlamaCommit())
+		switch {
+		case strings.Contains(v, "using the best"):
+			slog.Warn("SUPERFLUID_CPU not honoured", "variant", v)
+		case os.Getenv("SUPERFLUID_CPU") != "" && !strings.Contains(v, "SUPERFLUID_CPU="):
+			slog.Warn("SUPERFLUID_CPU has no effect: this binary has one CPU backend build (make LLAMA_CPP_DIR=... builds several)")
+		}
 		if !strings.Contains(f, "AVX2=1") && strings.Contains(f, "SSE3") {
 			slog.Warn("cpu backend built without AVX2: decoding runs the scalar baseline (build with make, not make portable)")
 		}

@@ -91,3 +91,17 @@ func (e *Engine) PlainDecodeLoop(lanes, promptLen, rounds int) (int64, error) {
 	}
 	return ns, nil
 }
+
+// PlainPrefill decodes a promptLen-token prompt into sequence 0 with one
+// llama_decode call and returns the nanoseconds it took: the raw engine a
+// prefill tick is measured against. Sequence 0 must be free.
+func (e *Engine) PlainPrefill(promptLen int) (int64, error) {
+	if e.e == nil {
+		return 0, errClosed
+	}
+	ns := int64(C.sf_bench_plain_prefill(e.e, C.int32_t(promptLen)))
+	if ns < 0 {
+		return 0, fmt.Errorf("cgo: plain prefill failed with status %d", -ns)
+	}
+	return ns, nil
+}

@@ -68,3 +68,37 @@ int64_t sf_bench_plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len,
     return sf_guard([&] { return plain_decode(e, n_lanes, prompt_len, n_rounds); },
                     [&](const char *msg) { return (int64_t)-sf_fail(e, SF_ERR_EXCEPTION, "plain decode: %s", msg); });
 }
+
+// The prompt of one sequence in one llama_decode call (llama.cpp splits it
+// into micro-batches of n_ubatch), as llama-bench's prompt test does.
+static int64_t plain_prefill(sf_engine *e, int32_t prompt_len) {
+    if (e == nullptr || prompt_len < 1 || prompt_len > e->n_batch || prompt_len > e->n_ctx) {
+        return -SF_ERR_INVALID;
+    }
+    if (e->seq_lane[0] >= 0) {
+        return -SF_ERR_SEQ_BUSY;
+    }
+    llama_batch &b = e->batch;
+    llama_memory_seq_rm(e->mem, 0, -1, -1);
+    b.n_tokens = prompt_len;
+    for (int32_t i = 0; i < prompt_len; i++) {
+        b.token[i] = (llama_token)((1 + i * 7) % e->n_vocab);
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = i == prompt_len - 1;
+    }
+    int64_t t0 = sf_now_ns();
+    if (llama_decode(e->ctx, b) != 0) {
+        return -SF_ERR_DECODE;
+    }
+    (void)llama_get_logits_ith(e->ctx, prompt_len - 1);
+    int64_t dt = sf_now_ns() - t0;
+    llama_memory_seq_rm(e->mem, 0, -1, -1);
+    return dt;
+}
+
+int64_t sf_bench_plain_prefill(sf_engine *e, int32_t prompt_len) {
+    return sf_guard([&] { return plain_prefill(e, prompt_len); },
+                    [&](const char *msg) { return (int64_t)-sf_fail(e, SF_ERR_EXCEPTION, "plain prefill: %s", msg); });
+}

@@ -260,8 +260,16 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     sf_engine *e = new sf_engine();
     *out = e;
     e->err.reserve(SF_ERR_MAX);
+    if (const char *why = sf_unknown_arch(p->model_path, msg, msg_len)) {
+        return why;
+    }
     llama_model_params mp = llama_model_default_params();
+#if SF_LLAMA_UPSTREAM
+    // Upstream folded use_mmap/use_mlock into one load mode.
+    mp.load_mode = p->use_mmap != 0 ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+#else
     mp.use_mmap = p->use_mmap != 0;
+#endif
     mp.n_gpu_layers = p->n_gpu_layers;
     e->model = llama_model_load_from_file(p->model_path, mp);
     if (e->model == nullptr) {

@@ -180,7 +180,12 @@ int compile(sf_engine *e, const char *text, const char *root, int32_t lazy, cons
     // The parser reports a refusal by printing it and returning null; a
     // missing start rule throws out_of_range. Both are the caller's grammar.
     try {
+#if SF_LLAMA_UPSTREAM
+        c->base = llama_grammar_init_impl(e->vocab, text, root, false, nullptr, 0, nullptr, 0);
+#else
+        // ollama's copy takes its own vocabulary as a second, optional argument.
         c->base = llama_grammar_init_impl(e->vocab, nullptr, text, root, false, nullptr, 0, nullptr, 0);
+#endif
     } catch (const std::exception &x) {
         sf_set_err(err, err_cap, "grammar", x.what());
         return SF_ERR_GRAMMAR;

@@ -16,6 +16,14 @@
 #include "llama.h"
 #include "superfluid.h"
 
+// SF_LLAMA_UPSTREAM is set by the build (Makefile, LLAMA_CPP_DIR=...) when
+// compiling against an upstream llama.cpp tree rather than the copy the Go
+// module github.com/ollama/ollama vendors. llama.h has no API version macro,
+// so the build says which of the two API levels this is.
+#ifndef SF_LLAMA_UPSTREAM
+#define SF_LLAMA_UPSTREAM 0
+#endif
+
 // The most top-N logprobs a lane may ask for per token (OpenAI caps at 20).
 constexpr int32_t SF_MAX_LOGPROBS = 20;
 
@@ -35,6 +43,10 @@ constexpr float SF_MAX_PENALTY = 1e6f;
 // Model logits are clamped into ±SF_MAX_LOGIT before the sampler chain (NaN
 // becomes -inf), so a broken model's inf cannot meet a -inf ban.
 constexpr float SF_MAX_LOGIT = 1e30f;
+
+// build_info.cpp: the refusal of a model whose architecture the compiled
+// llama.cpp does not know, or null.
+const char *sf_unknown_arch(const char *path, char *msg, size_t msg_len);
 
 struct llama_grammar;
 struct sf_grammar_compiled;  // grammar.cpp

@@ -174,8 +174,13 @@ int sf_lane_build_sampling(sf_engine *e, sf_lane *l, const sf_admit *a, const sf
         llama_sampler_chain_add(chain, llama_sampler_init_logit_bias(e->n_vocab, (int32_t)a->bias_len, b.data()));
     }
     if (penalties) {
+#if SF_LLAMA_UPSTREAM
+        llama_sampler_chain_add(chain, llama_sampler_init_penalties(e->n_vocab, last_n, s.repeat_penalty,
+                                                                    s.frequency_penalty, s.presence_penalty));
+#else
         llama_sampler_chain_add(chain, llama_sampler_init_penalties(last_n, s.repeat_penalty, s.frequency_penalty,
                                                                     s.presence_penalty));
+#endif
         // Penalties look back over the prompt as well as the reply.
         for (llama_token t : l->prompt) {
             llama_sampler_accept(chain, t);

@@ -316,6 +316,14 @@ int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, in
 /* The CPU features ggml's CPU backend was built with, "NAME=VALUE;…". */
 int32_t sf_cpu_features(char *out, int32_t cap);
 
+/* The llama.cpp compiled in: its commit, and where its source came from. */
+const char *sf_llama_commit(void);
+const char *sf_llama_source(void);
+
+/* Which build of ggml's CPU backend runs, and how it was chosen, e.g.
+ * "v4 (of v4 v3 v2; cpuid)" or "single build". */
+int32_t sf_cpu_variant(char *out, int32_t cap);
+
 /* Load ggml backend plugins (e.g. libggml-cuda.so) from a directory; returns
  * the number of devices now registered. The CPU backend is built in. */
 int32_t sf_load_backends(const char *dir);
@@ -330,6 +338,11 @@ void sf_set_log(sf_log_fn fn);
  * and sampled greedily. Returns the nanoseconds spent in the decode rounds,
  * or a negative status. */
 int64_t sf_bench_plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len, int32_t n_rounds);
+
+/* Benchmark only: decode a prompt of prompt_len tokens (<= the engine's
+ * batch) into sequence 0 with one llama_decode call. Returns nanoseconds, or
+ * a negative status. */
+int64_t sf_bench_plain_prefill(sf_engine *e, int32_t prompt_len);
 
 #ifdef __cplusplus
 }

@@ -57,6 +57,7 @@ func stateVLayout(blob []byte) (VLayout, error) {
 		return 0, errors.New("park: not an exported sequence of engine state version 1")
 	}
 	p := blob[engineHeaderLen:]
+	p = p[llamaSeqPrefixLen(p):]
 	u32 := func() (uint32, error) {
 		if len(p) < 4 {
 			return 0, shortf("a 4-byte field")

@@ -79,6 +79,21 @@ func promote(dst, demoted []byte) ([]byte, error) {
 	return out, nil
 }
 
+// A current upstream llama.cpp starts a sequence's state with a magic word
+// and the sequence id it was exported from (llama_context::state_seq_get_data);
+// the Go module's llama.cpp writes the memory's state directly.
+const llamaSeqMagic = 0xaf143cd8
+
+// llamaSeqPrefixLen is how many bytes of llama.cpp's sequence state come
+// before the memory's own state: 8 (magic, sequence id) after upstream's
+// magic, else 0.
+func llamaSeqPrefixLen(state []byte) int {
+	if len(state) >= 8 && binary.LittleEndian.Uint32(state) == llamaSeqMagic {
+		return 8
+	}
+	return 0
+}
+
 // engineChecksum is the engine header's checksum (fnv1a in native/seq.cpp):
 // FNV-1a's structure with an offset basis of 1469598103934665603, one digit
 // short of the standard 14695981039346656037 — so hash/fnv does not
@@ -102,7 +117,8 @@ func walk(dst, blob []byte, region func(w *walker, typ int32, size uint64) error
 	if len(blob) < engineHeaderLen || string(blob[:4]) != "SFKV" || binary.LittleEndian.Uint32(blob[4:]) != 1 {
 		return nil, errors.New("park: not an exported sequence of engine state version 1")
 	}
-	w := &walker{in: blob[engineHeaderLen:], out: append(dst, blob[:engineHeaderLen]...)}
+	n := engineHeaderLen + llamaSeqPrefixLen(blob[engineHeaderLen:])
+	w := &walker{in: blob[n:], out: append(dst, blob[:n]...)}
 	nStream, err := w.u32()
 	if err != nil {
 		return nil, err

@@ -34,24 +34,27 @@ const (
 // addMetadata sets the keys llama.cpp's llama loader reads, provenance
 // keys of our own (ignored by llama.cpp), then the vocabulary's tokenizer.*
 // keys.
-func addMetadata(w *gguf.Writer, o Options, voc *vocab, fileType uint32) {
-	w.Set("general.architecture", "llama")
+func addMetadata(w *gguf.Writer, o Options, a arch, voc *vocab, fileType uint32) {
+	w.Set("general.architecture", a.name)
 	w.Set("general.name", "superfluid-synth-"+o.Shape.Name)
 	w.Set("general.file_type", fileType)
 	if fileType != fileTypeF16 {
 		w.Set("general.quantization_version", uint32(2))
 	}
 	w.Set(gguf.KeyAlignment, uint32(gguf.DefaultAlignment))
-	w.Set("llama.context_length", uint32(o.Shape.Ctx))
-	w.Set("llama.embedding_length", uint32(o.Shape.Embd))
-	w.Set("llama.block_count", uint32(o.Shape.Layers))
-	w.Set("llama.feed_forward_length", uint32(o.Shape.FFN))
-	w.Set("llama.attention.head_count", uint32(o.Shape.Heads))
-	w.Set("llama.attention.head_count_kv", uint32(o.Shape.KVHeads))
-	w.Set("llama.rope.dimension_count", uint32(o.Shape.HeadDim()))
-	w.Set("llama.rope.freq_base", float32(1e6))
-	w.Set("llama.attention.layer_norm_rms_epsilon", float32(1e-6))
-	w.Set("llama.vocab_size", uint32(voc.size))
+	w.Set(a.name+".context_length", uint32(o.Shape.Ctx))
+	w.Set(a.name+".embedding_length", uint32(o.Shape.Embd))
+	w.Set(a.name+".block_count", uint32(o.Shape.Layers))
+	w.Set(a.name+".feed_forward_length", uint32(o.Shape.FFN))
+	w.Set(a.name+".attention.head_count", uint32(o.Shape.Heads))
+	w.Set(a.name+".attention.head_count_kv", uint32(o.Shape.KVHeads))
+	w.Set(a.name+".rope.dimension_count", uint32(o.Shape.HeadDim()))
+	w.Set(a.name+".rope.freq_base", float32(1e6))
+	w.Set(a.name+".attention.layer_norm_rms_epsilon", float32(1e-6))
+	w.Set(a.name+".vocab_size", uint32(voc.size))
+	if a.keys != nil {
+		a.keys(w, a.name, o.Shape)
+	}
 	w.Set("superfluid.synth.shape", o.Shape.Name)
 	w.Set("superfluid.synth.seed", o.Seed)
 	w.Set("superfluid.synth.vocab", vocabLabel(o.VocabFile))
@@ -60,11 +63,11 @@ func addMetadata(w *gguf.Writer, o Options, voc *vocab, fileType uint32) {
 	}
 }
 
-// addTensors lays out the llama tensors. Embeddings are tied (there is no
+// addTensors lays out the llama tensors, and the architecture's own. Embeddings are tied (there is no
 // output.weight; llama.cpp then uses token_embd as the output matrix, as
 // Qwen2.5-0.5B does), and the rows of suppressed tokens are shrunk by
 // SuppressScale.
-func addTensors(w *gguf.Writer, s Shape, voc *vocab, g gen) {
+func addTensors(w *gguf.Writer, s Shape, a arch, voc *vocab, g gen) {
 	suppressed := func(row int) float32 {
 		if voc.suppress[row] {
 			return SuppressScale
@@ -84,8 +87,14 @@ func addTensors(w *gguf.Writer, s Shape, voc *vocab, g gen) {
 		w.AddTensor(g.matrix(p+"ffn_gate.weight", s.Embd, s.FFN, inv(s.Embd), nil))
 		w.AddTensor(g.matrix(p+"ffn_up.weight", s.Embd, s.FFN, inv(s.Embd), nil))
 		w.AddTensor(g.matrix(p+"ffn_down.weight", s.FFN, s.Embd, ffnDownGain*inv(s.FFN), nil))
+		if a.layer != nil {
+			a.layer(w, p, l, s)
+		}
 	}
 	w.AddTensor(ones("output_norm.weight", s.Embd))
+	if a.global != nil {
+		a.global(w, s)
+	}
 }
 
 // vocabLabel names the vocabulary in the metadata, for provenance.

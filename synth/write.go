@@ -16,6 +16,9 @@ type Options struct {
 	// Type is the matrix encoding: "f16" (default when empty) or "q8_0".
 	Type string
 	Seed uint64
+	// Arch is the architecture: "llama" (default when empty), "qwen2",
+	// "qwen3" or "gemma4" (ArchNames).
+	Arch string
 	// Metadata are extra keys (e.g. general.sampling.*), set after the
 	// generated ones; a key already set is replaced.
 	Metadata []gguf.KV
@@ -59,6 +62,10 @@ func Write(path string, o Options) error {
 	if err != nil {
 		return err
 	}
+	a, err := archByName(o.Arch)
+	if err != nil {
+		return err
+	}
 	var voc *vocab
 	if o.VocabFile == "" {
 		padTo := s.Vocab
@@ -74,11 +81,11 @@ func Write(path string, o Options) error {
 	}
 
 	w := gguf.NewWriter()
-	addMetadata(w, o, voc, fileType)
+	addMetadata(w, o, a, voc, fileType)
 	for _, kv := range o.Metadata {
 		w.SetValue(kv.Key, kv.Value)
 	}
-	addTensors(w, s, voc, gen{seed: o.Seed, typ: typ})
+	addTensors(w, s, a, voc, gen{seed: o.Seed, typ: typ})
 	if err := w.WriteFile(path); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}

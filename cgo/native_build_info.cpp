@@ -1,0 +1,1 @@
+../native/build_info.cpp

@@ -1,0 +1,1 @@
+../native/cpu_variant.cpp
