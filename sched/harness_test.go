@@ -22,6 +22,8 @@ type harness struct {
 	jobs  map[string]*job
 	out   map[string][]Token
 	id    uint64
+	// classes is each lane's class, for tests that record it.
+	classes map[uint32]Class
 }
 
 func newHarness(t testing.TB, lanes, batch int, cfg Config) *harness {
