@@ -15,6 +15,7 @@ import (
 	"superfluid/cgo"
 	"superfluid/engine"
 	"superfluid/kv"
+	"superfluid/park"
 	"superfluid/sched"
 )
 
@@ -37,6 +38,8 @@ type stackConfig struct {
 	threads int
 	kv      kv.Config // Seqs is the engine's
 	sched   sched.Config
+	// parkDir, when set, gives the cache a park store there.
+	parkDir string
 }
 
 // schedStack is engine → prefix cache → scheduler, built the way app.Start
@@ -79,6 +82,14 @@ func newSchedStack(t testing.TB, c stackConfig) *schedStack {
 	desc := raw.Descriptor()
 	kc := c.kv
 	kc.Seqs = desc.Seqs
+	if c.parkDir != "" {
+		store, err := park.Open(park.Config{Dir: c.parkDir, Identity: desc.Identity, KVType: desc.KVType, VLayout: park.VRows})
+		if err != nil {
+			raw.Close()
+			t.Fatal(err)
+		}
+		kc.Park = store
+	}
 	cache, err := kv.New(spy, kc)
 	if err != nil {
 		raw.Close()
@@ -110,6 +121,9 @@ func (st *schedStack) close(t testing.TB) {
 	st.stopRun()
 	if err := <-st.runDone; err != nil {
 		t.Errorf("Run: %v", err)
+	}
+	if err := st.cache.Close(); err != nil { // parks, before the engine goes
+		t.Errorf("cache close: %v", err)
 	}
 	st.eng.Close()
 }

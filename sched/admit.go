@@ -192,14 +192,48 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 		j.admittedAt = now
 		j.cached = cached
 	}
+	p.countWarmth(cached)
+	p.stats.admissions.Add(1)
+	p.lanes = append(p.lanes, l)
+	return nil
+}
+
+func (p *planner) countWarmth(cached int) {
 	if cached > 0 {
 		p.stats.warmPrefixTokens.Add(uint64(cached))
 	} else {
 		p.stats.coldAdmissions.Add(1)
 	}
-	p.stats.admissions.Add(1)
-	p.lanes = append(p.lanes, l)
-	return nil
+}
+
+// restored takes in a restore's end: the lane's sequence holds cached
+// tokens of its prompt (0: the restore failed and it prefills cold), and
+// it joins the plans. The cold admission counted at bind is taken back
+// when the restore is warm.
+func (p *planner) restored(l *lane, cached int) {
+	l.restoring, l.restoreReady = false, nil
+	cached = max(0, min(cached, len(l.job.prompt)-1))
+	l.warm, l.prefilled, l.npast = cached, cached, cached
+	if l.firstAdmission {
+		l.job.cached = cached
+	}
+	if cached > 0 {
+		p.stats.coldAdmissions.Add(^uint64(0))
+		p.stats.warmPrefixTokens.Add(uint64(cached))
+	}
+}
+
+// onlyRestoring reports whether every live lane is restoring: nothing can
+// step until a read ends.
+func (p *planner) onlyRestoring() bool {
+	restoring := false
+	for _, l := range p.lanes {
+		if !l.finishing && !l.restoring {
+			return false
+		}
+		restoring = restoring || l.restoring
+	}
+	return restoring
 }
 
 // unbind takes back a lane the engine never took (its admit was refused):

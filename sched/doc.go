@@ -78,6 +78,19 @@
 // Agent and Background decoding may be throttled to one step in N
 // (BackgroundDivisor).
 //
+// # Restores
+//
+// A Cache that implements RestoringCache (package kv's does) reads a
+// parked stream off the scheduler's goroutine: a request whose best warm
+// prefix is on disk is admitted restoring — it holds a lane and its
+// sequence but is in no plan — while a reader goroutine reads, verifies
+// and decompresses the file; the other lanes keep stepping. When the read
+// ends, the scheduler's goroutine imports the state and the lane prefills
+// the rest of its prompt; a failed read or import leaves the sequence
+// empty and the lane prefills cold. (Exports for parking copy state out
+// of the KV pool on the scheduler's goroutine, the engine's owner, and
+// hand the bytes to the park writer, which compresses and writes them.)
+//
 // # Preemption
 //
 // With every lane busy and a Chat or FIM request waiting, the worst lane

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"sync/atomic"
 	"time"
 
 	"superfluid/engine"
@@ -76,8 +77,13 @@ type lane struct {
 	// firstAdmission: this lane is its job's first, so taking the admission
 	// back (loop.deferAdmits) makes the job never admitted again.
 	firstAdmission bool
-	// admitted: the engine holds the lane (a tick carried its admit).
+	// admitted: the engine holds the lane (a step carried its admit).
 	admitted bool
+	// restoring: the cache is reading the lane's warm prefix from disk
+	// (RestoringCache); the lane is in no plan until restoreReady is
+	// raised, by the reader, and the import is done.
+	restoring    bool
+	restoreReady *atomic.Bool
 	// prefilled is how many prompt tokens the sequence holds; npast how
 	// many tokens in all. The engine's lane events are the truth for both.
 	prefilled int

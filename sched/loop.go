@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"superfluid/engine"
@@ -25,11 +26,16 @@ type loop struct {
 	ended func(*job)
 	// grammars is the engine's grammar compiler; nil if it has none.
 	grammars engine.Grammars
+	// restorer is the cache's off-goroutine restore, nil if it has none;
+	// wake tells the runner a restore's read has ended.
+	restorer RestoringCache
+	wake     func()
 }
 
 func newLoop(eng engine.Engine, cache Cache, cfg Config, stats *counters) *loop {
 	l := &loop{eng: eng, cache: cache, clock: cfg.Clock, stats: stats, p: newPlanner(cfg, eng.Descriptor(), stats)}
 	l.grammars, _ = eng.(engine.Grammars)
+	l.restorer, _ = cache.(RestoringCache)
 	return l
 }
 
@@ -66,6 +72,7 @@ func (l *loop) step() bool {
 	p := l.p
 	now := l.clock.Now()
 	p.sweep(now)
+	l.finishRestores(now)
 	p.preemptForQueued()
 	l.admit(now)
 	l.flush()
@@ -73,7 +80,9 @@ func (l *loop) step() bool {
 		pl := p.buildPlan(now)
 		p.publishOccupancy()
 		if pl.Empty() {
-			return !p.idle()
+			// Lanes waiting only on restores: the runner waits for a
+			// reader's word instead of spinning.
+			return !p.idle() && !p.onlyRestoring()
 		}
 		start := l.clock.Now()
 		ev, err := l.eng.Tick(pl)
@@ -116,7 +125,7 @@ func (l *loop) admit(now time.Time) {
 		if j == nil {
 			break
 		}
-		seq, cached, err := l.cache.Acquire(j.prompt)
+		seq, cached, ready, err := l.acquire(j)
 		if err != nil {
 			p.acquireFailed(j, err, now)
 			continue
@@ -125,6 +134,10 @@ func (l *loop) admit(now time.Time) {
 			l.cache.Release(seq, j.prompt[:max(0, min(cached, len(j.prompt)))])
 			continue
 		}
+		if ready != nil {
+			ln := p.laneOf(j)
+			ln.restoring, ln.restoreReady = true, ready
+		}
 		if j.cancelled() {
 			if ln := p.laneOf(j); ln != nil {
 				p.finishLane(ln, FinishCancelled, nil, now)
@@ -132,6 +145,37 @@ func (l *loop) admit(now time.Time) {
 		}
 	}
 	p.dropUnstarted()
+}
+
+// acquire asks the cache for j's sequence; ready is non-nil when the cache
+// is restoring its warm prefix from disk (raised when the read has ended).
+func (l *loop) acquire(j *job) (seq int32, cached int, ready *atomic.Bool, err error) {
+	if l.restorer == nil {
+		seq, cached, err = l.cache.Acquire(j.prompt)
+		return seq, cached, nil, err
+	}
+	flag := new(atomic.Bool)
+	wake := l.wake
+	seq, cached, restoring, err := l.restorer.AcquireRestoring(j.prompt, func() {
+		flag.Store(true)
+		if wake != nil {
+			wake()
+		}
+	})
+	if !restoring {
+		flag = nil
+	}
+	return seq, cached, flag, err
+}
+
+// finishRestores imports the restores whose reads have ended: each lane
+// starts from what was restored, or cold if the restore failed.
+func (l *loop) finishRestores(now time.Time) {
+	for _, ln := range l.p.lanes {
+		if ln.restoring && !ln.finishing && ln.restoreReady.Load() {
+			l.p.restored(ln, l.restorer.FinishRestore(ln.seq))
+		}
+	}
 }
 
 // deliver hands the step's tokens to their streams.

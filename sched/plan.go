@@ -81,14 +81,14 @@ func (p *planner) decoders() []*lane {
 
 // promptsWaiting reports whether a running lane has prompt left, and
 // whether one of them is a Chat or FIM lane's.
-func (p *planner) promptsWaiting() (any, interactive bool) {
+func (p *planner) promptsWaiting() (waiting, interactive bool) {
 	for _, l := range p.lanes {
-		if !l.finishing && l.remaining() > 0 {
-			any = true
+		if !l.finishing && !l.restoring && l.remaining() > 0 {
+			waiting = true
 			interactive = interactive || l.job.class.interactive()
 		}
 	}
-	return any, interactive
+	return waiting, interactive
 }
 
 // planPrefill adds the admits and, when prefill is true, the prompt chunks
@@ -102,7 +102,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoding int, pref
 	p.stats.prefillBudgetLive.Store(int64(budget))
 	order := p.order[:0]
 	for _, l := range p.lanes {
-		if !l.finishing {
+		if !l.finishing && !l.restoring {
 			order = append(order, l)
 		}
 	}

@@ -54,8 +54,17 @@ func New(eng engine.Engine, cache Cache, cfg Config) (*Scheduler, error) {
 	s := &Scheduler{eng: eng, cfg: cfg, desc: *d, wake: make(chan struct{}, 1)}
 	s.loop = newLoop(eng, cache, cfg, &s.stats)
 	s.loop.ended = s.ended
+	s.loop.wake = s.nudge
 	s.divisor.Store(int64(cfg.BackgroundDivisor))
 	return s, nil
+}
+
+// nudge wakes Run if it waits. Any goroutine.
+func (s *Scheduler) nudge() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Config is the validated configuration, defaults filled in.
