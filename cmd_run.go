@@ -156,15 +156,18 @@ func generateOne(ctx context.Context, e *cgo.Engine, prompt []engine.Token, maxT
 			p.Prefills = append(p.Prefills, engine.Prefill{Lane: lane, Offset: uint32(done), Count: uint32(n)})
 			done += n
 		} else {
-			p.Decodes = append(p.Decodes, engine.Decode{Lane: lane, Rounds: 8})
+			p.Decodes = append(p.Decodes, engine.Decode{Lane: lane})
 		}
 		ev, err := e.Tick(&p)
 		if err != nil {
 			return st, err
 		}
 		p.Reset()
-		st.prefill += time.Duration(ev.Timings.PrefillNS)
-		st.decode += time.Duration(ev.Timings.DecodeNS)
+		if ev.Timings.PrefillTokens > 0 {
+			st.prefill += time.Duration(ev.Timings.StepNS)
+		} else {
+			st.decode += time.Duration(ev.Timings.StepNS)
+		}
 		for _, te := range ev.Tokens {
 			st.generated++
 			if !desc.IsEOG(te.Token) {

@@ -31,7 +31,7 @@ func generateGreedy(t *testing.T, path string) []engine.Token {
 		t.Fatalf("open: %v", err)
 	}
 	defer e.Close()
-	out := generate(t, e, [][]engine.Token{promptTokens(t, e, 24, "arch")}, 16, 64, 4, engine.Greedy())
+	out := generate(t, e, [][]engine.Token{promptTokens(t, e, 24, "arch")}, 16, 64, engine.Greedy())
 	if len(out[0]) != 16 {
 		t.Fatalf("generated %d tokens, want 16", len(out[0]))
 	}

@@ -22,8 +22,8 @@ func benchModel(b *testing.B) string {
 }
 
 // tickDecode admits lanes with promptLen-token prompts, prefills them, then
-// times decode ticks of `rounds` rounds until each lane has emitted n tokens.
-func tickDecode(b *testing.B, e *Engine, lanes, promptLen, n, rounds int) time.Duration {
+// times n decode ticks (one token per lane each).
+func tickDecode(b *testing.B, e *Engine, lanes, promptLen, n int) time.Duration {
 	var p engine.Plan
 	for i := range lanes {
 		prompt := make([]engine.Token, promptLen)
@@ -37,10 +37,10 @@ func tickDecode(b *testing.B, e *Engine, lanes, promptLen, n, rounds int) time.D
 		b.Fatal(err)
 	}
 	var spent time.Duration
-	for left := n; left > 0; left -= rounds {
+	for range n {
 		p.Reset()
 		for i := range lanes {
-			p.Decodes = append(p.Decodes, engine.Decode{Lane: uint32(i), Rounds: uint32(min(rounds, left))})
+			p.Decodes = append(p.Decodes, engine.Decode{Lane: uint32(i)})
 		}
 		start := time.Now()
 		if _, err := e.Tick(&p); err != nil {
@@ -68,8 +68,8 @@ func BenchmarkDecode(b *testing.B) {
 	path := benchModel(b)
 	threads := runtime.NumCPU()
 	for _, lanes := range []int{1, 8} {
-		for _, rounds := range []int{1, 8} {
-			b.Run(fmt.Sprintf("lanes=%d/rounds=%d", lanes, rounds), func(b *testing.B) {
+		{
+			b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
 				e, err := Open(Options{ModelPath: path, Ctx: 2048, Lanes: lanes, Seqs: lanes, Batch: 512, Threads: threads, FlashAttn: os.Getenv("SF_FA")})
 				if err != nil {
 					b.Fatal(err)
@@ -77,7 +77,7 @@ func BenchmarkDecode(b *testing.B) {
 				defer e.Close()
 				const promptLen, n, reps = 32, 64, 5
 				var plain, tick []float64
-				tickDecode(b, e, lanes, promptLen, 8, rounds) // warm up
+				tickDecode(b, e, lanes, promptLen, 8) // warm up
 				b.ResetTimer()
 				for range b.N {
 					for range reps {
@@ -86,7 +86,7 @@ func BenchmarkDecode(b *testing.B) {
 							b.Fatal(err)
 						}
 						plain = append(plain, float64(lanes*n)/(float64(ns)/1e9))
-						d := tickDecode(b, e, lanes, promptLen, n, rounds)
+						d := tickDecode(b, e, lanes, promptLen, n)
 						tick = append(tick, float64(lanes*n)/d.Seconds())
 					}
 				}

@@ -161,28 +161,25 @@ func malformedPlans() []malformedPlan {
 			p.Prefills = []engine.Prefill{{Lane: 2, Offset: 4, Count: 2}, {Lane: 2, Offset: 4, Count: 2}}
 		}},
 		{"decode an unknown lane", func(p *engine.Plan, _ []engine.Token) {
-			p.Decodes = []engine.Decode{{Lane: 9, Rounds: 1}}
-		}},
-		{"decode zero rounds", func(p *engine.Plan, _ []engine.Token) {
-			p.Decodes = []engine.Decode{{Lane: 1, Rounds: 0}}
+			p.Decodes = []engine.Decode{{Lane: 9}}
 		}},
 		{"decode a finished lane", func(p *engine.Plan, _ []engine.Token) {
-			p.Decodes = []engine.Decode{{Lane: 3, Rounds: 1}}
+			p.Decodes = []engine.Decode{{Lane: 3}}
 		}},
 		{"decode a lane twice", func(p *engine.Plan, _ []engine.Token) {
-			p.Decodes = []engine.Decode{{Lane: 1, Rounds: 1}, {Lane: 1, Rounds: 2}}
+			p.Decodes = []engine.Decode{{Lane: 1}, {Lane: 1}}
 		}},
 		{"decode a lane still prefilling", func(p *engine.Plan, _ []engine.Token) {
-			p.Decodes = []engine.Decode{{Lane: 2, Rounds: 1}}
+			p.Decodes = []engine.Decode{{Lane: 2}}
 		}},
 		{"decode an admit without its prefill", func(p *engine.Plan, prompt []engine.Token) {
 			p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, Sampling: greedy}, prompt[:4], nil)
-			p.Decodes = []engine.Decode{{Lane: 4, Rounds: 1}}
+			p.Decodes = []engine.Decode{{Lane: 4}}
 		}},
 		{"a first step over the batch", func(p *engine.Plan, prompt []engine.Token) {
 			p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, Sampling: greedy}, prompt[:30], nil)
 			p.Prefills = []engine.Prefill{{Lane: 4, Count: 30}, {Lane: 2, Offset: 4, Count: 2}}
-			p.Decodes = []engine.Decode{{Lane: 1, Rounds: 4}}
+			p.Decodes = []engine.Decode{{Lane: 1}}
 		}},
 		{"bad sampling under a step over the batch", func(p *engine.Plan, prompt []engine.Token) {
 			p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, Sampling: sampled(func(s *engine.Sampling) { s.TopP = 0 })}, prompt[:30], nil)
@@ -246,7 +243,7 @@ func TestFakeEngineRefusesWhatTheEngineRefuses(t *testing.T) {
 	next := engine.Plan{
 		Retires:  []uint32{3},
 		Prefills: []engine.Prefill{{Lane: 2, Offset: 4, Count: 12}},
-		Decodes:  []engine.Decode{{Lane: 1, Rounds: 1}},
+		Decodes:  []engine.Decode{{Lane: 1}},
 	}
 	for name, e := range map[string]engine.Engine{"real": real, "fake": fake} {
 		ev, err := e.Tick(&next)

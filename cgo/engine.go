@@ -24,9 +24,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/cgo"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"superfluid/engine"
@@ -91,12 +89,6 @@ type Engine struct {
 	desc   engine.Descriptor
 	// maxTextBytes is the most bytes Tokenize accepts (see MaxTextBytes).
 	maxTextBytes int
-	// yield is the word a running tick checks between steps. It lives in
-	// Go memory (pinned for each tick) rather than the C engine's, so that
-	// a Yield racing Close — a client hanging up as the server stops —
-	// touches nothing freed.
-	yield atomic.Int32
-
 	// The plan and event headers live in C memory so that the only Go
 	// memory C sees is the record arrays, pinned for the call.
 	cplan   *C.sf_plan
@@ -107,13 +99,6 @@ type Engine struct {
 	top    []engine.TopLogprob
 	lanes  []engine.LaneEvent
 	events engine.Events
-
-	stepHook   func(ev *engine.Events)
-	stepEvents engine.Events
-	handle     cgo.Handle // names this engine to sfGoStep; 0 without a hook
-	// stepPanic is what the step hook panicked with during the running
-	// tick (recovered in sfGoStep so it never unwinds through C frames).
-	stepPanic any
 
 	// grammars caches compiled grammars by digest (grammar.go).
 	grammars *engine.GrammarCache
@@ -247,10 +232,6 @@ func (e *Engine) Close() error {
 	if e == nil || e.e == nil {
 		return nil
 	}
-	if e.handle != 0 {
-		e.handle.Delete()
-		e.handle = 0
-	}
 	e.grammars.Close()
 	e.textMu.Lock()
 	ce := e.e
@@ -265,12 +246,6 @@ func (e *Engine) Close() error {
 
 // Descriptor describes the model and the engine.
 func (e *Engine) Descriptor() *engine.Descriptor { return &e.desc }
-
-// Yield makes a running tick stop at its next step boundary. Any goroutine.
-func (e *Engine) Yield() { e.yield.Store(1) }
-
-// ClearYield lowers the yield word before the owner plans the next tick.
-func (e *Engine) ClearYield() { e.yield.Store(0) }
 
 func (e *Engine) err(op string, rc C.int) error {
 	if rc == C.SF_OK {

@@ -38,9 +38,9 @@ func promptTokens(t testing.TB, e *Engine, n int, salt string) []engine.Token {
 }
 
 // generate runs lanes to completion through ticks: each prompt prefilled in
-// chunks of at most chunk tokens, then decoded rounds tokens per tick. It
+// chunks of at most chunk tokens, then decoded one token per tick. It
 // returns each lane's tokens; lanes are retired when they finish.
-func generate(t testing.TB, e *Engine, prompts [][]engine.Token, maxTokens, chunk, rounds int, s engine.Sampling) [][]engine.Token {
+func generate(t testing.TB, e *Engine, prompts [][]engine.Token, maxTokens, chunk int, s engine.Sampling) [][]engine.Token {
 	t.Helper()
 	const base = 100
 	var p engine.Plan
@@ -63,7 +63,7 @@ func generate(t testing.TB, e *Engine, prompts [][]engine.Token, maxTokens, chun
 				p.Prefills = append(p.Prefills, engine.Prefill{Lane: lane, Offset: uint32(prefilled[i]), Count: uint32(n)})
 				prefilled[i] += n
 			default:
-				p.Decodes = append(p.Decodes, engine.Decode{Lane: lane, Rounds: uint32(rounds)})
+				p.Decodes = append(p.Decodes, engine.Decode{Lane: lane})
 			}
 		}
 		if p.Empty() {
@@ -126,7 +126,7 @@ func TestMalformedTicksReturnStatus(t *testing.T) {
 		{"prefill unknown lane", func(p *engine.Plan) {
 			p.Prefills = append(p.Prefills, engine.Prefill{Lane: 9, Offset: 0, Count: 1})
 		}, engine.ErrUnknownLane, 9},
-		{"decode unknown lane", func(p *engine.Plan) { p.Decodes = append(p.Decodes, engine.Decode{Lane: 9, Rounds: 1}) }, engine.ErrUnknownLane, 9},
+		{"decode unknown lane", func(p *engine.Plan) { p.Decodes = append(p.Decodes, engine.Decode{Lane: 9}) }, engine.ErrUnknownLane, 9},
 		{"sequence out of range", func(p *engine.Plan) { admit(p, 1, 99) }, engine.ErrSeqRange, 1},
 		{"negative sequence", func(p *engine.Plan) { admit(p, 1, -1) }, engine.ErrSeqRange, 1},
 		{"prefill past the prompt", func(p *engine.Plan) {
@@ -148,7 +148,7 @@ func TestMalformedTicksReturnStatus(t *testing.T) {
 		}, engine.ErrInvalid, 1},
 		{"decode before prefill", func(p *engine.Plan) {
 			admit(p, 1, 0)
-			p.Decodes = append(p.Decodes, engine.Decode{Lane: 1, Rounds: 1})
+			p.Decodes = append(p.Decodes, engine.Decode{Lane: 1})
 		}, engine.ErrInvalid, 1},
 		{"more lanes than the engine", func(p *engine.Plan) { admit(p, 1, 0); admit(p, 2, 1); admit(p, 3, 2) }, engine.ErrInvalid, -1},
 	}
@@ -171,7 +171,7 @@ func TestMalformedTicksReturnStatus(t *testing.T) {
 		})
 	}
 	// The engine still works after all of that.
-	out := generate(t, e, [][]engine.Token{prompt}, 4, 8, 1, engine.Greedy())
+	out := generate(t, e, [][]engine.Token{prompt}, 4, 8, engine.Greedy())
 	if len(out[0]) != 4 {
 		t.Fatalf("generated %d tokens after bad plans", len(out[0]))
 	}
@@ -204,5 +204,47 @@ func TestQuantizedKVNeedsWholeBlocks(t *testing.T) {
 	_, err := Open(Options{ModelPath: tinyModel(t), Ctx: 256, Lanes: 1, Threads: 1, KVType: "q8_0"})
 	if err == nil || !strings.Contains(err.Error(), "head dimension") {
 		t.Fatalf("open with a q8_0 KV cache: %v", err)
+	}
+}
+
+// runToEnd ticks p, then steps its lanes' decodes until every lane it
+// touched has finished, and returns what all those steps sampled as one
+// Events (Top offsets rebased, Lanes as they stand at the end, Timings
+// summed): the whole of what the plan's lanes produce.
+func runToEnd(e *Engine, p *engine.Plan) (*engine.Events, error) {
+	var all engine.Events
+	lanes := map[uint32]int{} // lane -> index in all.Lanes
+	for {
+		ev, err := e.Tick(p)
+		if err != nil {
+			return &all, err
+		}
+		for _, te := range ev.Tokens {
+			top := ev.TopOf(&te)
+			te.TopOff, te.TopLen = uint32(len(all.Top)), uint32(len(top))
+			all.Top = append(all.Top, top...)
+			all.Tokens = append(all.Tokens, te)
+		}
+		all.Timings.StepNS += ev.Timings.StepNS
+		all.Timings.PrefillTokens += ev.Timings.PrefillTokens
+		all.Timings.DecodeTokens += ev.Timings.DecodeTokens
+		all.Timings.GrammarFast += ev.Timings.GrammarFast
+		all.Timings.GrammarMasked += ev.Timings.GrammarMasked
+		next := engine.Plan{}
+		for _, le := range ev.Lanes {
+			if i, ok := lanes[le.Lane]; ok {
+				all.Lanes[i] = le
+			} else {
+				lanes[le.Lane] = len(all.Lanes)
+				all.Lanes = append(all.Lanes, le)
+			}
+			if le.Finish == engine.FinishNone && le.Generated > 0 { // prefilled, not done
+				next.Decodes = append(next.Decodes, engine.Decode{Lane: le.Lane})
+			}
+		}
+		if len(next.Decodes) == 0 {
+			return &all, nil
+		}
+		p = &next
 	}
 }

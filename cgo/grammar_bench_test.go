@@ -113,7 +113,7 @@ func grammarDecodeRun(b *testing.B, e *Engine, streams int, gid engine.GrammarID
 			if le.Finish != engine.FinishNone {
 				p.Retires = append(p.Retires, le.Lane)
 			} else {
-				p.Decodes = append(p.Decodes, engine.Decode{Lane: le.Lane, Rounds: 16})
+				p.Decodes = append(p.Decodes, engine.Decode{Lane: le.Lane})
 			}
 		}
 	}

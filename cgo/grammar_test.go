@@ -60,7 +60,7 @@ func grammarRun(t *testing.T, e *Engine, prompts [][]engine.Token, gid engine.Gr
 				}
 				p.Retires = append(p.Retires, le.Lane)
 			} else {
-				p.Decodes = append(p.Decodes, engine.Decode{Lane: le.Lane, Rounds: 8})
+				p.Decodes = append(p.Decodes, engine.Decode{Lane: le.Lane})
 			}
 		}
 	}
@@ -214,7 +214,7 @@ func TestGrammarReplayResumes(t *testing.T) {
 func TestLazyGrammarStartsAtTrigger(t *testing.T) {
 	e := openTest(t, 1)
 	prompt := promptTokens(t, e, 10, "lazy")
-	free := generate(t, e, [][]engine.Token{prompt}, 8, 64, 8, engine.Greedy())[0]
+	free := generate(t, e, [][]engine.Token{prompt}, 8, 64, engine.Greedy())[0]
 	if len(free) < 4 {
 		t.Fatalf("free run too short: %v", free)
 	}
@@ -337,7 +337,7 @@ x ::= [a-z]`, `root ::= "\u00e9" [\U0001F600-\U0001F64F]`, `root ::= (((("a"))))
 				if le.Finish != engine.FinishNone {
 					p.Retires = append(p.Retires, le.Lane)
 				} else {
-					p.Decodes = append(p.Decodes, engine.Decode{Lane: le.Lane, Rounds: 4})
+					p.Decodes = append(p.Decodes, engine.Decode{Lane: le.Lane})
 				}
 			}
 		}
@@ -389,7 +389,7 @@ func TestAmbiguousGrammarEndsTheLane(t *testing.T) {
 			return
 		}
 		p.Reset()
-		p.Decodes = []engine.Decode{{Lane: 1, Rounds: 16}}
+		p.Decodes = []engine.Decode{{Lane: 1}}
 	}
 	t.Fatal("the lane never hit the bound")
 }

@@ -21,13 +21,12 @@ func sampled(seed uint64) engine.Sampling {
 }
 
 // admitOne is a plan admitting lane on seq 0 with the whole prompt
-// prefilled and rounds decoded.
+// prefilled and at most rounds tokens to generate (runToEnd decodes them).
 func admitOne(e *Engine, lane uint32, prompt []engine.Token, bias []engine.LogitBias, s engine.Sampling, rounds int) *engine.Plan {
 	var p engine.Plan
 	e.Free(0)
 	p.AddAdmit(engine.Admit{Lane: lane, Seq: 0, MaxTokens: uint32(rounds), Sampling: s}, prompt, bias)
 	p.Prefills = append(p.Prefills, engine.Prefill{Lane: lane, Count: uint32(len(prompt))})
-	p.Decodes = append(p.Decodes, engine.Decode{Lane: lane, Rounds: uint32(rounds)})
 	return &p
 }
 
@@ -52,11 +51,11 @@ func retire(t *testing.T, e *Engine, lane uint32) {
 func TestTinyTemperaturesAreGreedy(t *testing.T) {
 	e := openTest(t, 1)
 	prompt := promptTokens(t, e, 8, "denormal")
-	greedy := generate(t, e, [][]engine.Token{prompt}, 8, 64, 4, engine.Greedy())[0]
+	greedy := generate(t, e, [][]engine.Token{prompt}, 8, 64, engine.Greedy())[0]
 	for _, temp := range []float32{1e-40, 1e-6, -3, float32(math.NaN())} {
 		s := sampled(1)
 		s.Temperature = temp
-		got := generate(t, e, [][]engine.Token{prompt}, 8, 64, 4, s)[0]
+		got := generate(t, e, [][]engine.Token{prompt}, 8, 64, s)[0]
 		if !slices.Equal(got, greedy) {
 			t.Errorf("temperature %g: %v, greedy %v", temp, got, greedy)
 		}
@@ -78,7 +77,7 @@ func TestBiasBanningEveryTokenIsRefused(t *testing.T) {
 	for _, temp := range []float32{0.8, 0} {
 		s := sampled(3)
 		s.Temperature = temp
-		_, err := e.Tick(admitOne(e, 1, prompt, bias, s, 4))
+		_, err := runToEnd(e, admitOne(e, 1, prompt, bias, s, 4))
 		if lane, ok := engine.FaultLane(err); !errors.Is(err, engine.ErrInvalid) || !ok || lane != 1 {
 			t.Fatalf("temperature %g: %v (blames %d: %v)", temp, err, lane, ok)
 		}
@@ -86,7 +85,7 @@ func TestBiasBanningEveryTokenIsRefused(t *testing.T) {
 	// All but one token banned: that one is all the lane can say.
 	keep := prompt[2]
 	bias = slices.DeleteFunc(bias, func(b engine.LogitBias) bool { return b.Token == keep })
-	ev, err := e.Tick(admitOne(e, 1, prompt, bias, sampled(3), 4))
+	ev, err := runToEnd(e, admitOne(e, 1, prompt, bias, sampled(3), 4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +105,7 @@ func TestHugeBiasForcesItsToken(t *testing.T) {
 	want := prompt[5]
 	for _, b := range []float32{float32(math.Inf(1)), 3e38, 1e7} {
 		for _, s := range []engine.Sampling{sampled(5), engine.Greedy()} {
-			ev, err := e.Tick(admitOne(e, 1, prompt, []engine.LogitBias{{Token: want, Bias: b}}, s, 5))
+			ev, err := runToEnd(e, admitOne(e, 1, prompt, []engine.LogitBias{{Token: want, Bias: b}}, s, 5))
 			if err != nil {
 				t.Fatalf("bias %g: %v", b, err)
 			}
@@ -143,7 +142,7 @@ func TestAbsurdSamplingIsRefused(t *testing.T) {
 	for name, mutate := range cases {
 		s := sampled(7)
 		mutate(&s)
-		_, err := e.Tick(admitOne(e, 4, prompt, nil, s, 2))
+		_, err := runToEnd(e, admitOne(e, 4, prompt, nil, s, 2))
 		if lane, ok := engine.FaultLane(err); !errors.Is(err, engine.ErrInvalid) || !ok || lane != 4 {
 			t.Errorf("%s: %v (blames %d: %v)", name, err, lane, ok)
 		}
@@ -151,7 +150,7 @@ func TestAbsurdSamplingIsRefused(t *testing.T) {
 	s := sampled(7)
 	s.PenaltyLastN = math.MaxInt32
 	s.FrequencyPenalty, s.PresencePenalty = 1e6, -1e6
-	ev, err := e.Tick(admitOne(e, 4, prompt, nil, s, 3))
+	ev, err := runToEnd(e, admitOne(e, 4, prompt, nil, s, 3))
 	if err != nil || len(ev.Tokens) != 3 {
 		t.Fatalf("a whole-context penalty window: %v, %d tokens", err, len(ev.Tokens))
 	}
@@ -197,14 +196,14 @@ func TestExceptionInTickIsAStatus(t *testing.T) {
 	e := openTest(t, 1)
 	prompt := promptTokens(t, e, 8, "throw")
 	e.injectTickException()
-	_, err := e.Tick(admitOne(e, 1, prompt, nil, sampled(2), 3))
+	_, err := runToEnd(e, admitOne(e, 1, prompt, nil, sampled(2), 3))
 	if !errors.Is(err, engine.ErrException) || !strings.Contains(err.Error(), "out of memory") {
 		t.Fatalf("tick with an injected bad_alloc: %v", err)
 	}
 	if _, ok := engine.FaultLane(err); ok {
 		t.Fatalf("an exception blames a lane: %v", err)
 	}
-	ev, err := e.Tick(admitOne(e, 1, prompt, nil, sampled(2), 3))
+	ev, err := runToEnd(e, admitOne(e, 1, prompt, nil, sampled(2), 3))
 	if err != nil || len(ev.Tokens) != 3 {
 		t.Fatalf("the plan after the exception: %v, %d tokens", err, len(ev.Tokens))
 	}
@@ -288,33 +287,6 @@ func TestTextCallsAfterCloseAreSafe(t *testing.T) {
 	}
 }
 
-// A panic in the step hook is recovered before it can unwind through C: the
-// tick stops at the step and Tick reports it; the engine carries on.
-func TestStepHookPanicEndsTheTick(t *testing.T) {
-	e := openTest(t, 1)
-	prompt := promptTokens(t, e, 6, "panic")
-	steps := 0
-	e.SetStepHook(func(ev *engine.Events) {
-		steps++
-		panic("hook failure")
-	})
-	defer e.SetStepHook(nil)
-	ev, err := e.Tick(admitOne(e, 1, prompt, nil, engine.Greedy(), 5))
-	if err == nil || !strings.Contains(err.Error(), "hook failure") {
-		t.Fatalf("tick with a panicking hook: %v", err)
-	}
-	if steps != 1 || ev.Timings.Steps != 1 || ev.Timings.Yielded != 1 || len(ev.Tokens) != 1 {
-		t.Fatalf("the tick ran on: %d hook calls, %+v, %d tokens", steps, ev.Timings, len(ev.Tokens))
-	}
-	e.SetStepHook(nil)
-	e.ClearYield()
-	ev, err = e.Tick(&engine.Plan{Decodes: []engine.Decode{{Lane: 1, Rounds: 4}}})
-	if err != nil || len(ev.Tokens) != 4 {
-		t.Fatalf("the tick after the panic: %v, %d tokens", err, len(ev.Tokens))
-	}
-	retire(t, e, 1)
-}
-
 // A seeded lane's draw depends on the position, not on how many draws came
 // before: re-admitted with its reply so far appended to the prompt (what a
 // preemption does), it continues exactly as it would have.
@@ -324,22 +296,22 @@ func TestSeededSamplingIsKeyedByPosition(t *testing.T) {
 	// A hot temperature over the whole vocabulary, so every draw matters.
 	s := engine.Sampling{Temperature: 3, TopP: 1, RepeatPenalty: 1.1, PenaltyLastN: 64, Seed: 1234}
 	const n, k = 24, 9
-	whole := generate(t, e, [][]engine.Token{prompt}, n, 64, 5, s)[0]
+	whole := generate(t, e, [][]engine.Token{prompt}, n, 64, s)[0]
 	if len(whole) != n {
 		t.Fatalf("generated %d tokens, want %d", len(whole), n)
 	}
 	resume := append(slices.Clone(prompt), whole[:k]...)
-	resumed := generate(t, e, [][]engine.Token{resume}, n-k, 64, 5, s)[0]
+	resumed := generate(t, e, [][]engine.Token{resume}, n-k, 64, s)[0]
 	if !slices.Equal(resumed, whole[k:]) {
 		t.Fatalf("resumed after %d tokens:\n%v\nwant\n%v", k, resumed, whole[k:])
 	}
 	// The continuation is the seed's: another seed, or greedy, says otherwise.
 	other := s
 	other.Seed++
-	if got := generate(t, e, [][]engine.Token{resume}, n-k, 64, 5, other)[0]; slices.Equal(got, whole[k:]) {
+	if got := generate(t, e, [][]engine.Token{resume}, n-k, 64, other)[0]; slices.Equal(got, whole[k:]) {
 		t.Fatalf("seed %d continues like seed %d: the test proves nothing", other.Seed, s.Seed)
 	}
-	if got := generate(t, e, [][]engine.Token{resume}, n-k, 64, 5, engine.Greedy())[0]; slices.Equal(got, whole[k:]) {
+	if got := generate(t, e, [][]engine.Token{resume}, n-k, 64, engine.Greedy())[0]; slices.Equal(got, whole[k:]) {
 		t.Fatal("the seeded continuation is the greedy one: the test proves nothing")
 	}
 }

@@ -6,7 +6,6 @@ package cgo
 import "C"
 
 import (
-	"fmt"
 	"runtime"
 	"unsafe"
 
@@ -36,20 +35,14 @@ const (
 	_ = uintptr(unsafe.Sizeof(engine.Timings{}) - C.sizeof_sf_timings)
 )
 
-// Tick carries out one plan. The returned events belong to the engine until
+// Tick carries out one plan: one engine step. The returned events belong to the engine until
 // the next Tick. Steady state (no arena growth) allocates nothing.
 func (e *Engine) Tick(p *engine.Plan) (*engine.Events, error) {
 	if e.e == nil {
 		return nil, errClosed
 	}
-	// No lane emits more than a context's worth in one tick (and the
-	// engine stops a tick whose events are full), so a huge grant cannot
-	// size the arrays past that.
-	need := len(p.Prefills)
-	for i := range p.Decodes {
-		need += min(int(p.Decodes[i].Rounds), e.desc.Ctx)
-	}
-	if need > len(e.tokens) {
+	// A step samples at most one token per prefill chunk and decode.
+	if need := len(p.Prefills) + len(p.Decodes); need > len(e.tokens) {
 		e.growEvents(need)
 	}
 	cp := e.cplan
@@ -74,8 +67,6 @@ func (e *Engine) Tick(p *engine.Plan) (*engine.Events, error) {
 	ce.lanes = (*C.sf_lane_event)(pinSlice(&e.pinner, e.lanes))
 	ce.cap_lanes = C.uint32_t(len(e.lanes))
 
-	e.pinner.Pin(&e.yield)
-	ce.yield = (*C.int32_t)(unsafe.Pointer(&e.yield))
 	rc := C.sf_tick(e.e, cp, ce)
 	e.pinner.Unpin()
 	clearPlanPointers(cp, ce)
@@ -85,10 +76,6 @@ func (e *Engine) Tick(p *engine.Plan) (*engine.Events, error) {
 	ev.Top = e.top[:ce.n_top]
 	ev.Lanes = e.lanes[:ce.n_lanes]
 	ev.Timings = *(*engine.Timings)(unsafe.Pointer(&ce.timings))
-	if r := e.stepPanic; r != nil {
-		e.stepPanic = nil
-		return ev, fmt.Errorf("cgo: tick: the step hook panicked: %v", r)
-	}
 	return ev, e.tickErr(rc)
 }
 
@@ -108,7 +95,7 @@ func (e *Engine) tickErr(rc C.int) error {
 // is over, so no stale pointer to unpinned memory outlives it.
 func clearPlanPointers(cp *C.sf_plan, ce *C.sf_events) {
 	cp.retires, cp.admits, cp.prefills, cp.decodes, cp.tokens, cp.biases = nil, nil, nil, nil, nil, nil
-	ce.tokens, ce.top, ce.lanes, ce.yield = nil, nil, nil, nil
+	ce.tokens, ce.top, ce.lanes = nil, nil, nil
 }
 
 // pinSlice pins s's backing array for the call and returns its address, or
@@ -121,7 +108,7 @@ func pinSlice[T any](p *runtime.Pinner, s []T) unsafe.Pointer {
 	return unsafe.Pointer(&s[0])
 }
 
-// growEvents sizes the event arrays for a tick that may sample n tokens.
+// growEvents sizes the event arrays for a step that may sample n tokens.
 func (e *Engine) growEvents(n int) {
 	n = max(n, 64)
 	e.tokens = make([]engine.TokenEvent, n)

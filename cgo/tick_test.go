@@ -1,6 +1,7 @@
 package cgo
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -15,9 +16,9 @@ func TestBatchedLanesMatchSoloLanes(t *testing.T) {
 		promptTokens(t, e, 7, "three"),
 		promptTokens(t, e, 21, "four"),
 	}
-	batched := generate(t, e, prompts, 24, 64, 3, engine.Greedy())
+	batched := generate(t, e, prompts, 24, 64, engine.Greedy())
 	for i, pr := range prompts {
-		solo := generate(t, e, [][]engine.Token{pr}, 24, 64, 1, engine.Greedy())[0]
+		solo := generate(t, e, [][]engine.Token{pr}, 24, 64, engine.Greedy())[0]
 		if !slices.Equal(batched[i], solo) {
 			t.Errorf("lane %d: batched %v\nsolo %v", i, batched[i], solo)
 		}
@@ -30,8 +31,8 @@ func TestBatchedLanesMatchSoloLanes(t *testing.T) {
 func TestChunkedPrefillMatchesWholePrefill(t *testing.T) {
 	e := openTest(t, 1)
 	prompt := promptTokens(t, e, 45, "chunks")
-	whole := generate(t, e, [][]engine.Token{prompt}, 16, 64, 4, engine.Greedy())[0]
-	chunked := generate(t, e, [][]engine.Token{prompt}, 16, 15, 4, engine.Greedy())[0] // three chunks
+	whole := generate(t, e, [][]engine.Token{prompt}, 16, 64, engine.Greedy())[0]
+	chunked := generate(t, e, [][]engine.Token{prompt}, 16, 15, engine.Greedy())[0] // three chunks
 	if !slices.Equal(whole, chunked) {
 		t.Fatalf("whole %v\nchunked %v", whole, chunked)
 	}
@@ -44,8 +45,7 @@ func continueFrom(t *testing.T, e *Engine, seq int32, prompt []engine.Token, cac
 	var p engine.Plan
 	p.AddAdmit(engine.Admit{Lane: 7, Seq: seq, Cached: uint32(cached), MaxTokens: uint32(n), Sampling: engine.Greedy()}, prompt, nil)
 	p.Prefills = append(p.Prefills, engine.Prefill{Lane: 7, Offset: uint32(cached), Count: uint32(len(prompt) - cached)})
-	p.Decodes = append(p.Decodes, engine.Decode{Lane: 7, Rounds: uint32(n)})
-	ev, err := e.Tick(&p)
+	ev, err := runToEnd(e, &p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,45 +124,60 @@ func TestSeededSamplingRepeats(t *testing.T) {
 	e := openTest(t, 2)
 	prompt := promptTokens(t, e, 10, "seed")
 	s := engine.Sampling{Temperature: 1.2, TopK: 40, TopP: 0.95, MinP: 0.01, RepeatPenalty: 1.1, PenaltyLastN: 64, Seed: 42}
-	a := generate(t, e, [][]engine.Token{prompt}, 24, 64, 4, s)[0]
-	b := generate(t, e, [][]engine.Token{prompt}, 24, 64, 4, s)[0]
+	a := generate(t, e, [][]engine.Token{prompt}, 24, 64, s)[0]
+	b := generate(t, e, [][]engine.Token{prompt}, 24, 64, s)[0]
 	if !slices.Equal(a, b) {
 		t.Fatalf("same seed differs:\n%v\n%v", a, b)
 	}
 	s.Seed = 43
-	c := generate(t, e, [][]engine.Token{prompt}, 24, 64, 4, s)[0]
+	c := generate(t, e, [][]engine.Token{prompt}, 24, 64, s)[0]
 	if slices.Equal(a, c) {
 		t.Fatalf("different seeds gave the same %v", a)
 	}
 }
 
-func TestYieldEndsMultiRoundTick(t *testing.T) {
-	e := openTest(t, 1)
-	prompt := promptTokens(t, e, 6, "yield")
-	e.Free(0)
+// A tick is one step: a plan of two decoding lanes samples one token for
+// each and reports the step's time, and a lane admitted in a plan cannot
+// decode in it (its first token comes from its prefill's last row).
+func TestTickIsOneStep(t *testing.T) {
+	e := openTest(t, 2)
+	prompt := promptTokens(t, e, 6, "one step")
 	var p engine.Plan
-	p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Sampling: engine.Greedy()}, prompt, nil)
-	p.Prefills = append(p.Prefills, engine.Prefill{Lane: 1, Count: uint32(len(prompt))})
-	if _, err := e.Tick(&p); err != nil {
-		t.Fatal(err)
+	for i := range 2 {
+		e.Free(int32(i))
+		p.AddAdmit(engine.Admit{Lane: uint32(i + 1), Seq: int32(i), Sampling: engine.Greedy()}, prompt, nil)
+		p.Prefills = append(p.Prefills, engine.Prefill{Lane: uint32(i + 1), Count: uint32(len(prompt))})
 	}
-	p.Reset()
-	p.Decodes = append(p.Decodes, engine.Decode{Lane: 1, Rounds: 50})
-	e.Yield() // raised before the tick: it stops after its first step
 	ev, err := e.Tick(&p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Timings.Yielded != 1 || ev.Timings.Steps != 1 || len(ev.Tokens) != 1 {
-		t.Fatalf("yielded tick: %+v, %d tokens", ev.Timings, len(ev.Tokens))
+	if len(ev.Tokens) != 2 || ev.Timings.PrefillTokens != 12 || ev.Timings.StepNS <= 0 {
+		t.Fatalf("prefill step: %d tokens, %+v", len(ev.Tokens), ev.Timings)
 	}
-	e.ClearYield()
-	ev, err = e.Tick(&p)
-	if err != nil {
-		t.Fatal(err)
+	for range 3 {
+		p.Reset()
+		p.Decodes = append(p.Decodes, engine.Decode{Lane: 1}, engine.Decode{Lane: 2})
+		ev, err = e.Tick(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ev.Tokens) != 2 || ev.Tokens[0].Lane == ev.Tokens[1].Lane || ev.Timings.DecodeTokens != 2 || ev.Timings.StepNS <= 0 {
+			t.Fatalf("decode step: %+v, %+v", ev.Tokens, ev.Timings)
+		}
 	}
-	if ev.Timings.Yielded != 0 || len(ev.Tokens) != 50 {
-		t.Fatalf("unyielded tick: %+v, %d tokens", ev.Timings, len(ev.Tokens))
+	p.Reset()
+	p.Retires = []uint32{1, 2}
+	if ev, err = e.Tick(&p); err != nil || ev.Timings.StepNS != 0 {
+		t.Fatalf("a retire-only plan ran a step: %v, %+v", err, ev.Timings)
+	}
+	p.Reset()
+	e.Free(0)
+	p.AddAdmit(engine.Admit{Lane: 3, Seq: 0, Sampling: engine.Greedy()}, prompt, nil)
+	p.Prefills = append(p.Prefills, engine.Prefill{Lane: 3, Count: uint32(len(prompt))})
+	p.Decodes = append(p.Decodes, engine.Decode{Lane: 3})
+	if _, err := e.Tick(&p); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("decode of a lane admitted in the plan: %v", err)
 	}
 }
 
@@ -173,8 +188,7 @@ func TestLogprobsAndFinishReasons(t *testing.T) {
 	var p engine.Plan
 	p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, MaxTokens: 3, Logprobs: 5, Sampling: engine.Greedy()}, prompt, nil)
 	p.Prefills = append(p.Prefills, engine.Prefill{Lane: 1, Count: uint32(len(prompt))})
-	p.Decodes = append(p.Decodes, engine.Decode{Lane: 1, Rounds: 8})
-	ev, err := e.Tick(&p)
+	ev, err := runToEnd(e, &p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,36 +227,12 @@ func TestSteadyStateTickAllocatesNothing(t *testing.T) {
 	}
 	p.Reset()
 	allocs := testing.AllocsPerRun(50, func() {
-		p.Decodes = append(p.Decodes[:0], engine.Decode{Lane: 0, Rounds: 2}, engine.Decode{Lane: 1, Rounds: 2})
+		p.Decodes = append(p.Decodes[:0], engine.Decode{Lane: 0}, engine.Decode{Lane: 1})
 		if _, err := e.Tick(&p); err != nil {
 			t.Fatal(err)
 		}
 	})
 	if allocs != 0 {
 		t.Fatalf("a steady-state tick allocates %v times", allocs)
-	}
-}
-
-func TestStepHookReportsTokensAsTheyAreSampled(t *testing.T) {
-	e := openTest(t, 2)
-	prompt := promptTokens(t, e, 6, "steps")
-	e.Free(0)
-	e.Free(1)
-	var seen []int
-	e.SetStepHook(func(ev *engine.Events) { seen = append(seen, len(ev.Tokens)) })
-	defer e.SetStepHook(nil)
-	var p engine.Plan
-	for i := range 2 {
-		p.AddAdmit(engine.Admit{Lane: uint32(i), Seq: int32(i), Sampling: engine.Greedy()}, prompt, nil)
-		p.Prefills = append(p.Prefills, engine.Prefill{Lane: uint32(i), Count: uint32(len(prompt))})
-		p.Decodes = append(p.Decodes, engine.Decode{Lane: uint32(i), Rounds: 4})
-	}
-	ev, err := e.Tick(&p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Step 0 samples both first tokens; three decode steps follow.
-	if !slices.Equal(seen, []int{2, 4, 6, 8}) || len(ev.Tokens) != 8 {
-		t.Fatalf("hook saw %v, tick returned %d tokens", seen, len(ev.Tokens))
 	}
 }

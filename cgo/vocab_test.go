@@ -80,7 +80,7 @@ func TestGraftedQwenVocabularyTokenizesAndGenerates(t *testing.T) {
 	if !strings.HasSuffix(text, "<|im_start|>assistant\n") || !strings.Contains(text, "<|im_start|>system\nbe brief<|im_end|>") {
 		t.Fatalf("chat template rendered %q", text)
 	}
-	out := generate(t, e, [][]engine.Token{toks}, 16, 64, 4, engine.Greedy())[0]
+	out := generate(t, e, [][]engine.Token{toks}, 16, 64, engine.Greedy())[0]
 	if len(out) != 16 {
 		t.Fatalf("generated %d tokens", len(out))
 	}
@@ -94,9 +94,9 @@ func TestRealLlamaModelBatchesLikeSolo(t *testing.T) {
 	defer e.Close()
 	a, _ := e.Tokenize("Once upon a time there was", true, false)
 	b, _ := e.Tokenize("The capital of France is a city that", true, false)
-	both := generate(t, e, [][]engine.Token{a, b}, 12, 64, 4, engine.Greedy())
+	both := generate(t, e, [][]engine.Token{a, b}, 12, 64, engine.Greedy())
 	for i, p := range [][]engine.Token{a, b} {
-		if solo := generate(t, e, [][]engine.Token{p}, 12, 64, 1, engine.Greedy())[0]; !slices.Equal(solo, both[i]) {
+		if solo := generate(t, e, [][]engine.Token{p}, 12, 64, engine.Greedy())[0]; !slices.Equal(solo, both[i]) {
 			t.Errorf("prompt %d: batched %v solo %v", i, both[i], solo)
 		}
 	}

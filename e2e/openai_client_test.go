@@ -89,7 +89,7 @@ func directGreedy(t *testing.T, modelPath string, prompt []engine.Token, maxToke
 			p.Prefills = append(p.Prefills, engine.Prefill{Lane: 1, Offset: uint32(done), Count: uint32(n)})
 			done += n
 		} else {
-			p.Decodes = append(p.Decodes, engine.Decode{Lane: 1, Rounds: 8})
+			p.Decodes = append(p.Decodes, engine.Decode{Lane: 1})
 		}
 		ev, err := e.Tick(&p)
 		if err != nil {

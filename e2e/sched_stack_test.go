@@ -15,6 +15,7 @@ import (
 	"superfluid/cgo"
 	"superfluid/engine"
 	"superfluid/kv"
+	"superfluid/park"
 	"superfluid/sched"
 )
 
@@ -37,6 +38,8 @@ type stackConfig struct {
 	threads int
 	kv      kv.Config // Seqs is the engine's
 	sched   sched.Config
+	// parkDir, when set, gives the cache a park store there.
+	parkDir string
 }
 
 // schedStack is engine → prefix cache → scheduler, built the way app.Start
@@ -79,6 +82,14 @@ func newSchedStack(t testing.TB, c stackConfig) *schedStack {
 	desc := raw.Descriptor()
 	kc := c.kv
 	kc.Seqs = desc.Seqs
+	if c.parkDir != "" {
+		store, err := park.Open(park.Config{Dir: c.parkDir, Identity: desc.Identity, KVType: desc.KVType, VLayout: park.VRows})
+		if err != nil {
+			raw.Close()
+			t.Fatal(err)
+		}
+		kc.Park = store
+	}
 	cache, err := kv.New(spy, kc)
 	if err != nil {
 		raw.Close()
@@ -110,6 +121,9 @@ func (st *schedStack) close(t testing.TB) {
 	st.stopRun()
 	if err := <-st.runDone; err != nil {
 		t.Errorf("Run: %v", err)
+	}
+	if err := st.cache.Close(); err != nil { // parks, before the engine goes
+		t.Errorf("cache close: %v", err)
 	}
 	st.eng.Close()
 }
@@ -152,12 +166,9 @@ type spyEngine struct {
 	ticks  []tickRecord
 	before func(i int, p *engine.Plan)
 	after  func(i int, rec *tickRecord)
-	step   func(tick, step int)
-	// reported counts each lane's tokens as the engine reports them step
-	// by step (before the scheduler sees them); seen and steps are the
-	// running tick's.
-	reported    map[uint32]int
-	seen, steps int
+	// reported counts each lane's tokens as the engine reports them, each
+	// step's before the scheduler sees them.
+	reported map[uint32]int
 }
 
 // tickRecord is one Tick: the plan's work per lane tag and the events.
@@ -165,11 +176,9 @@ type tickRecord struct {
 	retires   []uint32
 	admits    []engine.Admit
 	prefill   map[uint32]int // lane → prompt tokens planned
-	rounds    map[uint32]int // lane → decode rounds granted
+	decodes   map[uint32]int // lane → 1 if the step decodes it
 	sampled   map[uint32]int // lane → tokens the engine sampled
-	steps     int
-	yielded   bool
-	prefilled int // prompt tokens the tick prefilled
+	prefilled int            // prompt tokens the step prefilled
 	err       error
 }
 
@@ -178,19 +187,18 @@ func (s *spyEngine) Tick(p *engine.Plan) (*engine.Events, error) {
 		retires: slices.Clone(p.Retires),
 		admits:  slices.Clone(p.Admits),
 		prefill: map[uint32]int{},
-		rounds:  map[uint32]int{},
+		decodes: map[uint32]int{},
 		sampled: map[uint32]int{},
 	}
 	for _, pf := range p.Prefills {
 		rec.prefill[pf.Lane] += int(pf.Count)
 	}
 	for _, d := range p.Decodes {
-		rec.rounds[d.Lane] += int(d.Rounds)
+		rec.decodes[d.Lane]++
 	}
 	s.mu.Lock()
 	i := len(s.ticks)
 	s.ticks = append(s.ticks, rec)
-	s.seen, s.steps = 0, 0
 	before := s.before
 	s.mu.Unlock()
 	if before != nil {
@@ -202,11 +210,15 @@ func (s *spyEngine) Tick(p *engine.Plan) (*engine.Events, error) {
 		for _, te := range ev.Tokens {
 			rec.sampled[te.Lane]++
 		}
-		rec.steps = int(ev.Timings.Steps)
-		rec.yielded = ev.Timings.Yielded != 0
 		rec.prefilled = int(ev.Timings.PrefillTokens)
 	}
 	s.mu.Lock()
+	if s.reported == nil {
+		s.reported = map[uint32]int{}
+	}
+	for l, n := range rec.sampled {
+		s.reported[l] += n
+	}
 	s.ticks[i] = rec
 	after := s.after
 	s.mu.Unlock()
@@ -216,47 +228,11 @@ func (s *spyEngine) Tick(p *engine.Plan) (*engine.Events, error) {
 	return ev, err
 }
 
-// SetStepHook wraps the scheduler's step hook (the scheduler finds it
-// through engine.StepReporter): each step's tokens are counted in reported
-// before the scheduler's hook sees them, and the test's step hook runs
-// after it, at the step boundary, before the engine looks at its yield
-// word.
-func (s *spyEngine) SetStepHook(h func(ev *engine.Events)) {
-	if h == nil {
-		s.Engine.SetStepHook(nil)
-		return
-	}
-	s.Engine.SetStepHook(func(ev *engine.Events) {
-		s.mu.Lock()
-		if s.reported == nil {
-			s.reported = map[uint32]int{}
-		}
-		for _, te := range ev.Tokens[s.seen:] {
-			s.reported[te.Lane]++
-		}
-		s.seen = len(ev.Tokens)
-		s.steps++
-		tick, step, hook := len(s.ticks)-1, s.steps, s.step
-		s.mu.Unlock()
-		h(ev)
-		if hook != nil {
-			hook(tick, step)
-		}
-	})
-}
-
 // reportedFor is how many tokens the engine has reported for lane so far.
 func (s *spyEngine) reportedFor(lane uint32) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reported[lane]
-}
-
-// setStep installs (nil: removes) the hook run after each step.
-func (s *spyEngine) setStep(f func(tick, step int)) {
-	s.mu.Lock()
-	s.step = f
-	s.mu.Unlock()
 }
 
 // setBefore installs (nil: removes) the hook run before each tick.
@@ -328,7 +304,7 @@ func (r *refEngine) run(t testing.TB, prompt []engine.Token, maxTokens, logprobs
 			p.Prefills = append(p.Prefills, engine.Prefill{Lane: lane, Offset: uint32(fed), Count: uint32(n)})
 			fed += n
 		} else {
-			p.Decodes = append(p.Decodes, engine.Decode{Lane: lane, Rounds: 64})
+			p.Decodes = append(p.Decodes, engine.Decode{Lane: lane})
 		}
 		ev, err := r.e.Tick(&p)
 		if err != nil {

@@ -89,17 +89,13 @@ func (d *Descriptor) IsEOG(t Token) bool {
 	return false
 }
 
-// Engine runs ticks and keeps sequences. One goroutine owns it; only Yield
-// may be called from others.
+// Engine runs steps and keeps sequences. One goroutine owns it.
 type Engine interface {
 	Descriptor() *Descriptor
-	// Tick carries out a plan. The events belong to the engine until the
-	// next Tick. A malformed plan changes nothing and returns an *Error.
+	// Tick carries out a plan: one step. The events belong to the engine
+	// until the next Tick. A malformed plan changes nothing and returns an
+	// *Error.
 	Tick(p *Plan) (*Events, error)
-	// Yield makes a running tick stop at its next step boundary.
-	Yield()
-	// ClearYield lowers the yield word; the owner calls it before planning.
-	ClearYield()
 
 	// CopyPrefix makes dst hold the first n tokens of src.
 	CopyPrefix(src, dst int32, n int) error
@@ -114,14 +110,4 @@ type Engine interface {
 	// Import replaces seq's contents with exported state and returns the
 	// number of tokens it holds.
 	Import(seq int32, data []byte) (int, error)
-}
-
-// StepReporter is an Engine that can report tokens while a tick runs: after
-// each step it calls the hook with the tick's events so far (Tokens and Top
-// hold every record written yet; Lanes and Timings are not filled until the
-// tick ends). The hook runs on the goroutine that called Tick, inside it,
-// so a multi-second tick still streams every token as it is sampled. A nil
-// hook turns reporting off.
-type StepReporter interface {
-	SetStepHook(hook func(ev *Events))
 }

@@ -47,7 +47,7 @@ type TopLogprob struct {
 	Logprob float32
 }
 
-// LaneEvent is where a lane stands after a tick.
+// LaneEvent is where a lane stands after a step.
 type LaneEvent struct {
 	Lane      uint32
 	Finish    Finish
@@ -57,14 +57,11 @@ type LaneEvent struct {
 	Status    Status // of the lane's last step
 }
 
-// Timings are what the scheduler learns prefill and decode rates from.
+// Timings are what the scheduler learns step times from.
 type Timings struct {
-	PrefillNS     int64 // steps that carried prompt tokens
-	DecodeNS      int64 // decode-only steps
+	StepNS        int64 // the step's llama_decode; 0: the plan ran none
 	PrefillTokens uint32
 	DecodeTokens  uint32
-	Steps         uint32
-	Yielded       uint32 // 1: the tick stopped early on the yield word
 	// Tokens sampled under an active grammar: GrammarFast where the
 	// unconstrained choice was allowed (one token checked), GrammarMasked
 	// where it was not and the whole vocabulary was masked.
@@ -72,8 +69,9 @@ type Timings struct {
 	GrammarMasked uint32
 }
 
-// Events is what one tick reports. Its slices belong to the engine and stay
-// valid until the next tick.
+// Events is what one step reports: its tokens (at most one per lane), their
+// logprobs, where each lane it touched stands, and its timing. Its slices
+// belong to the engine and stay valid until the next Tick.
 type Events struct {
 	Tokens  []TokenEvent
 	Top     []TopLogprob

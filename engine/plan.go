@@ -75,16 +75,16 @@ type Prefill struct {
 	Count  uint32
 }
 
-// Decode lets a lane emit up to Rounds tokens in this tick.
+// Decode feeds a prefilled lane's last sampled token and samples its next:
+// one token of the lane's reply in this step.
 type Decode struct {
-	Lane   uint32
-	Rounds uint32
+	Lane uint32
 }
 
-// Plan is one tick's work: retires first, then admits, then steps of mixed
-// batches (every prefill chunk beside one token per decoding lane in the
-// first step, decoding lanes alone after it). Reuse a Plan across ticks with
-// Reset so that steady-state ticks allocate nothing.
+// Plan is one engine step's work: retires first, then admits, then one
+// batch of every prefill chunk beside one token per decoding lane (a single
+// llama_decode). Reuse a Plan across steps with Reset so that steady-state
+// steps allocate nothing.
 type Plan struct {
 	Retires  []uint32
 	Admits   []Admit

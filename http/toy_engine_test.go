@@ -31,7 +31,6 @@ import (
 type toyEngine struct {
 	desc  engine.Descriptor
 	step  time.Duration
-	yield atomic.Int32
 	seqs  [][]engine.Token
 	lanes map[uint32]*toyLane
 	ev    engine.Events
@@ -60,8 +59,6 @@ type toyLane struct {
 	logprobs   int
 	pending    bool // a sampled token waits to be fed back
 	finish     engine.Finish
-	rounds     int // decode rounds granted this tick
-	emitted    int // tokens sampled this tick
 	touchedAll bool
 }
 
@@ -79,8 +76,6 @@ func newToyEngine(lanes, ctx int, step time.Duration) *toyEngine {
 }
 
 func (e *toyEngine) Descriptor() *engine.Descriptor { return &e.desc }
-func (e *toyEngine) Yield()                         { e.yield.Store(1) }
-func (e *toyEngine) ClearYield()                    { e.yield.Store(0) }
 
 func (e *toyEngine) CopyPrefix(src, dst int32, n int) error {
 	e.seqs[dst] = append(e.seqs[dst][:0], e.seqs[src][:n]...)
@@ -102,17 +97,15 @@ func (e *toyEngine) Import(int32, []byte) (int, error) {
 	return 0, &engine.Error{Status: engine.StatusUnsupported, Op: "import"}
 }
 
-// Tick runs the plan as the real engine does: retires and admits, then
-// steps — the first carries the prefill chunks beside one token of each
-// decoding lane, later ones only decoding lanes — until every lane has
-// its rounds or the yield word is raised.
+// Tick runs the plan as the real engine does: retires and admits, then one
+// step carrying the prefill chunks beside one token of each decoding lane.
 func (e *toyEngine) Tick(p *engine.Plan) (*engine.Events, error) {
 	ev := &e.ev
 	ev.Tokens, ev.Top, ev.Lanes, ev.Timings = ev.Tokens[:0], ev.Top[:0], ev.Lanes[:0], engine.Timings{}
 	var touched []*toyLane
 	touch := func(l *toyLane) {
 		if !l.touchedAll {
-			l.touchedAll, l.emitted, l.rounds = true, 0, 0
+			l.touchedAll = true
 			touched = append(touched, l)
 		}
 	}
@@ -130,31 +123,21 @@ func (e *toyEngine) Tick(p *engine.Plan) (*engine.Events, error) {
 	for _, f := range p.Prefills {
 		touch(e.lanes[f.Lane])
 	}
+	var decoding []*toyLane
 	for _, d := range p.Decodes {
 		l := e.lanes[d.Lane]
 		touch(l)
-		l.rounds = int(d.Rounds)
+		decoding = append(decoding, l)
 	}
-	for step := 0; ; step++ {
-		var decoding []*toyLane
-		for _, d := range p.Decodes {
-			if l := e.lanes[d.Lane]; l.pending && l.finish == engine.FinishNone && l.emitted < l.rounds {
-				decoding = append(decoding, l)
-			}
-		}
-		if len(decoding) == 0 && (step > 0 || len(p.Prefills) == 0) {
-			break
-		}
+	if len(decoding) > 0 || len(p.Prefills) > 0 {
 		time.Sleep(e.step)
-		if step == 0 {
-			for _, f := range p.Prefills {
-				l := e.lanes[f.Lane]
-				e.seqs[l.seq] = append(e.seqs[l.seq], l.prompt[f.Offset:f.Offset+f.Count]...)
-				l.prefilled += int(f.Count)
-				ev.Timings.PrefillTokens += f.Count
-				if l.prefilled == len(l.prompt) {
-					e.sample(l)
-				}
+		for _, f := range p.Prefills {
+			l := e.lanes[f.Lane]
+			e.seqs[l.seq] = append(e.seqs[l.seq], l.prompt[f.Offset:f.Offset+f.Count]...)
+			l.prefilled += int(f.Count)
+			ev.Timings.PrefillTokens += f.Count
+			if l.prefilled == len(l.prompt) {
+				e.sample(l)
 			}
 		}
 		for _, l := range decoding {
@@ -163,12 +146,7 @@ func (e *toyEngine) Tick(p *engine.Plan) (*engine.Events, error) {
 			ev.Timings.DecodeTokens++
 			e.sample(l)
 		}
-		ev.Timings.Steps++
-		ev.Timings.DecodeNS += int64(e.step)
-		if e.yield.Load() != 0 {
-			ev.Timings.Yielded = 1
-			break
-		}
+		ev.Timings.StepNS = int64(e.step)
 	}
 	for _, l := range touched {
 		l.touchedAll = false
@@ -196,7 +174,6 @@ func (e *toyEngine) token(generated int) engine.Token {
 func (e *toyEngine) sample(l *toyLane) {
 	t := e.token(l.generated)
 	l.generated++
-	l.emitted++
 	te := engine.TokenEvent{Lane: l.tag, Token: t}
 	if l.logprobs > 0 {
 		te.Logprob, te.TopOff, te.TopLen = -0.5, uint32(len(e.ev.Top)), uint32(l.logprobs)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"superfluid/engine"
@@ -46,6 +47,10 @@ type Config struct {
 	MinParkTokens int
 	// Now is the clock ParkIdle is measured on (default time.Now).
 	Now func() time.Time
+	// BeforeRestoreRead, when set, runs on a restore's reader goroutine
+	// before it reads the parked stream (of tokens tokens): a test holds a
+	// restore open with it to see the other lanes step meanwhile.
+	BeforeRestoreRead func(tokens int)
 }
 
 func (c *Config) validate() error {
@@ -103,6 +108,12 @@ type Cache struct {
 	restoreBuf []byte
 	view       viewCache
 	pins       pinTable
+
+	// Restores read on reader goroutines (restore.go): in flight by
+	// sequence; loads take turns on loadMu; Close waits for readers.
+	restores map[int32]*restore
+	loadMu   sync.Mutex
+	readers  sync.WaitGroup
 }
 
 // New returns a cache managing sequences [0, cfg.Seqs) of eng, all of which
@@ -111,7 +122,7 @@ func New(eng engine.Engine, cfg Config) (*Cache, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Cache{eng: eng, cfg: cfg, leased: map[int32]bool{}, entries: map[int32]*entry{}, parked: map[string]*parkEntry{}}
+	c := &Cache{eng: eng, cfg: cfg, leased: map[int32]bool{}, entries: map[int32]*entry{}, parked: map[string]*parkEntry{}, restores: map[int32]*restore{}}
 	c.host.budget = cfg.HostBytes
 	for s := cfg.Seqs - 1; s >= 0; s-- {
 		c.free = append(c.free, int32(s))
@@ -138,29 +149,34 @@ func (c *Cache) Acquire(tokens []engine.Token) (int32, int, error) {
 	limit := len(tokens) - 1
 	cached := 0
 	if limit > 0 {
-		cached = c.seed(seq, tokens, limit)
+		cached = c.seed(seq, tokens, limit, true)
 	}
+	c.countAcquire(tokens, cached)
+	return seq, cached, nil
+}
+
+// countAcquire counts an acquisition that seeded cached tokens of tokens.
+func (c *Cache) countAcquire(tokens []engine.Token, cached int) {
 	if cached == 0 {
 		c.stats.Misses.Add(1)
-		return seq, 0, nil
+		return
 	}
 	c.stats.Hits.Add(1)
 	c.stats.WarmTokens.Add(int64(cached))
 	c.countHits(tokens[:cached])
-	return seq, cached, nil
 }
 
 // seed fills seq from the deepest tier entry sharing a prefix with tokens:
 // the longest match wins, resident before host memory before disk on a
 // tie (cheapest first). A host or parked entry that fails is dropped (or,
 // parked but refused by the engine, skipped) and the next best tried.
-func (c *Cache) seed(seq int32, tokens []engine.Token, limit int) int {
+func (c *Cache) seed(seq int32, tokens []engine.Token, limit int, fromPark bool) int {
 	for range 4 {
 		n, matched := c.tree.match(tokens)
 		cd := c.candidates(n, matched)
 		res, host, pk := min(cd.resDepth, limit), min(cd.hostDepth, limit), min(cd.parkDepth, limit)
 		switch {
-		case cd.park != nil && pk > max(res, host):
+		case fromPark && cd.park != nil && pk > max(res, host):
 			if got := c.seedFromPark(seq, cd.park, pk); got > 0 {
 				return got
 			}
@@ -253,6 +269,7 @@ func (c *Cache) countHits(prefix []engine.Token) {
 func (c *Cache) Release(seq int32, tokens []engine.Token) {
 	c.clock++
 	delete(c.leased, seq)
+	delete(c.restores, seq) // a restore in flight for a lane that left
 	defer c.tidy()
 	if len(tokens) == 0 {
 		c.freeSeq(seq)

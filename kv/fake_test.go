@@ -27,8 +27,6 @@ func (f *fakeEngine) Descriptor() *engine.Descriptor { return &f.desc }
 func (f *fakeEngine) Tick(*engine.Plan) (*engine.Events, error) {
 	return nil, errors.New("fake: no ticks here")
 }
-func (f *fakeEngine) Yield()      {}
-func (f *fakeEngine) ClearYield() {}
 
 func (f *fakeEngine) check(s int32) error {
 	if s < 0 || int(s) >= len(f.seqs) {

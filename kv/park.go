@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"superfluid/engine"
 	"superfluid/park"
 )
 
@@ -60,7 +61,9 @@ func (c *Cache) tidy() {
 }
 
 func (c *Cache) dropPark(p *parkEntry) {
-	delete(c.parked, p.name)
+	if c.parked[p.name] == p {
+		delete(c.parked, p.name)
+	}
 	if p.node.park == p {
 		p.node.park = nil
 		c.tree.prune(p.node)
@@ -75,11 +78,12 @@ func (c *Cache) restorable(p *parkEntry, depth int) bool {
 }
 
 // seedFromPark restores a parked stream into seq and cuts it to depth
-// tokens. It runs on the owner's (the scheduler's) goroutine: reading,
-// verifying, decompressing and importing 2,000 tokens of the 0.5B model
-// takes tens of milliseconds against tens of seconds to prefill them
-// (see park_bench_test.go in e2e), which is why a file that fails is
-// never tried again: one that fails verification the store counted (and
+// tokens, all on the owner's goroutine (AcquireRestoring reads the file on
+// a reader goroutine instead; see restore.go). Reading, verifying,
+// decompressing and importing 2,000 tokens of the 0.5B model takes tens of
+// milliseconds against tens of seconds to prefill them (see
+// park_bench_test.go in e2e), which is why a file that fails is never
+// tried again: one that fails verification the store counted (and
 // removed, if damaged) and remembers; one the engine will not import the
 // store remembers as unusable but keeps on disk (the pool may just have
 // been short of cells: a later run may restore it). Either way the entry
@@ -87,7 +91,24 @@ func (c *Cache) restorable(p *parkEntry, depth int) bool {
 func (c *Cache) seedFromPark(seq int32, p *parkEntry, depth int) int {
 	start := time.Now()
 	toks := p.node.path()
-	blob, err := c.park.Load(toks, c.restoreBuf)
+	blob, err := c.loadParked(toks, c.restoreBuf)
+	return c.importParked(seq, p, toks, depth, blob, err, time.Since(start))
+}
+
+// loadParked reads, verifies and decompresses the stream parked for toks.
+// The store decodes with one scratch buffer, so loads take turns; any
+// goroutine.
+func (c *Cache) loadParked(toks []engine.Token, dst []byte) ([]byte, error) {
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
+	return c.park.Load(toks, dst)
+}
+
+// importParked imports what loadParked returned for p (blob or err, read
+// in read) into seq and cuts it to depth tokens; 0 when the read or the
+// import failed, seq then empty. Owner goroutine.
+func (c *Cache) importParked(seq int32, p *parkEntry, toks []engine.Token, depth int, blob []byte, err error, read time.Duration) int {
+	start := time.Now()
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			slog.Debug("prefix cache: parked file gone", "file", p.name)
@@ -117,7 +138,7 @@ func (c *Cache) seedFromPark(seq int32, p *parkEntry, depth int) int {
 		c.stats.ParkFailures.Add(1)
 		return 0
 	}
-	took := time.Since(start)
+	took := read + time.Since(start)
 	p.used = c.clock
 	c.stats.ParkHits.Add(1)
 	c.stats.ParkRestoreNanos.Add(int64(took))
@@ -244,6 +265,7 @@ func (c *Cache) Close() error {
 	if c.park == nil {
 		return nil
 	}
+	c.readers.Wait() // restores in flight read from the store
 	c.tidy()
 	es := make([]*entry, 0, len(c.entries))
 	for _, e := range c.entries {

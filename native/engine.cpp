@@ -350,10 +350,6 @@ const char *sf_last_error(const sf_engine *e) {
     return e != nullptr ? e->err.c_str() : "no engine";
 }
 
-int32_t *sf_yield_word(sf_engine *e) {
-    return e != nullptr ? &e->yield : nullptr;
-}
-
 void sf_inject_exception(sf_engine *e, int32_t where) {
     if (e != nullptr) {
         __atomic_store_n(&e->inject, where, __ATOMIC_RELEASE);

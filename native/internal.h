@@ -102,10 +102,7 @@ struct sf_lane {
     llama_sampler *chain = nullptr;
     sf_grammar_state grammar;
 
-    // Per-tick bookkeeping.
-    uint64_t touched_tick = 0;
-    uint32_t rounds = 0;        // tokens this lane may emit this tick
-    uint32_t emitted = 0;       // tokens emitted this tick
+    uint64_t touched_tick = 0;  // the last tick that reported this lane
 };
 
 struct sf_engine {
@@ -143,7 +140,6 @@ struct sf_engine {
     float rec_top_p = 0;
     float rec_min_p = 0;
 
-    int32_t yield = 0;
     uint64_t tick_no = 0;
     std::string err;
     bool has_fault = false;  // the failed call blames one lane

@@ -1,14 +1,14 @@
 /*
  * superfluid.h — the engine ABI between the Go scheduler and llama.cpp.
  *
- * One call per scheduling step: sf_tick(engine, plan, events). The plan and
+ * One call per scheduling step: sf_tick(engine, plan, events), which runs
+ * exactly one llama_decode (none for a plan of retires and admits only). The plan and
  * the events are plain arrays of fixed-size records that the caller owns
  * (Go allocates and pins them), so a steady-state tick allocates nothing on
  * the caller's side and the engine copies only what it must keep (a lane's
  * prompt, at admission).
  *
- * Threading: an engine is owned by one thread at a time. The only exception
- * is the yield word (sf_yield_word), which any thread may raise atomically.
+ * Threading: an engine is owned by one thread at a time.
  *
  * Errors: every call returns an sf_status; a non-zero status comes with a
  * message readable through sf_last_error until the next call on the engine
@@ -140,10 +140,9 @@ typedef struct sf_prefill {
     uint32_t count;
 } sf_prefill;
 
-/* Let a lane emit up to `rounds` tokens this tick. */
+/* Feed a prefilled lane's last sampled token and sample its next. */
 typedef struct sf_decode {
     uint32_t lane;
-    uint32_t rounds;
 } sf_decode;
 
 typedef struct sf_plan {
@@ -181,34 +180,20 @@ typedef struct sf_lane_event {
 } sf_lane_event;
 
 typedef struct sf_timings {
-    int64_t prefill_ns;      /* wall time of steps that carried prompt tokens */
-    int64_t decode_ns;       /* wall time of decode-only steps */
+    int64_t step_ns;         /* wall time of the step's llama_decode; 0: none ran */
     uint32_t prefill_tokens;
     uint32_t decode_tokens;
-    uint32_t steps;
-    uint32_t yielded;        /* the tick stopped early on the yield word */
     /* Tokens of grammar lanes: the unconstrained choice was allowed (one
      * token checked), or was refused and the whole vocabulary masked. */
     uint32_t grammar_fast;
     uint32_t grammar_masked;
 } sf_timings;
 
-/* Called after each step of a tick with the number of token and top-logprob
- * records written so far, so the caller can hand tokens to their readers
- * before a long tick ends. Runs on the thread that called sf_tick. */
-typedef void (*sf_step_fn)(uintptr_t user, uint32_t n_tokens, uint32_t n_top);
-
 typedef struct sf_events {
     sf_token_event *tokens; uint32_t n_tokens; uint32_t cap_tokens;
     sf_top_logprob *top;    uint32_t n_top;    uint32_t cap_top;
     sf_lane_event *lanes;   uint32_t n_lanes;  uint32_t cap_lanes;
     sf_timings timings;
-    sf_step_fn on_step;     /* optional */
-    uintptr_t step_user;
-    /* Optional: a yield word the caller owns, read instead of the engine's
-     * (a caller that may raise it after the engine is closed keeps it in
-     * its own memory). */
-    const int32_t *yield;
     /* Out: when a refused plan is refused because of one lane's entry,
      * has_fault_lane is 1 and fault_lane names it; a failure of the whole
      * step (e.g. llama_decode) blames no lane. */
@@ -254,10 +239,6 @@ sf_engine *sf_open(const sf_open_params *params, char *err, size_t err_len);
 void sf_close(sf_engine *e);
 const char *sf_last_error(const sf_engine *e);
 int sf_describe(const sf_engine *e, sf_desc *out);
-
-/* Raised by any thread; the running tick stops at its next step boundary.
- * The owner clears it before planning the next tick. */
-int32_t *sf_yield_word(sf_engine *e);
 
 int sf_tick(sf_engine *e, const sf_plan *plan, sf_events *events);
 

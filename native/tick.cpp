@@ -1,8 +1,9 @@
-// tick.cpp — sf_tick: validate a plan, then run it as mixed batches.
+// tick.cpp — sf_tick: validate a plan, then run it as one mixed batch.
 //
-// A tick is a sequence of steps. Step 0 carries every prefill chunk beside
-// one token per decoding lane; later steps carry only decoding lanes, until
-// each has emitted its granted rounds, finished, or the yield word is raised.
+// A tick is one step: every prefill chunk beside one token per decoding
+// lane, in a single llama_decode. The scheduler plans every step, so the
+// events are that step's tokens, finishes and timing, and nothing runs
+// between the caller's plans.
 //
 // Validation does everything that can fail — checks, the admitted lanes'
 // prompt copies and sampler chains, event capacity — so that applying a plan
@@ -165,8 +166,8 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
             return rc;
         }
     }
-    // What step 0 carries and samples, to check the batch and the events.
-    uint64_t step0 = 0, samples0 = 0, top0 = 0;
+    // What the step carries and samples, to check the batch and the events.
+    uint64_t rows = 0, samples = 0, top = 0;
     for (uint32_t i = 0; i < p->n_prefills; i++) {
         const sf_prefill &f = p->prefills[i];
         const sf_admit *a = admitted_in_plan(p, f.lane);
@@ -189,10 +190,10 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
                 return sf_fail_lane(e, f.lane, SF_ERR_INVALID, "prefill: lane %u twice", f.lane);
             }
         }
-        step0 += f.count;
+        rows += f.count;
         if (f.offset + f.count == len) {
-            samples0++;
-            top0 += (uint64_t)(a != nullptr ? a->n_logprobs : l->n_logprobs);
+            samples++;
+            top += (uint64_t)(a != nullptr ? a->n_logprobs : l->n_logprobs);
         }
     }
     for (uint32_t i = 0; i < p->n_decodes; i++) {
@@ -202,10 +203,11 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
         if (a == nullptr && l == nullptr) {
             return sf_fail_lane(e, d.lane, SF_ERR_UNKNOWN_LANE, "decode: unknown lane %u", d.lane);
         }
-        if (d.rounds == 0) {
-            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: zero rounds", d.lane);
+        if (a != nullptr) {
+            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: admitted in this plan, not prefilled",
+                                d.lane);
         }
-        if (l != nullptr && l->finish != SF_FINISH_NONE) {
+        if (l->finish != SF_FINISH_NONE) {
             return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: the lane has finished", d.lane);
         }
         for (uint32_t j = 0; j < i; j++) {
@@ -213,33 +215,24 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
                 return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode: lane %u twice", d.lane);
             }
         }
-        bool prefilling = false;
-        for (uint32_t j = 0; j < p->n_prefills; j++) {
-            prefilling = prefilling || p->prefills[j].lane == d.lane;
-        }
-        if (l != nullptr && l->pending < 0 && !prefilling) {
+        if (l->pending < 0) {
             return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: its prompt is not prefilled", d.lane);
         }
-        if (a != nullptr && !prefilling) {
-            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: admitted without a prefill", d.lane);
-        }
-        if (l != nullptr && l->pending >= 0) {
-            step0++;
-            samples0++;
-            top0 += (uint64_t)l->n_logprobs;
-        }
+        rows++;
+        samples++;
+        top += (uint64_t)l->n_logprobs;
     }
-    if (step0 > (uint64_t)e->n_batch) {
-        return sf_fail(e, SF_ERR_BATCH, "step of %llu tokens exceeds the batch of %d", (unsigned long long)step0,
+    if (rows > (uint64_t)e->n_batch) {
+        return sf_fail(e, SF_ERR_BATCH, "step of %llu tokens exceeds the batch of %d", (unsigned long long)rows,
                        e->n_batch);
     }
     size_t touched = p->n_admits + p->n_prefills + p->n_decodes;
     if (ev->cap_lanes < std::min(touched, (size_t)e->max_lanes)) {
         return sf_fail(e, SF_ERR_BUFFER, "events hold %u lanes, the plan may touch %zu", ev->cap_lanes, touched);
     }
-    if (samples0 > ev->cap_tokens || top0 > ev->cap_top) {
-        return sf_fail(e, SF_ERR_BUFFER, "events hold %u tokens and %u logprobs, the first step samples %llu and %llu",
-                       ev->cap_tokens, ev->cap_top, (unsigned long long)samples0, (unsigned long long)top0);
+    if (samples > ev->cap_tokens || top > ev->cap_top) {
+        return sf_fail(e, SF_ERR_BUFFER, "events hold %u tokens and %u logprobs, the step samples %llu and %llu",
+                       ev->cap_tokens, ev->cap_top, (unsigned long long)samples, (unsigned long long)top);
     }
     // Everything else is sound: stage the admissions (the only part that
     // allocates, and the sampling checks).
@@ -254,8 +247,6 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
 void touch(sf_engine *e, sf_lane *l) {
     if (l->touched_tick != e->tick_no) {
         l->touched_tick = e->tick_no;
-        l->rounds = 0;
-        l->emitted = 0;
         e->touched.push_back(l);  // reserved for max_lanes: cannot allocate
     }
 }
@@ -374,7 +365,6 @@ void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
         te.logprob = logprobs(e, logits, tok, l->n_logprobs, ev, &te);
     }
     l->generated++;
-    l->emitted++;
     if (llama_vocab_is_eog(e->vocab, tok)) {
         l->finish = SF_FINISH_EOG;
     } else if (grammar && grammar_accept(e, l, tok)) {
@@ -398,38 +388,27 @@ void rollback_step(sf_engine *e) {
     }
 }
 
-int run_step(sf_engine *e, const sf_plan *p, sf_events *ev, bool first) {
+// The plan's one step; validation has made sure the batch and the events
+// have room for it.
+int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
     e->batch.n_tokens = 0;
-    uint32_t sampling = 0, top = 0;
-    bool has_prefill = false;
-    if (first) {
-        for (uint32_t i = 0; i < p->n_prefills; i++) {
-            const sf_prefill &f = p->prefills[i];
-            sf_lane *l = find_lane(e, f.lane);
-            touch(e, l);
-            bool completes = f.offset + f.count == l->prompt.size();
-            for (uint32_t j = 0; j < f.count; j++) {
-                bool last = completes && j + 1 == f.count;
-                add_row(e, l->prompt[f.offset + j], (int32_t)(f.offset + j), l->seq, last ? l : nullptr);
-            }
-            sampling += completes ? 1 : 0;
-            top += completes ? (uint32_t)l->n_logprobs : 0;
-            has_prefill = true;
+    for (uint32_t i = 0; i < p->n_prefills; i++) {
+        const sf_prefill &f = p->prefills[i];
+        sf_lane *l = find_lane(e, f.lane);
+        touch(e, l);
+        bool completes = f.offset + f.count == l->prompt.size();
+        for (uint32_t j = 0; j < f.count; j++) {
+            bool last = completes && j + 1 == f.count;
+            add_row(e, l->prompt[f.offset + j], (int32_t)(f.offset + j), l->seq, last ? l : nullptr);
         }
     }
     for (uint32_t i = 0; i < p->n_decodes; i++) {
         sf_lane *l = find_lane(e, p->decodes[i].lane);
-        if (l->pending >= 0 && l->finish == SF_FINISH_NONE && l->emitted < l->rounds) {
-            add_row(e, l->pending, (int32_t)l->n_past, l->seq, l);
-            sampling++;
-            top += (uint32_t)l->n_logprobs;
-        }
+        touch(e, l);
+        add_row(e, l->pending, (int32_t)l->n_past, l->seq, l);
     }
     if (e->batch.n_tokens == 0) {
-        return 1;  // nothing left to do
-    }
-    if ((uint64_t)ev->n_tokens + sampling > ev->cap_tokens || (uint64_t)ev->n_top + top > ev->cap_top) {
-        return 1;  // the events are full (validation made room for step 0)
+        return SF_OK;  // retires and admits only
     }
     int64_t t0 = sf_now_ns();
     int32_t rc = llama_decode(e->ctx, e->batch);
@@ -445,15 +424,13 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev, bool first) {
                                         : "llama_decode failed on a step of %d tokens",
                        e->batch.n_tokens);
     }
-    int64_t dt = sf_now_ns() - t0;
+    ev->timings.step_ns = sf_now_ns() - t0;
     // The step is in the cache: advance every lane it carried.
-    if (first) {
-        for (uint32_t i = 0; i < p->n_prefills; i++) {
-            sf_lane *l = find_lane(e, p->prefills[i].lane);
-            l->prefilled += p->prefills[i].count;
-            l->n_past += p->prefills[i].count;
-            ev->timings.prefill_tokens += p->prefills[i].count;
-        }
+    for (uint32_t i = 0; i < p->n_prefills; i++) {
+        sf_lane *l = find_lane(e, p->prefills[i].lane);
+        l->prefilled += p->prefills[i].count;
+        l->n_past += p->prefills[i].count;
+        ev->timings.prefill_tokens += p->prefills[i].count;
     }
     for (int32_t i = 0; i < e->batch.n_tokens; i++) {
         sf_lane *l = e->row_lane[(size_t)i];
@@ -467,8 +444,6 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev, bool first) {
         }
         sample_row(e, i, l, ev);
     }
-    (has_prefill ? ev->timings.prefill_ns : ev->timings.decode_ns) += dt;
-    ev->timings.steps++;
     return SF_OK;
 }
 
@@ -496,30 +471,7 @@ int tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
     e->tick_no++;
     e->touched.clear();
     apply_admits(e, p);
-    for (uint32_t i = 0; i < p->n_decodes; i++) {
-        sf_lane *l = find_lane(e, p->decodes[i].lane);
-        touch(e, l);
-        l->rounds = p->decodes[i].rounds;
-    }
-    int rc = SF_OK;
-    for (bool first = true;; first = false) {
-        int r = run_step(e, p, ev, first);
-        if (r == 1) {
-            break;
-        }
-        if (r != SF_OK) {
-            rc = r;
-            break;
-        }
-        if (ev->on_step != nullptr) {
-            ev->on_step(ev->step_user, ev->n_tokens, ev->n_top);
-        }
-        const int32_t *yield = ev->yield != nullptr ? ev->yield : &e->yield;
-        if (__atomic_load_n(yield, __ATOMIC_ACQUIRE) != 0) {
-            ev->timings.yielded = 1;
-            break;
-        }
-    }
+    int rc = run_step(e, p, ev);
     report_lanes(e, ev);
     return rc;
 }

@@ -12,7 +12,7 @@ import (
 //
 // Each class has a FIFO queue. A free lane goes to the head with the best
 // effective class: a job's class improves one level for every
-// StarvationTicks ticks it has waited, so background work always gets a
+// StarvationSteps engine steps it has waited, so background work always gets a
 // turn. A class at its ClassLanes cap is skipped. Lanes a preemption freed
 // for a waiting Chat or FIM request go to such a request, not to an aged
 // worse one. Admission is two-phase: the planner picks a job, the runner
@@ -25,21 +25,19 @@ const (
 	sharedPrefixMinTokens = 1024
 	// sharedPrefixTailTokens: the lane must be this close to its end.
 	sharedPrefixTailTokens = 64
-	// sharedPrefixMaxHoldTicks: never hold a request longer than this.
-	sharedPrefixMaxHoldTicks = 64
+	// sharedPrefixMaxHoldSteps: never hold a request longer than this many
+	// engine steps: the lane puts at most one token into each, so four
+	// times its tail, against throttled or passed-over steps.
+	sharedPrefixMaxHoldSteps = 4 * sharedPrefixTailTokens
 )
 
 // enqueue queues a new job at the back of its class. A job Submit stamped
-// keeps its time: it waited for the tick in flight since.
+// keeps its time: it waited for the step in flight since.
 func (p *planner) enqueue(j *job, now time.Time) {
 	if j.submitted.IsZero() {
 		j.submitted = now
 	}
-	j.queuedTick = p.tick
-	if j.class.interactive() {
-		p.lastInteractive = now
-		p.sawInteractive = true
-	}
+	j.queuedStep = p.steps
 	p.queues[j.class] = append(p.queues[j.class], j)
 }
 
@@ -112,7 +110,7 @@ func (p *planner) admissibleClass() (Class, bool) {
 			continue
 		}
 		head := p.queues[c][p.heldSkip[c]]
-		aged := min(int(p.tick-head.queuedTick)/p.cfg.StarvationTicks, int(c))
+		aged := min(int(p.steps-head.queuedStep)/p.cfg.StarvationSteps, int(c))
 		eff := int(c) - aged
 		if !found || eff < bestEff {
 			best, bestEff, found = c, eff, true
@@ -138,12 +136,12 @@ func (p *planner) classCap(c Class) int {
 // awaitsSharedPrefix reports whether j should wait for a lane that shares
 // at least sharedPrefixMinTokens of its prompt and publishes them to the
 // cache shortly (its lane ends within sharedPrefixTailTokens, or this
-// tick), instead of prefilling the shared part a second time. Only agent
-// and background requests wait, and never past sharedPrefixMaxHoldTicks.
+// step), instead of prefilling the shared part a second time. Only agent
+// and background requests wait, and never past sharedPrefixMaxHoldSteps.
 // The lane must hold more of the prefix than the cache held when it
 // started, or waiting gains nothing.
 func (p *planner) awaitsSharedPrefix(j *job) bool {
-	if j.resumed || j.class.interactive() || p.tick-j.queuedTick >= sharedPrefixMaxHoldTicks {
+	if j.resumed || j.class.interactive() || p.steps-j.queuedStep >= sharedPrefixMaxHoldSteps {
 		return false
 	}
 	for _, l := range p.lanes {
@@ -194,14 +192,48 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 		j.admittedAt = now
 		j.cached = cached
 	}
+	p.countWarmth(cached)
+	p.stats.admissions.Add(1)
+	p.lanes = append(p.lanes, l)
+	return nil
+}
+
+func (p *planner) countWarmth(cached int) {
 	if cached > 0 {
 		p.stats.warmPrefixTokens.Add(uint64(cached))
 	} else {
 		p.stats.coldAdmissions.Add(1)
 	}
-	p.stats.admissions.Add(1)
-	p.lanes = append(p.lanes, l)
-	return nil
+}
+
+// restored takes in a restore's end: the lane's sequence holds cached
+// tokens of its prompt (0: the restore failed and it prefills cold), and
+// it joins the plans. The cold admission counted at bind is taken back
+// when the restore is warm.
+func (p *planner) restored(l *lane, cached int) {
+	l.restoring, l.restoreReady = false, nil
+	cached = max(0, min(cached, len(l.job.prompt)-1))
+	l.warm, l.prefilled, l.npast = cached, cached, cached
+	if l.firstAdmission {
+		l.job.cached = cached
+	}
+	if cached > 0 {
+		p.stats.coldAdmissions.Add(^uint64(0))
+		p.stats.warmPrefixTokens.Add(uint64(cached))
+	}
+}
+
+// onlyRestoring reports whether every live lane is restoring: nothing can
+// step until a read ends.
+func (p *planner) onlyRestoring() bool {
+	restoring := false
+	for _, l := range p.lanes {
+		if !l.finishing && !l.restoring {
+			return false
+		}
+		restoring = restoring || l.restoring
+	}
+	return restoring
 }
 
 // unbind takes back a lane the engine never took (its admit was refused):

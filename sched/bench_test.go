@@ -12,7 +12,7 @@ func steady(tb testing.TB) *harness {
 	for i := range 8 {
 		h.submit(fmt.Sprint("r", i), Request{Prompt: promptOf(i, 64), Class: Class(i % NumClasses), MaxTokens: 1 << 30})
 	}
-	for range 4 {
+	for range 32 {
 		h.loop.step()
 	}
 	for _, l := range h.loop.p.lanes {

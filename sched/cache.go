@@ -37,6 +37,25 @@ type Cache interface {
 	Relieve() bool
 }
 
+// RestoringCache is a Cache that reads parked streams off the scheduler's
+// goroutine (package kv's does). The scheduler uses it when the cache has
+// it: a lane whose best seed is on disk is admitted restoring — it holds
+// its lane and sequence but is in no plan — while a reader goroutine reads,
+// verifies and decompresses the file, and the other lanes keep stepping;
+// the scheduler's goroutine only imports the state.
+type RestoringCache interface {
+	Cache
+	// AcquireRestoring is Acquire, except that when the best seed must be
+	// read from disk the sequence comes back empty with restoring true;
+	// ready is called, from the reader's goroutine, once the read has
+	// ended, and then FinishRestore(seq) imports it.
+	AcquireRestoring(tokens []engine.Token, ready func()) (seq int32, cached int, restoring bool, err error)
+	// FinishRestore imports the state read for seq and returns how many
+	// tokens of the prompt seq holds: 0 when the read or the import failed
+	// (seq empty: the lane prefills cold).
+	FinishRestore(seq int32) int
+}
+
 // The shared-prefix hold (a queued request waiting for a lane about to
 // publish a long prefix it shares) needs nothing more from the cache: the
 // planner knows every lane's tokens, how much of them the cache held when

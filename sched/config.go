@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"superfluid/engine"
 )
@@ -20,28 +19,20 @@ type Config struct {
 	// ParseClassLanes reads the --class-lanes spec into it.
 	ClassLanes ClassLanes
 
-	// StarvationTicks is the aging period and the starvation bound, in
-	// ticks: a queued request's class improves one level per period it
-	// waits, and a lane passed over that many ticks for prefill (by younger
-	// lanes) or decode goes first. 0: 8.
-	StarvationTicks int
+	// StarvationSteps is the aging period and the starvation bound, in
+	// engine steps: a queued request's class improves one level per period
+	// it waits, and a lane passed over that many prefill steps (by younger
+	// lanes) or steps of decode goes first. 0: 64 (at the CPU's default,
+	// about what eight multi-round ticks were).
+	StarvationSteps int
 
-	// PrefillBudget fixes how many prompt tokens one tick may prefill
-	// (64–4096). 0 adapts the budget to the measured prefill rate so that
-	// prefill takes its share of TickTarget, starting at 1024.
+	// PrefillBudget caps the prompt tokens one step may prefill (at least
+	// 64; the engine's batch caps it anyway). 0: the batch, less while a
+	// newcomer could join after the step (see joinWaitSecs).
 	PrefillBudget int
 
-	// TickTarget is how long a tick aims to run while every lane is busy
-	// and nothing better could join. Ticks are shorter (a quarter second)
-	// while a newcomer could still be admitted. 0: 2s.
-	TickTarget time.Duration
-
-	// DecodeBudget fixes the decode rounds, summed over lanes, that one tick
-	// may grant. 0: Lanes times the tick's per-lane grant.
-	DecodeBudget int
-
 	// BackgroundDivisor throttles the classes nobody watches token by token
-	// (Agent and Background): they decode only on every Nth tick. 0 or 1:
+	// (Agent and Background): they decode only on every Nth step. 0 or 1:
 	// no throttling. SetBackgroundDivisor changes it while running.
 	BackgroundDivisor int
 
@@ -59,8 +50,7 @@ type Config struct {
 
 // Defaults.
 const (
-	defaultStarvationTicks = 8
-	defaultTickTarget      = 2 * time.Second
+	defaultStarvationSteps = 64
 	defaultMaxQueued       = 4096
 	minFixedPrefillBudget  = 64
 )
@@ -70,11 +60,8 @@ func (c Config) withDefaults(d *engine.Descriptor) Config {
 	if c.Lanes == 0 {
 		c.Lanes = d.Lanes
 	}
-	if c.StarvationTicks == 0 {
-		c.StarvationTicks = defaultStarvationTicks
-	}
-	if c.TickTarget == 0 {
-		c.TickTarget = defaultTickTarget
+	if c.StarvationSteps == 0 {
+		c.StarvationSteps = defaultStarvationSteps
 	}
 	if c.BackgroundDivisor == 0 {
 		c.BackgroundDivisor = 1
@@ -101,18 +88,14 @@ func (c *Config) validate(d *engine.Descriptor) error {
 	case d.Seqs > 0 && c.Lanes > d.Seqs:
 		return fmt.Errorf("sched: %d lanes need a sequence each; the engine has %d", c.Lanes, d.Seqs)
 	case d.Batch < c.Lanes:
-		// Every decoding lane puts one token in a tick's first step.
+		// Every decoding lane puts one token in a step.
 		return fmt.Errorf("sched: a batch of %d tokens cannot carry one token for each of %d lanes", d.Batch, c.Lanes)
 	case d.Ctx < 2:
 		return fmt.Errorf("sched: a context of %d tokens leaves no room to generate", d.Ctx)
-	case c.StarvationTicks < 1:
-		return fmt.Errorf("sched: starvation ticks %d: need at least 1", c.StarvationTicks)
-	case c.PrefillBudget != 0 && (c.PrefillBudget < minFixedPrefillBudget || c.PrefillBudget > maxPrefillBudget):
-		return fmt.Errorf("sched: prefill budget %d outside [%d, %d] (0 adapts it)", c.PrefillBudget, minFixedPrefillBudget, maxPrefillBudget)
-	case c.TickTarget < 0:
-		return fmt.Errorf("sched: negative tick target %v", c.TickTarget)
-	case c.DecodeBudget < 0:
-		return fmt.Errorf("sched: negative decode budget %d", c.DecodeBudget)
+	case c.StarvationSteps < 1:
+		return fmt.Errorf("sched: starvation steps %d: need at least 1", c.StarvationSteps)
+	case c.PrefillBudget != 0 && c.PrefillBudget < minFixedPrefillBudget:
+		return fmt.Errorf("sched: prefill budget %d below %d (0: the batch)", c.PrefillBudget, minFixedPrefillBudget)
 	case c.BackgroundDivisor < 1:
 		return fmt.Errorf("sched: background divisor %d: need at least 1", c.BackgroundDivisor)
 	case c.MaxQueued < 1:

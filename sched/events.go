@@ -7,13 +7,13 @@ import (
 	"superfluid/engine"
 )
 
-// advance takes in what the tick of p.plan did: the engine applied the
+// advance takes in what the step of p.plan did: the engine applied the
 // plan's retires and admits, sampled tokens, and reports where each lane it
-// touched stands. It is called for a tick that ran (err nil) or one that
-// stopped on engine.ErrKVFull (retires and admits applied, the failed step
-// not): the events say what did happen either way. tickTime is how long
-// the Tick call took; end is when it returned.
-func (p *planner) advance(ev *engine.Events, tickTime time.Duration, end time.Time) {
+// touched stands. It is called for a step that ran (err nil) or one that
+// failed on engine.ErrKVFull (retires and admits applied, the step not):
+// the events say what did happen either way. stepTime is how long the
+// Tick call took; end is when it returned.
+func (p *planner) advance(ev *engine.Events, stepTime time.Duration, end time.Time) {
 	pl := &p.plan
 	for i := range pl.Admits {
 		if l := p.find(pl.Admits[i].Lane); l != nil {
@@ -37,7 +37,7 @@ func (p *planner) advance(ev *engine.Events, tickTime time.Duration, end time.Ti
 	p.stats.prefillTokens.Add(uint64(ev.Timings.PrefillTokens))
 	p.stats.grammarFastTokens.Add(uint64(ev.Timings.GrammarFast))
 	p.stats.grammarMaskedTokens.Add(uint64(ev.Timings.GrammarMasked))
-	p.learn(&ev.Timings, tickTime)
+	p.learn(&ev.Timings, stepTime)
 	p.retired(pl.Retires)
 }
 
@@ -56,7 +56,7 @@ func (p *planner) onToken(ev *engine.Events, i int, end time.Time) {
 		return // stopped, cancelled or past its deadline: not delivered
 	}
 	j := l.job
-	if j.cancelled() && !p.wasEarly(i) {
+	if j.cancelled() {
 		p.finishLane(l, FinishCancelled, nil, end)
 		return
 	}
@@ -74,7 +74,7 @@ func (p *planner) onToken(ev *engine.Events, i int, end time.Time) {
 }
 
 // laneFault is the error of a lane the engine ended with FinishError (a
-// C++ exception mid-tick, say), nil for any other finish.
+// C++ exception mid-step, say), nil for any other finish.
 func laneFault(f engine.Finish, st engine.Status) error {
 	if f != engine.FinishError {
 		return nil
@@ -82,29 +82,10 @@ func laneFault(f engine.Finish, st engine.Status) error {
 	if st == engine.StatusOK {
 		st = engine.StatusException
 	}
-	return fmt.Errorf("sched: the engine failed this request mid-tick: %w", &engine.Error{Status: st, Op: "tick"})
+	return fmt.Errorf("sched: the engine failed this request mid-step: %w", &engine.Error{Status: st, Op: "tick"})
 }
 
-// beginTick forgets the last tick's early deliveries.
-func (p *planner) beginTick() {
-	p.early = p.early[:0]
-	for _, l := range p.lanes {
-		l.stoppedEarly = false
-	}
-}
-
-// markEarly records that token event i went to its stream during the tick.
-func (p *planner) markEarly(i int) {
-	for len(p.early) <= i {
-		p.early = append(p.early, false)
-	}
-	p.early[i] = true
-}
-
-// wasEarly reports whether token event i went out during the tick.
-func (p *planner) wasEarly(i int) bool { return i < len(p.early) && p.early[i] }
-
-// retired drops the lanes a tick retired: the engine no longer holds them.
+// retired drops the lanes a step retired: the engine no longer holds them.
 func (p *planner) retired(tags []uint32) {
 	if len(tags) == 0 {
 		return
@@ -120,7 +101,7 @@ func (p *planner) retired(tags []uint32) {
 }
 
 // retirePlan fills pl with a retire of every finished lane the engine
-// still holds: the runner carries it out right after the tick that
+// still holds: the runner carries it out right after the step that
 // finished them, so their sequences reach the cache before their clients
 // hear they are done (and send the next turn).
 func (p *planner) retirePlan(pl *engine.Plan) {

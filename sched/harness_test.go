@@ -22,6 +22,8 @@ type harness struct {
 	jobs  map[string]*job
 	out   map[string][]Token
 	id    uint64
+	// classes is each lane's class, for tests that record it.
+	classes map[uint32]Class
 }
 
 func newHarness(t testing.TB, lanes, batch int, cfg Config) *harness {
@@ -59,7 +61,7 @@ func (h *harness) submit(name string, req Request) *job {
 		h.t.Fatalf("submit %s: %v", name, err)
 	}
 	h.id++
-	j := newJob(h.id, &req, h.eng.Yield)
+	j := newJob(h.id, &req)
 	h.jobs[name] = j
 	h.loop.submit(j)
 	return j
@@ -67,7 +69,6 @@ func (h *harness) submit(name string, req Request) *job {
 
 // step runs one loop step, as Run does between inbox reads.
 func (h *harness) step() bool {
-	h.eng.ClearYield()
 	busy := h.loop.step()
 	for name, j := range h.jobs {
 		h.out[name] = append(h.out[name], drain(j.stream)...)
@@ -170,8 +171,8 @@ func promptOf(seed, n int) []engine.Token {
 	return p
 }
 
-// prefillTicks are the plans, in order, that carried prefill.
-func (h *harness) prefillTicks() []engine.Plan {
+// prefillSteps are the plans, in order, that carried prefill.
+func (h *harness) prefillSteps() []engine.Plan {
 	var out []engine.Plan
 	for _, p := range h.eng.Plans {
 		if len(p.Prefills) > 0 {
@@ -190,11 +191,12 @@ func chunkOf(p *engine.Plan, tag uint32) int {
 	return 0
 }
 
-func roundsOf(p *engine.Plan, tag uint32) int {
+// decodesIn reports whether the plan puts a token of lane tag in its step.
+func decodesIn(p *engine.Plan, tag uint32) bool {
 	for _, d := range p.Decodes {
 		if d.Lane == tag {
-			return int(d.Rounds)
+			return true
 		}
 	}
-	return 0
+	return false
 }

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"sync/atomic"
 	"time"
 
 	"superfluid/engine"
@@ -30,9 +31,9 @@ type job struct {
 	grammar engine.GrammarID
 
 	submitted time.Time
-	// queuedTick is the tick the job was first queued on: aging and the
+	// queuedStep is the step the job was first queued on: aging and the
 	// shared-prefix hold count from it, across preemptions.
-	queuedTick uint64
+	queuedStep uint64
 	// resumed: a preempted lane's job, carrying its output so far.
 	resumed bool
 
@@ -45,7 +46,6 @@ type job struct {
 	admitted    bool // at least once
 	admittedAt  time.Time
 	firstToken  time.Time
-	timer       Timer // stops a running lane at its deadline
 
 	// How it ended, once it has.
 	finish Finish
@@ -77,8 +77,13 @@ type lane struct {
 	// firstAdmission: this lane is its job's first, so taking the admission
 	// back (loop.deferAdmits) makes the job never admitted again.
 	firstAdmission bool
-	// admitted: the engine holds the lane (a tick carried its admit).
+	// admitted: the engine holds the lane (a step carried its admit).
 	admitted bool
+	// restoring: the cache is reading the lane's warm prefix from disk
+	// (RestoringCache); the lane is in no plan until restoreReady is
+	// raised, by the reader, and the import is done.
+	restoring    bool
+	restoreReady *atomic.Bool
 	// prefilled is how many prompt tokens the sequence holds; npast how
 	// many tokens in all. The engine's lane events are the truth for both.
 	prefilled int
@@ -92,14 +97,11 @@ type lane struct {
 	// plan; its job has its result unless preempted.
 	finishing bool
 	preempted bool
-	// stoppedEarly: a stop token of the job went out during the running
-	// tick (see loop.onStep); the lane's later tokens in it are not shown.
-	stoppedEarly bool
-	// prefillStarved counts ticks younger lanes prefilled while this one
-	// waited; decodeStarved ticks it was granted no decode.
+	// prefillStarved counts prefill steps younger lanes took while this one
+	// waited; decodeStarved steps it put no token into.
 	prefillStarved int
 	decodeStarved  int
-	// chunk is the prompt tokens planned for this lane in the tick being
+	// chunk is the prompt tokens planned for this lane in the step being
 	// planned.
 	chunk int
 }

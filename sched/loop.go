@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"superfluid/engine"
@@ -20,46 +21,22 @@ type loop struct {
 	p     *planner
 	stats *counters
 
-	retire engine.Plan // retire-only ticks, reused
+	retire engine.Plan // retire-only plans, reused
 	// ended is told of every job whose stream has its result.
 	ended func(*job)
-	// seen is how many of the running tick's token events onStep has
-	// looked at.
-	seen int
 	// grammars is the engine's grammar compiler; nil if it has none.
 	grammars engine.Grammars
+	// restorer is the cache's off-goroutine restore, nil if it has none;
+	// wake tells the runner a restore's read has ended.
+	restorer RestoringCache
+	wake     func()
 }
 
 func newLoop(eng engine.Engine, cache Cache, cfg Config, stats *counters) *loop {
 	l := &loop{eng: eng, cache: cache, clock: cfg.Clock, stats: stats, p: newPlanner(cfg, eng.Descriptor(), stats)}
-	if sr, ok := eng.(engine.StepReporter); ok {
-		sr.SetStepHook(l.onStep)
-	}
 	l.grammars, _ = eng.(engine.Grammars)
+	l.restorer, _ = cache.(RestoringCache)
 	return l
-}
-
-// onStep hands the tokens a running tick has sampled so far to their
-// streams, so a reader sees each token when it is sampled rather than when
-// a multi-second tick ends. It applies the rules advance applies at the
-// tick's end — nothing after a stop token, nothing for a finishing or
-// cancelled job — and marks what it delivered so that deliver skips it.
-func (l *loop) onStep(ev *engine.Events) {
-	p := l.p
-	now := l.clock.Now()
-	for i := l.seen; i < len(ev.Tokens); i++ {
-		te := &ev.Tokens[i]
-		ln := p.find(te.Lane)
-		if ln == nil || ln.finishing || ln.stoppedEarly || ln.job.cancelled() {
-			continue
-		}
-		p.markEarly(i)
-		l.push(ln.job, ev, te, now)
-		if ln.job.isStop(te.Token) {
-			ln.stoppedEarly = true
-		}
-	}
-	l.seen = len(ev.Tokens)
 }
 
 // push hands one token to its job's stream.
@@ -78,27 +55,24 @@ func (l *loop) push(j *job, ev *engine.Events, te *engine.TokenEvent, at time.Ti
 	}
 }
 
-// submit queues a job. A deadline arms a timer that cuts the tick in
-// flight short when it passes, so the job ends within a step of it,
-// queued (never to start) or running.
+// submit queues a job. Its deadline is checked as each step is planned,
+// so it ends within a step of it, queued (never to start) or running.
 func (l *loop) submit(j *job) {
 	now := l.clock.Now()
-	if !j.deadline.IsZero() && j.timer == nil {
-		j.timer = l.clock.AfterFunc(j.deadline.Sub(now), l.eng.Yield)
-	}
 	l.p.enqueue(j, now)
 	l.p.publishOccupancy()
 }
 
 // step runs one scheduling step: end what was cancelled or expired,
-// preempt for waiting Chat/FIM requests, admit, plan, tick, take in the
-// events, retire what finished. A plan the engine refuses is planned again
+// preempt for waiting Chat/FIM requests, admit, plan one engine step, run
+// it, take in its events, retire what finished. A plan the engine refuses is planned again
 // without what it blamed (see tickRefused). It reports whether work
 // remains.
 func (l *loop) step() bool {
 	p := l.p
 	now := l.clock.Now()
 	p.sweep(now)
+	l.finishRestores(now)
 	p.preemptForQueued()
 	l.admit(now)
 	l.flush()
@@ -106,11 +80,11 @@ func (l *loop) step() bool {
 		pl := p.buildPlan(now)
 		p.publishOccupancy()
 		if pl.Empty() {
-			return !p.idle()
+			// Lanes waiting only on restores: the runner waits for a
+			// reader's word instead of spinning.
+			return !p.idle() && !p.onlyRestoring()
 		}
 		start := l.clock.Now()
-		l.seen = 0
-		p.beginTick()
 		ev, err := l.eng.Tick(pl)
 		end := l.clock.Now()
 		if err != nil && !errors.Is(err, engine.ErrKVFull) {
@@ -128,7 +102,7 @@ func (l *loop) step() bool {
 	}
 }
 
-// ran takes in a tick that ran (err nil) or stopped on a full KV cache.
+// ran takes in a step that ran (err nil) or failed on a full KV cache.
 func (l *loop) ran(ev *engine.Events, err error, start, end time.Time) {
 	p := l.p
 	p.advance(ev, end.Sub(start), end)
@@ -136,7 +110,7 @@ func (l *loop) ran(ev *engine.Events, err error, start, end time.Time) {
 	if err != nil {
 		l.kvFull(err, end)
 	}
-	p.sweep(end) // cancels and deadlines that cut this tick short
+	p.sweep(end) // cancels and deadlines that came during the step
 	l.retireFinished(end)
 	l.flush()
 	p.publishOccupancy()
@@ -151,7 +125,7 @@ func (l *loop) admit(now time.Time) {
 		if j == nil {
 			break
 		}
-		seq, cached, err := l.cache.Acquire(j.prompt)
+		seq, cached, ready, err := l.acquire(j)
 		if err != nil {
 			p.acquireFailed(j, err, now)
 			continue
@@ -160,35 +134,55 @@ func (l *loop) admit(now time.Time) {
 			l.cache.Release(seq, j.prompt[:max(0, min(cached, len(j.prompt)))])
 			continue
 		}
-		l.started(j, now)
+		if ready != nil {
+			ln := p.laneOf(j)
+			ln.restoring, ln.restoreReady = true, ready
+		}
+		if j.cancelled() {
+			if ln := p.laneOf(j); ln != nil {
+				p.finishLane(ln, FinishCancelled, nil, now)
+			}
+		}
 	}
 	p.dropUnstarted()
 }
 
-// started arms Cancel to stop the job's lane within a step: it yields the
-// tick once running is raised. Running is raised before the cancelled flag
-// is read again, so a Cancel either sees it and yields, or is seen here.
-func (l *loop) started(j *job, now time.Time) {
-	st := j.stream
-	if st == nil {
-		return
+// acquire asks the cache for j's sequence; ready is non-nil when the cache
+// is restoring its warm prefix from disk (raised when the read has ended).
+func (l *loop) acquire(j *job) (seq int32, cached int, ready *atomic.Bool, err error) {
+	if l.restorer == nil {
+		seq, cached, err = l.cache.Acquire(j.prompt)
+		return seq, cached, nil, err
 	}
-	st.running.Store(true)
-	if j.cancelled() {
-		if ln := l.p.laneOf(j); ln != nil {
-			l.p.finishLane(ln, FinishCancelled, nil, now)
+	flag := new(atomic.Bool)
+	wake := l.wake
+	seq, cached, restoring, err := l.restorer.AcquireRestoring(j.prompt, func() {
+		flag.Store(true)
+		if wake != nil {
+			wake()
+		}
+	})
+	if !restoring {
+		flag = nil
+	}
+	return seq, cached, flag, err
+}
+
+// finishRestores imports the restores whose reads have ended: each lane
+// starts from what was restored, or cold if the restore failed.
+func (l *loop) finishRestores(now time.Time) {
+	for _, ln := range l.p.lanes {
+		if ln.restoring && !ln.finishing && ln.restoreReady.Load() {
+			l.p.restored(ln, l.restorer.FinishRestore(ln.seq))
 		}
 	}
 }
 
-// deliver hands the tick's tokens to their streams, but those onStep
-// delivered while the tick ran.
+// deliver hands the step's tokens to their streams.
 func (l *loop) deliver(ev *engine.Events, end time.Time) {
 	r := &l.p.ready
 	for _, rt := range r.tokens {
-		if !l.p.wasEarly(rt.ev) {
-			l.push(rt.job, ev, &ev.Tokens[rt.ev], end)
-		}
+		l.push(rt.job, ev, &ev.Tokens[rt.ev], end)
 	}
 	clear(r.tokens)
 	r.tokens = r.tokens[:0]
@@ -203,9 +197,6 @@ func (l *loop) flush() {
 		l.cache.Release(rel.seq, rel.tokens)
 	}
 	for _, j := range r.done {
-		if j.timer != nil {
-			j.timer.Stop()
-		}
 		l.releaseGrammar(j)
 		l.stats.completed.Add(1)
 		if j.stream != nil {
@@ -248,7 +239,7 @@ func (j *job) result() Result {
 	return r
 }
 
-// retireFinished retires, at once, the lanes this tick finished or
+// retireFinished retires, at once, the lanes this step finished or
 // preempted, so their sequences go back to the cache now. A retire the
 // engine refuses for one lane drops that lane alone (the engine does not
 // hold it) and the others retire.
@@ -275,8 +266,8 @@ func (l *loop) retireFinished(end time.Time) {
 	}
 }
 
-// kvFull handles a tick the KV pool had no room for: the cache evicts, and
-// the next tick tries again. When nothing is left to evict, the worst lane
+// kvFull handles a step the KV pool had no room for: the cache evicts, and
+// the next step tries again. When nothing is left to evict, the worst lane
 // gives its room up: preempted (to resume when others have finished) while
 // others run, failed when it is alone and still does not fit.
 func (l *loop) kvFull(err error, end time.Time) {

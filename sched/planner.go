@@ -7,49 +7,42 @@ import (
 )
 
 // planner decides; it does no IO. Like raft's RawNode, its owner feeds it
-// arrivals, the time and each tick's events, and asks it for the next
-// plan; the owner carries the plan out on the engine and the planner's
+// arrivals, the time and each step's events, and asks it for the next
+// step's plan; the owner carries the plan out on the engine and the planner's
 // decisions on the cache and the streams (see loop). Given the same inputs
 // it makes the same plans, which is what lets its tests run in virtual
 // time against a fake engine.
 type planner struct {
 	cfg Config
-	// shortReplyHoldSince is when the current run of ticks holding worse
+	// shortReplyHoldSince is when the current run of steps holding worse
 	// prefill back for short replies began; zero: none is running.
 	shortReplyHoldSince time.Time
-	batch               int // the engine's most tokens per step
-	stats               *counters
-
-	// early marks the running tick's token events that went to their
-	// streams while it ran (engines that report steps).
-	early []bool
+	// shortReplyReleased: the hold ran its course; worse classes may
+	// prefill until one has.
+	shortReplyReleased bool
+	batch              int // the engine's most tokens per step
+	stats              *counters
 
 	queues [NumClasses][]*job
 	lanes  []*lane // by tag: oldest first
-	tick   uint64  // plans made for a non-empty set of lanes
+	steps  uint64  // plans made for a non-empty set of lanes
 	// nextTag names the next lane; tags rise with admission.
 	nextTag uint32
 
-	// Learned rates (seconds; 0 until measured): one decode round; one
-	// prompt token (smoothed over ticks of prefillRateMinTokens or more,
-	// and over bulk ticks of bulkRateMinTokens or more, with the last bulk
-	// sample beside it).
-	roundSecs          float64
-	prefillSPT         float64
-	prefillSPTBulk     float64
-	prefillSPTLast     float64
-	prefillRateSamples int
-	// prefillBudget is the adaptive per-tick prompt budget (or the fixed one).
-	prefillBudget int
-	prefillFixed  bool
-	// bgDivisor throttles Agent and Background decoding to one tick in N.
+	// Learned rates (seconds; 0 until measured, see rates.go): a
+	// decode-only step; a row of a prefill step.
+	decodeStepSecs float64
+	prefillSPT     float64
+	// decodeOwed is the decode-only time owed to the prefill steps that
+	// ran (decodeShare of their time), paid before the next prefill step.
+	decodeOwed float64
+	// stepInteractiveDecode: a Chat or FIM lane decodes in the step of plan.
+	stepInteractiveDecode bool
+	// bgDivisor throttles Agent and Background decoding to one step in N.
 	bgDivisor int
 
-	lastInteractive time.Time // the last Chat or FIM arrival
-	sawInteractive  bool
-
 	// Admission round state: queued jobs passed over for the shared-prefix
-	// hold (at the head of each class), admission stopped for this tick,
+	// hold (at the head of each class), admission stopped for this step,
 	// lanes preemption freed for Chat/FIM requests.
 	heldSkip            [NumClasses]int
 	admitBlocked        bool
@@ -60,11 +53,7 @@ type planner struct {
 
 	plan  engine.Plan
 	order []*lane // prefill order, reused
-	cands []*lane // decode candidates, reused
-	// The tick in flight, for learning from its events.
-	tickPrefillTokens int
-	tickPrefillLanes  int // lanes that wanted prefill (queued included)
-	tickDecodeLanes   int
+	cands []*lane // decoding lanes, reused
 
 	ready ready
 }
@@ -96,15 +85,10 @@ func (r *ready) clear() {
 }
 
 func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
-	p := &planner{cfg: cfg, batch: d.Batch, stats: stats, bgDivisor: cfg.BackgroundDivisor}
-	p.prefillBudget = startPrefillBudget
-	if cfg.PrefillBudget > 0 {
-		p.prefillBudget, p.prefillFixed = cfg.PrefillBudget, true
-	}
-	return p
+	return &planner{cfg: cfg, batch: d.Batch, stats: stats, bgDivisor: cfg.BackgroundDivisor}
 }
 
-// liveLanes is the lanes holding a slot past this tick: a finishing lane
+// liveLanes is the lanes holding a slot past this step: a finishing lane
 // retires before anything is admitted, so its slot is already free.
 func (p *planner) liveLanes() int {
 	n := 0
@@ -210,9 +194,9 @@ func (p *planner) dropLanes(drop func(*lane) bool) {
 	}
 }
 
-// joinerWaits reports whether a request could join after this tick and
+// joinerWaits reports whether a request could join after this step and
 // would wait it out: a lane is free, a Chat or FIM request waits, or a lane
-// runs that such a request could preempt. Such a tick stays short.
+// runs that such a request could preempt. Such a step stays short.
 func (p *planner) joinerWaits() bool {
 	if p.cfg.Lanes <= 1 {
 		return false
@@ -226,24 +210,6 @@ func (p *planner) joinerWaits() bool {
 		}
 	}
 	return false
-}
-
-// latencyHold is how long after the last Chat or FIM arrival ticks stay
-// sized for latency.
-const latencyHold = 300 * time.Second
-
-// latencySensitive reports whether a Chat or FIM request waits, runs, or
-// arrived within latencyHold.
-func (p *planner) latencySensitive(now time.Time) bool {
-	if len(p.queues[Chat]) > 0 || len(p.queues[FIM]) > 0 {
-		return true
-	}
-	for _, l := range p.lanes {
-		if !l.finishing && l.job.class.interactive() {
-			return true
-		}
-	}
-	return p.sawInteractive && now.Sub(p.lastInteractive) < latencyHold
 }
 
 // laneOf is the lane running j, or nil.

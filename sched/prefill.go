@@ -1,68 +1,52 @@
 package sched
 
-// Prefill: which lanes' prompts go into a tick, and how many tokens.
+// Prefill: which lanes' prompts go into a step, and how many tokens.
 //
-// A tick's prompt tokens are a budget (prefillBudget) handed out in
+// A step's prompt tokens are a budget (stepPrefillBudget) handed out in
 // prefillRank order: the shortest remaining prompt first, so prompts that
 // arrived together finish one after another instead of all finishing late,
-// except that a lane passed over by younger lanes for StarvationTicks
-// ticks goes first. Once a prompt completes, the rest of the tick is
-// capped (the tail cap), and when a Chat or FIM prompt completes nothing of
-// a worse class prefills beside it: that prompt's first token is what a
+// except that a lane passed over by younger lanes for StarvationSteps
+// prefill steps goes first. Once a prompt completes, the rest of the step
+// is capped (the tail cap), and when a Chat or FIM prompt completes nothing
+// of a worse class prefills beside it: that prompt's first token is what a
 // person waits for.
 
 const (
-	// maxPrefillBudget is the ceiling of a tick's prompt tokens.
-	maxPrefillBudget = 4096
-	// soloPrefillBudget is the ceiling for one lane alone with nothing
-	// queued: nobody waits on the tick but its own request.
-	soloPrefillBudget = 16384
-	// startPrefillBudget is where the adaptive budget starts.
-	startPrefillBudget = 1024
-	// minAdaptivePrefillBudget is the adaptive budget's floor.
-	minAdaptivePrefillBudget = 256
-	// prefillTailFloor: the tail cap never cuts the rest of a tick below
-	// this many tokens.
+	// prefillTailFloor: the tail cap never cuts the rest of a step below
+	// this many tokens. It binds on batches above it (512 on a GPU); a
+	// CPU's 64-token step has no tail to cut.
 	prefillTailFloor = 256
-	// prefillRateMinTokens: a tick with fewer prompt tokens says too little
-	// about the prefill rate to learn from; bulkRateMinTokens for the bulk
-	// rate that sizes whole ticks.
-	prefillRateMinTokens = 256
-	bulkRateMinTokens    = 512
 
-	// maxPrefillTickSecs bounds a full tick's prefill; a lone lane with
-	// nothing queued may take maxLonePrefillTickSecs.
-	maxPrefillTickSecs     = 8.0
-	maxLonePrefillTickSecs = 16.0
-	// openPrefillTickSecs bounds the prefill of a tick a newcomer could
-	// join after: it waits for the tick in flight, so this bounds its time
-	// to first token. On an engine that yields mid-tick when such a request
-	// arrives, and with no Chat or FIM around, the bound is
-	// openPrefillTickSecsYielding.
-	openPrefillTickSecs         = 0.5
-	openPrefillTickSecsYielding = 2.0
-	// openPrefillTickMax caps an open tick in tokens whatever the learned
-	// rate says: an engine that returns before its work ends makes an early
-	// tick look all but free.
-	openPrefillTickMax = 1024
-	// openPrefillUnlearned is an open tick's prefill until two bulk ticks
-	// have taught the rate.
-	openPrefillUnlearned = 512
+	// joinWaitSecs bounds the prefill of a step a newcomer could join
+	// after (a lane is free, or a Chat/FIM request could take one): it
+	// waits for the step in flight, so this bounds that wait. A step never
+	// goes below joinWaitMinTokens for it (the CPU's whole 64-token batch:
+	// smaller steps lose more throughput than they save a newcomer).
+	joinWaitSecs      = 0.5
+	joinWaitMinTokens = 64
 
 	// shortReplySecs: a Chat or FIM reply that ends within this much
 	// decoding holds Agent and Background prefill back until it is done;
-	// shortReplyTokens while the round time is unknown.
+	// shortReplyTokens while the decode step time is unknown.
 	shortReplySecs   = 4.0
 	shortReplyTokens = 128
-	// maxShortReplyHoldSecs bounds a run of such holds: then one tick
+	// maxShortReplyHoldSecs bounds a run of such holds: then one step
 	// prefills the others, so back-to-back replies cannot starve them.
 	maxShortReplyHoldSecs = 8.0
+
+	// starvedShareDivisor: while a Chat or FIM prompt waits, starving lanes
+	// of worse classes (which rank ahead of it) take at most this fraction
+	// of the step between them. They still move, so a stream of editor
+	// requests cannot starve them, but at the CPU's 64-token steps a
+	// starving lane that filled the step alone would halve the waiting
+	// prompt's speed.
+	starvedShareDivisor = 4
 )
 
-// prefillBudget hands out one tick's prompt tokens. room is what the
-// tick's first step has left for them: the engine's batch less one token
-// per decoding lane and the chunks already taken. Nothing raises the
-// budget past it, so no plan's first step exceeds the batch.
+// prefillBudget hands out one step's prompt tokens. room is what the step
+// has left for them: the engine's batch less one token per decoding lane
+// and the chunks already taken. Nothing raises the budget past it, so no
+// plan exceeds the batch.
 type prefillBudget struct {
 	left       int
 	room       int
@@ -84,7 +68,7 @@ func newPrefillBudget(n, room int) prefillBudget {
 func (b *prefillBudget) offer(want int) int { return min(want, b.left) }
 
 // offerTo is offer for a lane of class c: nothing while a better class's
-// prompt completes this tick.
+// prompt is held for, and no more than worse classes' share.
 func (b *prefillBudget) offerTo(want int, c Class) int {
 	if b.holding && c > b.heldBelow {
 		return 0
@@ -95,20 +79,8 @@ func (b *prefillBudget) offerTo(want int, c Class) int {
 	return b.offer(want)
 }
 
-// interactiveChunk is the prompt a Chat or FIM lane may prefill in one
-// tick, whatever the tick's budget: the whole of a typical completion
-// prompt, in one step of about a second on a small model.
-const interactiveChunk = 512
-
-// starvedShareDivisor: while a Chat or FIM prompt waits, starving lanes of
-// worse classes (which rank ahead of it) take at most this fraction of the
-// step between them. They still move, so a stream of editor requests cannot
-// starve them, but at the CPU's 64-token steps a starving lane that filled
-// the step alone would halve the waiting prompt's speed.
-const starvedShareDivisor = 4
-
 // limitWorse caps what lanes of classes worse than c may take, in total,
-// for the rest of the tick: the share starving lanes get while a prompt of
+// for the rest of the step: the share starving lanes get while a prompt of
 // class c waits.
 func (b *prefillBudget) limitWorse(c Class) {
 	b.worseLimited = true
@@ -117,17 +89,17 @@ func (b *prefillBudget) limitWorse(c Class) {
 }
 
 // grow raises what is left of the budget to at least n tokens, within the
-// step's room, unless a prompt already completed this tick (the tail cap
-// rules then).
+// step's room, unless a prompt already completed in this step (the tail
+// cap rules then).
 func (b *prefillBudget) grow(n int) {
 	if !b.tailCapped {
 		b.left = max(b.left, min(n, b.room))
 	}
 }
 
-// holdBelow: a Chat or FIM prompt of class c completes this tick, so no
-// worse class prefills beside it and its first token is not held behind
-// someone else's prompt.
+// holdBelow: a Chat or FIM prompt of class c prefills, so no worse class
+// prefills beside it and its first token is not held behind someone
+// else's prompt.
 func (b *prefillBudget) holdBelow(c Class) {
 	if !b.holding || c < b.heldBelow {
 		b.heldBelow = c
@@ -151,7 +123,7 @@ func (b *prefillBudget) take(chunk int, completes bool, c Class) {
 	}
 }
 
-// prefillRank orders lanes for a tick's prefill.
+// prefillRank orders lanes for a step's prefill.
 type prefillRank struct {
 	starving  bool
 	class     Class
@@ -159,9 +131,9 @@ type prefillRank struct {
 	tag       uint32
 }
 
-// rankOf ranks a lane: a starving lane (passed over for bound ticks, with
-// prompt left) first, then better classes, then the shortest remaining
-// prompt, then the oldest lane.
+// rankOf ranks a lane: a starving lane (passed over for bound prefill
+// steps, with prompt left) first, then better classes, then the shortest
+// remaining prompt, then the oldest lane.
 func rankOf(class Class, remaining int, tag uint32, starved, bound int) prefillRank {
 	return prefillRank{starving: remaining > 0 && starved >= bound, class: class, remaining: remaining, tag: tag}
 }
@@ -180,10 +152,10 @@ func (a prefillRank) before(b prefillRank) bool {
 	return a.tag < b.tag
 }
 
-// starvedAfter is a lane's starved-tick count after a tick: waiting (prompt
-// left, none of it this tick) counts only when a younger lane was served,
-// so lanes that arrived together never starve each other: they take turns
-// by length, not by age.
+// starvedAfter is a lane's starved count after a prefill step: waiting
+// (prompt left, none of it this step) counts only when a younger lane was
+// served, so lanes that arrived together never starve each other: they
+// take turns by length, not by age.
 func starvedAfter(prev int, waiting bool, youngestServed uint32, served bool, tag uint32) int {
 	if waiting && served && youngestServed > tag {
 		return prev + 1
@@ -191,38 +163,16 @@ func starvedAfter(prev int, waiting bool, youngestServed uint32, served bool, ta
 	return prev
 }
 
-// prefillTickCap is the prompt tokens a full tick may take at secsPerToken:
-// maxPrefillTickSecs' worth (twice that for a lone lane), within
-// [512, maxPrefillBudget].
-func prefillTickCap(secsPerToken float64, lone bool) int {
-	secs := maxPrefillTickSecs
-	if lone {
-		secs = maxLonePrefillTickSecs
+// joinWaitTokens is the prompt tokens a step a newcomer could join after
+// may carry at secsPerToken: joinWaitSecs' worth, in whole
+// joinWaitMinTokens, never fewer than that; unbounded while the rate is
+// unknown (0).
+func joinWaitTokens(secsPerToken float64) int {
+	if secsPerToken <= 0 {
+		return int(^uint(0) >> 1)
 	}
-	return int(clampF(secs/secsPerToken, 512, maxPrefillBudget))
-}
-
-// openPrefillTickTarget is how long an open tick's prefill may run: longer
-// on an engine that yields at its next step when a request arrives, unless
-// a Chat or FIM request is around to wait on each tick.
-func openPrefillTickTarget(yields, latency bool) float64 {
-	if yields && !latency {
-		return openPrefillTickSecsYielding
-	}
-	return openPrefillTickSecs
-}
-
-// openPrefillTickCap is an open tick's prompt tokens: targetSecs' worth,
-// in whole 512-token chunks, or whole 128-token steps on a model where one
-// chunk takes longer than that; never below one step or above
-// openPrefillTickMax.
-func openPrefillTickCap(secsPerToken, targetSecs float64) int {
-	tokens := int(clampF(targetSecs/secsPerToken, 128, openPrefillTickMax))
-	step := 512
-	if tokens < 512 {
-		step = 128
-	}
-	return tokens / step * step
+	n := int(joinWaitSecs / secsPerToken)
+	return max(n/joinWaitMinTokens*joinWaitMinTokens, joinWaitMinTokens)
 }
 
 func clampF(v, lo, hi float64) float64 { return min(max(v, lo), hi) }

@@ -66,49 +66,24 @@ func TestRankOrder(t *testing.T) {
 	}
 }
 
-func TestOpenTickPrefillsWholeChunksForAboutHalfASecond(t *testing.T) {
+func TestJoinWaitBoundsAStepAtAboutHalfASecond(t *testing.T) {
 	cases := []struct {
-		spt, target float64
-		want        int
-		why         string
+		spt  float64
+		want int
+		why  string
 	}{
-		{1.0 / 1200, openPrefillTickSecs, 512, "600 tokens round down to one chunk"},
-		{1.0 / 5000, openPrefillTickSecs, 1024, "2500 tokens, at most two chunks"},
-		{1.0, openPrefillTickSecs, 128, "never below one step"},
-		{1.0 / 330, openPrefillTickSecs, 128, "a 27B: 165 tokens round down to one step"},
-		{1.0 / 700, openPrefillTickSecs, 256, "350 tokens, two steps"},
-		{1e-6, openPrefillTickSecs, 1024, "never above two chunks, whatever an early tick suggests"},
-		{1.0 / 330, openPrefillTickSecsYielding, 512, "an engine that yields mid-tick: a 27B's open tick is a whole chunk"},
+		{1.0 / 1200, 576, "600 tokens round down to whole 64-token steps"},
+		{1.0 / 5000, 2496, "a fast model: what fits half a second (the batch caps it)"},
+		{1.0, 64, "never below the CPU's batch"},
+		{1.0 / 330, 128, "a 27B: 165 tokens round down"},
 	}
 	for _, c := range cases {
-		if got := openPrefillTickCap(c.spt, c.target); got != c.want {
-			t.Errorf("openPrefillTickCap(%g, %g) = %d, want %d: %s", c.spt, c.target, got, c.want, c.why)
+		if got := joinWaitTokens(c.spt); got != c.want {
+			t.Errorf("joinWaitTokens(%g) = %d, want %d: %s", c.spt, got, c.want, c.why)
 		}
 	}
-	if openPrefillTickTarget(true, false) != openPrefillTickSecsYielding {
-		t.Error("agents alone, on an engine that yields: the long open tick")
-	}
-	if openPrefillTickTarget(true, true) != openPrefillTickSecs {
-		t.Error("a chat around waits out each tick: the short one")
-	}
-	if openPrefillTickTarget(false, false) != openPrefillTickSecs {
-		t.Error("an engine that runs a tick whole: the short one")
-	}
-}
-
-func TestLoneLanePlansLongerPrefillTicks(t *testing.T) {
-	const spt = 0.0078125
-	for _, c := range []struct {
-		spt  float64
-		lone bool
-		want int
-	}{
-		{spt, false, 1024}, {spt, true, 2048}, {1.0, true, 512},
-		{1e-6, false, maxPrefillBudget}, {1e-6, true, maxPrefillBudget},
-	} {
-		if got := prefillTickCap(c.spt, c.lone); got != c.want {
-			t.Errorf("prefillTickCap(%g, %v) = %d, want %d", c.spt, c.lone, got, c.want)
-		}
+	if got := joinWaitTokens(0); got < 1<<30 {
+		t.Errorf("an unknown rate bounds nothing: got %d", got)
 	}
 }
 

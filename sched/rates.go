@@ -6,11 +6,12 @@ import (
 	"superfluid/engine"
 )
 
-// Learning rates: each tick's Timings say how long its prefill step and its
-// decode-only steps took. The planner keeps smoothed rates (new samples
-// weigh 0.3) and sizes later ticks from them: the prefill budget so that
-// prefill takes its share of TickTarget, the open-tick budget, and the
-// decode rounds that fill a tick.
+// Learning rates: each step's Timings say how long its llama_decode took
+// and what it carried. The planner keeps smoothed rates (new samples weigh
+// 0.3): the time of a decode-only step (for the short-reply hold) and of a
+// prompt token in a prefill step (for the join-wait budget), both measured
+// at the step sizes the planner runs; and it owes decode a share of every
+// prefill step's time.
 
 const rateWeight = 0.3
 
@@ -21,43 +22,32 @@ func smooth(old, sample float64) float64 {
 	return (1-rateWeight)*old + rateWeight*sample
 }
 
-// learn updates the rates from a tick's timings.
-func (p *planner) learn(t *engine.Timings, tickTime time.Duration) {
-	prefilled := int(t.PrefillTokens)
-	decodeSteps := int(t.Steps)
-	if prefilled > 0 && decodeSteps > 0 {
-		decodeSteps-- // the first step carried the prompt tokens
+// learn takes in a step's timings. stepTime is how long the Tick call took,
+// for an engine that reports no step time.
+func (p *planner) learn(t *engine.Timings, stepTime time.Duration) {
+	secs := float64(t.StepNS) / 1e9
+	if t.StepNS <= 0 {
+		secs = stepTime.Seconds()
 	}
-	switch {
-	case decodeSteps > 0 && t.DecodeNS > 0:
-		p.roundSecs = smooth(p.roundSecs, float64(t.DecodeNS)/1e9/float64(decodeSteps))
-	case prefilled == 0 && decodeSteps > 0 && tickTime > 0:
-		// An engine that reports no split: the whole tick was decode.
-		p.roundSecs = smooth(p.roundSecs, tickTime.Seconds()/float64(decodeSteps))
-	}
-	if prefilled == 0 {
+	if secs <= 0 {
 		return
 	}
-	prefillSecs := max(float64(t.PrefillNS)/1e9, 1e-3)
-	if prefilled >= prefillRateMinTokens {
-		sample := prefillSecs / float64(prefilled)
-		p.prefillSPT = smooth(p.prefillSPT, sample)
-		if prefilled >= bulkRateMinTokens {
-			p.prefillSPTLast = sample
-			p.prefillRateSamples++
-			p.prefillSPTBulk = smooth(p.prefillSPTBulk, sample)
+	if t.PrefillTokens == 0 {
+		if t.DecodeTokens > 0 {
+			p.decodeStepSecs = smooth(p.decodeStepSecs, secs)
+			p.decodeOwed = max(0, p.decodeOwed-secs)
 		}
-	}
-	if p.prefillFixed {
 		return
 	}
-	// What the whole planned prefill would have taken at the rate of what
-	// ran (a tick stopped by a full KV pool ran less), against the share of
-	// the tick target the prefilling lanes are due.
-	planned := max(p.tickPrefillTokens, prefilled)
-	secs := prefillSecs * float64(planned) / float64(prefilled)
-	lanes := float64(max(p.tickPrefillLanes, 1))
-	share := lanes / (lanes + float64(p.tickDecodeLanes))
-	factor := clampF(p.cfg.TickTarget.Seconds()*share/secs, 0.5, 2)
-	p.prefillBudget = int(clampF(float64(p.prefillBudget)*factor, minAdaptivePrefillBudget, maxPrefillBudget))
+	p.decodeOwed += decodeShare(p.stepInteractiveDecode) * secs
+	// A step's rows cost about the same each, prompt or decode; a small
+	// step's fixed cost would overstate the rate, so it takes a step at
+	// least rateMinTokens big (or half the batch, on a smaller one).
+	if int(t.PrefillTokens) >= min(rateMinTokens, p.batch/2) {
+		p.prefillSPT = smooth(p.prefillSPT, secs/float64(t.PrefillTokens+t.DecodeTokens))
+	}
 }
+
+// rateMinTokens: a prefill step of fewer prompt tokens is not learnt from
+// (unless the batch is smaller than twice this).
+const rateMinTokens = 64

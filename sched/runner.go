@@ -22,16 +22,15 @@ type Scheduler struct {
 
 	nextID      atomic.Uint64
 	outstanding atomic.Int64 // submitted, not yet ended
-	freeLanes   atomic.Int64 // lanes a newcomer could take after this tick
 	divisor     atomic.Int64
 	started     atomic.Bool
 	streams     sync.Map // id → *Stream, for Cancel by id
 
 	// The inbox hands submissions to Run. Its mutex guards the inbox and
-	// closed, never scheduling state: Submit must not wait out a tick in
-	// flight (a Chat request raises the yield word instead, to cut it
-	// short), and a submission racing shutdown must be either refused or
-	// failed, never lost.
+	// closed, never scheduling state: Submit must not wait out the step in
+	// flight (Run takes the inbox in before planning each step), and a
+	// submission racing shutdown must be either refused or failed, never
+	// lost.
 	mu     sync.Mutex
 	inbox  []*job
 	closed bool
@@ -55,9 +54,17 @@ func New(eng engine.Engine, cache Cache, cfg Config) (*Scheduler, error) {
 	s := &Scheduler{eng: eng, cfg: cfg, desc: *d, wake: make(chan struct{}, 1)}
 	s.loop = newLoop(eng, cache, cfg, &s.stats)
 	s.loop.ended = s.ended
+	s.loop.wake = s.nudge
 	s.divisor.Store(int64(cfg.BackgroundDivisor))
-	s.freeLanes.Store(int64(cfg.Lanes))
 	return s, nil
+}
+
+// nudge wakes Run if it waits. Any goroutine.
+func (s *Scheduler) nudge() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Config is the validated configuration, defaults filled in.
@@ -66,8 +73,8 @@ func (s *Scheduler) Config() Config { return s.cfg }
 // Stats reads the live counters; safe from any goroutine at any time.
 func (s *Scheduler) Stats() Snapshot { return s.stats.Snapshot() }
 
-// SetBackgroundDivisor throttles Agent and Background decoding to one tick
-// in n (n ≤ 1: none) from the next tick on.
+// SetBackgroundDivisor throttles Agent and Background decoding to one step
+// in n (n ≤ 1: none) from the next step on.
 func (s *Scheduler) SetBackgroundDivisor(n int) { s.divisor.Store(int64(max(n, 1))) }
 
 // Submit queues a request and returns its stream. The request is checked
@@ -90,7 +97,7 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 	}
 	j := s.newJob(&req)
 	j.grammar = gid
-	// Stamped here, not when the runner takes the job in after the tick in
+	// Stamped here, not when the runner takes the job in after the step in
 	// flight: that wait is part of the request's queue wait and TTFT.
 	j.submitted = s.cfg.Clock.Now()
 	st := j.stream
@@ -114,11 +121,6 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	// A Chat or FIM request, or anyone while a lane is free, should not
-	// wait out the tick in flight: it ends at its next step.
-	if req.Class.interactive() || s.freeLanes.Load() > 0 {
-		s.eng.Yield()
-	}
 	return st, nil
 }
 
@@ -139,12 +141,12 @@ func (s *Scheduler) acquireGrammar(g *engine.GrammarSpec) (engine.GrammarID, err
 }
 
 func (s *Scheduler) newJob(req *Request) *job {
-	return newJob(s.nextID.Add(1), req, s.eng.Yield)
+	return newJob(s.nextID.Add(1), req)
 }
 
 // newJob makes a job of a validated request, copying what the caller may
 // reuse.
-func newJob(id uint64, req *Request, yield func()) *job {
+func newJob(id uint64, req *Request) *job {
 	j := &job{
 		id:        id,
 		class:     req.Class,
@@ -160,7 +162,7 @@ func newJob(id uint64, req *Request, yield func()) *job {
 	if j.sampling == (engine.Sampling{}) {
 		j.sampling = engine.Greedy()
 	}
-	j.stream = newStream(id, req.Class, yield)
+	j.stream = newStream(id, req.Class)
 	return j
 }
 
@@ -201,13 +203,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		// Lowered before the inbox is read: a request that arrives after
-		// raises it again for the tick about to run.
-		s.eng.ClearYield()
 		s.takeInbox()
 		s.loop.p.bgDivisor = int(s.divisor.Load())
 		busy = s.loop.step()
-		s.freeLanes.Store(int64(s.cfg.Lanes - s.loop.p.liveLanes()))
 	}
 }
 

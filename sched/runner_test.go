@@ -241,8 +241,8 @@ func TestConfigIsValidatedUpFront(t *testing.T) {
 		{Config{Lanes: -1}, "at least 1"},
 		{Config{PrefillBudget: 10}, "prefill budget"},
 		{Config{ClassLanes: ClassLanes{Agent: 5}}, "class lanes"},
-		{Config{TickTarget: -time.Second}, "tick target"},
-		{Config{StarvationTicks: -2}, "starvation"},
+		{Config{BackgroundDivisor: -1}, "background divisor"},
+		{Config{StarvationSteps: -2}, "starvation"},
 	} {
 		if _, err := New(eng, cache, c.cfg); err == nil || !strings.Contains(err.Error(), c.msg) || !strings.HasPrefix(err.Error(), "sched: ") {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.msg)
@@ -259,7 +259,7 @@ func TestConfigIsValidatedUpFront(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := s.Config(); c.Lanes != 4 || c.StarvationTicks != 8 || c.TickTarget != 2*time.Second {
+	if c := s.Config(); c.Lanes != 4 || c.StarvationSteps != 64 || c.BackgroundDivisor != 1 {
 		t.Errorf("defaults: %+v", c)
 	}
 }

@@ -23,7 +23,7 @@ func TestEightEqualPromptsFinishOneAfterAnother(t *testing.T) {
 		busy := h.step()
 		for _, n := range names {
 			if _, ok := finishedAt[n]; !ok && h.done(n) {
-				finishedAt[n] = len(h.prefillTicks())
+				finishedAt[n] = len(h.prefillSteps())
 			}
 		}
 		if !busy {
@@ -40,7 +40,7 @@ func TestEightEqualPromptsFinishOneAfterAnother(t *testing.T) {
 
 func TestLongPrefillProgressesUnderAStreamOfShortPrompts(t *testing.T) {
 	const bound = 3
-	h := newHarness(t, 3, 4096, Config{PrefillBudget: 512, StarvationTicks: bound}).fast()
+	h := newHarness(t, 3, 4096, Config{PrefillBudget: 512, StarvationSteps: bound}).fast()
 	h.eng.KeepPlans = true
 	h.submit("long", Request{Prompt: promptOf(0, 8*512), Class: Agent, MaxTokens: 1})
 	short := 0
@@ -59,7 +59,7 @@ func TestLongPrefillProgressesUnderAStreamOfShortPrompts(t *testing.T) {
 	}
 	var served []int
 	tag := uint32(1) // the first lane admitted
-	for i, p := range h.prefillTicks() {
+	for i, p := range h.prefillSteps() {
 		if chunkOf(&p, tag) > 0 {
 			served = append(served, i)
 		}
@@ -108,98 +108,34 @@ func TestTailCapAfterAPromptCompletes(t *testing.T) {
 }
 
 func TestChatCompletingItsPromptHoldsLowerClassesBack(t *testing.T) {
-	h := newHarness(t, 2, 4096, Config{}).fast()
+	h := newHarness(t, 2, 512, Config{}).fast()
 	h.eng.KeepPlans = true
 	h.submit("agent", Request{Prompt: promptOf(1, 6000), Class: Agent, MaxTokens: 4})
 	h.step()
 	h.step()
 	h.submit("chat", Request{Prompt: promptOf(2, 22), Class: Chat, MaxTokens: 4})
 	before := len(h.eng.Plans)
-	h.step()
-	h.step()
-	ticks := h.eng.Plans[before:] // the chat's tick, its retire, the next
+	for !h.done("chat") {
+		h.step()
+	}
+	steps := h.eng.Plans[before:] // the chat's prompt, then its reply
 	chat, agent := uint32(2), uint32(1)
-	if chunkOf(&ticks[0], chat) != 22 {
-		t.Fatalf("the chat's prompt did not complete in its first tick: %+v", ticks[0].Prefills)
+	if chunkOf(&steps[0], chat) != 22 {
+		t.Fatalf("the chat's prompt did not complete in its first step: %+v", steps[0].Prefills)
 	}
-	if n := chunkOf(&ticks[0], agent); n != 0 {
-		t.Fatalf("the agent prefilled %d tokens beside the chat's completing prompt", n)
+	for i := range steps {
+		if n := chunkOf(&steps[i], agent); n != 0 {
+			t.Fatalf("step %d: the agent prefilled %d tokens beside the chat's prompt or short reply", i, n)
+		}
 	}
-	if len(ticks) < 3 || chunkOf(&ticks[2], agent) == 0 {
-		t.Fatalf("the agent did not resume prefill the tick after: %+v", ticks)
+	before = len(h.eng.Plans)
+	h.step()
+	if p := h.eng.Plans[before:]; len(p) == 0 || chunkOf(&p[0], agent) == 0 {
+		t.Fatalf("the agent did not resume prefill the step after the reply: %+v", p)
 	}
-	h.run(500)
+	h.run(5000)
 	h.expectOutput("chat", Request{Prompt: promptOf(2, 22), MaxTokens: 4})
 	h.expectOutput("agent", Request{Prompt: promptOf(1, 6000), MaxTokens: 4})
-}
-
-func TestTickTargets(t *testing.T) {
-	round := tickShape{openSecs: 0.05, fullSecs: 0.25, decodeFloor: 4, besidePrefill: 1}
-	for _, c := range []struct {
-		shape      *tickShape
-		configured float64
-		lanes, max int
-		finishing  bool
-		want       float64
-		why        string
-	}{
-		{&nativeTicks, 2, 1, 2, false, openTickSecs, "a slot is free"},
-		{&nativeTicks, 2, 2, 2, false, 2, "full and staying full: nothing could admit a joiner"},
-		{&round, 2, 1, 2, false, 0.05, "a round-granular engine's open tick is a few rounds"},
-		{&round, 2, 2, 2, false, 0.25, "and its full one is never long"},
-		{&nativeTicks, 2, 2, 2, true, openTickSecs, "a finishing lane frees a slot"},
-		{&nativeTicks, 0.1, 2, 2, true, 0.1, "a configured target under the open one stands"},
-	} {
-		if got := tickTarget(c.shape, c.configured, c.lanes, c.max, c.finishing); got != c.want {
-			t.Errorf("%s: tickTarget = %v, want %v", c.why, got, c.want)
-		}
-	}
-}
-
-func TestOpenTicksStayShort(t *testing.T) {
-	// One agent decoding with lanes free: a newcomer would wait out each
-	// tick, so ticks aim at a quarter second.
-	h := newHarness(t, 4, 4096, Config{}).fast()
-	h.eng.KeepPlans = true
-	h.submit("a", Request{Prompt: promptOf(1, 3000), Class: Agent, MaxTokens: 2000})
-	var open []time.Duration
-	for range 30 {
-		before := h.clock.Now()
-		h.step()
-		open = append(open, h.clock.Now().Sub(before))
-		if got := h.stats.tickTargetMS.Load(); got != 250 {
-			t.Fatalf("tick target %dms with lanes free, want 250", got)
-		}
-	}
-	for i, d := range open[5:] {
-		if d > 300*time.Millisecond {
-			t.Fatalf("open tick %d ran %v", i+5, d)
-		}
-	}
-	for _, p := range h.eng.Plans {
-		for _, f := range p.Prefills {
-			if f.Count > openPrefillTickMax {
-				t.Fatalf("an open tick prefilled %d tokens", f.Count)
-			}
-		}
-	}
-	// Every lane busy with chats, nothing waiting: ticks run to the
-	// configured target.
-	h = newHarness(t, 2, 4096, Config{}).fast()
-	h.submit("c1", Request{Prompt: promptOf(3, 20), Class: Chat, MaxTokens: 3000})
-	h.submit("c2", Request{Prompt: promptOf(4, 20), Class: Chat, MaxTokens: 3000})
-	var full time.Duration
-	for range 10 {
-		before := h.clock.Now()
-		h.step()
-		full = max(full, h.clock.Now().Sub(before))
-	}
-	if got := h.stats.tickTargetMS.Load(); got != 2000 {
-		t.Fatalf("tick target %dms with every lane busy, want 2000", got)
-	}
-	if full < 500*time.Millisecond {
-		t.Fatalf("full ticks ran at most %v; they should approach the 2s target", full)
-	}
 }
 
 func TestClassCapsBindAndAgingAdmitsBackgroundWork(t *testing.T) {
@@ -227,8 +163,8 @@ func TestClassCapsBindAndAgingAdmitsBackgroundWork(t *testing.T) {
 
 	// One lane, a steady stream of agent work, one background job queued
 	// behind it: aging admits the background job before the agents run dry.
-	const period = 2
-	h = newHarness(t, 1, 4096, Config{StarvationTicks: period}).fast()
+	const period = 8 // steps: an agent's job takes about four
+	h = newHarness(t, 1, 4096, Config{StarvationSteps: period}).fast()
 	h.submit("a0", Request{Prompt: promptOf(0, 30), Class: Agent, MaxTokens: 3})
 	h.submit("bg", Request{Prompt: promptOf(99, 30), Class: Background, MaxTokens: 3})
 	agents := 0
@@ -303,7 +239,7 @@ func contains(s, sub string) bool {
 }
 
 func TestBackgroundDecodingIsThrottled(t *testing.T) {
-	h := newHarness(t, 2, 4096, Config{BackgroundDivisor: 3, StarvationTicks: 2}).fast()
+	h := newHarness(t, 2, 4096, Config{BackgroundDivisor: 3, StarvationSteps: 2}).fast()
 	h.eng.KeepPlans = true
 	h.submit("chat", Request{Prompt: promptOf(1, 20), Class: Chat, MaxTokens: 1 << 30})
 	h.submit("bg", Request{Prompt: promptOf(2, 20), Class: Background, MaxTokens: 1 << 30})
@@ -312,10 +248,10 @@ func TestBackgroundDecodingIsThrottled(t *testing.T) {
 	}
 	chatTicks, bgTicks := 0, 0
 	for _, p := range h.eng.Plans[1:] {
-		if roundsOf(&p, 1) > 0 {
+		if decodesIn(&p, 1) {
 			chatTicks++
 		}
-		if roundsOf(&p, 2) > 0 {
+		if decodesIn(&p, 2) {
 			bgTicks++
 		}
 	}
@@ -347,7 +283,7 @@ func TestShortInteractiveReplyHoldsBackgroundPrefillBack(t *testing.T) {
 			h.submit("fim", Request{Prompt: promptOf(2, 30), Class: FIM, MaxTokens: c.maxTokens})
 			fim, bg := uint32(2), uint32(1)
 			sawDecode, bgBeside := false, false
-			for range 20 {
+			for range 200 {
 				before := len(h.eng.Plans)
 				h.step()
 				for i := range h.eng.Plans[before:] {

@@ -35,8 +35,6 @@ type counters struct {
 	lanesActive       atomic.Int64
 	queueDepth        [NumClasses]atomic.Int64
 	prefillBudgetLive atomic.Int64
-	decodeGrantLive   atomic.Int64
-	tickTargetMS      atomic.Int64
 
 	ttftBuckets [len(TTFTBucketsMS) + 1]atomic.Uint64
 	ttftSumMS   atomic.Uint64
@@ -46,7 +44,7 @@ type counters struct {
 // Snapshot is a copy of the counters at one moment (each read atomically;
 // the set is not one transaction).
 type Snapshot struct {
-	Ticks             uint64 // ticks that carried work
+	Ticks             uint64 // engine steps that carried work
 	PrefillTokens     uint64 // prompt tokens prefilled
 	DecodeTokens      uint64 // tokens generated and delivered
 	WarmPrefixTokens  uint64 // prompt tokens admissions found in the cache
@@ -54,10 +52,10 @@ type Snapshot struct {
 	ColdAdmissions    uint64 // admissions that found nothing cached
 	AdmitsDeferred    uint64 // admissions put off for want of a sequence
 	Preemptions       uint64
-	StarvationGrants  uint64 // decode grants to lanes that had starved
+	StarvationGrants  uint64 // decode steps of lanes that had starved
 	SharedPrefixHolds uint64 // admissions put off for a shared prefix
-	KVFull            uint64 // ticks stopped by a full KV pool
-	TickErrors        uint64 // ticks the engine failed otherwise
+	KVFull            uint64 // steps failed by a full KV pool
+	TickErrors        uint64 // steps the engine failed otherwise
 	Cancelled         uint64
 	Expired           uint64 // requests that passed their deadline
 	Completed         uint64 // requests ended, however
@@ -70,9 +68,7 @@ type Snapshot struct {
 
 	LanesActive   int64
 	QueueDepth    [NumClasses]int64 // by Class
-	PrefillBudget int64             // the last tick's prompt budget
-	DecodeGrant   int64             // the last tick's rounds per lane
-	TickTargetMS  int64             // the last tick's target
+	PrefillBudget int64             // the last step's prompt budget
 
 	// TTFT histogram: TTFTBuckets[i] counts first tokens delivered within
 	// TTFTBucketsMS[i] (and above the bound before it); the last bucket
@@ -104,8 +100,6 @@ func (s *counters) Snapshot() Snapshot {
 		GrammarMaskedTokens: s.grammarMaskedTokens.Load(),
 		LanesActive:         s.lanesActive.Load(),
 		PrefillBudget:       s.prefillBudgetLive.Load(),
-		DecodeGrant:         s.decodeGrantLive.Load(),
-		TickTargetMS:        s.tickTargetMS.Load(),
 		TTFTSumMS:           s.ttftSumMS.Load(),
 		TTFTCount:           s.ttftCount.Load(),
 	}

@@ -87,13 +87,10 @@ type Stream struct {
 	id    uint64
 	class Class
 
-	// cancelled is raised by Cancel; the runner reads it when it plans.
+	// cancelled is raised by Cancel; the runner reads it when it plans
+	// each step, so a running request stops within the step in flight.
 	cancelled atomic.Bool
-	// running is raised by the runner just before the request's lane first
-	// ticks, so that Cancel knows to cut the tick in flight short.
-	running atomic.Bool
-	yield   func()
-	stopCtx func() bool // stops the context.AfterFunc that cancels on ctx
+	stopCtx   func() bool // stops the context.AfterFunc that cancels on ctx
 
 	mu       sync.Mutex
 	buf      []Token
@@ -104,8 +101,8 @@ type Stream struct {
 	done     chan struct{} // closed with the result
 }
 
-func newStream(id uint64, class Class, yield func()) *Stream {
-	return &Stream{id: id, class: class, yield: yield, notify: make(chan struct{}, 1), done: make(chan struct{})}
+func newStream(id uint64, class Class) *Stream {
+	return &Stream{id: id, class: class, notify: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // ID names the request for Scheduler.Cancel.
@@ -114,17 +111,7 @@ func (s *Stream) ID() uint64 { return s.id }
 // Cancel stops the request: a queued one never starts, a running one
 // stops within one engine step. Its Result says FinishCancelled. Cancel
 // after the end does nothing.
-func (s *Stream) Cancel() {
-	if s.cancelled.Swap(true) {
-		return
-	}
-	// Raised after cancelled, read by the runner before it checks
-	// cancelled: either the runner sees the flag when it plans, or the
-	// tick it starts is already told to stop at its next step.
-	if s.running.Load() && s.yield != nil {
-		s.yield()
-	}
-}
+func (s *Stream) Cancel() { s.cancelled.Store(true) }
 
 // Next returns the next token, or io.EOF once the request has ended and
 // every token was read (Result then tells how it ended), or ctx's error.
@@ -192,7 +179,6 @@ func (s *Stream) finish(r Result) {
 	if s.stopCtx != nil {
 		s.stopCtx()
 	}
-	s.running.Store(false)
 	s.mu.Lock()
 	s.finished = true
 	s.result = r

@@ -143,7 +143,7 @@ func (r *scriptRun) do(f []string) error {
 		r.fast = args["cost"] == "fast"
 	case "config":
 		r.cfg.PrefillBudget = num("prefill", 0)
-		r.cfg.StarvationTicks = num("starve", 0)
+		r.cfg.StarvationSteps = num("starve", 0)
 		r.cfg.BackgroundDivisor = num("divisor", 0)
 		if spec, ok := args["caps"]; ok {
 			caps, err := ParseClassLanes(spec, r.lanes)

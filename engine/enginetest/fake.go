@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"superfluid/engine"
@@ -16,8 +15,8 @@ import (
 
 // Fake implements engine.Engine without a model. It refuses exactly the
 // plans native/tick.cpp's validate refuses, with the same status and the
-// same blamed lane (see validate.go), runs the rest as steps of mixed
-// batches, and samples tokens that are a pure function of everything
+// same blamed lane (see validate.go), runs the rest as one mixed batch
+// each, and samples tokens that are a pure function of everything
 // before them in the sequence, like greedy decoding of a real model: a
 // request's output is the same whether it ran straight through or was
 // preempted and resumed from its prompt plus what it had generated. Each
@@ -36,10 +35,10 @@ type Fake struct {
 	// EOGEvery: about one sampled token in EOGEvery ends generation; 0:
 	// never.
 	EOGEvery uint64
-	// OnStep runs after each step (the step's index), before the yield word
-	// is read: a test cancels or submits "mid-tick" from it.
-	OnStep func(step int)
-	// Trace, when set, receives each tick's plan and what it produced;
+	// OnStep runs after each step that ran (the engine's tick count), before
+	// Tick returns: a test cancels or submits from it as if between steps.
+	OnStep func(tick int)
+	// Trace, when set, receives each step's plan and what it produced;
 	// TraceNow stamps it.
 	Trace    io.Writer
 	TraceNow func() time.Duration
@@ -50,7 +49,6 @@ type Fake struct {
 	// that ran and stopped on a full KV cache is not one.
 	Refusals []error
 
-	yield    atomic.Int32
 	seqs     [][]engine.Token
 	seqOwner []int64 // lane tag holding each sequence; -1: none
 	lanes    map[uint32]*lane
@@ -59,8 +57,6 @@ type Fake struct {
 	touched  []*lane
 	decoding []*lane
 	ticks    int
-	// lastYieldSteps is the steps of the last tick that yielded.
-	lastYieldSteps int
 
 	// grammars: the fake compiles a grammar by checking it as the native
 	// engine does first (engine.CheckGrammar) and otherwise treats it as
@@ -95,8 +91,6 @@ type lane struct {
 	pending    engine.Token
 	hasPending bool
 	finish     engine.Finish
-	rounds     int
-	emitted    int
 	hash       uint64
 	touchedAt  int
 	grammar    bool
@@ -160,8 +154,6 @@ func (e *Fake) compileGrammar(g *engine.GrammarSpec) (engine.GrammarID, error) {
 }
 
 func (e *Fake) Descriptor() *engine.Descriptor { return &e.desc }
-func (e *Fake) Yield()                         { e.yield.Store(1) }
-func (e *Fake) ClearYield()                    { e.yield.Store(0) }
 
 func (e *Fake) CopyPrefix(src, dst int32, n int) error {
 	if !e.seqOK(src) || !e.seqOK(dst) || n > len(e.seqs[src]) {
@@ -234,10 +226,6 @@ func (e *Fake) SetVocab(n int) {
 	e.desc.Vocab = max(n, 4)
 }
 
-// LastTickYieldedAt reports whether the last tick that yielded stopped on
-// the yield word after n steps.
-func (e *Fake) LastTickYieldedAt(n int) bool { return e.lastYieldSteps == n }
-
 func (e *Fake) seqOK(s int32) bool { return s >= 0 && int(s) < len(e.seqs) }
 
 func (e *Fake) kvUsed() int {
@@ -286,29 +274,9 @@ func (e *Fake) Tick(p *engine.Plan) (*engine.Events, error) {
 		e.seqOwner[a.Seq] = int64(a.Lane)
 		e.touch(l)
 	}
-	for i := range p.Decodes {
-		l := e.lanes[p.Decodes[i].Lane]
-		e.touch(l)
-		l.rounds = int(p.Decodes[i].Rounds)
-	}
-	var err error
-	for step := 0; ; step++ {
-		ran, serr := e.step(p, step == 0)
-		if serr != nil {
-			err = serr
-			break
-		}
-		if !ran {
-			break
-		}
-		if e.OnStep != nil {
-			e.OnStep(step)
-		}
-		if e.yield.Load() != 0 {
-			ev.Timings.Yielded = 1
-			e.lastYieldSteps = int(ev.Timings.Steps)
-			break
-		}
+	ran, err := e.step(p)
+	if ran && e.OnStep != nil {
+		e.OnStep(e.ticks)
 	}
 	for _, l := range e.touched {
 		ev.Lanes = append(ev.Lanes, engine.LaneEvent{
@@ -325,26 +293,16 @@ func (e *Fake) Tick(p *engine.Plan) (*engine.Events, error) {
 func (e *Fake) touch(l *lane) {
 	if l.touchedAt != e.ticks {
 		l.touchedAt = e.ticks
-		l.emitted = 0
-		l.rounds = 0
 		e.touched = append(e.touched, l)
 	}
 }
 
-// step runs one step: every prefill chunk (first step only) beside one
-// token per decoding lane. It reports false when there was nothing to run.
-func (e *Fake) step(p *engine.Plan, first bool) (bool, error) {
-	prefill, rows := 0, 0
-	if first {
-		for i := range p.Prefills {
-			prefill += int(p.Prefills[i].Count)
-		}
-	}
-	for i := range p.Decodes {
-		l := e.lanes[p.Decodes[i].Lane]
-		if l.hasPending && l.finish == engine.FinishNone && l.emitted < l.rounds {
-			rows++
-		}
+// step runs the plan's step: every prefill chunk beside one token per
+// decoding lane. It reports false when there was nothing to run.
+func (e *Fake) step(p *engine.Plan) (bool, error) {
+	prefill, rows := 0, len(p.Decodes)
+	for i := range p.Prefills {
+		prefill += int(p.Prefills[i].Count)
 	}
 	if prefill+rows == 0 {
 		return false, nil
@@ -357,23 +315,20 @@ func (e *Fake) step(p *engine.Plan, first bool) (bool, error) {
 	defer func() { e.decoding = decoding[:0] }()
 	for i := range p.Decodes {
 		l := e.lanes[p.Decodes[i].Lane]
-		if l.hasPending && l.finish == engine.FinishNone && l.emitted < l.rounds {
-			decoding = append(decoding, l)
-		}
+		e.touch(l)
+		decoding = append(decoding, l)
 	}
-	if first {
-		for i := range p.Prefills {
-			f := &p.Prefills[i]
-			l := e.lanes[f.Lane]
-			e.touch(l)
-			chunk := l.prompt[f.Offset : f.Offset+f.Count]
-			e.seqs[l.seq] = append(e.seqs[l.seq], chunk...)
-			l.hash = hashTokens(l.hash, chunk)
-			l.prefilled += int(f.Count)
-			e.ev.Timings.PrefillTokens += f.Count
-			if l.prefilled == len(l.prompt) {
-				e.sample(l)
-			}
+	for i := range p.Prefills {
+		f := &p.Prefills[i]
+		l := e.lanes[f.Lane]
+		e.touch(l)
+		chunk := l.prompt[f.Offset : f.Offset+f.Count]
+		e.seqs[l.seq] = append(e.seqs[l.seq], chunk...)
+		l.hash = hashTokens(l.hash, chunk)
+		l.prefilled += int(f.Count)
+		e.ev.Timings.PrefillTokens += f.Count
+		if l.prefilled == len(l.prompt) {
+			e.sample(l)
 		}
 	}
 	for _, l := range decoding {
@@ -383,12 +338,7 @@ func (e *Fake) step(p *engine.Plan, first bool) (bool, error) {
 		e.sample(l)
 	}
 	cost := e.Cost.Step + time.Duration(prefill)*e.Cost.PrefillToken + time.Duration(rows)*e.Cost.DecodeRow
-	if prefill > 0 {
-		e.ev.Timings.PrefillNS += int64(cost)
-	} else {
-		e.ev.Timings.DecodeNS += int64(cost)
-	}
-	e.ev.Timings.Steps++
+	e.ev.Timings.StepNS = int64(cost)
 	if e.clock != nil {
 		e.clock.Advance(cost)
 	}
@@ -400,7 +350,6 @@ func (e *Fake) sample(l *lane) {
 	t, eog := nextToken(l.hash, e.EOGEvery, e.desc.Vocab)
 	l.hash = hashTokens(l.hash, []engine.Token{t})
 	l.generated++
-	l.emitted++
 	if l.grammar {
 		e.ev.Timings.GrammarFast++
 	}

@@ -24,7 +24,7 @@ func (e *Fake) tracePlan(p *engine.Plan) {
 		fmt.Fprintf(w, "  prefill L%d [%d,+%d)\n", f.Lane, f.Offset, f.Count)
 	}
 	for _, d := range p.Decodes {
-		fmt.Fprintf(w, "  decode L%d rounds=%d\n", d.Lane, d.Rounds)
+		fmt.Fprintf(w, "  decode L%d\n", d.Lane)
 	}
 }
 
@@ -46,12 +46,9 @@ func (e *Fake) traceEvents(ev *engine.Events, err error) {
 	for _, l := range order {
 		parts = append(parts, fmt.Sprintf("L%d×%d", l, counts[l]))
 	}
-	fmt.Fprintf(w, "  => steps=%d tokens[%s]", ev.Timings.Steps, strings.Join(parts, " "))
+	fmt.Fprintf(w, "  => tokens[%s]", strings.Join(parts, " "))
 	if len(fin) > 0 {
 		fmt.Fprintf(w, " finished[%s]", strings.Join(fin, " "))
-	}
-	if ev.Timings.Yielded != 0 {
-		fmt.Fprintf(w, " yielded")
 	}
 	if err != nil {
 		fmt.Fprintf(w, " err=%q", err)

@@ -49,7 +49,7 @@ func (e *Fake) validate(p *engine.Plan) error {
 			return err
 		}
 	}
-	step0 := 0
+	rows := 0
 	for i := range p.Prefills {
 		f := &p.Prefills[i]
 		a := admitted(p, f.Lane)
@@ -77,7 +77,7 @@ func (e *Fake) validate(p *engine.Plan) error {
 				return failLane(engine.StatusInvalid, f.Lane, "prefill: lane %d twice", f.Lane)
 			}
 		}
-		step0 += int(f.Count)
+		rows += int(f.Count)
 	}
 	for i := range p.Decodes {
 		d := &p.Decodes[i]
@@ -89,10 +89,10 @@ func (e *Fake) validate(p *engine.Plan) error {
 		if a == nil && l == nil {
 			return failLane(engine.StatusUnknownLane, d.Lane, "decode: unknown lane %d", d.Lane)
 		}
-		if d.Rounds == 0 {
-			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: zero rounds", d.Lane)
+		if a != nil {
+			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: admitted in this plan, not prefilled", d.Lane)
 		}
-		if l != nil && l.finish != engine.FinishNone {
+		if l.finish != engine.FinishNone {
 			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: the lane has finished", d.Lane)
 		}
 		for _, g := range p.Decodes[:i] {
@@ -100,22 +100,13 @@ func (e *Fake) validate(p *engine.Plan) error {
 				return failLane(engine.StatusInvalid, d.Lane, "decode: lane %d twice", d.Lane)
 			}
 		}
-		prefilling := false
-		for _, f := range p.Prefills {
-			prefilling = prefilling || f.Lane == d.Lane
-		}
-		if l != nil && !l.hasPending && !prefilling {
+		if !l.hasPending {
 			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: its prompt is not prefilled", d.Lane)
 		}
-		if a != nil && !prefilling {
-			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: admitted without a prefill", d.Lane)
-		}
-		if l != nil && l.hasPending {
-			step0++
-		}
+		rows++
 	}
-	if step0 > e.desc.Batch {
-		return fail(engine.StatusBatch, "step of %d tokens exceeds the batch of %d", step0, e.desc.Batch)
+	if rows > e.desc.Batch {
+		return fail(engine.StatusBatch, "step of %d tokens exceeds the batch of %d", rows, e.desc.Batch)
 	}
 	// The native engine builds the admitted lanes' samplers last, checking
 	// their sampling and logit bias as it goes.
