@@ -27,7 +27,7 @@ func defaultDataDir() string {
 }
 
 func dataDirFlag() cli.Flag {
-	return &cli.StringFlag{Name: "data-dir", Value: defaultDataDir(), Usage: "directory for pulled models and the batch API's files and batches (serve: off turns the batch API off)", EnvVars: env("DATA_DIR")}
+	return &cli.StringFlag{Name: "data-dir", Value: defaultDataDir(), Usage: "directory for pulled models, the batch API's files and batches, and stored Responses API responses (serve: off turns the batch API off and keeps responses in memory)", EnvVars: env("DATA_DIR")}
 }
 
 func modelsDirFlag() cli.Flag {
