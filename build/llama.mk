@@ -19,7 +19,7 @@
 # one CPU backend at $(SIMD), unrenamed: a faster build for development.
 # Objects go to .cache/llama/<commit>/ (cpu-<variant>/ for each backend).
 
-LLAMA_CPP_DIR := $(abspath $(LLAMA_CPP_DIR))
+override LLAMA_CPP_DIR := $(abspath $(LLAMA_CPP_DIR))
 # The commit: from git when the tree is a clone (its own .git, not an
 # enclosing repository's), else from SOURCE.md (a
 # snapshot that says where it came from), else "unknown".
