@@ -99,55 +99,6 @@ func schemaRules(schema []byte, name string) (start, rules string, err error) {
 	if !ok {
 		return "", "", fmt.Errorf("reply: unexpected grammar shape")
 	}
-	rest = strings.TrimRight(renameRules(rest, name), "\n")
-	return name, fmt.Sprintf("%s ::= %s\n%s\n", name, renameRules(body, name), rest), nil
-}
-
-// renameRules prefixes with prefix+"-" every rule name text defines or
-// refers to, leaving literals, character classes and repetition counts
-// alone. text is the converter's output: one rule a line.
-func renameRules(text, prefix string) string {
-	var b strings.Builder
-	for i := 0; i < len(text); {
-		c := text[i]
-		switch {
-		case c == '"' || c == '[':
-			end := byte('"')
-			if c == '[' {
-				end = ']'
-			}
-			j := i + 1
-			for j < len(text) && text[j] != end {
-				if text[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			j = min(j+1, len(text))
-			b.WriteString(text[i:j])
-			i = j
-		case c == '{':
-			j := strings.IndexByte(text[i:], '}')
-			if j < 0 {
-				j = len(text) - i - 1
-			}
-			b.WriteString(text[i : i+j+1])
-			i += j + 1
-		case isRuleChar(c) && (c < '0' || c > '9'):
-			j := i
-			for j < len(text) && isRuleChar(text[j]) {
-				j++
-			}
-			b.WriteString(prefix + "-" + text[i:j])
-			i = j
-		default:
-			b.WriteByte(c)
-			i++
-		}
-	}
-	return b.String()
-}
-
-func isRuleChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+	rest = strings.TrimRight(grammar.Prefixed(rest, name+"-"), "\n")
+	return name, fmt.Sprintf("%s ::= %s\n%s\n", name, grammar.Prefixed(body, name+"-"), rest), nil
 }

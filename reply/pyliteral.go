@@ -29,7 +29,7 @@ func pyKwargs(text string) (json.RawMessage, error) {
 	out := map[string]any{}
 	for r.skip(); r.i < len(r.s); r.skip() {
 		j := r.i
-		for j < len(r.s) && (isRuleChar(r.s[j]) && r.s[j] != '-') {
+		for j < len(r.s) && isIdentChar(r.s[j]) {
 			j++
 		}
 		key := r.s[r.i:j]
@@ -208,4 +208,9 @@ func (r *pyReader) str() (any, error) {
 		}
 	}
 	return nil, fmt.Errorf("a string does not end")
+}
+
+// isIdentChar reports a byte of a Python identifier (ASCII).
+func isIdentChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }

@@ -57,7 +57,7 @@ func (p *pythonic) parse(block string) ([]ToolCall, error) {
 	r := pyReader{s: inner}
 	for r.skip(); r.i < len(r.s); r.skip() {
 		j := r.i
-		for j < len(r.s) && (isRuleChar(r.s[j]) && r.s[j] != '-' || r.s[j] == '.') {
+		for j < len(r.s) && (isIdentChar(r.s[j]) || r.s[j] == '.') {
 			j++
 		}
 		name := r.s[r.i:j]
@@ -215,7 +215,7 @@ func orderedKeys(raw json.RawMessage) ([]keyValue, error) {
 
 func isPyIdent(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if !(isRuleChar(s[i]) && s[i] != '-') || i == 0 && s[i] >= '0' && s[i] <= '9' {
+		if !isIdentChar(s[i]) || i == 0 && s[i] >= '0' && s[i] <= '9' {
 			return false
 		}
 	}
