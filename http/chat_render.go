@@ -66,27 +66,6 @@ func renderChat(m *Model, msgs []chat.Message) ([]engine.Token, error) {
 	return prompt, checkPrompt(m, prompt)
 }
 
-// renderContinuation renders a conversation for the assistant's next turn.
-// When the conversation ends with an assistant message, that message is
-// the start of the reply (Ollama's and Anthropic's "prefill"): the rest is
-// rendered with the generation prompt and the partial reply appended, so
-// the model continues it instead of starting a new turn.
-func renderContinuation(m *Model, msgs []chat.Message) ([]engine.Token, error) {
-	last := len(msgs) - 1
-	if last < 1 || msgs[last].Role != chat.RoleAssistant || len(msgs[last].ToolCalls) > 0 {
-		return renderChat(m, msgs)
-	}
-	text, err := chatPrompt(m, chat.Request{Messages: msgs[:last], AddGenerationPrompt: true})
-	if err != nil {
-		return nil, err
-	}
-	prompt, err := tokenize(m, text+msgs[last].Content, true)
-	if err != nil {
-		return nil, err
-	}
-	return prompt, checkPrompt(m, prompt)
-}
-
 // callOnlyTurns marks the assistant turns that carry calls and no text as
 // having no content, for the APIs that cannot send OpenAI's null: a turn
 // of tool_use blocks, function_call items, or Ollama's tool_calls beside

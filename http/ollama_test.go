@@ -113,11 +113,11 @@ func TestOllamaWindowAndLimit(t *testing.T) {
 func TestRenderContinuation(t *testing.T) {
 	m := chatmlModel(t, 512)
 	render := func(msgs ...chat.Message) string {
-		toks, err := renderContinuation(m, msgs)
+		text, err := renderTurn(m, chat.Request{Messages: msgs, AddGenerationPrompt: true}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return m.Text.Detokenize(toks, true)
+		return text
 	}
 	user := chat.Message{Role: chat.RoleUser, Content: "hi"}
 	if got := render(user); got != "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" {
