@@ -173,7 +173,9 @@ func (t *Turn) acquire(ctx context.Context, class Class) (waited bool, err error
 			return true, w.err
 		}
 		t.active = false
-		a.grantNext(nil, 0)
+		if a.holder == t { // not passed on by a Leave already
+			a.grantNext(nil, 0)
+		}
 	default:
 		a.removeWait(w)
 		t.active = false

@@ -45,10 +45,11 @@ type Config struct {
 
 	// Arbiter is this engine's place at the process's Arbiter, when several
 	// engines share the machine: each step that decodes waits for its
-	// turn, and Agent and Background prefill steps stay short while
-	// another engine has Chat or FIM work (doc.go, "Several engines").
-	// nil: the engine steps whenever it has work. The Scheduler never
-	// calls Leave; its owner does, after Run has returned.
+	// turn, and Agent and Background prefill steps stay at the newcomer
+	// bound while another engine shares the arbiter (doc.go, "Several
+	// engines"). nil: the engine steps whenever it has work. The Scheduler
+	// never calls Leave; its owner does when the engine is unloaded (a Run
+	// waiting for its turn then returns).
 	Arbiter *Turn
 
 	// Logger receives what goes wrong on the scheduler's goroutine (a tick

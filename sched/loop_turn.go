@@ -8,10 +8,11 @@ import (
 // stepInTurn runs the step planned from now in the engine's turn at the
 // arbiter: it states the most urgent class the step can run, waits for the
 // turn (readying the lanes again after a wait), plans and ticks, and
-// releases the turn, claiming the next one if work remains. A step that decodes nothing (retires, admits, lanes
-// waiting on restores) takes no turn, and one ending idle keeps none, so
-// an engine never holds others up while it waits. When the acquire fails
-// (ctx ended, the turn left) nothing runs and turnErr says why.
+// releases the turn, claiming the next one if work remains. A step that
+// decodes nothing (retires, admits, lanes waiting on restores) takes no
+// turn, and one ending idle keeps none, so an engine never holds others
+// up while it waits. When the acquire fails (ctx ended, the turn left)
+// nothing runs and turnErr says why.
 func (l *loop) stepInTurn(ctx context.Context, now time.Time) bool {
 	p := l.p
 	class, runs := p.runnableClass()
