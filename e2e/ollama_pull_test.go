@@ -222,6 +222,26 @@ func TestOllamaPullListDelete(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "served.gguf")); err != nil {
 		t.Fatal("the served model was removed")
 	}
+
+	// A plain URL: its digest is unknown until the end, so its lines are
+	// keyed by the file's name; it is deleted by the URL it came from.
+	url := h.URL + "/org/repo/resolve/main/tiny-Q8_0.gguf"
+	seen = nil
+	if err := c.Pull(ctx, &api.PullRequest{Model: url}, func(p api.ProgressResponse) error {
+		seen = append(seen, p)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if last := lastOf(seen, "pulling tiny-Q8_0.gguf"); last.Digest != "tiny-Q8_0.gguf" || last.Completed != int64(len(data)) || last.Total != int64(len(data)) {
+		t.Fatalf("a URL's download lines: %+v", seen)
+	}
+	if err := c.Delete(ctx, &api.DeleteRequest{Model: url}); err != nil {
+		t.Fatal(err)
+	}
+	if left := dirFiles(t, dir); !slices.Equal(left, []string{"served.gguf"}) {
+		t.Fatalf("files left after deleting by URL: %q", left)
+	}
 	if leaked := leakedGoroutines(before); len(leaked) > 0 {
 		t.Errorf("%d goroutines left behind:\n%s", len(leaked), leaked)
 	}

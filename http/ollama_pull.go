@@ -178,8 +178,11 @@ func storeError(err error, name string) error {
 }
 
 // ollamaProgressOf words a store's report as Ollama's progress line.
-// Ollama names a layer by its digest's first 12 hex digits; a file whose
-// digest is not yet known (a plain URL) is named by its file name.
+// Ollama names a layer by its digest's first 12 hex digits. A file whose
+// digest is not yet known (a plain URL) is named by its file name, in the
+// digest field too: clients key progress bars by the digest (Ollama's CLI
+// takes one without "sha256:" as the bar's name) and Open WebUI shows a
+// line without one as a notification, one per line.
 func ollamaProgressOf(p PullProgress) ollamaProgress {
 	switch p.Phase {
 	case PullResolving:
@@ -189,7 +192,7 @@ func ollamaProgressOf(p PullProgress) ollamaProgress {
 	case PullWriting:
 		return ollamaProgress{Status: "writing manifest"}
 	}
-	out := ollamaProgress{Status: "pulling " + p.File, Total: p.Total, Completed: p.Completed}
+	out := ollamaProgress{Status: "pulling " + p.File, Digest: p.File, Total: p.Total, Completed: p.Completed}
 	if len(p.SHA256) >= 12 {
 		out.Status, out.Digest = "pulling "+p.SHA256[:12], "sha256:"+p.SHA256
 	}

@@ -150,7 +150,7 @@ func TestOllamaPullErrorMidStreamIsAnErrorLine(t *testing.T) {
 	if status != 200 || len(lines) != 3 {
 		t.Fatalf("%d %v", status, lines)
 	}
-	if lines[1]["status"] != "pulling m.gguf" || lines[1]["digest"] != nil || lines[1]["completed"] != 4.0 {
+	if lines[1]["status"] != "pulling m.gguf" || lines[1]["digest"] != "m.gguf" || lines[1]["completed"] != 4.0 {
 		t.Fatalf("a file of unknown digest: %v", lines[1])
 	}
 	if lines[2]["error"] != "pull: https://example.com/m.gguf is not a GGUF file" || len(lines[2]) != 1 {
