@@ -87,8 +87,8 @@ func serveAction(c *cli.Context) error {
 		ChatTemplateFile: c.String("chat-template-file"),
 		ParkDir:          dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
-		DataDir: dirOrOff(c.String("data-dir")),
-		Sched:   sched.Config{ClassLanes: classLanes},
+		DataDir: dirOrOff(c.String("data-dir")), ModelsDir: modelsDir(c),
+		Sched: sched.Config{ClassLanes: classLanes},
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header")},
 	})

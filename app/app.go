@@ -60,6 +60,14 @@ type Options struct {
 	// through (tests hold a batch at a known point with it).
 	WrapBatchDoer func(batch.Doer) batch.Doer
 
+	// ModelsDir is the models directory Ollama's /api/pull and /api/delete
+	// work on and /api/tags lists; "" turns them off.
+	ModelsDir string
+	// UnloadModel, when set, unloads a loaded model (by its local name)
+	// before /api/delete removes its file; an error refuses the delete.
+	// The model the stack serves is never deleted.
+	UnloadModel func(name string) error
+
 	Sched sched.Config // Lanes is filled from Lanes
 	HTTP  sfhttp.Config
 }
@@ -105,6 +113,7 @@ func Start(addr string, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.openResponses(o) // before the model: no request may store in memory first
+	s.openModelStore(o)
 	srv.SetModel(s.Model)
 	s.openBatches(o)
 	return s, nil

@@ -3,6 +3,7 @@ package http
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -14,9 +15,10 @@ import (
 
 // ollamaRoutes serve Ollama's API (github.com/ollama/ollama/api, v0.24.0)
 // for the one model this server runs: Ollama's own client, Continue, Open
-// WebUI and the editors that speak it can use the server unchanged. The
-// model lifecycle endpoints (pull, create, copy, delete) are absent: the
-// model is chosen when the server starts.
+// WebUI and the editors that speak it can use the server unchanged. Pull
+// and delete work on the models directory (ollama_pull.go); /api/tags
+// lists its models beside the one served. Create, copy and push are
+// absent: the served model is chosen when the server starts.
 func ollamaRoutes() map[string]route {
 	return map[string]route{
 		// Clients probe "/" (HEAD or GET) and /api/version before anything
@@ -29,6 +31,8 @@ func ollamaRoutes() map[string]route {
 		"/api/show":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaShow},
 		"/api/generate": {method: "POST", kind: apiOllama, handler: (*Server).ollamaGenerate},
 		"/api/chat":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaChat},
+		"/api/pull":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaPull},
+		"/api/delete":   {method: "DELETE", kind: apiOllama, handler: (*Server).ollamaDelete},
 	}
 }
 
@@ -48,12 +52,36 @@ func (s *Server) ollamaVersion(ctx *fasthttp.RequestCtx, _ *Model) error {
 	return writeJSON(ctx, map[string]string{"version": v})
 }
 
+// ollamaTags lists the served model, then the models directory's others.
 func (s *Server) ollamaTags(ctx *fasthttp.RequestCtx, m *Model) error {
 	f := modelFacts(m)
 	name := ollamaName(m)
-	return writeJSON(ctx, map[string]any{"models": []ollamaListModel{{
+	list := []ollamaListModel{{
 		Name: name, Model: name, ModifiedAt: f.modified, Size: f.size, Digest: m.Desc.Identity, Details: f.details,
-	}}})
+	}}
+	if st := s.modelStore(); st != nil {
+		stored, err := st.List(ctx)
+		if err != nil { // the served model is still there to list
+			slog.Warn("listing the models directory", "err", err)
+		}
+		list = append(list, ollamaStored(stored, m)...)
+	}
+	return writeJSON(ctx, map[string]any{"models": list})
+}
+
+// ollamaStored lists the directory's models but the served one, with the
+// details their GGUF headers give.
+func ollamaStored(stored []StoredModel, served *Model) []ollamaListModel {
+	var out []ollamaListModel
+	for _, sm := range stored {
+		if sameFile(sm.Path, served.Path) {
+			continue
+		}
+		name := ollamaName(&Model{Name: sm.Name})
+		out = append(out, ollamaListModel{Name: name, Model: name, ModifiedAt: sm.Modified, Size: sm.Size,
+			Digest: sm.SHA256, Details: storedDetails(sm)})
+	}
+	return out
 }
 
 // ollamaPS lists the model as running. It never expires (keep_alive is

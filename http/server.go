@@ -90,7 +90,12 @@ type Server struct {
 	routes    map[string][]route
 	patterns  []string
 	batches   atomic.Pointer[batches.Store]
-	responses respStore // the Responses API's stored responses
+	responses respStore                  // the Responses API's stored responses
+	models    atomic.Pointer[ModelStore] // the models directory (SetModelStore)
+	// stopping ends when Shutdown begins: pulls stop then (a later pull
+	// resumes them) instead of holding the drain open.
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 type route struct {
@@ -107,6 +112,7 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, started: time.Now(), fimCache: newCompletionCache(cfg.CompletionCache)}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.routes, s.patterns = s.routeTable()
 	s.srv = &fasthttp.Server{
 		Handler:                            s.serve,
@@ -139,6 +145,7 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 // configured drain time, or ctx), then closes the listeners.
 func (s *Server) Shutdown(ctx context.Context) error {
 	done := s.gate.drain()
+	s.stop()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Drain)
 	defer cancel()
 	select {
