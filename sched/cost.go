@@ -20,7 +20,8 @@ import "math"
 // at one depth cannot tell a from b) it is the flat rate, the moments'
 // mean. Neither coefficient is ever negative, and a step whose time is
 // absurd against the fit (a stall, a clock jump, a hostile timing) counts
-// as at most outlierFactor times off it.
+// as at most outlierFactor times off it, wherever the fit can judge it (a
+// line; a flat rate only at about the depth it was learnt at).
 type rowCost struct {
 	// Decayed moments of the samples: weight, Σx, Σy, Σx², Σxy, with x the
 	// mean depth of a step's rows and y its seconds per row.
