@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	nethttp "net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"superfluid/embed"
 	"superfluid/engine"
@@ -403,5 +405,60 @@ func TestNormalize(t *testing.T) {
 	v, _ = normalize([]float32{3, -4}, 1)
 	if math.Abs(float64(v[0])-3.0/7) > 1e-7 {
 		t.Errorf("taxicab: %v", v)
+	}
+}
+
+// Ollama clients read an embedding model's capabilities from /api/show.
+func TestOllamaShowsEmbeddingCapability(t *testing.T) {
+	c, _ := embedServer(t)
+	status, _, b := call(t, c, "POST", "/api/show", `{"model":"stub"}`)
+	var r struct{ Capabilities []string }
+	if status != 200 || json.Unmarshal(b, &r) != nil || fmt.Sprint(r.Capabilities) != "[embedding]" {
+		t.Fatalf("show: %d %s", status, b)
+	}
+}
+
+// blockingEmbedder waits for its request's context to end and reports it.
+type blockingEmbedder struct {
+	stubEmbedder
+	cancelled chan struct{}
+}
+
+func (b *blockingEmbedder) Embed(ctx context.Context, _ [][]engine.Token, _ sched.Class) ([][]float32, error) {
+	<-ctx.Done()
+	close(b.cancelled)
+	return nil, ctx.Err()
+}
+
+// A client that hangs up cancels its embedding request: the runner drops
+// what it had not run.
+func TestEmbedClientGoneCancels(t *testing.T) {
+	m, _ := stubModel(t)
+	m.Sched = nil
+	be := &blockingEmbedder{cancelled: make(chan struct{})}
+	m.Embed = be
+	s, err := NewServer(Config{ClientPoll: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetModel(m)
+	// A real socket: the watch peeks at the connection, which an
+	// in-memory pipe cannot show closed.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	defer func() { s.srv.Shutdown(); <-done }()
+	c := &nethttp.Client{Timeout: 100 * time.Millisecond}
+	if resp, err := c.Post("http://"+ln.Addr().String()+"/v1/embeddings", "application/json", strings.NewReader(`{"input":"a"}`)); err == nil {
+		resp.Body.Close()
+		t.Fatal("the blocked request answered")
+	}
+	select {
+	case <-be.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's context did not end when its client left")
 	}
 }
