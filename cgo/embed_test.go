@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"superfluid/engine"
+	"superfluid/engine/enginetest"
 	"superfluid/synth"
 )
 
@@ -178,5 +179,40 @@ func TestEmbedAndGenerateRefuseEachOther(t *testing.T) {
 	prompt := promptTokens(t, emb, 4, "gen")
 	if _, err := runToEnd(emb, admitOne(emb, 1, prompt, nil, engine.Greedy(), 2)); !errors.Is(err, engine.ErrUnsupported) {
 		t.Errorf("embedding model ticked: %v", err)
+	}
+}
+
+// The fake embedder refuses exactly what the native engine refuses, with
+// the same status, so tests above cgo prove something about real calls.
+func TestEmbedConformance(t *testing.T) {
+	real := openEmbed(t, "mean", 4, 64)
+	d := real.Descriptor()
+	maxIn, maxTok := real.EmbedLimits()
+	fake := enginetest.NewEmbedder(d.Vocab, maxIn, maxTok, real.EmbedDim())
+	ok := promptTokens(t, real, 8, "ok")
+	long := promptTokens(t, real, 65, "long")
+	calls := map[string][][]engine.Token{
+		"fine":            {ok, ok[:3]},
+		"no inputs":       nil,
+		"empty input":     {ok, {}},
+		"negative token":  {{1, -1}},
+		"token past":      {{engine.Token(d.Vocab)}},
+		"input too long":  {long},
+		"batch too big":   {long[:40], long[:40]},
+		"too many inputs": {ok, ok, ok, ok, ok},
+		"whole batch":     {long[:32], long[:32]},
+	}
+	for name, in := range calls {
+		_, rerr := real.Embed(in, nil)
+		fv, ferr := fake.Embed(in, nil)
+		var re, fe *engine.Error
+		errors.As(rerr, &re)
+		errors.As(ferr, &fe)
+		if (re == nil) != (fe == nil) || re != nil && re.Status != fe.Status {
+			t.Errorf("%s: engine %v, fake %v", name, rerr, ferr)
+		}
+		if ferr == nil && len(fv) != len(in)*real.EmbedDim() {
+			t.Errorf("%s: the fake gave %d floats", name, len(fv))
+		}
 	}
 }

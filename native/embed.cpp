@@ -96,7 +96,11 @@ int check_embed(sf_engine *e, const int32_t *tokens, uint32_t n_tokens, const sf
 }
 
 // Empties the sequences a call used (and any a failed call left behind).
+// An encoder (BERT and kin) has no memory: llama_decode runs it whole.
 void clear_sequences(sf_engine *e, uint32_t n_in) {
+    if (e->mem == nullptr) {
+        return;
+    }
     for (uint32_t i = 0; i < n_in; i++) {
         llama_memory_seq_rm(e->mem, (llama_seq_id)i, -1, -1);
     }
