@@ -161,7 +161,7 @@ func embedTokens(m *Model, sp *embedSpec) ([][]engine.Token, int, error) {
 		}
 		if len(toks) > limit {
 			if !sp.truncate {
-				e := badParam(sp.field, "%s: input %d is %d tokens; an input may have at most %d", sp.field, i, len(toks), limit)
+				e := badParam(sp.field, "%s: input %d is %d tokens; an input may have at most %d (the context of one embedding call)", sp.field, i, len(toks), limit)
 				e.Code = "context_length_exceeded"
 				return nil, 0, e
 			}
