@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -288,4 +289,52 @@ func postEmbed(t *testing.T, url, body string, out any) (int, string) {
 		}
 	}
 	return resp.StatusCode, string(b)
+}
+
+// `superfluid batch` over an embedding model: a JSONL of embedding
+// requests (OpenAI's batch form and bare {"input"} lines) answers what the
+// same requests get alone.
+func TestEmbeddingsBatchCLI(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	texts := embedTexts(6)
+	var lines []string
+	for i, text := range texts {
+		body := map[string]any{"input": text}
+		if i%2 == 0 {
+			b, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint("e", i), "method": "POST", "url": "/v1/embeddings", "body": body})
+			lines = append(lines, string(b))
+		} else {
+			body["custom_id"] = fmt.Sprint("e", i)
+			b, _ := json.Marshal(body)
+			lines = append(lines, string(b))
+		}
+	}
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := embedModel(t, "mean")
+	if stderr, err := runBatch(t, "--model", model, "--alias", "embed", "--threads", "1", in, "-o", out); err != nil {
+		t.Fatalf("batch: %v\n%s", err, stderr)
+	}
+	recs := readBatchOutput(t, out)
+	st := startStack(t, app.Options{ModelPath: model, Alias: "embed"})
+	for i, text := range texts {
+		r := recs[fmt.Sprint("e", i)]
+		if !r.Succeeded() {
+			t.Fatalf("e%d: %+v", i, r)
+		}
+		var got, alone struct{ Data []struct{ Embedding []float64 } }
+		if err := json.Unmarshal(r.Response.Body, &got); err != nil || len(got.Data) != 1 {
+			t.Fatalf("e%d: %v %s", i, err, r.Response.Body)
+		}
+		if status, body := postEmbed(t, st.URL()+"/v1/embeddings", `{"input":`+strconv.Quote(text)+`}`, &alone); status != 200 {
+			t.Fatalf("e%d alone: %d %s", i, status, body)
+		}
+		for k, x := range alone.Data[0].Embedding {
+			if math.Abs(x-got.Data[0].Embedding[k]) > 1e-5 {
+				t.Fatalf("e%d value %d: batch %g, alone %g", i, k, got.Data[0].Embedding[k], x)
+			}
+		}
+	}
 }
