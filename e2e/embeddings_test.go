@@ -324,7 +324,9 @@ func TestEmbeddingsBatchCLI(t *testing.T) {
 		if !r.Succeeded() {
 			t.Fatalf("e%d: %+v", i, r)
 		}
-		var got, alone struct{ Data []struct{ Embedding []float64 } }
+		var got, alone struct {
+			Data []struct{ Embedding []float64 }
+		}
 		if err := json.Unmarshal(r.Response.Body, &got); err != nil || len(got.Data) != 1 {
 			t.Fatalf("e%d: %v %s", i, err, r.Response.Body)
 		}
