@@ -165,12 +165,24 @@ func embedTokens(m *Model, sp *embedSpec) ([][]engine.Token, int, error) {
 				e.Code = "context_length_exceeded"
 				return nil, 0, e
 			}
-			toks = toks[:limit]
+			toks = cutInput(m, toks, limit, !in.isTokens)
 		}
 		out[i] = toks
 		total += len(toks)
 	}
 	return out, total, nil
+}
+
+// cutInput keeps an input's first limit tokens. A tokenized text that
+// ends with the EOS the vocabulary appends keeps it last — Ollama gets the
+// same by detokenizing the cut and tokenizing it again — since a model
+// pooling its last token is trained to pool that one.
+func cutInput(m *Model, toks []engine.Token, limit int, tokenized bool) []engine.Token {
+	eos := m.Desc.EOS
+	if tokenized && limit >= 2 && eos >= 0 && toks[len(toks)-1] == eos {
+		return append(toks[:limit-1:limit-1], eos)
+	}
+	return toks[:limit]
 }
 
 func embedTokenize(m *Model, sp *embedSpec, i int, text string) ([]engine.Token, error) {
@@ -181,7 +193,10 @@ func embedTokenize(m *Model, sp *embedSpec, i int, text string) ([]engine.Token,
 		// More text than this cannot reach the first tokens the cut keeps.
 		text = keepHead(text, limit)
 	}
-	toks, err := m.Text.Tokenize(text, m.Desc.AddBOS, true)
+	// add_special as llama-server passes it: the vocabulary's own BOS and
+	// EOS rules apply (an embedding model that pools its last token, as
+	// Qwen3-Embedding does, needs the EOS it appends).
+	toks, err := m.Text.Tokenize(text, true, true)
 	if errors.Is(err, engine.ErrClosed) {
 		return nil, errShutDown
 	}
@@ -201,8 +216,10 @@ func embedError(field string, err error) error {
 		return &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "overloaded_error", Msg: "too many embedding inputs are queued; try again shortly"}
 	case errors.Is(err, embed.ErrClosed):
 		return unavailable("the server is shutting down")
-	case errors.Is(err, context.Canceled):
-		return &apiError{Status: 499, Type: "invalid_request_error", Msg: "the client went away"}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client went away (or a dispatched batch request was
+		// abandoned); nobody reads this answer.
+		return &apiError{Status: 499, Type: "invalid_request_error", Msg: "the request was cancelled before its inputs ran"}
 	}
 	return serverError("embedding: %v", err)
 }

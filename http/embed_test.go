@@ -462,3 +462,37 @@ func TestEmbedClientGoneCancels(t *testing.T) {
 		t.Fatal("the request's context did not end when its client left")
 	}
 }
+
+// eosText is stubText with the EOS a vocabulary's add_special appends.
+type eosText struct{ stubText }
+
+func (t eosText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engine.Token, error) {
+	toks, _ := t.stubText.Tokenize(text, addSpecial, parseSpecial)
+	if addSpecial {
+		toks = append(toks, stubEOS)
+	}
+	return toks, nil
+}
+
+// Inputs are tokenized with the vocabulary's special tokens, and a cut
+// keeps the EOS last.
+func TestEmbedTruncationKeepsEOS(t *testing.T) {
+	m, _ := stubModel(t)
+	m.Sched, m.Text = nil, eosText{}
+	st := &stubEmbedder{}
+	m.Embed = st
+	s, _ := NewServer(Config{})
+	s.SetModel(m)
+	c := memServer(t, s)
+	if status, _, b := call(t, c, "POST", "/api/embed", `{"model":"stub","input":["abc","`+strings.Repeat("x", 100)+`"],"options":{"num_ctx":10}}`); status != 200 {
+		t.Fatalf("%d %s", status, b)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if fmt.Sprint(st.inputs[0]) != fmt.Sprint([]engine.Token{'a', 'b', 'c', stubEOS}) {
+		t.Errorf("short input %v", st.inputs[0])
+	}
+	if got := st.inputs[1]; len(got) != 10 || got[9] != stubEOS || got[8] != 'x' {
+		t.Errorf("cut input %v", got)
+	}
+}
