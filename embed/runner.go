@@ -191,8 +191,14 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		}
 		c := plan(queue, r.maxInputs, r.maxTokens)
-		if c.empty {
-			continue // unreachable: every queued job has inputs left
+		if c.empty || len(c.parts) == 0 {
+			// Unreachable: Embed refuses inputs no call could take, and
+			// every queued job has inputs left. Fail loudly, never spin.
+			for _, j := range queue {
+				r.finish(j, errors.New("embed: internal error: queued inputs fit no engine call"))
+			}
+			queue = queue[:0]
+			continue
 		}
 		if err := r.acquire(ctx, c.class); err != nil {
 			return nil // ctx ended while waiting for a turn
