@@ -216,6 +216,9 @@ func (s *Stack) load(o Options) error {
 	if err := checkParkOptions(o); err != nil {
 		return err
 	}
+	if isEmbeddingModel(o.ModelPath) {
+		return s.loadEmbedding(o)
+	}
 	start := time.Now()
 	eng, err := cgo.Open(cgo.Options{ModelPath: o.ModelPath, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn})
 	if err != nil {

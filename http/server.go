@@ -104,6 +104,10 @@ type route struct {
 	handler func(*Server, *fasthttp.RequestCtx, *Model) error
 	public  bool // no API key needed
 	loading bool // answers while the model loads
+	// embeds: an embedding route, which a generation model refuses;
+	// generates: a route that generates text, which an embedding model
+	// refuses (generationPaths).
+	embeds, generates bool
 }
 
 // NewServer returns a server with no model yet.
@@ -183,6 +187,10 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, checkKey bool) {
 	m := s.model.Load()
 	if m == nil && !r.loading {
 		writeError(ctx, r.kind, unavailable("the model is loading"))
+		return
+	}
+	if err := checkModelKind(m, r); err != nil {
+		writeError(ctx, r.kind, err)
 		return
 	}
 	if !s.gate.enter() {
