@@ -52,8 +52,8 @@ type Options struct {
 	// NoRepack keeps the weights in the file's layout instead of the CPU
 	// backend's repacked copy (Q4_0, Q4_K, IQ4_NL in interleaved rows for
 	// the AVX2 kernels; other types are never repacked on x86): less
-	// memory and a load without the copy, slower prompt processing.
-	// llama-server's --no-repack.
+	// memory and a load without the copy, slower matrix products (prefill
+	// and batched decode). llama-server's --no-repack.
 	NoRepack  bool
 	GPULayers int // layers to offload in a GPU build: 0 all (default), <0 none
 }
