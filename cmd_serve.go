@@ -83,7 +83,7 @@ func serveAction(c *cli.Context) error {
 	addr := net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port")))
 	st, err := app.Start(addr, app.Options{
 		ModelPath: modelPath, Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
-		Threads: c.Int("threads"), Batch: c.Int("batch"), KVType: c.String("kv-type"), FlashAttn: c.String("flash-attn"), HostCache: hostCache,
+		Threads: c.Int("threads"), Batch: c.Int("batch"), KVType: c.String("kv-type"), FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), HostCache: hostCache,
 		ChatTemplateFile: c.String("chat-template-file"),
 		ParkDir:          dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),

@@ -38,6 +38,7 @@ type Options struct {
 	Batch     int    // default cgo.DefaultBatch, at least 2 per lane
 	KVType    string // default f16
 	FlashAttn string // on (default), off or auto; see cgo.Options
+	NoRepack  bool   // weights in the file's layout, not repacked; see cgo.Options
 	HostCache int64  // bytes for evicted conversation state; default 1 GiB, <0 off
 
 	// ChatTemplateFile, when set, is a Jinja chat template that replaces
@@ -220,7 +221,7 @@ func (s *Stack) load(o Options) error {
 		return s.loadEmbedding(o)
 	}
 	start := time.Now()
-	eng, err := cgo.Open(cgo.Options{ModelPath: o.ModelPath, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn})
+	eng, err := cgo.Open(cgo.Options{ModelPath: o.ModelPath, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack})
 	if err != nil {
 		return err
 	}
@@ -258,7 +259,8 @@ func (s *Stack) load(o Options) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopSched, s.schedDone = cancel, make(chan error, 1)
 	go func() { s.schedDone <- sc.Run(ctx) }()
-	slog.Info("model loaded", "model", o.Alias, "took", time.Since(start).Round(time.Millisecond), "lanes", o.Lanes, "ctx", desc.Ctx, "fim", s.Model.FIM != nil && s.Model.FIM.Capable())
+	slog.Info("model loaded", "model", o.Alias, "took", time.Since(start).Round(time.Millisecond), "lanes", o.Lanes, "ctx", desc.Ctx, "fim", s.Model.FIM != nil && s.Model.FIM.Capable(),
+		"repacked_weight_bytes", eng.RepackedBytes())
 	return nil
 }
 

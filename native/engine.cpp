@@ -280,6 +280,7 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     mp.use_mmap = p->use_mmap != 0;
 #endif
     mp.n_gpu_layers = p->n_gpu_layers;
+    mp.use_extra_bufts = p->use_extra_bufts != 0;
     e->model = llama_model_load_from_file(p->model_path, mp);
     if (e->model == nullptr) {
         snprintf(msg, msg_len, "cannot load model %s (see debug log for llama.cpp's reason)", p->model_path);

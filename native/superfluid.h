@@ -77,6 +77,11 @@ typedef struct sf_open_params {
     int32_t use_mmap;
     int32_t max_lanes;   /* lanes that may be admitted at once */
     int32_t n_gpu_layers;/* layers offloaded to a GPU backend, if one is loaded */
+    /* 1: weights go through the CPU backend's extra buffer types, which
+     * repack Q4_0/Q4_K/IQ4_NL into interleaved rows when the build has
+     * them (llama.cpp's default); 0: weights stay in the (mmap'd) file
+     * layout (llama-server's --no-repack). */
+    int32_t use_extra_bufts;
     /* The caller's identity of the model file (a digest); exported state
      * carries it and import refuses state from any other model. */
     uint8_t model_id[32];
@@ -324,6 +329,12 @@ int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, in
 
 /* The CPU features ggml's CPU backend was built with, "NAME=VALUE;…". */
 int32_t sf_cpu_features(char *out, int32_t cap);
+
+/* Bytes of the open model's weights that sit in buffers of the named
+ * type: "CPU_REPACK" is the CPU backend's repacked copy (0 when the build
+ * does not repack, sf_open_params.use_extra_bufts was 0, or no weight has
+ * a repackable type). */
+int64_t sf_weight_bytes_in(const sf_engine *e, const char *buffer_type);
 
 /* The llama.cpp compiled in: its commit, and where its source came from. */
 const char *sf_llama_commit(void);

@@ -13,7 +13,8 @@ type Options struct {
 	// VocabFile is a vocab-only GGUF whose tokenizer is grafted onto the
 	// model; "" uses the built-in vocabulary.
 	VocabFile string
-	// Type is the matrix encoding: "f16" (default when empty) or "q8_0".
+	// Type is the matrix encoding: "f16" (default when empty), "q8_0" or
+	// "q4_0" (the type the CPU backend repacks on x86; see cgo.Options).
 	Type string
 	Seed uint64
 	// Arch is the architecture: "llama" (default when empty), "qwen2",
@@ -53,9 +54,10 @@ func poolingType(name string) (v uint32, ok bool, err error) {
 // length.
 const SuppressScale = 0.01
 
-// general.file_type values (llama_ftype): all matrices F16 / Q8_0.
+// general.file_type values (llama_ftype): all matrices F16 / Q4_0 / Q8_0.
 const (
 	fileTypeF16  uint32 = 1
+	fileTypeQ4_0 uint32 = 2
 	fileTypeQ8_0 uint32 = 7
 )
 
@@ -66,8 +68,10 @@ func ggmlType(name string) (gguf.GGMLType, uint32, error) {
 		return gguf.F16, fileTypeF16, nil
 	case "q8_0":
 		return gguf.Q8_0, fileTypeQ8_0, nil
+	case "q4_0":
+		return gguf.Q4_0, fileTypeQ4_0, nil
 	}
-	return 0, 0, fmt.Errorf("synth: unknown type %q (valid: f16, q8_0)", name)
+	return 0, 0, fmt.Errorf("synth: unknown type %q (valid: f16, q8_0, q4_0)", name)
 }
 
 // Write generates the model and writes it to path atomically (a temporary
