@@ -19,8 +19,8 @@ func commonRoutes() map[string]route {
 
 // health answers 503 while the model loads and 200 once it serves, as
 // llama.cpp's server does (editors poll it before their first request).
-func (s *Server) health(ctx *fasthttp.RequestCtx, m *Model) error {
-	if m == nil {
+func (s *Server) health(ctx *fasthttp.RequestCtx, _ *Model) error {
+	if s.registry() == nil {
 		return &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "unavailable_error", Msg: "Loading model"}
 	}
 	ctx.SetContentType("application/json")

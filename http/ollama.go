@@ -24,8 +24,8 @@ func ollamaRoutes() map[string]route {
 		// as they reveal nothing.
 		"/":             {method: "GET", kind: apiOllama, handler: (*Server).ollamaRoot, public: true, loading: true},
 		"/api/version":  {method: "GET", kind: apiOllama, handler: (*Server).ollamaVersion, public: true, loading: true},
-		"/api/tags":     {method: "GET", kind: apiOllama, handler: (*Server).ollamaTags},
-		"/api/ps":       {method: "GET", kind: apiOllama, handler: (*Server).ollamaPS},
+		"/api/tags":     {method: "GET", kind: apiOllama, handler: (*Server).ollamaTags, anyModel: true},
+		"/api/ps":       {method: "GET", kind: apiOllama, handler: (*Server).ollamaPS, anyModel: true},
 		"/api/show":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaShow},
 		"/api/generate": {method: "POST", kind: apiOllama, handler: (*Server).ollamaGenerate},
 		"/api/chat":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaChat},
@@ -48,25 +48,42 @@ func (s *Server) ollamaVersion(ctx *fasthttp.RequestCtx, _ *Model) error {
 	return writeJSON(ctx, map[string]string{"version": v})
 }
 
-func (s *Server) ollamaTags(ctx *fasthttp.RequestCtx, m *Model) error {
-	f := modelFacts(m)
-	name := ollamaName(m)
-	return writeJSON(ctx, map[string]any{"models": []ollamaListModel{{
-		Name: name, Model: name, ModifiedAt: f.modified, Size: f.size, Digest: m.Desc.Identity, Details: f.details,
-	}}})
+// ollamaTags lists every model that can be asked for: the loaded ones and
+// the models directory's. A model not loaded is described from its file.
+func (s *Server) ollamaTags(ctx *fasthttp.RequestCtx, _ *Model) error {
+	list := []ollamaListModel{}
+	for _, mi := range s.registry().Available() {
+		name := ollamaTagged(mi.Name)
+		lm := ollamaListModel{Name: name, Model: name, ModifiedAt: mi.Modified, Size: mi.Size, Digest: mi.Digest}
+		if mi.Loaded != nil {
+			lm.Details = modelFacts(mi.Loaded).details
+		} else {
+			lm.Details = fileDetails(mi.Path)
+		}
+		list = append(list, lm)
+	}
+	return writeJSON(ctx, map[string]any{"models": list})
 }
 
-// ollamaPS lists the model as running. It never expires (keep_alive is
-// accepted and ignored), so expires_at is as far away as Ollama puts a
-// model kept alive forever; size_vram is 0 on a CPU build.
-func (s *Server) ollamaPS(ctx *fasthttp.RequestCtx, m *Model) error {
-	f := modelFacts(m)
-	name := ollamaName(m)
-	return writeJSON(ctx, map[string]any{"models": []ollamaRunningModel{{
-		Name: name, Model: name, Size: f.size, Digest: m.Desc.Identity, Details: f.details,
-		ExpiresAt: time.Now().Add(time.Duration(math.MaxInt64)), SizeVRAM: 0, ContextLength: m.Desc.Ctx,
-		Cache: cacheStatusOf(m),
-	}}})
+// ollamaPS lists the loaded models: size is the memory each holds
+// (weights, KV pool, host cache budget); a model that never expires (a
+// resident one, or keep_alive < 0) has expires_at as far away as Ollama
+// puts one; size_vram is 0 on a CPU build.
+func (s *Server) ollamaPS(ctx *fasthttp.RequestCtx, _ *Model) error {
+	list := []ollamaRunningModel{}
+	for _, lm := range s.registry().Loaded() {
+		m := lm.Model
+		name := ollamaName(m)
+		exp := lm.ExpiresAt
+		if exp.IsZero() {
+			exp = time.Now().Add(time.Duration(math.MaxInt64))
+		}
+		list = append(list, ollamaRunningModel{
+			Name: name, Model: name, Size: lm.Size, Digest: m.Desc.Identity, Details: modelFacts(m).details,
+			ExpiresAt: exp, SizeVRAM: 0, ContextLength: m.Desc.Ctx, Cache: cacheStatusOf(m),
+		})
+	}
+	return writeJSON(ctx, map[string]any{"models": list})
 }
 
 // ollamaShow describes the model. Its template is the model's FIM format
@@ -80,7 +97,7 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	name := cmp.Or(req.Model, req.Name)
-	if err := ollamaCheckModel(m, name); err != nil {
+	if err := ollamaCheckModel(name); err != nil {
 		return err
 	}
 	f := modelFacts(m)
@@ -91,9 +108,13 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	caps := []string{"completion"}
 	tmpl := "{{ .Prompt }}"
-	if m.FIM != nil {
-		tmpl = m.FIM.Template()
-		if m.FIM.Capable() {
+	// With a FIM model (--fim-model) it answers this model's suffix
+	// requests, so its format is the one to show.
+	fm, release := s.fimModel(ctx, m)
+	defer release()
+	if fm.FIM != nil {
+		tmpl = fm.FIM.Template()
+		if fm.FIM.Capable() {
 			caps = append(caps, "insert")
 		}
 	}
@@ -114,11 +135,14 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 }
 
 // ollamaName is the model's name as Ollama lists it, always with a tag.
-func ollamaName(m *Model) string {
-	for i := len(m.Name) - 1; i >= 0 && m.Name[i] != '/'; i-- {
-		if m.Name[i] == ':' {
-			return m.Name
+func ollamaName(m *Model) string { return ollamaTagged(m.Name) }
+
+// ollamaTagged is name with Ollama's default tag when it has none.
+func ollamaTagged(name string) string {
+	for i := len(name) - 1; i >= 0 && name[i] != '/'; i-- {
+		if name[i] == ':' {
+			return name
 		}
 	}
-	return fmt.Sprintf("%s:latest", m.Name)
+	return fmt.Sprintf("%s:latest", name)
 }

@@ -23,10 +23,13 @@ type ollamaFacts struct {
 	info     map[string]any // model_info without the vocabulary arrays
 }
 
-var factsByModel sync.Map // *Model → *ollamaFacts
+// factsByModel is keyed by file and identity, not by *Model: a model
+// unloaded and loaded again is a new *Model over the same file.
+var factsByModel sync.Map // path NUL identity → *ollamaFacts
 
 func modelFacts(m *Model) *ollamaFacts {
-	if f, ok := factsByModel.Load(m); ok {
+	key := m.Path + "\x00" + m.Desc.Identity
+	if f, ok := factsByModel.Load(key); ok {
 		return f.(*ollamaFacts)
 	}
 	file, _ := gguf.Open(m.Path) // nil: facts from the descriptor alone
@@ -40,8 +43,27 @@ func modelFacts(m *Model) *ollamaFacts {
 	arch := m.Desc.Architecture
 	f.details = ollamaDetails{Format: "gguf", Family: arch, Families: []string{arch},
 		ParameterSize: humanNumber(m.Desc.Params), QuantizationLevel: quantizationLevel(file)}
-	actual, _ := factsByModel.LoadOrStore(m, f)
+	actual, _ := factsByModel.LoadOrStore(key, f)
 	return actual.(*ollamaFacts)
+}
+
+// fileDetails are the listing's details of a model that is not loaded,
+// read from its GGUF header.
+func fileDetails(path string) ollamaDetails {
+	file, err := gguf.Open(path)
+	if err != nil {
+		return ollamaDetails{Format: "gguf", QuantizationLevel: "unknown"}
+	}
+	arch, _ := file.String("general.architecture")
+	params, _ := file.Uint64("general.parameter_count")
+	d := ollamaDetails{Format: "gguf", Family: arch, QuantizationLevel: quantizationLevel(file)}
+	if arch != "" {
+		d.Families = []string{arch}
+	}
+	if params > 0 {
+		d.ParameterSize = humanNumber(params)
+	}
+	return d
 }
 
 // vocabularyKeys are the metadata arrays Ollama's /api/show leaves null
