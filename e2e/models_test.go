@@ -241,7 +241,9 @@ func TestModelsRouteByName(t *testing.T) {
 	if exp := ps["alpha:latest"].ExpiresAt; exp.Before(time.Now().Add(100 * 24 * time.Hour)) {
 		t.Errorf("alpha, resident, expires at %v, want never", exp)
 	}
-	var tags struct{ Models []struct{ Name, Digest string } }
+	var tags struct {
+		Models []struct{ Name, Digest string }
+	}
 	getJSON(t, st.URL()+"/api/tags", &tags)
 	var oai struct{ Data []struct{ ID string } }
 	getJSON(t, st.URL()+"/v1/models", &oai)
@@ -460,7 +462,9 @@ func TestModelsNoRoom(t *testing.T) {
 	o.ModelsDir, o.MemoryBudget = dir, fi.Size()/2
 	st := startStack(t, o)
 	status, raw := post(t, st.URL()+"/v1/chat/completions", map[string]any{"model": "beta", "messages": []map[string]string{{"role": "user", "content": "hi"}}, "max_tokens": 2})
-	var e struct{ Error struct{ Message, Type string } }
+	var e struct {
+		Error struct{ Message, Type string }
+	}
 	if json.Unmarshal(raw, &e) != nil || status != 507 || !strings.Contains(e.Error.Message, "memory budget") || !strings.Contains(e.Error.Message, `"beta"`) {
 		t.Fatalf("beta over the budget: %d %s, want 507 in OpenAI's shape naming beta and the budget", status, raw)
 	}

@@ -86,7 +86,25 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 			}
 		}
 	}
+	if ms := s.registry(); ms != nil {
+		writeModelMetrics(&b, ms.Loaded())
+	}
 	ctx.SetContentType("text/plain; version=0.0.4")
 	ctx.SetBodyString(b.String())
 	return nil
+}
+
+// writeModelMetrics adds what every loaded model holds, labelled by model;
+// the samples above are the model the request named (?model=), or the
+// default one.
+func writeModelMetrics(b *strings.Builder, loaded []LoadedModel) {
+	fmt.Fprintf(b, "# HELP superfluid_models_loaded Models loaded now.\n# TYPE superfluid_models_loaded gauge\nsuperfluid_models_loaded %d\n", len(loaded))
+	b.WriteString("# HELP superfluid_model_bytes Memory a loaded model holds: weights, KV pool, host cache budget.\n# TYPE superfluid_model_bytes gauge\n")
+	for _, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_bytes{model=%q} %d\n", lm.Model.Name, lm.Size)
+	}
+	b.WriteString("# HELP superfluid_model_requests_in_flight Requests holding a loaded model.\n# TYPE superfluid_model_requests_in_flight gauge\n")
+	for _, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_requests_in_flight{model=%q} %d\n", lm.Model.Name, lm.InFlight)
+	}
 }
