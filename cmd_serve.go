@@ -42,7 +42,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
 			chatTemplateFileFlag(),
 			keepBillingHeaderFlag(),
-			&cli.StringFlag{Name: "alias", Usage: "the model name clients see (default: the file name without .gguf)", EnvVars: env("ALIAS")},
+			&cli.StringFlag{Name: "alias", Usage: "the name clients see for the first --model (default: the file name without .gguf)", EnvVars: env("ALIAS")},
 			&cli.IntFlag{Name: "max-body", Value: 16 << 20, Usage: "largest request body in bytes", EnvVars: env("MAX_BODY")},
 			&cli.Int64Flag{Name: "host-cache", Value: 1 << 30, Usage: "bytes of host memory for evicted conversation state (0: off)", EnvVars: env("HOST_CACHE")},
 			&cli.StringFlag{Name: "park-dir", Value: defaultParkDir(), Usage: "directory where conversations are parked on disk, zstd-compressed, to resume warm even after a restart (off: none)", EnvVars: env("PARK_DIR")},

@@ -45,6 +45,7 @@ type Registry struct {
 	reaping bool          // the reaper runs
 	reaped  chan struct{} // closed when the reaper returns
 	digest  map[string]fileDigest
+	loadsOf map[string]int // loads started, by model name, since start
 }
 
 // slot is one model the registry knows, loaded or not.
@@ -79,7 +80,7 @@ func newRegistry(o Options) (*Registry, error) {
 	r := &Registry{
 		o: o, modelsDir: o.ModelsDir, budget: o.MemoryBudget, defaultKeep: o.KeepAlive, now: time.Now,
 		slots: map[string]*slot{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), reaped: make(chan struct{}),
-		digest: map[string]fileDigest{},
+		digest: map[string]fileDigest{}, loadsOf: map[string]int{},
 	}
 	specs := append([]ModelSpec{{Path: o.ModelPath, Alias: o.Alias}}, o.Models...)
 	if o.FIMModelPath != "" {
@@ -158,6 +159,14 @@ func (r *Registry) defaultStack() *modelStack {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.slots[r.defName].st
+}
+
+// Loads is how many times the model called name was loaded on demand
+// (resident models' loads at start are not counted).
+func (r *Registry) Loads(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.loadsOf[name]
 }
 
 // FIMName is the FIM model's name, "" when there is none.
@@ -299,6 +308,7 @@ func (r *Registry) startLoadLocked(sl *slot) error {
 	}
 	op := &loadOp{done: make(chan struct{})}
 	sl.load, sl.size = op, need
+	r.loadsOf[sl.spec.Alias]++
 	r.loads.Add(1)
 	go r.runLoad(sl, op, gone)
 	return nil

@@ -320,6 +320,9 @@ func TestModelsLRUUnloadParksAndReloadsWarm(t *testing.T) {
 
 	b2 := modelChat(t, st.URL(), "beta:latest", parkTurn2(b1.Content))
 	waitPS(t, st.URL(), "alpha:latest", "beta:latest")
+	if nb, ng := st.Models.Loads("beta"), st.Models.Loads("gamma"); nb != 2 || ng != 1 {
+		t.Errorf("loads: beta %d, gamma %d; want 2 and 1", nb, ng)
+	}
 	t.Logf("beta's turn 2 after an unload and reload: %d prompt tokens, %d cached (turn 1's prompt %d)", b2.Prompt, b2.Cached, b1.Prompt)
 	if b2.Cached < b1.Prompt {
 		t.Fatalf("beta's turn 2 after its reload cached %d tokens, want at least turn 1's prompt of %d (parked as it was unloaded)", b2.Cached, b1.Prompt)
@@ -489,6 +492,19 @@ func TestModelsNoRoom(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+	waitPS(t, st2.URL(), "alpha:latest", "beta:latest")
+	if n := st2.Models.Loads("beta"); n != 1 {
+		t.Errorf("beta loaded %d times for 4 concurrent requests, want once", n)
+	}
+	// A file of the directory that is no model fails its load clearly,
+	// and the server goes on.
+	if err := os.WriteFile(filepath.Join(dir, "broken.gguf"), []byte("GGUF but not really"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, raw = post(t, st2.URL()+"/api/chat", map[string]any{"model": "broken", "messages": []map[string]string{{"role": "user", "content": "hi"}}})
+	if status != 500 || !strings.Contains(string(raw), `loading model \"broken\"`) {
+		t.Errorf("a broken model file: %d %s, want a 500 saying the load failed", status, raw)
 	}
 	waitPS(t, st2.URL(), "alpha:latest", "beta:latest")
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"sync/atomic"
@@ -114,7 +115,13 @@ func holdModel(ctx *fasthttp.RequestCtx) func() {
 // acquireModel resolves the request's model through the registry.
 func (s *Server) acquireModel(ctx *fasthttp.RequestCtx, ms Models, kind apiKind) (*Model, *modelHold, error) {
 	want := modelWantOf(ctx, kind)
-	m, release, err := ms.Acquire(ctx, want)
+	// A load is waited for until the server shuts down, or until the
+	// caller of a dispatched request gives up.
+	var wait context.Context = ctx
+	if p := dispatchParent(ctx); p != nil {
+		wait = p
+	}
+	m, release, err := ms.Acquire(wait, want)
 	if err != nil {
 		return nil, nil, modelError(kind, want.Name, err)
 	}
