@@ -27,7 +27,7 @@ func serveCommand() *cli.Command {
 		Usage: "serve the OpenAI, llama.cpp, Ollama and Anthropic APIs over one or more models",
 		Flags: slices.Concat([]cli.Flag{
 			&cli.StringSliceFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file or pulled model name, loaded at start and kept loaded; repeat it for several (the first answers requests that name no model)", EnvVars: env("MODEL")},
-			&cli.IntFlag{Name: "max-models", Usage: "models loaded at once; the least recently used idle one loaded on demand (from the models directory) is unloaded for another (0: 3, or the number of --model if more)", EnvVars: env("MAX_MODELS")},
+			&cli.IntFlag{Name: "max-models", Usage: "models loaded at once; the least recently used idle one loaded on demand (from the models directory) is unloaded for another (0: 3, or the number of resident models if more)", EnvVars: env("MAX_MODELS")},
 			&cli.StringFlag{Name: "memory-budget", Usage: "bytes the loaded models may hold together (weights, KV pool, host cache each), e.g. 12GiB (default: 80% of the memory available at start; off: no bound)", EnvVars: env("MEMORY_BUDGET")},
 			&cli.DurationFlag{Name: "keep-alive", Value: 5 * time.Minute, Usage: "how long a model loaded on demand stays loaded after its last request, unless the request's keep_alive says (<0: for ever)", EnvVars: env("KEEP_ALIVE")},
 			&cli.StringFlag{Name: "fim-model", Usage: "GGUF file or pulled model name that answers every fill-in-the-middle request (/infill, suffix on OpenAI and Ollama), whatever model it names", EnvVars: env("FIM_MODEL")},
@@ -42,7 +42,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
 			chatTemplateFileFlag(),
 			keepBillingHeaderFlag(),
-			&cli.StringFlag{Name: "alias", Usage: "the name clients see for the first --model (default: the file name without .gguf)", EnvVars: env("ALIAS")},
+			&cli.StringFlag{Name: "alias", Usage: "the name clients see for the first model given (default: the file name without .gguf)", EnvVars: env("ALIAS")},
 			&cli.IntFlag{Name: "max-body", Value: 16 << 20, Usage: "largest request body in bytes", EnvVars: env("MAX_BODY")},
 			&cli.Int64Flag{Name: "host-cache", Value: 1 << 30, Usage: "bytes of host memory for evicted conversation state (0: off)", EnvVars: env("HOST_CACHE")},
 			&cli.StringFlag{Name: "park-dir", Value: defaultParkDir(), Usage: "directory where conversations are parked on disk, zstd-compressed, to resume warm even after a restart (off: none)", EnvVars: env("PARK_DIR")},

@@ -508,3 +508,25 @@ func TestModelsNoRoom(t *testing.T) {
 	}
 	waitPS(t, st2.URL(), "alpha:latest", "beta:latest")
 }
+
+// The CLI: --model twice (by path and by the models directory's name),
+// --fim-model, --max-models and --memory-budget reach the registry.
+func TestModelsServeProcess(t *testing.T) {
+	dir := t.TempDir()
+	alpha := seededModel(t, t.TempDir(), "alpha", 21)
+	seededModel(t, dir, "beta", 22)
+	seededModel(t, dir, "gamma", 23)
+	coder := seededModel(t, t.TempDir(), "coder", 24)
+	p := startServe(t, []string{"SUPERFLUID_THREADS=1", "SUPERFLUID_CTX=1024"},
+		"--model", alpha, "--model", "beta", "--models-dir", dir, "--fim-model", coder, "--max-models", "3",
+		"--memory-budget", "1GiB", "--host-cache", "0", "--port", "0", "--park-dir", "off", "--data-dir", "off")
+	waitPS(t, p.url, "alpha:latest", "beta:latest", "coder:latest")
+	var props map[string]any
+	getJSON(t, p.url+"/props?model=beta", &props)
+	if props["model_alias"] != "beta" || props["superfluid_fim_model"] != "coder" {
+		t.Errorf("/props?model=beta: alias %v, FIM model %v", props["model_alias"], props["superfluid_fim_model"])
+	}
+	if status, raw := post(t, p.url+"/v1/completions", map[string]any{"model": "gamma", "prompt": "Once", "max_tokens": 2}); status != 507 || !strings.Contains(string(raw), "--max-models 3") {
+		t.Errorf("a fourth model with three resident: %d %s, want 507 naming --max-models", status, raw)
+	}
+}
