@@ -157,3 +157,49 @@ func BenchmarkPrefill(b *testing.B) {
 	b.ReportMetric(t, "tick-tok/s")
 	b.ReportMetric(t/p, "tick/plain")
 }
+
+// BenchmarkPrefillUBatch prefills a 2,000-token prompt in one plain
+// llama_decode call at micro-batches from 64 (what `serve --batch 64` steps
+// are) to 512 (llama-bench's and llama-server's default), alternating them:
+// the cost of small steps in the kernels themselves, with nothing of
+// superfluid's around them. Reported: tokens/s of each and each one's ratio
+// to 512's.
+func BenchmarkPrefillUBatch(b *testing.B) {
+	path := benchModel(b)
+	const promptLen, reps = 2000, 3
+	ubatches := []int{64, 128, 256, 512}
+	engines := make([]*Engine, len(ubatches))
+	for i, u := range ubatches {
+		e, err := Open(Options{ModelPath: path, Ctx: 4096, Lanes: 1, Seqs: 1, Batch: 2048, UBatch: u, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close()
+		if _, err := e.PlainPrefill(64); err != nil { // warm up
+			b.Fatal(err)
+		}
+		engines[i] = e
+	}
+	rates := make([][]float64, len(ubatches))
+	b.ResetTimer()
+	for range b.N {
+		for range reps {
+			for i, e := range engines {
+				ns, err := e.PlainPrefill(promptLen)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rates[i] = append(rates[i], promptLen/(float64(ns)/1e9))
+			}
+		}
+	}
+	med := make([]float64, len(ubatches))
+	for i, u := range ubatches {
+		slices.Sort(rates[i])
+		med[i] = rates[i][len(rates[i])/2]
+		b.ReportMetric(med[i], fmt.Sprintf("ubatch%d-tok/s", u))
+	}
+	for i, u := range ubatches[:len(ubatches)-1] {
+		b.ReportMetric(med[i]/med[len(med)-1], fmt.Sprintf("ubatch%d/512", u))
+	}
+}

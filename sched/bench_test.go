@@ -1,19 +1,22 @@
 package sched
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 )
 
 // steady is eight lanes of mixed classes, all decoding, none near an end.
-func steady(tb testing.TB) *harness {
-	h := newHarness(tb, 8, 512, Config{}).fast()
+func steady(tb testing.TB) *harness { return steadyWith(tb, Config{}) }
+
+func steadyWith(tb testing.TB, cfg Config) *harness {
+	h := newHarness(tb, 8, 512, cfg).fast()
 	for i := range 8 {
 		h.submit(fmt.Sprint("r", i), Request{Prompt: promptOf(i, 64), Class: Class(i % NumClasses), MaxTokens: 1 << 30})
 	}
 	for range 32 {
-		h.loop.step()
+		h.loop.step(context.Background())
 	}
 	for _, l := range h.loop.p.lanes {
 		if !l.decoding() {
@@ -41,7 +44,15 @@ func (h *harness) discardAll() {
 // per-lane bookkeeping are reused, so a tick of decoding lanes costs no
 // allocation beyond the amortised growth of each lane's token record.
 func TestSteadyStateTickAllocatesNothing(t *testing.T) {
-	h := steady(t)
+	t.Run("alone", func(t *testing.T) { steadyStateTickAllocatesNothing(t, Config{}) })
+	// An uncontended turn is a mutex: no allocation, no goroutine.
+	t.Run("arbiter", func(t *testing.T) {
+		steadyStateTickAllocatesNothing(t, Config{Arbiter: NewArbiter(ArbiterConfig{}).Join("alone")})
+	})
+}
+
+func steadyStateTickAllocatesNothing(t *testing.T, cfg Config) {
+	h := steadyWith(t, cfg)
 	// Grow the token records up front: their amortised growth is the one
 	// allocation a tick may make.
 	for _, l := range h.loop.p.lanes {
@@ -49,7 +60,7 @@ func TestSteadyStateTickAllocatesNothing(t *testing.T) {
 		h.eng.ReserveSeq(l.seq, 1<<16)
 	}
 	allocs := testing.AllocsPerRun(50, func() {
-		h.loop.step()
+		h.loop.step(context.Background())
 		h.discardAll()
 	})
 	if allocs != 0 {
@@ -91,7 +102,7 @@ func BenchmarkStep(b *testing.B) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		h.loop.step()
+		h.loop.step(context.Background())
 		h.discardAll()
 		if n++; n%2000 == 0 {
 			// Bound the sequences' growth.

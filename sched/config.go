@@ -43,6 +43,15 @@ type Config struct {
 	// Clock reads the time and sets deadline timers. nil: the wall clock.
 	Clock Clock
 
+	// Arbiter is this engine's place at the process's Arbiter, when several
+	// engines share the machine: each step that decodes waits for its
+	// turn, and Agent and Background prefill steps stay at the newcomer
+	// bound while another engine shares the arbiter (doc.go, "Several
+	// engines"). nil: the engine steps whenever it has work. The Scheduler
+	// never calls Leave; its owner does when the engine is unloaded (a Run
+	// waiting for its turn then returns).
+	Arbiter *Turn
+
 	// Logger receives what goes wrong on the scheduler's goroutine (a tick
 	// the engine refused or failed, at ERROR). nil: slog.Default().
 	Logger *slog.Logger

@@ -140,6 +140,53 @@
 // lane is preempted (and admissions pause until a lane finishes), or, if
 // it is alone, fails with an error saying so.
 //
+// # Several engines
+//
+// Several models in one process share the machine's cores, and two
+// llama_decode calls at once thrash ggml's spinning threadpools and run
+// at half speed or worse. So one engine step runs at a time, and an
+// Arbiter (one per process) decides whose. Each engine's Scheduler holds
+// a Turn (Config.Arbiter): before a step that decodes it states the most
+// urgent class among its lanes with work (planner.runnableClass) and
+// waits for the turn; after the step it releases it, claiming the next
+// one with its next class if work remains. A step of retires and admits
+// only, lanes waiting on restores, and an idle engine take no turn and
+// keep none.
+//
+// The decision (nextTurn, a pure function) follows the per-engine rules
+// across engines: the most urgent class claiming anywhere goes first, so
+// an editor's FIM step on a small model goes before a large model's
+// background prefill step; among equal classes, the engine that has
+// waited longest; and an engine passed over ArbiterConfig.StarvationTurns
+// grants (64) goes next whatever its class, the cross-engine form of
+// StarvationSteps. The releasing engine's claim counts as the newest, and
+// when it wins the step is reserved for it: a worse engine does not slip
+// in between two steps of a better one's reply, and equal classes
+// alternate (a more urgent claim arriving before the reserver's acquire
+// takes the step instead). A Chat or FIM request submitted while its
+// engine waits raises the engine's claim to its class, and an engine that
+// waited takes in what arrived meanwhile before planning, so the request
+// runs in the step the engine waited for. An uncontended acquire is a
+// mutex and no allocation (about 40 ns), and a lone engine under an
+// arbiter plans exactly as without one.
+//
+// A step cannot be interrupted, so an interactive request arriving at one
+// engine waits for the step in flight on another. Each engine therefore
+// bounds its Agent and Background prefill steps, while another engine
+// shares the arbiter, as it does while a newcomer of its own could join
+// (joinWaitSecs' worth at the learned rate, never below one 64-token
+// step): the wait a Chat or FIM request suffers on another engine is the
+// bound a newcomer has on its own (≈1.1 s for 64 tokens of the 0.5b
+// model on the 2-core CPU). The shrink applies whenever another engine is
+// joined, not only while one waits with a more urgent class
+// (Turn.Contended) or runs Chat or FIM work: the first request to an idle
+// engine arrives during a step planned before anyone waited, and that
+// step must already be short. Its cost is the newcomer rule's: steps of
+// half a second rather than the whole batch, which on a GPU's 512-token
+// batch loses little and at the CPU's default 64-token batch nothing. Aborting a running llama_decode through llama.cpp's abort
+// callback would cut the wait to about one layer's compute; it is a
+// possible next step, not done.
+//
 // # Failures
 //
 // The planner never makes a plan the engine refuses: a step's prompt

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func (h *harness) submit(name string, req Request) *job {
 
 // step runs one loop step, as Run does between inbox reads.
 func (h *harness) step() bool {
-	busy := h.loop.step()
+	busy := h.loop.step(context.Background())
 	for name, j := range h.jobs {
 		h.out[name] = append(h.out[name], drain(j.stream)...)
 	}

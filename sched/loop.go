@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -30,12 +31,24 @@ type loop struct {
 	// wake tells the runner a restore's read has ended.
 	restorer RestoringCache
 	wake     func()
+
+	// turn is the engine's place at the arbiter (Config.Arbiter), nil if
+	// it steps alone; turnErr is why an acquire failed (the runner stops).
+	turn    *Turn
+	turnErr error
+	// intake takes in what was submitted since the step began (the
+	// runner's inbox); nil in tests that submit to the loop directly.
+	intake func()
 }
 
 func newLoop(eng engine.Engine, cache Cache, cfg Config, stats *counters) *loop {
 	l := &loop{eng: eng, cache: cache, clock: cfg.Clock, stats: stats, p: newPlanner(cfg, eng.Descriptor(), stats)}
 	l.grammars, _ = eng.(engine.Grammars)
 	l.restorer, _ = cache.(RestoringCache)
+	if cfg.Arbiter != nil {
+		l.turn = cfg.Arbiter
+		l.p.elsewhere = cfg.Arbiter.yieldPrefill
+	}
 	return l
 }
 
@@ -66,16 +79,34 @@ func (l *loop) submit(j *job) {
 // step runs one scheduling step: end what was cancelled or expired,
 // preempt for waiting Chat/FIM requests, admit, plan one engine step, run
 // it, take in its events, retire what finished. A plan the engine refuses is planned again
-// without what it blamed (see tickRefused). It reports whether work
+// without what it blamed (see tickRefused). Under an arbiter, a step that
+// decodes runs in the engine's turn (stepInTurn). It reports whether work
 // remains.
-func (l *loop) step() bool {
-	p := l.p
+func (l *loop) step(ctx context.Context) bool {
 	now := l.clock.Now()
+	l.prepare(now)
+	if l.turn != nil {
+		return l.stepInTurn(ctx, now)
+	}
+	return l.tickStep(now)
+}
+
+// prepare readies the step's lanes: ends what was cancelled or expired,
+// imports finished restores, preempts for waiting Chat/FIM requests and
+// admits.
+func (l *loop) prepare(now time.Time) {
+	p := l.p
 	p.sweep(now)
 	l.finishRestores(now)
 	p.preemptForQueued()
 	l.admit(now)
 	l.flush()
+}
+
+// tickStep plans and runs the engine step, planning again after a plan the
+// engine refused.
+func (l *loop) tickStep(now time.Time) bool {
+	p := l.p
 	for {
 		pl := p.buildPlan(now)
 		p.publishOccupancy()

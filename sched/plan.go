@@ -179,14 +179,15 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoding int, pref
 
 // stepPrefillBudget is the prompt tokens this step may carry: what the
 // batch has room for beside the decoding lanes, the fixed budget if one is
-// set, and while a newcomer could join after the step, what fits
-// joinWaitSecs at the learned rate.
+// set, and while a newcomer could join after the step, here or on another
+// engine sharing the arbiter, what fits joinWaitSecs at the learned rate
+// (a Chat or FIM prompt of this engine's own grows past it).
 func (p *planner) stepPrefillBudget(room int) int {
 	budget := room
 	if p.cfg.PrefillBudget > 0 {
 		budget = min(budget, p.cfg.PrefillBudget)
 	}
-	if p.joinerWaits() {
+	if p.joinerWaits() || p.yieldsElsewhere() {
 		budget = min(budget, joinWaitTokens(p.prefillSPT))
 	}
 	return budget

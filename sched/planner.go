@@ -40,6 +40,10 @@ type planner struct {
 	stepInteractiveDecode bool
 	// bgDivisor throttles Agent and Background decoding to one step in N.
 	bgDivisor int
+	// elsewhere reports that another engine shares the machine, whose
+	// newcomers would wait out this one's step (Turn.yieldPrefill); nil:
+	// none.
+	elsewhere func() bool
 
 	// Admission round state: queued jobs passed over for the shared-prefix
 	// hold (at the head of each class), admission stopped for this step,
@@ -210,6 +214,32 @@ func (p *planner) joinerWaits() bool {
 		}
 	}
 	return false
+}
+
+// yieldsElsewhere reports whether another engine shares this one's
+// arbiter, where a Chat or FIM request may arrive and wait for this
+// engine's step in flight: the step is then kept as short as for a
+// newcomer of its own (Turn.yieldPrefill).
+func (p *planner) yieldsElsewhere() bool { return p.elsewhere != nil && p.elsewhere() }
+
+// runnableClass is the most urgent class among the lanes the next step
+// can put into the engine (prompt left, or a token to sample), which is
+// the class an engine states for its turn; false: the step decodes
+// nothing (retires and admits only, or lanes waiting on restores).
+func (p *planner) runnableClass() (Class, bool) {
+	best, ok := Class(0), false
+	for _, l := range p.lanes {
+		if l.finishing || l.restoring {
+			continue
+		}
+		if l.remaining() <= 0 && l.toGenerate() == 0 {
+			continue
+		}
+		if !ok || l.job.class < best {
+			best, ok = l.job.class, true
+		}
+	}
+	return best, ok
 }
 
 // laneOf is the lane running j, or nil.

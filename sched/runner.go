@@ -55,6 +55,7 @@ func New(eng engine.Engine, cache Cache, cfg Config) (*Scheduler, error) {
 	s.loop = newLoop(eng, cache, cfg, &s.stats)
 	s.loop.ended = s.ended
 	s.loop.wake = s.nudge
+	s.loop.intake = s.takeInbox
 	s.divisor.Store(int64(cfg.BackgroundDivisor))
 	return s, nil
 }
@@ -121,6 +122,9 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	if t := s.cfg.Arbiter; t != nil && req.Class.interactive() {
+		t.raise(req.Class) // the runner may be waiting for its turn (loop_turn.go)
+	}
 	return st, nil
 }
 
@@ -182,10 +186,11 @@ func (s *Scheduler) ended(j *job) {
 	s.outstanding.Add(-1)
 }
 
-// Run schedules until ctx ends, then fails whatever is queued or running
-// with ErrClosed, retires every lane (publishing its sequence to the
-// cache) and returns nil. It starts no goroutine and leaves none behind;
-// call it once.
+// Run schedules until ctx ends (or, under an arbiter, the engine's turn
+// leaves it: Turn.Leave), then fails whatever is queued or running with
+// ErrClosed, retires every lane (publishing its sequence to the cache) and
+// returns nil. It starts no goroutine and leaves none behind; call it
+// once.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("sched: Run called twice")
@@ -205,7 +210,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		s.takeInbox()
 		s.loop.p.bgDivisor = int(s.divisor.Load())
-		busy = s.loop.step()
+		busy = s.loop.step(ctx)
+		if s.loop.turnErr != nil {
+			return nil
+		}
 	}
 }
 
@@ -225,5 +233,8 @@ func (s *Scheduler) shutdown() {
 	s.closed = true
 	s.mu.Unlock()
 	s.takeInbox()
+	if s.loop.turn != nil {
+		s.loop.turn.drop() // a step reserved for a next step that never comes
+	}
 	s.loop.close()
 }

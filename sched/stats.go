@@ -32,6 +32,9 @@ type counters struct {
 	grammarFastTokens   atomic.Uint64
 	grammarMaskedTokens atomic.Uint64
 
+	turnWaits  atomic.Uint64
+	turnWaitNS atomic.Uint64
+
 	lanesActive       atomic.Int64
 	queueDepth        [NumClasses]atomic.Int64
 	prefillBudgetLive atomic.Int64
@@ -66,6 +69,11 @@ type Snapshot struct {
 	GrammarFastTokens   uint64
 	GrammarMaskedTokens uint64
 
+	// Under an Arbiter (Config.Arbiter): the steps that waited for another
+	// engine's, and the time they waited, in milliseconds.
+	TurnWaits  uint64
+	TurnWaitMS uint64
+
 	LanesActive   int64
 	QueueDepth    [NumClasses]int64 // by Class
 	PrefillBudget int64             // the last step's prompt budget
@@ -98,6 +106,8 @@ func (s *counters) Snapshot() Snapshot {
 		Completed:           s.completed.Load(),
 		GrammarFastTokens:   s.grammarFastTokens.Load(),
 		GrammarMaskedTokens: s.grammarMaskedTokens.Load(),
+		TurnWaits:           s.turnWaits.Load(),
+		TurnWaitMS:          s.turnWaitNS.Load() / uint64(time.Millisecond),
 		LanesActive:         s.lanesActive.Load(),
 		PrefillBudget:       s.prefillBudgetLive.Load(),
 		TTFTSumMS:           s.ttftSumMS.Load(),
@@ -110,6 +120,12 @@ func (s *counters) Snapshot() Snapshot {
 		out.TTFTBuckets[i] = s.ttftBuckets[i].Load()
 	}
 	return out
+}
+
+// observeTurnWait counts one step's wait for the arbiter's turn.
+func (s *counters) observeTurnWait(d time.Duration) {
+	s.turnWaits.Add(1)
+	s.turnWaitNS.Add(uint64(max(d, 0)))
 }
 
 // observeTTFT counts one time to first token.
