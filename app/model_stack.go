@@ -29,18 +29,30 @@ type modelStack struct {
 	// cache budget.
 	Size int64
 
+	turn      *sched.Turn // its place at the process's arbiter; nil without one
 	stopSched context.CancelFunc
 	schedDone chan error
 }
 
 // openModelStack loads the model at spec.Path with o's engine, cache and
 // scheduler settings (o.ModelPath and o.Alias are ignored) and starts its
-// scheduler. It is the one way a model is loaded — resident at start or
+// scheduler, which takes its steps in turn with the other engines of arb
+// (nil: alone). It is the one way a model is loaded — resident at start or
 // on demand — so a model of another kind (an embedding model) needs only
 // another such builder.
-func openModelStack(spec ModelSpec, o Options) (*modelStack, error) {
+func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelStack, err error) {
 	if err := checkParkOptions(o); err != nil {
 		return nil, err
+	}
+	var turn *sched.Turn
+	if arb != nil {
+		turn = arb.Join(spec.Alias)
+		o.Sched.Arbiter = turn
+		defer func() {
+			if err != nil {
+				turn.Leave()
+			}
+		}()
 	}
 	start := time.Now()
 	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn})
@@ -74,7 +86,7 @@ func openModelStack(spec ModelSpec, o Options) (*modelStack, error) {
 		eng.Close()
 		return nil, err
 	}
-	ms := &modelStack{Engine: eng, Cache: cache, Sched: sc, Size: measuredSize(desc, o.HostCache)}
+	ms = &modelStack{Engine: eng, Cache: cache, Sched: sc, Size: measuredSize(desc, o.HostCache), turn: turn}
 	ms.Model = &sfhttp.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc, Cache: cacheMetrics{cache}}
 	ms.Model.Chat = tmpl
 	ms.Model.FIM = loadFIM(desc, eng)
@@ -91,6 +103,9 @@ func openModelStack(spec ModelSpec, o Options) (*modelStack, error) {
 func (ms *modelStack) close() error {
 	ms.stopSched()
 	err := <-ms.schedDone
+	if ms.turn != nil {
+		ms.turn.Leave() // after Run returned, as the arbiter wants
+	}
 	if e := ms.Cache.Close(); e != nil && err == nil { // parks what is cached
 		err = e
 	}

@@ -16,6 +16,7 @@ import (
 	"superfluid/gguf"
 	sfhttp "superfluid/http"
 	"superfluid/pull"
+	"superfluid/sched"
 )
 
 // Registry is the models one process serves: the resident ones (--model,
@@ -27,7 +28,8 @@ import (
 // them instead of starting a second one. The decisions — what to unload
 // for room, what has expired — are modelPolicy's pure functions.
 type Registry struct {
-	o           Options // every model's engine, cache and scheduler settings
+	o           Options        // every model's engine, cache and scheduler settings
+	arb         *sched.Arbiter // one per process: whose engine steps next
 	modelsDir   string
 	maxModels   int
 	budget      int64 // bytes; ≤ 0: no bound
@@ -78,7 +80,7 @@ type fileDigest struct {
 // newRegistry returns a registry of o's resident models, none loaded yet.
 func newRegistry(o Options) (*Registry, error) {
 	r := &Registry{
-		o: o, modelsDir: o.ModelsDir, budget: o.MemoryBudget, defaultKeep: o.KeepAlive, now: time.Now,
+		o: o, arb: sched.NewArbiter(sched.ArbiterConfig{}), modelsDir: o.ModelsDir, budget: o.MemoryBudget, defaultKeep: o.KeepAlive, now: time.Now,
 		slots: map[string]*slot{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), reaped: make(chan struct{}),
 		digest: map[string]fileDigest{}, loadsOf: map[string]int{},
 	}
@@ -134,7 +136,7 @@ func (r *Registry) loadResident() error {
 	var total int64
 	for _, name := range names {
 		sl := r.slots[name]
-		st, err := openModelStack(sl.spec, r.o)
+		st, err := openModelStack(sl.spec, r.o, r.arb)
 		if err != nil {
 			return fmt.Errorf("model %s: %w", name, err)
 		}
@@ -320,7 +322,7 @@ func (r *Registry) runLoad(sl *slot, op *loadOp, gone []chan struct{}) {
 	for _, ch := range gone {
 		<-ch
 	}
-	st, err := openModelStack(sl.spec, r.o)
+	st, err := openModelStack(sl.spec, r.o, r.arb)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sl.load = nil

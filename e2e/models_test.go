@@ -222,6 +222,30 @@ func TestModelsRouteByName(t *testing.T) {
 			}
 		}
 	}
+	// All three at once: each engine takes its steps in turn at the
+	// process's arbiter, and each answers as it does alone.
+	type answer struct{ name, text string }
+	got := make(chan answer, 3)
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		go func() {
+			c := modelAPICalls[1]
+			b, _ := json.Marshal(c.body(name))
+			resp, err := http.Post(st.URL()+c.path, "application/json", bytes.NewReader(b))
+			if err != nil {
+				got <- answer{name, err.Error()}
+				return
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got <- answer{name, c.text(raw)}
+		}()
+	}
+	for range 3 {
+		a := <-got
+		if a.text != alone[a.name][1] {
+			t.Errorf("%s, asked for beside the others: %q, alone %q", a.name, a.text, alone[a.name][1])
+		}
+	}
 	// The default model answers a request that names none.
 	if status, raw := post(t, st.URL()+"/v1/completions", map[string]any{"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0}); status != 200 || modelAPICalls[1].text(raw) != alone["alpha"][1] {
 		t.Errorf("no model named: %d %s, want alpha's %q", status, raw, alone["alpha"][1])
