@@ -265,6 +265,20 @@ func TestModelsRouteByName(t *testing.T) {
 	if exp := ps["alpha:latest"].ExpiresAt; exp.Before(time.Now().Add(100 * 24 * time.Hour)) {
 		t.Errorf("alpha, resident, expires at %v, want never", exp)
 	}
+	resp, err := http.Get(st.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"superfluid_models_loaded 3\n", `superfluid_model_bytes{model="gamma"} `, `superfluid_model_turn_waits_total{model="beta"} `} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics has no %q", want)
+		}
+	}
+	if strings.Contains(string(metrics), `superfluid_model_decode_tokens_total{model="gamma"} 0`) {
+		t.Errorf("/metrics counts no tokens for gamma")
+	}
 	var tags struct {
 		Models []struct{ Name, Digest string }
 	}

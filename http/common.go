@@ -107,4 +107,20 @@ func writeModelMetrics(b *strings.Builder, loaded []LoadedModel) {
 	for _, lm := range loaded {
 		fmt.Fprintf(b, "superfluid_model_requests_in_flight{model=%q} %d\n", lm.Model.Name, lm.InFlight)
 	}
+	stats := make([]sched.Snapshot, len(loaded))
+	for i, lm := range loaded {
+		stats[i] = lm.Model.Sched.Stats()
+	}
+	b.WriteString("# HELP superfluid_model_turn_waits_total Steps that waited at the arbiter for another model's engine.\n# TYPE superfluid_model_turn_waits_total counter\n")
+	for i, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_turn_waits_total{model=%q} %d\n", lm.Model.Name, stats[i].TurnWaits)
+	}
+	b.WriteString("# HELP superfluid_model_turn_wait_seconds_total Time those steps waited.\n# TYPE superfluid_model_turn_wait_seconds_total counter\n")
+	for i, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_turn_wait_seconds_total{model=%q} %g\n", lm.Model.Name, float64(stats[i].TurnWaitMS)/1000)
+	}
+	b.WriteString("# HELP superfluid_model_decode_tokens_total Tokens generated, by model.\n# TYPE superfluid_model_decode_tokens_total counter\n")
+	for i, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_decode_tokens_total{model=%q} %d\n", lm.Model.Name, stats[i].DecodeTokens)
+	}
 }
