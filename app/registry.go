@@ -374,6 +374,45 @@ func (r *Registry) closeStack(name string, st *modelStack) {
 	slog.Info("model unloaded", "model", name)
 }
 
+// Resident reports whether name is a model the server was started with
+// (--model, --fim-model), which the models directory must not delete.
+func (r *Registry) Resident(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sl := r.findLocked(name)
+	return sl != nil && sl.resident
+}
+
+// Unload unloads the model called name (its cache parked) and waits for
+// it; a model serving requests is unloaded as soon as the last one ends,
+// and Unload then returns at once. Unknown or not loaded: nothing to do.
+// The models directory's delete calls it before removing a file.
+func (r *Registry) Unload(name string) error {
+	r.mu.Lock()
+	sl := r.findLocked(name)
+	if sl == nil || sl.st == nil {
+		var closing chan struct{}
+		if sl != nil {
+			closing = sl.closing
+		}
+		r.mu.Unlock()
+		if closing != nil {
+			<-closing
+		}
+		return nil
+	}
+	sl.pinned, sl.expires = false, r.now()
+	if sl.inflight > 0 {
+		r.nudge() // the reaper unloads it once idle
+		r.mu.Unlock()
+		return nil
+	}
+	done := r.unloadLocked(sl)
+	r.mu.Unlock()
+	<-done
+	return nil
+}
+
 // release ends one request's hold on sl and applies its keep-alive.
 func (r *Registry) release(sl *slot, want sfhttp.ModelWant) {
 	r.mu.Lock()

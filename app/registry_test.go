@@ -147,3 +147,29 @@ func TestRegistryWaitEndsWithTheContext(t *testing.T) {
 		t.Errorf("beta loaded %d times, want once", n)
 	}
 }
+
+// Unload takes a model out at once and waits; the next request loads it.
+func TestRegistryUnload(t *testing.T) {
+	dir := t.TempDir()
+	paths := tinyModels(t, dir, "alpha", "beta")
+	r := testRegistry(t, Options{ModelPath: paths[0], ModelsDir: dir})
+	_, rel, err := r.Acquire(context.Background(), sfhttp.ModelWant{Name: "beta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel()
+	if err := r.Unload("beta"); err != nil || !slices.Equal(loadedNames(r), []string{"alpha"}) {
+		t.Fatalf("after Unload(beta): %v, loaded %v", err, loadedNames(r))
+	}
+	if err := r.Unload("alpha"); err != nil || len(loadedNames(r)) != 0 {
+		t.Fatalf("after Unload(alpha): %v, loaded %v", err, loadedNames(r))
+	}
+	if err := r.Unload("nope"); err != nil {
+		t.Fatal(err)
+	}
+	m, rel, err := r.Acquire(context.Background(), sfhttp.ModelWant{})
+	if err != nil || m.Name != "alpha" {
+		t.Fatalf("the default after its unload: %v %v", m, err)
+	}
+	rel()
+}
