@@ -267,6 +267,11 @@ func (r *Registry) fromDirLocked(name string) *slot {
 			if sl := r.slots[e.Name]; sl != nil { // a resident model of that name
 				return sl
 			}
+			for _, sl := range r.slots { // a resident model of that file, under its alias
+				if sl.spec.Path == e.Path {
+					return sl
+				}
+			}
 			sl := &slot{spec: ModelSpec{Path: e.Path, Alias: e.Name}}
 			r.slots[e.Name] = sl
 			return sl

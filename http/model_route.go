@@ -11,8 +11,9 @@ import (
 
 // modelWantOf reads which model a request asks for, before its handler
 // parses it: the body's "model" (Ollama's /api/show also takes "name"),
-// or the "model" query argument of a GET. A value that is not a string —
-// or a body that is not JSON — names the default model here; the handler
+// or the "model" query argument of a GET (peekFields reads only those
+// members). A value that is not a string — or a body that is not JSON —
+// names the default model here; the handler
 // then refuses the request with the API's own 400. A request fills in the
 // middle on /infill, and on /v1/completions and /api/generate when its
 // suffix is a non-empty string (as those handlers decide it).
@@ -21,28 +22,20 @@ func modelWantOf(ctx *fasthttp.RequestCtx, kind apiKind) ModelWant {
 	if ctx.IsGet() || ctx.IsHead() {
 		return ModelWant{Name: string(ctx.QueryArgs().Peek("model"))}
 	}
-	var peek struct {
-		Model     json.RawMessage `json:"model"`
-		Name      json.RawMessage `json:"name"`
-		Suffix    json.RawMessage `json:"suffix"`
-		KeepAlive json.RawMessage `json:"keep_alive"`
-	}
-	if json.Unmarshal(ctx.PostBody(), &peek) != nil {
-		return ModelWant{FIM: path == "/infill"}
-	}
-	want := ModelWant{Name: stringOf(peek.Model)}
+	f := peekFields(ctx.PostBody(), "model", "name", "suffix", "keep_alive")
+	want := ModelWant{Name: stringOf(f["model"])}
 	if want.Name == "" && path == "/api/show" {
-		want.Name = stringOf(peek.Name)
+		want.Name = stringOf(f["name"])
 	}
 	switch path {
 	case "/infill":
 		want.FIM = true
 	case "/v1/completions", "/completions", "/api/generate":
-		want.FIM = stringOf(peek.Suffix) != ""
+		want.FIM = stringOf(f["suffix"]) != ""
 	}
 	if kind == apiOllama {
 		// An invalid keep_alive is the handler's 400; here it is unset.
-		if d, ok, err := parseKeepAlive(peek.KeepAlive); err == nil && ok {
+		if d, ok, err := parseKeepAlive(f["keep_alive"]); err == nil && ok {
 			want.KeepAlive, want.HasKeepAlive = d, true
 		}
 	}

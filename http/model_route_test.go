@@ -1,6 +1,7 @@
 package http
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -54,4 +55,29 @@ func TestParseKeepAlive(t *testing.T) {
 	if _, ok, err := parseKeepAlive([]byte(`null`)); ok || err != nil {
 		t.Errorf("null: %v %v", ok, err)
 	}
+}
+
+// peekFields reads a request's model as encoding/json does — what the
+// handler will see — for every valid body, and never fails on any other.
+func FuzzPeekFields(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"a"}`, `{"MODEL":"b"}`, `{"mod\u0065l":"c"}`, `{"model":"a","model":"d"}`, `{"model":5}`,
+		`{"messages":[{"content":"\"model\":\"x\"}"}],"model":"e"}`, `{"a":{"model":"inner"},"model":"f"}`,
+		`{"a":[1,2,{"b":"]"}],"model" : "g" , "c":null}`, `{"model":"h\"i"}`, `{"model":"j"`, `{"model"`, `[`, ``,
+		`{"model":null}`, `{"a":true,"model":"k"}`, `{"a":-1.5e3,"model":"l"}`, ` {"model":"m"} `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got := stringOf(peekFields(body, "model")["model"])
+		var want struct {
+			Model json.RawMessage `json:"model"`
+		}
+		if json.Unmarshal(body, &want) != nil {
+			return // the handler refuses it; any model will do
+		}
+		if w := stringOf(want.Model); got != w {
+			t.Fatalf("%q: peeked model %q, encoding/json %q", body, got, w)
+		}
+	})
 }
