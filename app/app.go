@@ -35,7 +35,8 @@ type Options struct {
 	// and kept loaded (unless a request's keep_alive says otherwise).
 	Models []ModelSpec
 	// ModelsDir is where models a request names are loaded from on
-	// demand (`superfluid pull`ed or copied there); "" loads none.
+	// demand (`superfluid pull`ed or copied there), which Ollama's
+	// /api/pull and /api/delete work on; "" loads none and turns those off.
 	ModelsDir string
 	// MaxModels bounds the models loaded at once (default 3, and never
 	// fewer than the resident ones); the least recently used idle
@@ -127,6 +128,7 @@ func Start(addr string, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.openResponses(o) // before the model: no request may store in memory first
+	s.openModelStore(o)
 	srv.SetModels(s.Models)
 	s.openBatches(o)
 	return s, nil

@@ -538,6 +538,7 @@ func (r *Registry) Available() []sfhttp.ModelInfo {
 	r.mu.Lock()
 	var out []sfhttp.ModelInfo
 	seen := map[string]bool{}
+	var known []string // paths listed already
 	for _, name := range r.namesLocked() {
 		sl := r.slots[name]
 		mi := sfhttp.ModelInfo{Name: name, Path: sl.spec.Path}
@@ -547,11 +548,14 @@ func (r *Registry) Available() []sfhttp.ModelInfo {
 		}
 		out = append(out, mi)
 		seen[name] = true
+		known = append(known, sl.spec.Path)
 	}
 	r.mu.Unlock()
 	for _, e := range ents {
-		if !seen[e.Name] {
-			out = append(out, sfhttp.ModelInfo{Name: e.Name, Path: e.Path})
+		// A resident model's file in the directory is listed once, under
+		// the name it is served by.
+		if !seen[e.Name] && !slices.ContainsFunc(known, func(p string) bool { return sameFile(p, e.Path) }) {
+			out = append(out, sfhttp.ModelInfo{Name: e.Name, Path: e.Path, Digest: e.SHA256}) // a pulled file's sha256, as Ollama's
 		}
 	}
 	for i := range out {

@@ -97,6 +97,10 @@ var badInputRoutes = map[string]badRoute{
 
 	"/props": {}, "/slots": {},
 
+	// Ollama's pull and delete need a models directory and a source to
+	// pull from: ollama_pull_test.go covers their bad input.
+	"/api/pull": {}, "/api/delete": {},
+
 	// The batch API: its bodies are a multipart upload or refer to
 	// uploaded files, so batches_test.go covers its bad input.
 	"/v1/files": {}, "/v1/files/{id}": {}, "/v1/files/{id}/content": {},

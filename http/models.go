@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -62,7 +63,8 @@ type LoadedModel struct {
 }
 
 var (
-	// ErrModelNotFound is an Acquire of a name no model answers to.
+	// ErrModelNotFound is an Acquire of a name no model answers to, or a
+	// ModelStore's of a name nothing in the directory has (404).
 	ErrModelNotFound = errors.New("model not found")
 	// ErrModelNoRoom is an Acquire whose load cannot fit within the model
 	// count or the memory budget, even after unloading every idle
@@ -78,8 +80,12 @@ func SameModelName(asked, name string) bool {
 }
 
 // singleModel is the registry of a server given one model (SetModel):
-// every name but its own is unknown.
-type singleModel struct{ m *Model }
+// every name but its own is unknown; the listing adds the models
+// directory's (SetModelStore), which it cannot load.
+type singleModel struct {
+	m   *Model
+	srv *Server
+}
 
 func (s singleModel) Acquire(_ context.Context, want ModelWant) (*Model, func(), error) {
 	if want.Name != "" && !SameModelName(want.Name, s.m.Name) {
@@ -90,7 +96,21 @@ func (s singleModel) Acquire(_ context.Context, want ModelWant) (*Model, func(),
 
 func (s singleModel) Available() []ModelInfo {
 	f := modelFacts(s.m)
-	return []ModelInfo{{Name: s.m.Name, Path: s.m.Path, Size: f.size, Modified: f.modified, Digest: s.m.Desc.Identity, Loaded: s.m}}
+	out := []ModelInfo{{Name: s.m.Name, Path: s.m.Path, Size: f.size, Modified: f.modified, Digest: s.m.Desc.Identity, Loaded: s.m}}
+	st := s.srv.modelStore()
+	if st == nil {
+		return out
+	}
+	stored, err := st.List(context.Background())
+	if err != nil {
+		slog.Warn("listing the models directory", "err", err)
+	}
+	for _, sm := range stored {
+		if !sameFile(sm.Path, s.m.Path) {
+			out = append(out, ModelInfo{Name: sm.Name, Path: sm.Path, Size: sm.Size, Modified: sm.Modified, Digest: sm.SHA256})
+		}
+	}
+	return out
 }
 
 func (s singleModel) Loaded() []LoadedModel {

@@ -13,10 +13,11 @@ import (
 )
 
 // ollamaRoutes serve Ollama's API (github.com/ollama/ollama/api, v0.24.0)
-// for the one model this server runs: Ollama's own client, Continue, Open
-// WebUI and the editors that speak it can use the server unchanged. The
-// model lifecycle endpoints (pull, create, copy, delete) are absent: the
-// model is chosen when the server starts.
+// for the models this server runs: Ollama's own client, Continue, Open
+// WebUI and the editors that speak it can use the server unchanged. Pull
+// and delete work on the models directory (ollama_pull.go); /api/tags
+// lists everything a request may name (the registry's list), /api/ps what
+// is loaded. Create, copy and push are absent.
 func ollamaRoutes() map[string]route {
 	return map[string]route{
 		// Clients probe "/" (HEAD or GET) and /api/version before anything
@@ -29,6 +30,8 @@ func ollamaRoutes() map[string]route {
 		"/api/show":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaShow},
 		"/api/generate": {method: "POST", kind: apiOllama, handler: (*Server).ollamaGenerate},
 		"/api/chat":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaChat},
+		"/api/pull":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaPull, anyModel: true},
+		"/api/delete":   {method: "DELETE", kind: apiOllama, handler: (*Server).ollamaDelete, anyModel: true},
 	}
 }
 
@@ -58,7 +61,7 @@ func (s *Server) ollamaTags(ctx *fasthttp.RequestCtx, _ *Model) error {
 		if mi.Loaded != nil {
 			lm.Details = modelFacts(mi.Loaded).details
 		} else {
-			lm.Details = fileDetails(mi.Path)
+			lm.Details = storedDetails(StoredModel{Path: mi.Path, Size: mi.Size, Modified: mi.Modified})
 		}
 		list = append(list, lm)
 	}

@@ -47,25 +47,6 @@ func modelFacts(m *Model) *ollamaFacts {
 	return actual.(*ollamaFacts)
 }
 
-// fileDetails are the listing's details of a model that is not loaded,
-// read from its GGUF header.
-func fileDetails(path string) ollamaDetails {
-	file, err := gguf.Open(path)
-	if err != nil {
-		return ollamaDetails{Format: "gguf", QuantizationLevel: "unknown"}
-	}
-	arch, _ := file.String("general.architecture")
-	params, _ := file.Uint64("general.parameter_count")
-	d := ollamaDetails{Format: "gguf", Family: arch, QuantizationLevel: quantizationLevel(file)}
-	if arch != "" {
-		d.Families = []string{arch}
-	}
-	if params > 0 {
-		d.ParameterSize = humanNumber(params)
-	}
-	return d
-}
-
 // vocabularyKeys are the metadata arrays Ollama's /api/show leaves null
 // unless asked to be verbose: they are the whole vocabulary.
 var vocabularyKeys = map[string]bool{

@@ -90,7 +90,12 @@ type Server struct {
 	routes    map[string][]route
 	patterns  []string
 	batches   atomic.Pointer[batches.Store]
-	responses respStore // the Responses API's stored responses
+	responses respStore                  // the Responses API's stored responses
+	modelDir  atomic.Pointer[ModelStore] // the models directory (SetModelStore)
+	// stopping ends when Shutdown begins: pulls stop then (a later pull
+	// resumes them) instead of holding the drain open.
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 type route struct {
@@ -110,6 +115,7 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, started: time.Now(), fimCache: newCompletionCache(cfg.CompletionCache)}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.routes, s.patterns = s.routeTable()
 	s.srv = &fasthttp.Server{
 		Handler:                            s.serve,
@@ -133,7 +139,7 @@ func NewServer(cfg Config) (*Server, error) {
 }
 
 // SetModel makes the server ready with m as its one model.
-func (s *Server) SetModel(m *Model) { s.SetModels(singleModel{m}) }
+func (s *Server) SetModel(m *Model) { s.SetModels(singleModel{m: m, srv: s}) }
 
 // SetModels makes the server ready with the models of ms.
 func (s *Server) SetModels(ms Models) { s.models.Store(&modelsBox{ms}) }
@@ -153,6 +159,7 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 // configured drain time, or ctx), then closes the listeners.
 func (s *Server) Shutdown(ctx context.Context) error {
 	done := s.gate.drain()
+	s.stop()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Drain)
 	defer cancel()
 	select {

@@ -135,9 +135,11 @@ type interruptedError struct {
 func (e *interruptedError) Error() string { return e.msg }
 func (e *interruptedError) Unwrap() error { return e.cause }
 
-func (d *download) report() {
+func (d *download) report() { d.reportStage(Downloading) }
+
+func (d *download) reportStage(stage Stage) {
 	if d.p.opts.OnProgress != nil {
-		d.p.opts.OnProgress(Progress{Name: d.name, Done: d.have, Total: d.st.Size, Start: d.resumed})
+		d.p.opts.OnProgress(Progress{Name: d.name, Stage: stage, Done: d.have, Total: d.st.Size, Start: d.resumed, SHA256: d.want})
 	}
 }
 
@@ -358,6 +360,7 @@ func (d *download) catchUpHash() error {
 
 // finish verifies the complete partial file and gives it its name.
 func (d *download) finish() error {
+	d.reportStage(Verifying)
 	if err := d.catchUpHash(); err != nil { // a 416 on resume: nothing was hashed yet
 		return err
 	}
@@ -374,6 +377,7 @@ func (d *download) finish() error {
 	if _, err := gguf.Open(d.partial); err != nil {
 		return d.fail("pull: %s is not a valid GGUF file (%v); the download was removed", d.source, err)
 	}
+	d.reportStage(Saving)
 	m := manifest{Ref: d.ref, Source: d.source, URL: d.url, Size: d.have, SHA256: d.sum, ETag: d.st.ETag, PulledAt: time.Now().UTC()}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	// The manifest first: a crash before the rename leaves a complete

@@ -47,10 +47,26 @@ type Options struct {
 // Progress is a download's state, reported to Options.OnProgress.
 type Progress struct {
 	Name  string
+	Stage Stage
 	Done  int64 // bytes on disk
 	Total int64 // the file's size, -1 while unknown
 	Start int64 // bytes already on disk when this pull began (resumed)
+	// SHA256 is the digest the file must have (hex), "" while unknown:
+	// a plain URL without --sha256 is known only once complete.
+	SHA256 string
 }
+
+// Stage is what a download is doing when it reports.
+type Stage int
+
+const (
+	// Downloading: bytes are arriving (Done of Total).
+	Downloading Stage = iota
+	// Verifying: the complete file's size, digest and header are checked.
+	Verifying
+	// Saving: the manifest is written and the file takes its name.
+	Saving
+)
 
 // Result says what Pull did.
 type Result struct {

@@ -31,6 +31,9 @@ func NewBar(w io.Writer) *Bar { return &Bar{w: w, now: time.Now} }
 // Update records p and redraws when the last draw is old enough or the
 // download is complete.
 func (b *Bar) Update(p Progress) {
+	if p.Stage != Downloading { // the bar shows bytes; Finish ends it
+		return
+	}
 	now := b.now()
 	if b.start.IsZero() || p.Done < b.base {
 		b.start, b.base = now, p.Done

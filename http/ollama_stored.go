@@ -1,0 +1,53 @@
+package http
+
+import (
+	"os"
+	"sync"
+	"time"
+
+	"superfluid/gguf"
+)
+
+// storedKey names one version of a file: a model pulled again under the
+// same name has another size or time.
+type storedKey struct {
+	path     string
+	size     int64
+	modified time.Time
+}
+
+// storedDetailsCache keeps each directory model's details: its GGUF header
+// takes tens of milliseconds to parse (the vocabulary), and /api/tags is
+// polled. Bounded by the directory's contents; a replaced file's entry
+// stays behind, a few hundred bytes.
+var storedDetailsCache sync.Map // storedKey → ollamaDetails
+
+// storedDetails is what /api/tags says of a directory model, read from its
+// header; a file that does not parse is listed as GGUF of unknown kind.
+func storedDetails(sm StoredModel) ollamaDetails {
+	key := storedKey{sm.Path, sm.Size, sm.Modified}
+	if d, ok := storedDetailsCache.Load(key); ok {
+		return d.(ollamaDetails)
+	}
+	d := ollamaDetails{Format: "gguf", QuantizationLevel: "unknown"}
+	if f, err := gguf.Open(sm.Path); err == nil {
+		arch, _ := f.String("general.architecture")
+		d.Family, d.Families = arch, []string{arch}
+		if n, ok := f.Uint64("general.parameter_count"); ok {
+			d.ParameterSize = humanNumber(n)
+		}
+		d.QuantizationLevel = quantizationLevel(f)
+	}
+	storedDetailsCache.Store(key, d)
+	return d
+}
+
+// sameFile reports whether two paths name one file.
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
