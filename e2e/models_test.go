@@ -302,6 +302,18 @@ func TestModelsRouteByName(t *testing.T) {
 			t.Errorf("%s: %s", c.api, bad)
 		}
 	}
+	if status, raw := post(t, st.URL()+"/v1/completions", map[string]any{"model": strings.Repeat("x", 1<<20), "prompt": "x"}); status != 404 || len(raw) > 1000 {
+		t.Errorf("a 1 MiB model name: %d, %d bytes of answer; want a short 404", status, len(raw))
+	}
+	resp, err = http.Get(st.URL() + "/props?model=nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || modelNotFound("llamacpp", "nope")(parseAPIError(t, "llamacpp", 404, raw)) != "" {
+		t.Errorf("/props?model=nope: %d %s", resp.StatusCode, raw)
+	}
 	// A name that is a path is not a model of the directory.
 	if status, _ := post(t, st.URL()+"/v1/completions", map[string]any{"model": paths["alpha"], "prompt": "x", "max_tokens": 1}); status != 404 {
 		t.Errorf("a path as the model name: %d, want 404", status)

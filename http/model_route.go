@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
@@ -51,10 +52,16 @@ func stringOf(raw json.RawMessage) string {
 	return s
 }
 
+// maxEchoedName bounds how much of an unknown model's name an error quotes.
+const maxEchoedName = 200
+
 // modelError words a failed Acquire in the API's shape: an unknown model
 // is each API's own 404, a load that cannot fit a 507 naming the sizes,
 // anything else a failed load (500).
 func modelError(kind apiKind, name string, err error) *apiError {
+	if len(name) > maxEchoedName { // a name is echoed, not a body
+		name = strings.ToValidUTF8(name[:maxEchoedName], "") + "…"
+	}
 	switch {
 	case errors.Is(err, ErrModelNotFound):
 		switch kind {
