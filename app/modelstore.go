@@ -68,7 +68,8 @@ func pullProgress(p pull.Progress) sfhttp.PullProgress {
 
 // Delete removes a model of the directory, found by its name or by the
 // reference it was pulled from, with its manifest and partial download.
-// The served model is refused; another loaded one is unloaded first.
+// A resident model (--model, --fim-model) is refused; one loaded on
+// demand is unloaded first.
 func (m *modelStore) Delete(_ context.Context, name string) error {
 	path, err := pull.Find(m.dir, name)
 	switch {
@@ -80,7 +81,7 @@ func (m *modelStore) Delete(_ context.Context, name string) error {
 		return err
 	}
 	if slices.ContainsFunc(m.served, func(p string) bool { return sameFile(path, p) }) {
-		return fmt.Errorf("%w: %s is the model this server was started with (--model); stop the server to delete it", sfhttp.ErrModelInUse, name)
+		return fmt.Errorf("%w: %s is a model this server was started with (--model, --fim-model); stop the server to delete it", sfhttp.ErrModelInUse, name)
 	}
 	local := strings.TrimSuffix(filepath.Base(path), pull.Ext)
 	if m.unload != nil {
