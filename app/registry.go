@@ -339,7 +339,9 @@ func (r *Registry) runLoad(sl *slot, op *loadOp, gone []chan struct{}) {
 		}
 	} else {
 		sl.st, sl.size, sl.lastUsed = st, st.Size, r.now()
-		sl.expires, sl.pinned = keepAliveAfter(r.now(), sfhttp.ModelWant{}, sl.resident, sl.pinned, r.defaultKeep)
+		// A resident model a keep_alive unloaded is resident again once
+		// reloaded; one loaded on demand has the default keep-alive.
+		sl.expires, sl.pinned = keepAliveAfter(r.now(), sfhttp.ModelWant{}, sl.resident, sl.resident, r.defaultKeep)
 		if r.closed { // Close is waiting for this load: it unloads nothing it did not see
 			sl.st = nil
 			r.loads.Add(1)

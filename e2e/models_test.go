@@ -432,7 +432,10 @@ func TestModelsKeepAlive(t *testing.T) {
 	if status, raw := post(t, url+"/completion", map[string]any{"prompt": "Once", "n_predict": 2}); status != 200 {
 		t.Fatalf("the default model after its unload: %d %s", status, raw)
 	}
-	waitPS(t, url, "alpha:latest", "beta:latest")
+	ps = waitPS(t, url, "alpha:latest", "beta:latest")
+	if exp := ps["alpha:latest"].ExpiresAt; exp.Before(time.Now().Add(100 * 24 * time.Hour)) {
+		t.Errorf("alpha, reloaded, expires at %v: want resident again", exp)
+	}
 
 	if status, raw := post(t, url+"/api/generate", map[string]any{"model": "beta", "prompt": "", "keep_alive": "soon"}); status != 400 || !strings.Contains(string(raw), "keep_alive") {
 		t.Errorf("keep_alive \"soon\": %d %s, want a 400 naming keep_alive", status, raw)
