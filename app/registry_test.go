@@ -173,3 +173,37 @@ func TestRegistryUnload(t *testing.T) {
 	}
 	rel()
 }
+
+// The estimate a first load is decided on is close to what the loaded
+// model then measures, for each KV type.
+func TestEstimatedSizeMatchesMeasured(t *testing.T) {
+	tiny := tinyModels(t, t.TempDir(), "alpha")[0]
+	shape, err := synth.ShapeByName("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := filepath.Join(t.TempDir(), "small.gguf")
+	if err := synth.Write(small, synth.Options{Shape: shape, Type: "q8_0", Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, kvType string }{{tiny, "f16"}, {small, "f16"}, {small, "q8_0"}, {small, "q4_0"}} {
+		o := Options{ModelPath: c.path, Lanes: 1, Ctx: 2048, Threads: 1, HostCache: 1 << 20, KVType: c.kvType}
+		o.withDefaults()
+		est, err := estimatedSize(c.path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := openModelStack(ModelSpec{Path: c.path, Alias: "m"}, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.Size
+		if err := st.close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s, kv %s: estimated %d bytes, measured %d", filepath.Base(c.path), c.kvType, est, got)
+		if diff := float64(est-got) / float64(got); diff < -0.1 || diff > 0.1 {
+			t.Errorf("%s, kv %s: estimated %d bytes, measured %d (%.0f%% off)", filepath.Base(c.path), c.kvType, est, got, 100*diff)
+		}
+	}
+}
