@@ -77,7 +77,7 @@ fmt-check:
 # the cache tiers, the servers; and the engine's Close racing text calls
 # (the first cgo run under -race rebuilds llama.cpp instrumented, ≈5 min).
 race: deps
-	$(GO) test -race -count=1 ./sched/... ./kv/ ./park/ ./http/ ./batch/ ./batches/ ./bench/
+	$(GO) test -race -count=1 ./sched/... ./kv/ ./park/ ./http/ ./batch/ ./batches/ ./bench/ ./embed/
 	$(GO) test -race -count=1 -run 'TestTextCallsAfterCloseAreSafe|TestExceptionIn' ./cgo/
 
 # Our C/C++ must compile without a warning.

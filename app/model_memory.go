@@ -27,10 +27,13 @@ func measuredSize(desc *engine.Descriptor, hostCache int64) int64 {
 }
 
 // estimatedSize is what the model at path would hold with o's context and
-// KV type: the tensor bytes of the file, a KV pool of o.Ctx tokens ×
+// KV type (an embedding model's as openEmbeddingStack opens it): the tensor bytes of the file, a KV pool of o.Ctx tokens ×
 // layers × 2 (K and V) × KV heads × head size × the type's bytes, and the
 // host cache budget.
 func estimatedSize(path string, o Options) (int64, error) {
+	if isEmbeddingModel(path) { // its context is one call's batch, and it has no cache
+		o.Ctx, o.HostCache = max(o.Batch, defaultEmbedBatch), 0
+	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("reading %s: %w", path, err)

@@ -18,7 +18,9 @@ type ModelSpec struct {
 }
 
 // modelStack is one loaded model: its engine, prefix cache, scheduler and
-// the HTTP view of them. The registry owns it; close parks its cache.
+// the HTTP view of them (an embedding model has an embedding runner
+// instead of the cache and scheduler: both nil). The registry owns it;
+// close parks its cache.
 type modelStack struct {
 	Engine *cgo.Engine
 	Cache  *kv.Cache
@@ -41,6 +43,9 @@ type modelStack struct {
 // on demand — so a model of another kind (an embedding model) needs only
 // another such builder.
 func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelStack, err error) {
+	if isEmbeddingModel(spec.Path) {
+		return openEmbeddingStack(spec, o, arb)
+	}
 	if err := checkParkOptions(o); err != nil {
 		return nil, err
 	}
@@ -106,8 +111,10 @@ func (ms *modelStack) close() error {
 	if ms.turn != nil {
 		ms.turn.Leave() // after Run returned, as the arbiter wants
 	}
-	if e := ms.Cache.Close(); e != nil && err == nil { // parks what is cached
-		err = e
+	if ms.Cache != nil {
+		if e := ms.Cache.Close(); e != nil && err == nil { // parks what is cached
+			err = e
+		}
 	}
 	ms.Engine.Close()
 	return err

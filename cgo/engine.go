@@ -102,6 +102,11 @@ type Engine struct {
 
 	// grammars caches compiled grammars by digest (grammar.go).
 	grammars *engine.GrammarCache
+
+	// Embed's reused arrays (embed.go) and its vectors' length.
+	embedTokens []engine.Token
+	embedInputs []embedInput
+	embedDim    int
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -184,6 +189,7 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 	var d C.sf_desc
 	C.sf_describe(e.e, &d)
 	eog := unsafe.Slice((*int32)(unsafe.Pointer(d.eog)), int(d.n_eog))
+	e.embedDim = int(d.n_embd_pooled)
 	e.maxTextBytes = max(minMaxTextBytes, maxTextBytesPerPiece*int(d.n_ctx)*max(int(d.max_piece_bytes), 1))
 	e.desc = engine.Descriptor{
 		Architecture:      C.GoString(&d.arch[0]),
@@ -207,6 +213,7 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		Params:            uint64(d.n_params),
 		ModelBytes:        uint64(d.model_bytes),
 		Identity:          identity,
+		Pooling:           engine.Pooling(d.pooling),
 		FIM: engine.FIM{
 			Prefix:   int32(d.fim_pre),
 			Suffix:   int32(d.fim_suf),

@@ -583,3 +583,68 @@ func TestModelsServeProcess(t *testing.T) {
 		t.Errorf("a fourth model with three resident: %d %s, want 507 naming --max-models", status, raw)
 	}
 }
+
+// An embedding model beside a chat model: loaded on demand from the
+// models directory through the embedding builder, it answers embeddings
+// as it does served alone and refuses generation; the chat model keeps
+// generating; both take their turns at the one arbiter.
+func TestModelsEmbeddingBesideChat(t *testing.T) {
+	dir := t.TempDir()
+	alpha := seededModel(t, t.TempDir(), "alpha", 21)
+	s, err := synth.ShapeByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := synth.Write(filepath.Join(dir, "embedder.gguf"), synth.Options{Shape: s, Type: "f16", Seed: 11, Pooling: "mean"}); err != nil {
+		t.Fatal(err)
+	}
+	embedBody := map[string]any{"model": "embedder", "input": []string{"the quick fox", "a lazy dog"}}
+	aloneSt := startStack(t, modelsOptions(filepath.Join(dir, "embedder.gguf"), "embedder"))
+	status, want := post(t, aloneSt.URL()+"/v1/embeddings", embedBody)
+	if status != 200 {
+		t.Fatalf("embeddings alone: %d %s", status, want)
+	}
+	aloneSt.Close()
+
+	o := modelsOptions(alpha, "alpha")
+	o.ModelsDir = dir
+	st := startStack(t, o)
+	status, got := post(t, st.URL()+"/v1/embeddings", embedBody)
+	if status != 200 {
+		t.Fatalf("embeddings beside alpha: %d %s", status, got)
+	}
+	vectors := func(raw []byte) [][]float64 {
+		var r struct {
+			Data []struct{ Embedding []float64 }
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		var out [][]float64
+		for _, d := range r.Data {
+			out = append(out, d.Embedding)
+		}
+		return out
+	}
+	gv, wv := vectors(got), vectors(want)
+	if len(gv) != 2 || len(gv) != len(wv) {
+		t.Fatalf("%d vectors, alone %d", len(gv), len(wv))
+	}
+	for i := range gv {
+		if !slices.Equal(gv[i], wv[i]) {
+			t.Errorf("vector %d differs from the model served alone", i)
+		}
+	}
+	waitPS(t, st.URL(), "alpha:latest", "embedder:latest")
+	if status, raw := post(t, st.URL()+"/v1/chat/completions", map[string]any{"model": "embedder", "messages": []map[string]string{{"role": "user", "content": "hi"}}}); status != 400 || !strings.Contains(string(raw), "embedding model") {
+		t.Errorf("chat with the embedding model: %d %s, want a 400", status, raw)
+	}
+	if status, raw := post(t, st.URL()+"/v1/embeddings", map[string]any{"model": "alpha", "input": "x"}); status != 400 {
+		t.Errorf("embeddings from the chat model: %d %s, want a 400", status, raw)
+	}
+	modelChat(t, st.URL(), "alpha", parkTurn1())
+	if status, raw := post(t, st.URL()+"/api/embed", map[string]any{"model": "embedder", "input": "x", "keep_alive": 0}); status != 200 {
+		t.Fatalf("/api/embed keep_alive 0: %d %s", status, raw)
+	}
+	waitPS(t, st.URL(), "alpha:latest")
+}

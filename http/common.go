@@ -32,7 +32,10 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *Model) error {
 // text format.
 func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	var b strings.Builder
-	st := m.Sched.Stats()
+	var st sched.Snapshot // zero for an embedding model, which has no scheduler
+	if m.Sched != nil {
+		st = m.Sched.Stats()
+	}
 	counter := func(name, help string, v uint64) {
 		fmt.Fprintf(&b, "# HELP superfluid_%s %s\n# TYPE superfluid_%s counter\nsuperfluid_%s %d\n", name, help, name, name, v)
 	}
@@ -71,9 +74,16 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	cum += st.TTFTBuckets[len(sched.TTFTBucketsMS)]
 	fmt.Fprintf(&b, "superfluid_ttft_seconds_bucket{le=\"+Inf\"} %d\nsuperfluid_ttft_seconds_sum %g\nsuperfluid_ttft_seconds_count %d\n",
 		cum, float64(st.TTFTSumMS)/1000, st.TTFTCount)
+	var parts []Metric
 	if m.Cache != nil {
+		parts = append(parts, m.Cache.Metrics()...)
+	}
+	if m.Embed != nil {
+		parts = append(parts, m.Embed.Metrics()...)
+	}
+	{
 		seen := map[string]bool{}
-		for _, x := range m.Cache.Metrics() {
+		for _, x := range parts {
 			name := "superfluid_" + x.Name
 			if !seen[name] {
 				fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, x.Help, name, x.Type)
@@ -109,7 +119,9 @@ func writeModelMetrics(b *strings.Builder, loaded []LoadedModel) {
 	}
 	stats := make([]sched.Snapshot, len(loaded))
 	for i, lm := range loaded {
-		stats[i] = lm.Model.Sched.Stats()
+		if lm.Model.Sched != nil { // an embedding model has none: zeros
+			stats[i] = lm.Model.Sched.Stats()
+		}
 	}
 	b.WriteString("# HELP superfluid_model_turn_waits_total Steps that waited at the arbiter for another model's engine.\n# TYPE superfluid_model_turn_waits_total counter\n")
 	for i, lm := range loaded {

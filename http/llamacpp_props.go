@@ -60,7 +60,10 @@ func tokenText(m *Model, t engine.Token) string {
 // does.
 func (s *Server) llamaSlots(ctx *fasthttp.RequestCtx, m *Model) error {
 	lanes := m.Desc.Lanes
-	busy := int(m.Sched.Stats().LanesActive)
+	busy := 0
+	if m.Sched != nil { // an embedding model has no lanes busy generating
+		busy = int(m.Sched.Stats().LanesActive)
+	}
 	if string(ctx.QueryArgs().Peek("fail_on_no_slot")) == "1" && busy >= lanes {
 		return unavailable("no slot available")
 	}

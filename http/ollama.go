@@ -130,6 +130,9 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 	if m.replyFormat().format.HasReasoning() {
 		caps = append(caps, "thinking")
 	}
+	if m.Sched == nil {
+		caps = []string{"embedding"} // as Ollama lists an embedding model
+	}
 	params := ollamaParameters(m)
 	return writeJSON(ctx, ollamaShowResponse{
 		Modelfile: ollamaModelfile(m, tmpl, params), Parameters: strings.Join(params, "\n"), Template: tmpl,

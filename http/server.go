@@ -107,6 +107,10 @@ type route struct {
 	// anyModel routes name no model (listings, files, batches, stored
 	// responses): their handler gets a nil *Model and nothing is loaded.
 	anyModel bool
+	// embeds: an embedding route, which a generation model refuses;
+	// generates: a route that generates text, which an embedding model
+	// refuses (generationPaths).
+	embeds, generates bool
 }
 
 // NewServer returns a server with no model yet.
@@ -217,6 +221,10 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, checkKey bool) {
 		}
 		defer hold.done()
 		ctx.SetUserValue(modelHoldKey{}, hold)
+	}
+	if err := checkModelKind(m, r); err != nil {
+		writeError(ctx, r.kind, err)
+		return
 	}
 	// A streamed response outlives its handler; streamResponse holds the
 	// drain open until the stream ends (see requestGate.hold) and gives its

@@ -230,7 +230,15 @@ typedef struct sf_desc {
     /* The longest token piece in bytes (special tokens spelled out): text
      * of more than n_ctx times this many bytes cannot fit the context. */
     int32_t max_piece_bytes;
+    /* enum sf_pooling: not SF_POOLING_NONE for an embedding model, whose
+     * engine runs sf_embed and refuses sf_tick. */
+    int32_t pooling;
+    int32_t n_embd_pooled; /* floats in one pooled vector (sf_embed's stride) */
 } sf_desc;
+
+/* How an embedding model pools its tokens' vectors into one (llama.cpp's
+ * enum llama_pooling_type, as <arch>.pooling_type stores it). */
+enum sf_pooling { SF_POOLING_NONE = 0, SF_POOLING_MEAN = 1, SF_POOLING_CLS = 2, SF_POOLING_LAST = 3 };
 
 enum sf_rec { SF_REC_TOP_K = 1, SF_REC_TOP_P = 2, SF_REC_MIN_P = 4 };
 
@@ -261,6 +269,25 @@ int sf_chat_apply(const sf_engine *e, const char *tmpl, const char *const *roles
                   const char *const *contents, int32_t n_msg, int32_t add_assistant,
                   char *out, int32_t cap, int32_t *needed, char *err, int32_t err_cap);
 
+/* Embeddings. One input of an sf_embed call: tokens[off, off+len). */
+typedef struct sf_embed_input {
+    uint32_t off;
+    uint32_t len;
+} sf_embed_input;
+
+/* sf_embed runs n_inputs inputs of an embedding engine in one llama_decode,
+ * input i in sequence i from position 0, and writes each input's pooled
+ * vector (sf_desc.n_embd_pooled floats, not normalized) to out[i * n_embd_pooled]. Every
+ * input must fit in the one micro-batch pooling needs, so the call refuses
+ * (SF_ERR_BATCH) inputs whose tokens together exceed sf_desc.n_batch, more
+ * inputs than sf_desc.n_seq_max (SF_ERR_SEQ_RANGE), an empty input or one
+ * outside tokens, a token outside the vocabulary (SF_ERR_INVALID), and out_cap
+ * (floats) too small (SF_ERR_BUFFER), all before llama.cpp sees anything;
+ * a generation model's engine answers SF_ERR_UNSUPPORTED. The sequences
+ * are empty again when it returns. */
+int sf_embed(sf_engine *e, const int32_t *tokens, uint32_t n_tokens, const sf_embed_input *inputs,
+             uint32_t n_inputs, float *out, size_t out_cap);
+
 /* Grammars (llama.cpp's GBNF). sf_grammar_compile parses a grammar once and
  * files it under a new id (never 0) that admissions name; it may run on any
  * thread, also while a tick runs. root null or "" is "root". A lazy grammar
@@ -278,9 +305,10 @@ int sf_grammar_compile(sf_engine *e, const char *gbnf, const char *root, int32_t
 int sf_grammar_free(sf_engine *e, uint32_t id);
 
 /* Test only: make the engine's next tick (SF_INJECT_TICK, in validation,
- * after an admission is staged) or next tokenize (SF_INJECT_TOKENIZE)
- * throw, to exercise the exception guards. */
-enum sf_inject { SF_INJECT_NONE = 0, SF_INJECT_TICK = 1, SF_INJECT_TOKENIZE = 2 };
+ * after an admission is staged), next tokenize (SF_INJECT_TOKENIZE) or next
+ * embed (SF_INJECT_EMBED, after its decode) throw, to exercise the
+ * exception guards. */
+enum sf_inject { SF_INJECT_NONE = 0, SF_INJECT_TICK = 1, SF_INJECT_TOKENIZE = 2, SF_INJECT_EMBED = 3 };
 void sf_inject_exception(sf_engine *e, int32_t where);
 
 /* Sequence primitives for the prefix cache. A sequence with a lane on it

@@ -19,9 +19,29 @@ type Options struct {
 	// Arch is the architecture: "llama" (default when empty), "qwen2",
 	// "qwen3" or "gemma4" (ArchNames).
 	Arch string
+	// Pooling makes an embedding model: "mean", "cls" or "last" is written
+	// as <arch>.pooling_type (PoolingTypes); "" or "none" writes no key,
+	// which is a generation model.
+	Pooling string
 	// Metadata are extra keys (e.g. general.sampling.*), set after the
 	// generated ones; a key already set is replaced.
 	Metadata []gguf.KV
+}
+
+// PoolingTypes are llama.cpp's enum llama_pooling_type values by name, as
+// <arch>.pooling_type stores them.
+var PoolingTypes = map[string]uint32{"none": 0, "mean": 1, "cls": 2, "last": 3}
+
+// poolingType maps Options.Pooling to the key's value; ok false for none.
+func poolingType(name string) (v uint32, ok bool, err error) {
+	if name == "" {
+		return 0, false, nil
+	}
+	v, known := PoolingTypes[strings.ToLower(name)]
+	if !known {
+		return 0, false, fmt.Errorf("synth: unknown pooling %q (valid: none, mean, cls, last)", name)
+	}
+	return v, v != 0, nil
 }
 
 // SuppressScale multiplies the token_embd rows of tokens greedy decoding
@@ -64,6 +84,9 @@ func Write(path string, o Options) error {
 	}
 	a, err := archByName(o.Arch)
 	if err != nil {
+		return err
+	}
+	if _, _, err := poolingType(o.Pooling); err != nil {
 		return err
 	}
 	var voc *vocab
