@@ -41,39 +41,49 @@ func isEmbeddingModel(path string) bool {
 	return ok && p != 0
 }
 
-// loadEmbedding opens an embedding model and starts its runner; the stack
-// then serves embeddings and refuses generation.
-func (s *Stack) loadEmbedding(o Options) error {
+// openEmbeddingStack opens an embedding model and starts its runner,
+// which takes its engine calls in turn at arb (nil: alone); the model then
+// serves embeddings and refuses generation. openModelStack calls it for a
+// model whose GGUF names a pooling type.
+func openEmbeddingStack(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelStack, error) {
 	start := time.Now()
 	batch := max(o.Batch, defaultEmbedBatch)
 	// One call is one micro-batch whose sequences are emptied after it, so
 	// the KV pool needs room for one call's tokens and no more.
-	eng, err := cgo.Open(cgo.Options{ModelPath: o.ModelPath, Ctx: batch, Lanes: 1, Seqs: max(o.Seqs, embedSeqs),
+	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: batch, Lanes: 1, Seqs: max(o.Seqs, embedSeqs),
 		Batch: batch, UBatch: batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	desc := eng.Descriptor()
 	if desc.Pooling == engine.PoolingNone {
 		eng.Close()
-		return fmt.Errorf("app: %s names a pooling type the engine did not take", o.ModelPath)
+		return nil, fmt.Errorf("app: %s names a pooling type the engine did not take", spec.Path)
 	}
-	runner, err := embed.New(eng, embed.Config{})
+	ms := &modelStack{Engine: eng, Size: measuredSize(desc, 0)}
+	cfg := embed.Config{}
+	if arb != nil {
+		ms.turn = arb.Join(spec.Alias)
+		cfg.Turns = ms.turn
+	}
+	runner, err := embed.New(eng, cfg)
 	if err != nil {
+		if ms.turn != nil {
+			ms.turn.Leave()
+		}
 		eng.Close()
-		return err
+		return nil, err
 	}
 	tuneGC()
-	s.Engine = eng
-	s.Model = &sfhttp.Model{Name: o.Alias, Path: o.ModelPath, Desc: desc, Text: eng, Embed: embedView{runner}}
+	ms.Model = &sfhttp.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Embed: embedView{runner}}
 	// The runner stops and is waited for where the scheduler would be.
 	ctx, cancel := context.WithCancel(context.Background())
-	s.stopSched, s.schedDone = cancel, make(chan error, 1)
-	go func() { s.schedDone <- runner.Run(ctx) }()
+	ms.stopSched, ms.schedDone = cancel, make(chan error, 1)
+	go func() { ms.schedDone <- runner.Run(ctx) }()
 	maxIn, maxTok := eng.EmbedLimits()
-	slog.Info("embedding model loaded", "model", o.Alias, "took", time.Since(start).Round(time.Millisecond),
-		"pooling", desc.Pooling, "dim", eng.EmbedDim(), "inputs_per_call", maxIn, "tokens_per_call", maxTok)
-	return nil
+	slog.Info("embedding model loaded", "model", spec.Alias, "took", time.Since(start).Round(time.Millisecond),
+		"pooling", desc.Pooling, "dim", eng.EmbedDim(), "inputs_per_call", maxIn, "tokens_per_call", maxTok, "bytes", ms.Size)
+	return ms, nil
 }
 
 // embedView is the runner as the HTTP handlers see it.

@@ -237,7 +237,9 @@ func testEmbeddings(t *testing.T, pooling string) {
 	}
 
 	// A chat request to an embedding model is a 400 in the API's shape.
-	_, err = oc.Chat.Completions.New(ctx, greedyChat("hello", 4))
+	chatEmbed := greedyChat("hello", 4)
+	chatEmbed.Model = "embed"
+	_, err = oc.Chat.Completions.New(ctx, chatEmbed)
 	var oe *openai.Error
 	if !errors.As(err, &oe) || oe.StatusCode != 400 || !strings.Contains(oe.Message, "embedding model") {
 		t.Errorf("chat to an embedding model: %v", err)

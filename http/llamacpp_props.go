@@ -1,6 +1,8 @@
 package http
 
 import (
+	"cmp"
+
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
@@ -38,6 +40,8 @@ func (s *Server) llamaProps(ctx *fasthttp.RequestCtx, m *Model) error {
 		"build_info":                  "superfluid " + s.cfg.Version,
 		"modalities":                  map[string]bool{"vision": false, "audio": false},
 		"is_sleeping":                 false,
+		// Every /infill and suffix request is answered by this model.
+		"superfluid_fim_model": cmp.Or(s.registry().FIMName(), m.Name),
 	})
 }
 

@@ -57,7 +57,7 @@ func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err := decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	if err := ollamaCheckModel(m, req.Model); err != nil {
+	if err := ollamaCheckModel(req.Model); err != nil {
 		return err
 	}
 	limit, err := ollamaEmbedOptions(req.KeepAlive, req.Options)
@@ -96,7 +96,7 @@ func (s *Server) ollamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err := decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	if err := ollamaCheckModel(m, req.Model); err != nil {
+	if err := ollamaCheckModel(req.Model); err != nil {
 		return err
 	}
 	if _, err := ollamaEmbedOptions(req.KeepAlive, req.Options); err != nil {

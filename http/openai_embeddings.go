@@ -47,9 +47,6 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err := decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	if err := checkModelName(m, req.Model); err != nil {
-		return err
-	}
 	b64 := false
 	if req.EncodingFormat != nil {
 		switch *req.EncodingFormat {
