@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,6 +20,16 @@ func benchModel(b *testing.B) string {
 	}
 	b.Logf("SF_BENCH_MODEL unset: benchmarking the tiny test model (make bench uses the 0.5b shape)")
 	return tinyModel(b)
+}
+
+// benchReps is how many alternating rounds a benchmark takes the median
+// of: SF_BENCH_REPS when set (fewer for a quick look on a slow machine),
+// else def.
+func benchReps(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("SF_BENCH_REPS")); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 // tickDecode admits lanes with promptLen-token prompts, prefills them, then
@@ -75,7 +86,8 @@ func BenchmarkDecode(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer e.Close()
-				const promptLen, n, reps = 32, 64, 5
+				const promptLen, n = 32, 64
+				reps := benchReps(5)
 				var plain, tick []float64
 				tickDecode(b, e, lanes, promptLen, 8) // warm up
 				b.ResetTimer()
@@ -106,7 +118,8 @@ func BenchmarkDecode(b *testing.B) {
 // tokens, alternating the two. Reported: prompt tokens/s of each.
 func BenchmarkPrefill(b *testing.B) {
 	path := benchModel(b)
-	const promptLen, reps = 2000, 3
+	const promptLen = 2000
+	reps := benchReps(3)
 	e, err := Open(Options{ModelPath: path, Ctx: 4096, Lanes: 1, Seqs: 2, Batch: 2048, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA")})
 	if err != nil {
 		b.Fatal(err)
@@ -166,7 +179,8 @@ func BenchmarkPrefill(b *testing.B) {
 // to 512's.
 func BenchmarkPrefillUBatch(b *testing.B) {
 	path := benchModel(b)
-	const promptLen, reps = 2000, 3
+	const promptLen = 2000
+	reps := benchReps(3)
 	ubatches := []int{64, 128, 256, 512}
 	engines := make([]*Engine, len(ubatches))
 	for i, u := range ubatches {
@@ -214,7 +228,8 @@ func BenchmarkPrefillUBatch(b *testing.B) {
 // repacked/plain ratios.
 func BenchmarkPrefillRepack(b *testing.B) {
 	path := benchModel(b)
-	const promptLen, lanes, rounds, reps = 2000, 8, 32, 3
+	const promptLen, lanes, rounds = 2000, 8, 32
+	reps := benchReps(3)
 	modes := []struct {
 		name     string
 		noRepack bool
