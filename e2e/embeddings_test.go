@@ -169,7 +169,7 @@ func testEmbeddings(t *testing.T, pooling string) {
 			t.Fatal(err)
 		}
 		for k, x := range one.Data[0].Embedding {
-			if d := math.Abs(x - batch.Data[i].Embedding[k]); d > 1e-5 {
+			if d := math.Abs(x - batch.Data[i].Embedding[k]); d > batchEmbedTolerance {
 				t.Fatalf("input %d value %d: alone %g, in the batch %g", i, k, x, batch.Data[i].Embedding[k])
 			}
 		}
@@ -336,7 +336,7 @@ func TestEmbeddingsBatchCLI(t *testing.T) {
 			t.Fatalf("e%d alone: %d %s", i, status, body)
 		}
 		for k, x := range alone.Data[0].Embedding {
-			if math.Abs(x-got.Data[0].Embedding[k]) > 1e-5 {
+			if math.Abs(x-got.Data[0].Embedding[k]) > batchEmbedTolerance {
 				t.Fatalf("e%d value %d: batch %g, alone %g", i, k, got.Data[0].Embedding[k], x)
 			}
 		}
