@@ -146,23 +146,26 @@ if [[ $mode != one ]]; then
 	stop_servers
 fi
 
-# The table: one row per setup that has a report.
+# The table: a row for each setup this run measured.
+row() { printf '%-15s %7s %9s %9s %11s %11s %8s %6s %7s\n' "$@"; }
 {
-	printf '%-14s %9s %9s %11s %11s %13s %7s %11s\n' setup "idle p50" "idle p95" "loaded p50" "loaded p95" "p95 ld/idle" failed "bg done/run"
+	row setup "n i/l" "idle p50" "idle p95" "loaded p50" "loaded p95" "p95 l/i" failed "bg done"
 	for setup in one two; do
 		r=$OUT/report-$setup.json
-		[[ -s $r ]] || continue
-		jq -r --arg s "$setup" '
-			def ms(x): if x == null then "-" else (x | tostring) end;
+		[[ $mode == both || $mode == "$setup" ]] && [[ -s $r ]] || continue
+		IFS=$'\t' read -r -a cells < <(jq -r --arg s "$setup" '
+			def v(x): if x == null then "-" else (x | tostring) end;
 			.fim as $f |
-			[ (if $s == "one" then "one process" else "two processes" end),
-			  ms($f.idle.latency_ms.p50), ms($f.idle.latency_ms.p95),
-			  ms($f.loaded.latency_ms.p50), ms($f.loaded.latency_ms.p95),
-			  ms($f.latency_ratio_p95), ((.failures.count // 0) | tostring),
-			  "\($f.background.requests.ok)/\($f.background_workers)" ] | @tsv' "$r" |
-			awk -F'\t' '{ printf "%-14s %9s %9s %11s %11s %13s %7s %11s\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
+			[ (if $s == "one" then "one process" else "two processes" end) + (if .interrupted then "*" else "" end),
+			  "\(v($f.idle.latency_ms.n))/\(v($f.loaded.latency_ms.n))",
+			  v($f.idle.latency_ms.p50), v($f.idle.latency_ms.p95),
+			  v($f.loaded.latency_ms.p50), v($f.loaded.latency_ms.p95),
+			  v($f.latency_ratio_p95), v(.failures.count // 0),
+			  "\($f.background.requests.ok)/\($f.background_workers)" ] | @tsv' "$r")
+		row "${cells[@]}"
 	done
-	echo "FIM latency in ms ($REQUESTS requests a phase at most, $MAX_TOKENS tokens each); loaded: beside $CONCURRENCY background prompts of $PROMPT_TOKENS tokens;"
-	echo "bg done/run: background requests that finished (prefill and 256 tokens) during the loaded phase / running."
-	echo "Load average as each setup started: one ${load_one:--}, two ${load_two:--}. Reports: $OUT/report-*.json"
+	echo "FIM latency in ms over n requests idle/loaded ($MAX_TOKENS tokens each); loaded: beside $CONCURRENCY background prompts of $PROMPT_TOKENS tokens"
+	echo "on $(basename "$BIG" .gguf), FIM on $(basename "$SAT" .gguf), --threads $THREADS. bg done: background requests that finished (prefill"
+	echo "and 256 tokens) while FIM was measured / running. *: interrupted. Load average as each setup started: one ${load_one:--},"
+	echo "two ${load_two:--}. Reports and server logs: $OUT/"
 } | tee "$OUT/table.txt"
