@@ -168,4 +168,8 @@ row() { printf '%-15s %7s %9s %9s %11s %11s %8s %6s %7s\n' "$@"; }
 	echo "on $(basename "$BIG" .gguf), FIM on $(basename "$SAT" .gguf), --threads $THREADS. bg done: background requests that finished (prefill"
 	echo "and 256 tokens) while FIM was measured / running. *: interrupted. Load average as each setup started: one ${load_one:--},"
 	echo "two ${load_two:--}. Reports and server logs: $OUT/"
+	if [[ $mode != two && -s $OUT/metrics-one.txt ]]; then
+		# Where the one process's tokens went: FIM to the satellite.
+		echo "one process, decode tokens by model:" $(sed -n 's/^superfluid_model_decode_tokens_total{model="\([^"]*\)"} \(.*\)/\1 \2/p' "$OUT/metrics-one.txt")
+	fi
 } | tee "$OUT/table.txt"
