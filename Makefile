@@ -18,7 +18,11 @@ MODELS      ?= .cache/models
 LLAMA_CPP_DIR ?=
 ifeq ($(LLAMA_CPP_DIR),)
 OLLAMA_DIR   = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
-LLAMA_INC    = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
+# ggml-cpu's cpu.go defines only GGML_USE_LLAMAFILE; ggml's CMake (and the
+# upstream route) also define GGML_USE_CPU_REPACK, which registers the
+# buffer type that repacks Q4_0/Q4_K/IQ4_NL weights into interleaved rows
+# for the AVX2 kernels. It reaches ggml-cpu through CGO_CPPFLAGS.
+LLAMA_INC    = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK
 NATIVE_SIMD  = $(SIMD)
 LLAMA_LIBS   =
 # CGO_LDFLAGS and GOFLAGS stay unset here: setting them (even empty) would
@@ -77,7 +81,7 @@ fmt-check:
 # the cache tiers, the servers; and the engine's Close racing text calls
 # (the first cgo run under -race rebuilds llama.cpp instrumented, ≈5 min).
 race: deps
-	$(GO) test -race -count=1 ./sched/... ./kv/ ./park/ ./http/ ./batch/ ./batches/ ./bench/
+	$(GO) test -race -count=1 ./sched/... ./kv/ ./park/ ./http/ ./batch/ ./batches/ ./bench/ ./embed/
 	$(GO) test -race -count=1 -run 'TestTextCallsAfterCloseAreSafe|TestExceptionIn' ./cgo/
 
 # Our C/C++ must compile without a warning.
@@ -114,13 +118,17 @@ bench: deps $(MODELS)/synth-0.5b-q8_0.gguf
 # The engine against the raw llama.cpp it compiles, on issue 14's two
 # models: a 2,000-token prefill (one tick, and one plain llama_decode at
 # micro-batches 64…512) and decode at 1 and 8 streams (sf_tick against a
-# plain llama_decode loop). On the upstream route too:
-# make LLAMA_CPP_DIR=… bench-engine. Run it on a quiet machine.
-bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
-	@for m in 0.5b-q8_0 small-f16; do \
+# plain llama_decode loop); on the Q4_0 model also weight repacking on
+# against off (the only one of the three types x86 repacks). On the
+# upstream route too: make LLAMA_CPP_DIR=… bench-engine. Run it on a quiet
+# machine.
+bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf $(MODELS)/synth-0.5b-q4_0.gguf
+	@for m in 0.5b-q8_0 small-f16 0.5b-q4_0; do \
+		benches='Prefill|PrefillUBatch|Decode'; \
+		case $$m in *q4_0) benches="$$benches|PrefillRepack";; esac; \
 		echo "== synth-$$m, llama.cpp $(or $(LLAMA_COMMIT),ec98e2002 (Go module))"; \
 		SF_BENCH_MODEL=$(CURDIR)/$(MODELS)/synth-$$m.gguf $(GO) test -run '^$$' \
-			-bench '^Benchmark(Prefill|PrefillUBatch|Decode)$$' -benchtime 1x -count 1 -timeout 60m ./cgo/ \
+			-bench "^Benchmark($$benches)\$$" -benchtime 1x -count 1 -timeout 60m ./cgo/ \
 			| grep -E '^(Benchmark|cpu:)' || exit 1; \
 	done
 
@@ -137,6 +145,10 @@ models: $(MODELS)/synth-tiny-f16.gguf $(MODELS)/synth-0.5b-q8_0.gguf
 $(MODELS)/synth-%-q8_0.gguf: | build
 	@mkdir -p $(MODELS)
 	bin/superfluid model synth --shape $* --type q8_0 -o $@
+
+$(MODELS)/synth-%-q4_0.gguf: | build
+	@mkdir -p $(MODELS)
+	bin/superfluid model synth --shape $* --type q4_0 -o $@
 
 $(MODELS)/synth-%-f16.gguf: | build
 	@mkdir -p $(MODELS)

@@ -11,7 +11,7 @@ import (
 
 // engineFlags are the flags of a command that loads a model to serve many
 // requests (serve, batch): lanes (default given), context, threads, step
-// size, KV type and flash attention.
+// size, KV type, flash attention and weight repacking.
 func engineFlags(lanes int) []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "lanes", Value: lanes, Usage: "requests decoded at once", EnvVars: env("LANES")},
@@ -20,6 +20,7 @@ func engineFlags(lanes int) []cli.Flag {
 		&cli.IntFlag{Name: "batch", Usage: "most tokens one engine step carries; a newly arrived request waits at most one step", DefaultText: fmt.Sprint(cgo.DefaultBatch), EnvVars: env("BATCH")},
 		&cli.StringFlag{Name: "kv-type", Value: "f16", Usage: "KV cache type: f16, q8_0 or q4_0", EnvVars: env("KV_TYPE")},
 		&cli.StringFlag{Name: "flash-attn", Value: "on", Usage: "flash attention: on, off or auto (llama.cpp decides); on keeps decode fast while the prefix cache holds many conversations", EnvVars: env("FLASH_ATTN")},
+		&cli.BoolFlag{Name: "no-repack", Aliases: []string{"nr"}, Usage: "keep Q4_0/Q4_K/IQ4_NL weights in the file's layout instead of a copy repacked for the CPU's kernels (less memory, slower prefill and decode), as llama-server's --no-repack", EnvVars: env("NO_REPACK")},
 	}
 }
 

@@ -40,8 +40,9 @@ func modelCommand() *cli.Command {
 					&cli.StringFlag{Name: "shape", Value: "tiny", Usage: "tiny, small or 0.5b"},
 					&cli.StringFlag{Name: "arch", Value: "llama", Usage: "architecture: " + strings.Join(synth.ArchNames(), ", ") + " (gemma4 loads only on an upstream llama.cpp build)"},
 					&cli.StringFlag{Name: "vocab", Usage: "graft the tokenizer of this vocab-only GGUF (default: a built-in byte-level BPE with ChatML and FIM tokens)"},
-					&cli.StringFlag{Name: "type", Value: "f16", Usage: "weight type: f16 or q8_0"},
+					&cli.StringFlag{Name: "type", Value: "f16", Usage: "weight type: f16, q8_0 or q4_0"},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
+					&cli.StringFlag{Name: "pooling", Usage: "make an embedding model pooling its tokens so: mean, cls or last (default: none, a generation model)"},
 					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output file"},
 				},
 				Action: modelSynth,
@@ -77,7 +78,7 @@ func modelSynth(c *cli.Context) error {
 		return err
 	}
 	start := time.Now()
-	opts := synth.Options{Shape: shape, VocabFile: c.String("vocab"), Type: c.String("type"), Seed: c.Uint64("seed"), Arch: c.String("arch")}
+	opts := synth.Options{Shape: shape, VocabFile: c.String("vocab"), Type: c.String("type"), Seed: c.Uint64("seed"), Arch: c.String("arch"), Pooling: c.String("pooling")}
 	if err := synth.Write(c.String("output"), opts); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"superfluid/app"
 	sfhttp "superfluid/http"
+	"superfluid/pull"
 	"superfluid/sched"
 )
 
@@ -22,9 +24,13 @@ func env(name string) []string { return []string{"SUPERFLUID_" + name} }
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "serve the OpenAI, llama.cpp, Ollama and Anthropic APIs over one model",
+		Usage: "serve the OpenAI, llama.cpp, Ollama and Anthropic APIs over one or more models",
 		Flags: slices.Concat([]cli.Flag{
-			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file or pulled model name", EnvVars: env("MODEL")},
+			&cli.StringSliceFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file or pulled model name, loaded at start and kept loaded; repeat it for several (the first answers requests that name no model)", EnvVars: env("MODEL")},
+			&cli.IntFlag{Name: "max-models", Usage: "models loaded at once; the least recently used idle one loaded on demand (from the models directory) is unloaded for another (0: 3, or the number of resident models if more)", EnvVars: env("MAX_MODELS")},
+			&cli.StringFlag{Name: "memory-budget", Usage: "bytes the loaded models may hold together (weights, KV pool, host cache each), e.g. 12GiB (default: 80% of the memory available at start; off: no bound)", EnvVars: env("MEMORY_BUDGET")},
+			&cli.DurationFlag{Name: "keep-alive", Value: 5 * time.Minute, Usage: "how long a model loaded on demand stays loaded after its last request, unless the request's keep_alive says (<0: for ever)", EnvVars: env("KEEP_ALIVE")},
+			&cli.StringFlag{Name: "fim-model", Usage: "GGUF file or pulled model name that answers every fill-in-the-middle request (/infill, suffix on OpenAI and Ollama), whatever model it names", EnvVars: env("FIM_MODEL")},
 			dataDirFlag(),
 			modelsDirFlag(),
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on", EnvVars: env("HOST")},
@@ -36,7 +42,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
 			chatTemplateFileFlag(),
 			keepBillingHeaderFlag(),
-			&cli.StringFlag{Name: "alias", Usage: "the model name clients see (default: the file name without .gguf)", EnvVars: env("ALIAS")},
+			&cli.StringFlag{Name: "alias", Usage: "the name clients see for the first model given (default: the file name without .gguf)", EnvVars: env("ALIAS")},
 			&cli.IntFlag{Name: "max-body", Value: 16 << 20, Usage: "largest request body in bytes", EnvVars: env("MAX_BODY")},
 			&cli.Int64Flag{Name: "host-cache", Value: 1 << 30, Usage: "bytes of host memory for evicted conversation state (0: off)", EnvVars: env("HOST_CACHE")},
 			&cli.StringFlag{Name: "park-dir", Value: defaultParkDir(), Usage: "directory where conversations are parked on disk, zstd-compressed, to resume warm even after a restart (off: none)", EnvVars: env("PARK_DIR")},
@@ -70,9 +76,19 @@ func serveAction(c *cli.Context) error {
 	if c.Duration("write-timeout") <= 0 {
 		return fmt.Errorf("serve: --write-timeout %v must be positive", c.Duration("write-timeout"))
 	}
-	modelPath, err := resolveModelFlag(c)
+	models, err := serveModels(c)
 	if err != nil {
 		return err
+	}
+	budget, err := parseMemoryBudget(c.String("memory-budget"))
+	if err != nil {
+		return err
+	}
+	fimPath := ""
+	if f := c.String("fim-model"); f != "" {
+		if fimPath, err = pull.Resolve(f, modelsDir(c)); err != nil {
+			return fmt.Errorf("serve: --fim-model: %w", err)
+		}
 	}
 	hostCache := c.Int64("host-cache")
 	if hostCache == 0 {
@@ -82,13 +98,15 @@ func serveAction(c *cli.Context) error {
 	defer stop()
 	addr := net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port")))
 	st, err := app.Start(addr, app.Options{
-		ModelPath: modelPath, Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
-		Threads: c.Int("threads"), Batch: c.Int("batch"), KVType: c.String("kv-type"), FlashAttn: c.String("flash-attn"), HostCache: hostCache,
+		ModelPath: models[0].Path, Alias: c.String("alias"), Models: models[1:], ModelsDir: modelsDir(c),
+		MaxModels: c.Int("max-models"), MemoryBudget: budget, KeepAlive: keepAlive(c.Duration("keep-alive")), FIMModelPath: fimPath,
+		Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
+		Threads: c.Int("threads"), Batch: c.Int("batch"), KVType: c.String("kv-type"), FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), HostCache: hostCache,
 		ChatTemplateFile: c.String("chat-template-file"),
 		ParkDir:          dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
-		DataDir: dirOrOff(c.String("data-dir")), ModelsDir: modelsDir(c),
-		Sched: sched.Config{ClassLanes: classLanes},
+		DataDir: dirOrOff(c.String("data-dir")),
+		Sched:   sched.Config{ClassLanes: classLanes},
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header")},
 	})
@@ -106,4 +124,59 @@ func serveAction(c *cli.Context) error {
 	err = st.Close()
 	slog.Info("stopped")
 	return err
+}
+
+// serveModels resolves every --model (a file or a models directory name).
+func serveModels(c *cli.Context) ([]app.ModelSpec, error) {
+	var out []app.ModelSpec
+	for _, arg := range c.StringSlice("model") {
+		p, err := pull.Resolve(arg, modelsDir(c))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, app.ModelSpec{Path: p})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("serve: no --model given")
+	}
+	return out, nil
+}
+
+// keepAlive maps --keep-alive 0 (which app reads as "the default") to an
+// immediate expiry: a nanosecond.
+func keepAlive(d time.Duration) time.Duration {
+	if d == 0 {
+		return time.Nanosecond
+	}
+	return d
+}
+
+// parseMemoryBudget reads --memory-budget: "" is the default (0 to app),
+// "off" no bound (<0), else a byte count with an optional unit (kB, MB,
+// GB, KiB, MiB, GiB, TiB).
+func parseMemoryBudget(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}, {"KB", 1e3}, {"B", 1}}
+	mult := 1.0
+	num := s
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f <= 0 || f*mult >= 1<<62 {
+		return 0, fmt.Errorf("serve: --memory-budget %q: want a positive size such as 12GiB, or off", s)
+	}
+	return int64(f * mult), nil
 }

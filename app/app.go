@@ -29,16 +29,38 @@ import (
 
 // Options configure a stack. Zero values take the defaults noted.
 type Options struct {
-	ModelPath string
+	ModelPath string // the default model: requests that name none get it
 	Alias     string // model name clients see; default: file name without .gguf
-	Lanes     int    // default 4
-	Ctx       int    // default 16384
-	Seqs      int    // default 4 per lane
-	Threads   int    // default: all cores
-	Batch     int    // default cgo.DefaultBatch, at least 2 per lane
-	KVType    string // default f16
-	FlashAttn string // on (default), off or auto; see cgo.Options
-	HostCache int64  // bytes for evicted conversation state; default 1 GiB, <0 off
+	// Models are more resident models, loaded at start beside ModelPath
+	// and kept loaded (unless a request's keep_alive says otherwise).
+	Models []ModelSpec
+	// ModelsDir is where models a request names are loaded from on
+	// demand (`superfluid pull`ed or copied there), which Ollama's
+	// /api/pull and /api/delete work on; "" loads none and turns those off.
+	ModelsDir string
+	// MaxModels bounds the models loaded at once (default 3, and never
+	// fewer than the resident ones); the least recently used idle
+	// on-demand model is unloaded for another.
+	MaxModels int
+	// MemoryBudget bounds the bytes loaded models hold (weights, KV pool,
+	// host cache budget each); 0: 80% of MemAvailable at start, <0: none.
+	MemoryBudget int64
+	// KeepAlive is how long an on-demand model stays loaded after its
+	// last request when the request sets no keep_alive (default 5m, as
+	// Ollama's; <0: for ever).
+	KeepAlive time.Duration
+	// FIMModelPath, when set, is a resident model that answers every
+	// fill-in-the-middle request, whatever model it names.
+	FIMModelPath string
+	Lanes        int    // default 4
+	Ctx          int    // default 16384
+	Seqs         int    // default 4 per lane
+	Threads      int    // default: all cores
+	Batch        int    // default cgo.DefaultBatch, at least 2 per lane
+	KVType       string // default f16
+	FlashAttn    string // on (default), off or auto; see cgo.Options
+	NoRepack     bool   // weights in the file's layout, not repacked; see cgo.Options
+	HostCache    int64  // bytes for evicted conversation state; default 1 GiB, <0 off
 
 	// ChatTemplateFile, when set, is a Jinja chat template that replaces
 	// the one the GGUF carries; one that does not parse fails Start.
@@ -60,32 +82,26 @@ type Options struct {
 	// through (tests hold a batch at a known point with it).
 	WrapBatchDoer func(batch.Doer) batch.Doer
 
-	// ModelsDir is the models directory Ollama's /api/pull and /api/delete
-	// work on and /api/tags lists; "" turns them off.
-	ModelsDir string
-	// UnloadModel, when set, unloads a loaded model (by its local name)
-	// before /api/delete removes its file; an error refuses the delete.
-	// The model the stack serves is never deleted.
-	UnloadModel func(name string) error
-
 	Sched sched.Config // Lanes is filled from Lanes
 	HTTP  sfhttp.Config
 }
 
-// Stack is a loaded model serving over HTTP.
+// Stack is the models of one process serving over HTTP.
 type Stack struct {
+	// Engine, Cache, Sched and Model are the default model's as loaded at
+	// start (a request's keep_alive may unload it later; Models then
+	// loads it anew on demand).
 	Engine *cgo.Engine
 	Cache  *kv.Cache
 	Sched  *sched.Scheduler
 	Model  *sfhttp.Model
+	Models *Registry
 	Server *sfhttp.Server
 	// Batches is the batch API's store; nil when it is off.
 	Batches *batches.Store
 
 	closeOnce sync.Once
 	closeErr  error
-	stopSched context.CancelFunc
-	schedDone chan error
 	serveDone chan struct{} // closed when Serve returns, with serveErr set
 	serveErr  error
 	ln        net.Listener
@@ -114,7 +130,7 @@ func Start(addr string, o Options) (*Stack, error) {
 	}
 	s.openResponses(o) // before the model: no request may store in memory first
 	s.openModelStore(o)
-	srv.SetModel(s.Model)
+	srv.SetModels(s.Models)
 	s.openBatches(o)
 	return s, nil
 }
@@ -130,7 +146,7 @@ func Load(o Options) (*Stack, error) {
 	if err := s.load(o); err != nil {
 		return nil, err
 	}
-	srv.SetModel(s.Model)
+	srv.SetModels(s.Models)
 	return s, nil
 }
 
@@ -171,19 +187,10 @@ func (s *Stack) close() error {
 		s.ln.Close()
 		<-s.serveDone
 	}
-	if s.stopSched != nil {
-		s.stopSched()
-		if e := <-s.schedDone; e != nil && err == nil {
+	if s.Models != nil {
+		if e := s.Models.Close(); e != nil && err == nil { // parks every model's cache
 			err = e
 		}
-	}
-	if s.Cache != nil {
-		if e := s.Cache.Close(); e != nil && err == nil { // parks what is cached
-			err = e
-		}
-	}
-	if s.Engine != nil {
-		s.Engine.Close()
 	}
 	return err
 }
@@ -208,54 +215,29 @@ func (o *Options) withDefaults() {
 	if o.Alias == "" {
 		o.Alias = strings.TrimSuffix(filepath.Base(o.ModelPath), filepath.Ext(o.ModelPath))
 	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = 5 * time.Minute
+	}
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = defaultMemoryBudget()
+	}
 	o.Sched.Lanes = o.Lanes
 }
 
+// load loads the resident models; the default one's parts become the
+// stack's.
 func (s *Stack) load(o Options) error {
 	o.withDefaults()
-	if err := checkParkOptions(o); err != nil {
-		return err
-	}
-	start := time.Now()
-	eng, err := cgo.Open(cgo.Options{ModelPath: o.ModelPath, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn})
+	reg, err := newRegistry(o)
 	if err != nil {
 		return err
 	}
-	desc := eng.Descriptor()
-	tuneGC()
-	tmpl, err := LoadChatTemplate(o.ModelPath, o.ChatTemplateFile, desc, eng)
-	if err != nil {
-		eng.Close()
+	if err := reg.loadResident(); err != nil {
+		reg.Close()
 		return err
 	}
-	ps, err := openPark(o, desc)
-	if err != nil {
-		eng.Close()
-		return err
-	}
-	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: desc.Ctx / 2, HostBytes: max(o.HostCache, 0),
-		Park: ps, ParkEager: o.ParkEager && ps != nil, ParkIdle: parkIdle(o, ps)})
-	if err != nil {
-		if ps != nil {
-			ps.Close()
-		}
-		eng.Close()
-		return err
-	}
-	sc, err := sched.New(eng, cache, o.Sched)
-	if err != nil {
-		cache.Close()
-		eng.Close()
-		return err
-	}
-	s.Engine, s.Cache, s.Sched = eng, cache, sc
-	s.Model = &sfhttp.Model{Name: o.Alias, Path: o.ModelPath, Desc: desc, Text: eng, Sched: sc, Cache: cacheMetrics{cache}}
-	s.Model.Chat = tmpl
-	s.Model.FIM = loadFIM(desc, eng)
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stopSched, s.schedDone = cancel, make(chan error, 1)
-	go func() { s.schedDone <- sc.Run(ctx) }()
-	slog.Info("model loaded", "model", o.Alias, "took", time.Since(start).Round(time.Millisecond), "lanes", o.Lanes, "ctx", desc.Ctx, "fim", s.Model.FIM != nil && s.Model.FIM.Capable())
+	st := reg.defaultStack()
+	s.Models, s.Engine, s.Cache, s.Sched, s.Model = reg, st.Engine, st.Cache, st.Sched, st.Model
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	sfhttp "superfluid/http"
@@ -18,9 +19,9 @@ import (
 // package pull: the same names, files and verification as `superfluid pull`.
 type modelStore struct {
 	dir string
-	// served is the file the server was started with (--model): never
-	// deleted under it.
-	served string
+	// served are the files of the resident models (--model,
+	// --fim-model): never deleted under the server.
+	served []string
 	// unload, when set, unloads another loaded model before its files go;
 	// its error refuses the delete.
 	unload func(name string) error
@@ -31,7 +32,11 @@ func (s *Stack) openModelStore(o Options) {
 	if o.ModelsDir == "" {
 		return
 	}
-	s.Server.SetModelStore(&modelStore{dir: o.ModelsDir, served: o.ModelPath, unload: o.UnloadModel})
+	served := []string{o.ModelPath, o.FIMModelPath}
+	for _, sp := range o.Models {
+		served = append(served, sp.Path)
+	}
+	s.Server.SetModelStore(&modelStore{dir: o.ModelsDir, served: served, unload: s.Models.Unload})
 }
 
 func (m *modelStore) Pull(ctx context.Context, name string, progress func(sfhttp.PullProgress)) error {
@@ -63,7 +68,8 @@ func pullProgress(p pull.Progress) sfhttp.PullProgress {
 
 // Delete removes a model of the directory, found by its name or by the
 // reference it was pulled from, with its manifest and partial download.
-// The served model is refused; another loaded one is unloaded first.
+// A resident model (--model, --fim-model) is refused; one loaded on
+// demand is unloaded first.
 func (m *modelStore) Delete(_ context.Context, name string) error {
 	path, err := pull.Find(m.dir, name)
 	switch {
@@ -74,8 +80,8 @@ func (m *modelStore) Delete(_ context.Context, name string) error {
 	case err != nil:
 		return err
 	}
-	if sameFile(path, m.served) {
-		return fmt.Errorf("%w: %s is the model this server was started with (--model); stop the server to delete it", sfhttp.ErrModelInUse, name)
+	if slices.ContainsFunc(m.served, func(p string) bool { return sameFile(path, p) }) {
+		return fmt.Errorf("%w: %s is a model this server was started with (--model, --fim-model); stop the server to delete it", sfhttp.ErrModelInUse, name)
 	}
 	local := strings.TrimSuffix(filepath.Base(path), pull.Ext)
 	if m.unload != nil {

@@ -20,7 +20,7 @@ func TestModelStoreDelete(t *testing.T) {
 		}
 	}
 	var unloaded []string
-	st := &modelStore{dir: dir, served: filepath.Join(dir, "served.gguf"), unload: func(name string) error {
+	st := &modelStore{dir: dir, served: []string{filepath.Join(dir, "served.gguf")}, unload: func(name string) error {
 		unloaded = append(unloaded, name)
 		if name == "stuck" {
 			return errors.New("it is answering a request")

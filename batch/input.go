@@ -14,6 +14,7 @@ import (
 const (
 	ChatCompletions = "/v1/chat/completions"
 	Completions     = "/v1/completions"
+	Embeddings      = "/v1/embeddings"
 )
 
 // Request is one line of an input file.
@@ -49,7 +50,8 @@ func (e *DuplicateIDError) Unwrap() error { return ErrDuplicateID }
 // ReadInput parses a JSONL input. Each line is either the OpenAI batch form
 // {"custom_id", "method": "POST", "url", "body"} or a bare request body:
 // {"prompt": …} for /v1/completions, {"messages": …} for
-// /v1/chat/completions, with an optional custom_id. A line without a
+// /v1/chat/completions, {"input": …} for /v1/embeddings, with an optional
+// custom_id. A line without a
 // custom_id is named "line-N". Blank lines are skipped. ReadInput fails
 // only on a read error or a duplicate custom_id.
 func ReadInput(r io.Reader) ([]Request, error) {
@@ -119,8 +121,8 @@ func parseEnvelope(req *Request, f map[string]json.RawMessage) string {
 	if err := json.Unmarshal(f["url"], &req.URL); err != nil {
 		return "url must be a string"
 	}
-	if req.URL != ChatCompletions && req.URL != Completions {
-		return fmt.Sprintf("url %q is not supported; use %s or %s", req.URL, ChatCompletions, Completions)
+	if req.URL != ChatCompletions && req.URL != Completions && req.URL != Embeddings {
+		return fmt.Sprintf("url %q is not supported; use %s, %s or %s", req.URL, ChatCompletions, Completions, Embeddings)
 	}
 	req.Body = f["body"]
 	return ""
@@ -130,15 +132,18 @@ func parseEnvelope(req *Request, f map[string]json.RawMessage) string {
 func parseBare(req *Request, f map[string]json.RawMessage) string {
 	_, prompt := f["prompt"]
 	_, messages := f["messages"]
+	_, input := f["input"]
 	switch {
-	case prompt && messages:
-		return `a line has "prompt" or "messages", not both`
+	case prompt && messages, prompt && input, messages && input:
+		return `a line has one of "prompt", "messages" or "input"`
 	case prompt:
 		req.URL = Completions
 	case messages:
 		req.URL = ChatCompletions
+	case input:
+		req.URL = Embeddings
 	default:
-		return `want {"custom_id", "method", "url", "body"} or a request with "prompt" or "messages"`
+		return `want {"custom_id", "method", "url", "body"} or a request with "prompt", "messages" or "input"`
 	}
 	delete(f, "custom_id")
 	body, err := json.Marshal(f)

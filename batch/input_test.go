@@ -22,6 +22,8 @@ func TestReadInputForms(t *testing.T) {
 		`{"text":"neither prompt nor messages"}`,
 		`{"method":"POST","url":"/v1/completions","body":{"prompt":"p"}}`,
 		`[1,2]`,
+		`{"custom_id":"g","url":"/v1/moderations","body":{"input":"p"}}`,
+		`{"custom_id":"h","input":["a","b"]}`,
 	}, "\n")
 	reqs, err := ReadInput(strings.NewReader(in))
 	if err != nil {
@@ -38,13 +40,15 @@ func TestReadInputForms(t *testing.T) {
 		{5, "b", Completions, ""},
 		{6, "line-6", "", "not a JSON object"},
 		{7, "c", Completions, `method must be "POST"`},
-		{8, "d", "/v1/embeddings", "not supported"},
+		{8, "d", Embeddings, ""},
 		{9, "e", Completions, "stream is not supported"},
 		{10, "f", Completions, "body must be a JSON object"},
 		{11, "line-11", "", "custom_id must be a non-empty string"},
-		{12, "line-12", "", `"prompt" or "messages"`},
+		{12, "line-12", "", `"prompt", "messages" or "input"`},
 		{13, "line-13", Completions, "custom_id is required"},
 		{14, "line-14", "", "not a JSON object"},
+		{15, "g", "/v1/moderations", "not supported"},
+		{16, "h", Embeddings, ""},
 	}
 	if len(reqs) != len(want) {
 		t.Fatalf("got %d requests, want %d: %+v", len(reqs), len(want), reqs)

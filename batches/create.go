@@ -26,11 +26,11 @@ func (s *Store) CreateBatch(p BatchParams) (Batch, error) {
 		return Batch{}, invalid("input_file_id", "input_file_id is required")
 	}
 	switch p.Endpoint {
-	case batch.ChatCompletions, batch.Completions:
+	case batch.ChatCompletions, batch.Completions, batch.Embeddings:
 	case "":
 		return Batch{}, invalid("endpoint", "endpoint is required")
 	default:
-		return Batch{}, invalid("endpoint", "endpoint %q is not supported; this server runs batches of %s and %s", p.Endpoint, batch.ChatCompletions, batch.Completions)
+		return Batch{}, invalid("endpoint", "endpoint %q is not supported; this server runs batches of %s, %s and %s", p.Endpoint, batch.ChatCompletions, batch.Completions, batch.Embeddings)
 	}
 	if p.CompletionWindow != completionWindow {
 		return Batch{}, invalid("completion_window", "completion_window must be %q, not %q", completionWindow, p.CompletionWindow)

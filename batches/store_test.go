@@ -308,7 +308,7 @@ func TestBatchesBadRequests(t *testing.T) {
 		param string
 	}{
 		"no input":        {func(p *BatchParams) { p.InputFileID = "" }, "input_file_id"},
-		"embeddings":      {func(p *BatchParams) { p.Endpoint = "/v1/embeddings" }, "endpoint"},
+		"moderations":     {func(p *BatchParams) { p.Endpoint = "/v1/moderations" }, "endpoint"},
 		"no endpoint":     {func(p *BatchParams) { p.Endpoint = "" }, "endpoint"},
 		"window 1h":       {func(p *BatchParams) { p.CompletionWindow = "1h" }, "completion_window"},
 		"17 metadata":     {func(p *BatchParams) { p.Metadata = many }, "metadata"},

@@ -203,3 +203,63 @@ func BenchmarkPrefillUBatch(b *testing.B) {
 		b.ReportMetric(med[i]/med[len(med)-1], fmt.Sprintf("ubatch%d/512", u))
 	}
 }
+
+// BenchmarkPrefillRepack measures what the CPU backend's weight repacking
+// is worth (SF_BENCH_MODEL should be Q4_0: `make bench-engine` generates
+// synth-0.5b-q4_0.gguf; Q8_0 and F16 are not repacked on x86): a
+// 2,000-token prompt in one plain llama_decode, and decode at 8 streams
+// (the plain llama_decode loop), on two engines over the same file —
+// weights repacked, and in the file's layout (Options.NoRepack, llama-server's
+// --no-repack) — alternating them. Reported: tokens/s of each and the
+// repacked/plain ratios.
+func BenchmarkPrefillRepack(b *testing.B) {
+	path := benchModel(b)
+	const promptLen, lanes, rounds, reps = 2000, 8, 32, 3
+	modes := []struct {
+		name     string
+		noRepack bool
+	}{{"repack", false}, {"norepack", true}}
+	engines := make([]*Engine, len(modes))
+	for i, m := range modes {
+		e, err := Open(Options{ModelPath: path, Ctx: 4096, Lanes: lanes, Seqs: lanes, Batch: 2048, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA"), NoRepack: m.noRepack})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close()
+		if _, err := e.PlainPrefill(64); err != nil { // warm up
+			b.Fatal(err)
+		}
+		engines[i] = e
+	}
+	if engines[0].RepackedBytes() == 0 {
+		b.Logf("no weights repacked (model type or build): the two engines run the same kernels")
+	}
+	prefill := make([][]float64, len(modes))
+	decode := make([][]float64, len(modes))
+	b.ResetTimer()
+	for range b.N {
+		for range reps {
+			for i, e := range engines {
+				ns, err := e.PlainPrefill(promptLen)
+				if err != nil {
+					b.Fatal(err)
+				}
+				prefill[i] = append(prefill[i], promptLen/(float64(ns)/1e9))
+				ns, err = e.PlainDecodeLoop(lanes, 32, rounds)
+				if err != nil {
+					b.Fatal(err)
+				}
+				decode[i] = append(decode[i], lanes*rounds/(float64(ns)/1e9))
+			}
+		}
+	}
+	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	pre := []float64{median(prefill[0]), median(prefill[1])}
+	dec := []float64{median(decode[0]), median(decode[1])}
+	for i, m := range modes {
+		b.ReportMetric(pre[i], "prefill-"+m.name+"-tok/s")
+		b.ReportMetric(dec[i], fmt.Sprintf("decode%d-%s-tok/s", lanes, m.name))
+	}
+	b.ReportMetric(pre[0]/pre[1], "prefill-repack/norepack")
+	b.ReportMetric(dec[0]/dec[1], "decode-repack/norepack")
+}

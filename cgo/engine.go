@@ -49,6 +49,12 @@ type Options struct {
 	// quantized KV cache needs it.
 	FlashAttn string
 	NoMmap    bool
+	// NoRepack keeps the weights in the file's layout instead of the CPU
+	// backend's repacked copy (Q4_0, Q4_K, IQ4_NL in interleaved rows for
+	// the AVX2 kernels; other types are never repacked on x86): less
+	// memory and a load without the copy, slower matrix products (prefill
+	// and batched decode). llama-server's --no-repack.
+	NoRepack  bool
 	GPULayers int // layers to offload in a GPU build: 0 all (default), <0 none
 }
 
@@ -102,6 +108,11 @@ type Engine struct {
 
 	// grammars caches compiled grammars by digest (grammar.go).
 	grammars *engine.GrammarCache
+
+	// Embed's reused arrays (embed.go) and its vectors' length.
+	embedTokens []engine.Token
+	embedInputs []embedInput
+	embedDim    int
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -147,6 +158,9 @@ func Open(opts Options) (*Engine, error) {
 	if !o.NoMmap {
 		p.use_mmap = 1
 	}
+	if !o.NoRepack {
+		p.use_extra_bufts = 1
+	}
 	p.max_lanes = C.int32_t(o.Lanes)
 	p.n_gpu_layers = C.int32_t(gpuLayers(o.GPULayers))
 	for i := 0; i < len(p.model_id) && i < len(id); i++ {
@@ -184,6 +198,7 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 	var d C.sf_desc
 	C.sf_describe(e.e, &d)
 	eog := unsafe.Slice((*int32)(unsafe.Pointer(d.eog)), int(d.n_eog))
+	e.embedDim = int(d.n_embd_pooled)
 	e.maxTextBytes = max(minMaxTextBytes, maxTextBytesPerPiece*int(d.n_ctx)*max(int(d.max_piece_bytes), 1))
 	e.desc = engine.Descriptor{
 		Architecture:      C.GoString(&d.arch[0]),
@@ -207,6 +222,7 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		Params:            uint64(d.n_params),
 		ModelBytes:        uint64(d.model_bytes),
 		Identity:          identity,
+		Pooling:           engine.Pooling(d.pooling),
 		FIM: engine.FIM{
 			Prefix:   int32(d.fim_pre),
 			Suffix:   int32(d.fim_suf),
@@ -246,6 +262,22 @@ func (e *Engine) Close() error {
 
 // Descriptor describes the model and the engine.
 func (e *Engine) Descriptor() *engine.Descriptor { return &e.desc }
+
+// RepackedBytes is how many bytes of the model's weights the CPU backend
+// holds repacked (interleaved rows for its AVX2 kernels): 0 under
+// Options.NoRepack, on a build without repacking, or for a model with no
+// repackable weight type (Q8_0 and F16 are not repacked on x86). Weights
+// never change once loaded, so any goroutine may ask, as for text calls.
+func (e *Engine) RepackedBytes() int64 {
+	e.textMu.RLock()
+	defer e.textMu.RUnlock()
+	if e.e == nil {
+		return 0
+	}
+	name := C.CString("CPU_REPACK")
+	defer C.free(unsafe.Pointer(name))
+	return int64(C.sf_weight_bytes_in(e.e, name))
+}
 
 func (e *Engine) err(op string, rc C.int) error {
 	if rc == C.SF_OK {

@@ -245,6 +245,7 @@ func TestTextCallsAfterCloseAreSafe(t *testing.T) {
 				_, terr := e.Tokenize("The quick brown fox", false, false)
 				piece := e.AppendPiece(nil, toks[w%len(toks)], true)
 				text := e.Detokenize(toks, false)
+				_ = e.RepackedBytes() // under textMu too: 0 once closed
 				if first {
 					started.Done()
 					first = false

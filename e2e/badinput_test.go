@@ -43,6 +43,10 @@ type badRoute struct {
 	required    []string // fields the route cannot do without
 	wrongTypes  map[string]any
 	extra       []badCase
+	// embedding: an embedding route, whose cases run on an embedding
+	// model's stack (TestBadInputEmbeddingTable); the generation model's
+	// stack only checks that it refuses the route.
+	embedding bool
 }
 
 // badCase is one bad request and what must come back.
@@ -198,6 +202,38 @@ var badInputRoutes = map[string]badRoute{
 		wrongTypes: map[string]any{"messages": map[string]any{}},
 	},
 	"/v1/responses/{id}": {},
+	"/v1/embeddings": {
+		embedding: true, body: func(p string) map[string]any { return map[string]any{"model": "tiny", "input": p} },
+		prompt: "input", ctxBound: true, model: "model", required: []string{"input"},
+		wrongTypes: map[string]any{"input": map[string]any{}, "dimensions": "ten", "encoding_format": 5, "user": 5},
+		extra: []badCase{
+			{name: "dimensions 0", edit: set("dimensions", 0), status: 400, check: openaiParam("dimensions")},
+			{name: "dimensions past the model", edit: set("dimensions", 100000), status: 400, check: openaiParam("dimensions")},
+			{name: "encoding_format hex", edit: set("encoding_format", "hex"), status: 400, check: openaiParam("encoding_format")},
+			{name: "token id outside the vocabulary", edit: set("input", []any{99999999}), status: 400, check: openaiParam("input")},
+			{name: "nested wrong types", edit: set("input", []any{[]any{1, "x"}}), status: 400, check: openaiParam("input")},
+			{name: "3000 inputs", edit: set("input", strings.Split(strings.Repeat("a,", 2999)+"a", ",")), status: 400, check: openaiParam("input")},
+			{name: "empty string", edit: set("input", ""), status: 400, check: openaiParam("input")},
+		},
+	},
+	"/api/embed": {
+		embedding: true, body: func(p string) map[string]any { return map[string]any{"model": "tiny", "input": p} },
+		prompt: "input", model: "model", required: []string{"model"},
+		wrongTypes: map[string]any{"input": 5, "truncate": "yes", "dimensions": "ten", "options": "fast", "options.num_ctx": "ten"},
+		extra: []badCase{
+			{name: "dimensions -1", edit: set("dimensions", -1), status: 400},
+			{name: "keep_alive forever", edit: set("keep_alive", "forever"), status: 400},
+			{name: "past the context, truncate false", edit: edits(set("input", longPrompt), set("truncate", false)), status: 400},
+			{name: "past the context is truncated", edit: set("input", longPrompt), status: 200},
+		},
+	},
+	"/api/embeddings": {
+		embedding: true, body: func(p string) map[string]any { return map[string]any{"model": "tiny", "prompt": p} },
+		prompt: "prompt", ctxBound: true, model: "model", required: []string{"model"},
+		wrongTypes: map[string]any{"prompt": 5, "options": "fast"},
+	},
+	"/embedding":  llamaEmbedRoute,
+	"/embeddings": llamaEmbedRoute,
 	"/v1/responses": {
 		body: responsesBody, prompt: "input", ctxBound: true, model: "model", limit: "max_output_tokens",
 		temperature: "temperature", topP: "top_p", required: []string{"input"},
@@ -226,6 +262,18 @@ var badInputRoutes = map[string]badRoute{
 			{name: "tool_choice names no tool", edit: set("tool_choice", map[string]any{"type": "function", "function": map[string]any{"name": "f"}}), status: 400, check: openaiParam("tool_choice")},
 			{name: "reasoning_effort", edit: set("reasoning_effort", "huge"), status: 400, check: openaiParam("reasoning_effort")},
 		},
+	},
+}
+
+// llamaEmbedRoute is llama.cpp's /embedding and /embeddings.
+var llamaEmbedRoute = badRoute{
+	embedding: true, body: func(p string) map[string]any { return map[string]any{"content": p} },
+	prompt: "content", ctxBound: true, required: []string{"content"},
+	wrongTypes: map[string]any{"content": map[string]any{}, "embd_normalize": "two"},
+	extra: []badCase{
+		{name: "embd_normalize -5", edit: set("embd_normalize", -5), status: 400},
+		{name: "token id outside the vocabulary", edit: set("content", []any{99999999}), status: 400},
+		{name: "encoding_format base64", edit: set("encoding_format", "base64"), status: 400},
 	},
 }
 
@@ -537,52 +585,21 @@ func TestBadInputTable(t *testing.T) {
 	}
 	for _, r := range st.Server.Routes() {
 		br := badInputRoutes[r.Path]
-		url := st.URL() + r.Path
-		t.Run(r.Path, func(t *testing.T) {
-			t.Run("wrong method", func(t *testing.T) {
-				method := "POST"
-				if r.Method == "POST" {
-					method = "GET"
-				}
-				if slices.Contains(methods[r.Path], method) { // GET lists, POST creates
-					method = "PUT"
-				}
-				status, body := sendBody(t, method, url, nil, nil)
-				expectError(t, r.API, status, 405, body, nil)
-			})
-			if br.body == nil {
-				return
-			}
-			t.Run("malformed JSON", func(t *testing.T) {
-				status, body := sendBody(t, r.Method, url, []byte(`{"model": "tiny", `), nil)
-				expectError(t, r.API, status, 400, body, nil)
-			})
-			t.Run("empty body", func(t *testing.T) {
-				status, body := sendBody(t, r.Method, url, nil, nil)
-				expectError(t, r.API, status, 400, body, nil)
-			})
-			t.Run("not an object", func(t *testing.T) {
-				status, body := sendBody(t, r.Method, url, []byte(`["hello"]`), nil)
-				expectError(t, r.API, status, 400, body, nil)
-			})
-			t.Run("body over --max-body", func(t *testing.T) {
-				expectTooLarge(t, st, r)
-			})
-			t.Run("good request", func(t *testing.T) {
-				status, body := sendBody(t, r.Method, url, marshalBody(t, br.body("hello")), nil)
-				if status != 200 {
-					t.Fatalf("the route's good body got %d: %s", status, body)
-				}
-			})
-			for _, c := range casesFor(r, br) {
-				t.Run(c.name, func(t *testing.T) {
-					m := br.body("hello")
-					c.edit(m)
-					status, body := sendBody(t, r.Method, url, marshalBody(t, m), nil)
-					expectError(t, r.API, status, c.status, body, c.check)
+		if br.embedding {
+			// A generation model refuses it; its cases run on an
+			// embedding model (TestBadInputEmbeddingTable).
+			t.Run(r.Path, func(t *testing.T) {
+				status, body := sendBody(t, r.Method, st.URL()+r.Path, marshalBody(t, br.body("hello")), nil)
+				expectError(t, r.API, status, 400, body, func(e apiErrorBody) string {
+					if !strings.Contains(e.Message, "does not support embeddings") {
+						return fmt.Sprintf("message %q does not say the model does not embed", e.Message)
+					}
+					return ""
 				})
-			}
-		})
+			})
+			continue
+		}
+		t.Run(r.Path, func(t *testing.T) { badRouteCases(t, st, r, br, methods[r.Path]) })
 	}
 	// Unknown routes answer 404 in the shape their prefix implies.
 	for path, api := range map[string]string{"/v1/nope": "openai", "/api/nope": "ollama", "/nope": "llamacpp", "/v1/messages/nope": "anthropic"} {
@@ -597,6 +614,74 @@ func TestBadInputTable(t *testing.T) {
 		t.Fatalf("after the bad input: %d %s", status, body)
 	}
 	checkIdle(t, st.URL())
+}
+
+// badRouteCases runs one route's cases on st: the wrong method, malformed
+// bodies, the good body, then the route's own cases.
+func badRouteCases(t *testing.T, st *app.Stack, r sfhttp.RouteInfo, br badRoute, methods []string) {
+	url := st.URL() + r.Path
+	t.Run("wrong method", func(t *testing.T) {
+		method := "POST"
+		if r.Method == "POST" {
+			method = "GET"
+		}
+		if slices.Contains(methods, method) { // GET lists, POST creates
+			method = "PUT"
+		}
+		status, body := sendBody(t, method, url, nil, nil)
+		expectError(t, r.API, status, 405, body, nil)
+	})
+	if br.body == nil {
+		return
+	}
+	t.Run("malformed JSON", func(t *testing.T) {
+		status, body := sendBody(t, r.Method, url, []byte(`{"model": "tiny", `), nil)
+		expectError(t, r.API, status, 400, body, nil)
+	})
+	t.Run("empty body", func(t *testing.T) {
+		status, body := sendBody(t, r.Method, url, nil, nil)
+		expectError(t, r.API, status, 400, body, nil)
+	})
+	t.Run("not an object", func(t *testing.T) {
+		status, body := sendBody(t, r.Method, url, []byte(`["hello"]`), nil)
+		expectError(t, r.API, status, 400, body, nil)
+	})
+	t.Run("body over --max-body", func(t *testing.T) {
+		expectTooLarge(t, st, r)
+	})
+	t.Run("good request", func(t *testing.T) {
+		status, body := sendBody(t, r.Method, url, marshalBody(t, br.body("hello")), nil)
+		if status != 200 {
+			t.Fatalf("the route's good body got %d: %s", status, body)
+		}
+	})
+	for _, c := range casesFor(r, br) {
+		t.Run(c.name, func(t *testing.T) {
+			m := br.body("hello")
+			c.edit(m)
+			status, body := sendBody(t, r.Method, url, marshalBody(t, m), nil)
+			expectError(t, r.API, status, c.status, body, c.check)
+		})
+	}
+}
+
+// The embedding routes' cases, on an embedding model's stack; afterwards
+// it still embeds.
+func TestBadInputEmbeddingTable(t *testing.T) {
+	st := badStack(t, app.Options{ModelPath: embedModel(t, "mean")})
+	methods := map[string][]string{}
+	for _, r := range st.Server.Routes() {
+		methods[r.Path] = append(methods[r.Path], r.Method)
+	}
+	for _, r := range st.Server.Routes() {
+		if br := badInputRoutes[r.Path]; br.embedding {
+			t.Run(r.Path, func(t *testing.T) { badRouteCases(t, st, r, br, methods[r.Path]) })
+		}
+	}
+	status, body := sendBody(t, "POST", st.URL()+"/v1/embeddings", []byte(`{"input":"still there?"}`), nil)
+	if status != 200 {
+		t.Fatalf("after the bad input: %d %s", status, body)
+	}
 }
 
 // expectTooLarge sends headers that announce a body over --max-body and

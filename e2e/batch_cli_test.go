@@ -117,7 +117,7 @@ func TestBatchCLIAnswersLikeSingleRequests(t *testing.T) {
 	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
 	reqs := batchInput(t, in, 200, 8,
 		`{"custom_id":"broken", "url":`,
-		`{"custom_id":"embed","method":"POST","url":"/v1/embeddings","body":{"input":"x"}}`,
+		`{"custom_id":"embed","method":"POST","url":"/v1/moderations","body":{"input":"x"}}`,
 		`{"custom_id":"streamed","method":"POST","url":"/v1/completions","body":{"prompt":"x","stream":true}}`,
 		`{"custom_id":"other-model","method":"POST","url":"/v1/completions","body":{"model":"gpt-4o","prompt":"x"}}`)
 	stderr, err := runBatch(t, "--model", tinyModel(t), "--alias", "tiny", "--threads", "1", "--lanes", "4", "--ctx", "4096", in, "-o", out)

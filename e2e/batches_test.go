@@ -286,7 +286,7 @@ func TestBatchesBadInput(t *testing.T) {
 	}{
 		{"malformed JSON", "POST", "/v1/batches", []byte(`{"input_file_id": `), nil, 400, ""},
 		{"not an object", "POST", "/v1/batches", []byte(`[1]`), nil, 400, ""},
-		{"endpoint", "POST", "/v1/batches", marshalBody(t, edited(good(), set("endpoint", "/v1/embeddings"))), nil, 400, "endpoint"},
+		{"endpoint", "POST", "/v1/batches", marshalBody(t, edited(good(), set("endpoint", "/v1/moderations"))), nil, 400, "endpoint"},
 		{"window", "POST", "/v1/batches", marshalBody(t, edited(good(), set("completion_window", "1h"))), nil, 400, "completion_window"},
 		{"metadata type", "POST", "/v1/batches", marshalBody(t, edited(good(), set("metadata", map[string]any{"a": 1}))), nil, 400, "metadata"},
 		{"unknown input", "POST", "/v1/batches", marshalBody(t, edited(good(), set("input_file_id", "file-nope"))), nil, 404, ""},

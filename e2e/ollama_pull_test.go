@@ -193,10 +193,18 @@ func TestOllamaPullListDelete(t *testing.T) {
 		t.Fatal("an up-to-date model was downloaded again")
 	}
 
+	// Served by the name it was pulled as (loaded on demand), and
+	// unloaded when it is deleted.
+	if status, raw := post(t, st.URL()+"/api/generate", map[string]any{"model": "tiny-Q8_0", "prompt": "Once", "stream": false, "options": map[string]any{"num_predict": 2}}); status != 200 {
+		t.Fatalf("generate with the pulled model: %d %s", status, raw)
+	}
+	waitPS(t, st.URL(), "tiny-Q8_0:latest", "tiny:latest")
+
 	// Deleted by the name /api/tags lists.
 	if err := c.Delete(ctx, &api.DeleteRequest{Model: "tiny-Q8_0:latest"}); err != nil {
 		t.Fatal(err)
 	}
+	waitPS(t, st.URL(), "tiny:latest")
 	if names := tagNames(t, c); !slices.Equal(names, []string{"tiny:latest"}) {
 		t.Fatalf("tags after the delete: %q", names)
 	}

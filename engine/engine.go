@@ -27,6 +27,9 @@ type Descriptor struct {
 	// Recommended is what the model file recommends for sampling
 	// (general.sampling.* in the GGUF); see SamplingDefaults.
 	Recommended ModelSampling `json:"recommended_sampling"`
+	// Pooling is not PoolingNone for an embedding model, whose engine
+	// embeds (Embedder) and does not generate.
+	Pooling Pooling `json:"pooling"`
 }
 
 // ModelSampling holds the sampling values a model file recommends; the Has

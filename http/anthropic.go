@@ -66,7 +66,7 @@ func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error 
 	if err := decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	if err := anthropicCheckModel(m, req.Model); err != nil {
+	if err := anthropicCheckModel(req.Model); err != nil {
 		return err
 	}
 	turn, _, err := s.anthropicTurn(m, &req, countTokensLimit)
@@ -106,7 +106,7 @@ func (p *anthropicPlan) marked() int {
 
 // anthropicSpec validates a Messages request and plans its turn.
 func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropicRequest) (*anthropicPlan, error) {
-	if err := anthropicCheckModel(m, req.Model); err != nil {
+	if err := anthropicCheckModel(req.Model); err != nil {
 		return nil, err
 	}
 	if req.MaxTokens == nil {
@@ -202,12 +202,11 @@ func outputConfigFormat(req *anthropicRequest) json.RawMessage {
 	return req.OutputConfig.Format
 }
 
-func anthropicCheckModel(m *Model, name string) error {
+// anthropicCheckModel refuses a request that names no model, as the
+// Anthropic API does; the route resolved a named one already.
+func anthropicCheckModel(name string) error {
 	if name == "" {
 		return badParam("model", "model: Field required")
-	}
-	if checkModelName(m, name) != nil {
-		return notFound("model: %s", name)
 	}
 	return nil
 }

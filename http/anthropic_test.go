@@ -63,7 +63,6 @@ func TestAnthropicSpec(t *testing.T) {
 		`{"model":"tiny","max_tokens":4,"temperature":1.01,"messages":[{"role":"user","content":"hi"}]}`: "temperature",
 		`{"model":"tiny","max_tokens":4,"messages":[{"role":"assistant","content":"hi\n"}]}`:             "trailing whitespace",
 		`{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:   `"document"`,
-		`{"model":"other","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`:                   "model: other",
 	} {
 		_, err := anthropicSpecOf(t, m, body)
 		if err == nil || !strings.Contains(err.Error(), want) {

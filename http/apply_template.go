@@ -28,9 +28,6 @@ func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err := decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	if err := checkModelName(m, req.Model); err != nil {
-		return err
-	}
 	msgs, err := chatMessages(req.Messages)
 	if err != nil {
 		return err

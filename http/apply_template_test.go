@@ -24,7 +24,7 @@ func startToolToy(t *testing.T) *toyStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := *ts.srv.model.Load()
+	m := *ts.srv.registry().(singleModel).m
 	m.Chat = tmpl
 	ts.srv.SetModel(&m)
 	return ts

@@ -42,7 +42,8 @@ type Model struct {
 	Path  string
 	Desc  *engine.Descriptor
 	Text  Text
-	Sched Scheduler
+	Sched Scheduler      // nil for an embedding model
+	Embed Embedder       // nil for a generation model
 	Chat  *chat.Template // nil when the model has no usable chat template
 	FIM   *fim.Builder   // nil when the vocabulary cannot fill in the middle
 	Cache CacheView      // may be nil

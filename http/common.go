@@ -19,8 +19,8 @@ func commonRoutes() map[string]route {
 
 // health answers 503 while the model loads and 200 once it serves, as
 // llama.cpp's server does (editors poll it before their first request).
-func (s *Server) health(ctx *fasthttp.RequestCtx, m *Model) error {
-	if m == nil {
+func (s *Server) health(ctx *fasthttp.RequestCtx, _ *Model) error {
+	if s.registry() == nil {
 		return &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "unavailable_error", Msg: "Loading model"}
 	}
 	ctx.SetContentType("application/json")
@@ -32,7 +32,10 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, m *Model) error {
 // text format.
 func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	var b strings.Builder
-	st := m.Sched.Stats()
+	var st sched.Snapshot // zero for an embedding model, which has no scheduler
+	if m.Sched != nil {
+		st = m.Sched.Stats()
+	}
 	counter := func(name, help string, v uint64) {
 		fmt.Fprintf(&b, "# HELP superfluid_%s %s\n# TYPE superfluid_%s counter\nsuperfluid_%s %d\n", name, help, name, name, v)
 	}
@@ -71,9 +74,16 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	cum += st.TTFTBuckets[len(sched.TTFTBucketsMS)]
 	fmt.Fprintf(&b, "superfluid_ttft_seconds_bucket{le=\"+Inf\"} %d\nsuperfluid_ttft_seconds_sum %g\nsuperfluid_ttft_seconds_count %d\n",
 		cum, float64(st.TTFTSumMS)/1000, st.TTFTCount)
+	var parts []Metric
 	if m.Cache != nil {
+		parts = append(parts, m.Cache.Metrics()...)
+	}
+	if m.Embed != nil {
+		parts = append(parts, m.Embed.Metrics()...)
+	}
+	{
 		seen := map[string]bool{}
-		for _, x := range m.Cache.Metrics() {
+		for _, x := range parts {
 			name := "superfluid_" + x.Name
 			if !seen[name] {
 				fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, x.Help, name, x.Type)
@@ -86,7 +96,43 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 			}
 		}
 	}
+	if ms := s.registry(); ms != nil {
+		writeModelMetrics(&b, ms.Loaded())
+	}
 	ctx.SetContentType("text/plain; version=0.0.4")
 	ctx.SetBodyString(b.String())
 	return nil
+}
+
+// writeModelMetrics adds what every loaded model holds, labelled by model;
+// the samples above are the model the request named (?model=), or the
+// default one.
+func writeModelMetrics(b *strings.Builder, loaded []LoadedModel) {
+	fmt.Fprintf(b, "# HELP superfluid_models_loaded Models loaded now.\n# TYPE superfluid_models_loaded gauge\nsuperfluid_models_loaded %d\n", len(loaded))
+	b.WriteString("# HELP superfluid_model_bytes Memory a loaded model holds: weights, KV pool, host cache budget.\n# TYPE superfluid_model_bytes gauge\n")
+	for _, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_bytes{model=%q} %d\n", lm.Model.Name, lm.Size)
+	}
+	b.WriteString("# HELP superfluid_model_requests_in_flight Requests holding a loaded model.\n# TYPE superfluid_model_requests_in_flight gauge\n")
+	for _, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_requests_in_flight{model=%q} %d\n", lm.Model.Name, lm.InFlight)
+	}
+	stats := make([]sched.Snapshot, len(loaded))
+	for i, lm := range loaded {
+		if lm.Model.Sched != nil { // an embedding model has none: zeros
+			stats[i] = lm.Model.Sched.Stats()
+		}
+	}
+	b.WriteString("# HELP superfluid_model_turn_waits_total Steps that waited at the arbiter for another model's engine.\n# TYPE superfluid_model_turn_waits_total counter\n")
+	for i, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_turn_waits_total{model=%q} %d\n", lm.Model.Name, stats[i].TurnWaits)
+	}
+	b.WriteString("# HELP superfluid_model_turn_wait_seconds_total Time those steps waited.\n# TYPE superfluid_model_turn_wait_seconds_total counter\n")
+	for i, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_turn_wait_seconds_total{model=%q} %g\n", lm.Model.Name, float64(stats[i].TurnWaitMS)/1000)
+	}
+	b.WriteString("# HELP superfluid_model_decode_tokens_total Tokens generated, by model.\n# TYPE superfluid_model_decode_tokens_total counter\n")
+	for i, lm := range loaded {
+		fmt.Fprintf(b, "superfluid_model_decode_tokens_total{model=%q} %d\n", lm.Model.Name, stats[i].DecodeTokens)
+	}
 }

@@ -59,9 +59,13 @@ func fimStops(m *Model) []engine.Token {
 }
 
 // completionKey identifies a greedy completion for the completion cache:
-// the prompt tokens and every parameter that changes the output.
-func completionKey(prompt []engine.Token, maxTokens int, stops []string, extra string) string {
+// the model (its identity digest: the cache is the server's, over every
+// model it serves), the prompt tokens and every parameter that changes
+// the output.
+func completionKey(model string, prompt []engine.Token, maxTokens int, stops []string, extra string) string {
 	h := sha256.New()
+	h.Write([]byte(model))
+	h.Write([]byte{0})
 	var b [4]byte
 	for _, t := range prompt {
 		binary.LittleEndian.PutUint32(b[:], uint32(t))

@@ -78,6 +78,9 @@ func generate(ctx context.Context, m *Model, g *genSpec, collect bool, emit func
 // submit hands g to the scheduler. Handlers submit before they start a
 // streamed response, so that a refusal still gets a proper status code.
 func submit(ctx context.Context, m *Model, g *genSpec) (*sched.Stream, error) {
+	if m.Sched == nil { // an embedding model; its routes refuse earlier (checkModelKind)
+		return nil, badRequest("model %q is an embedding model: it does not generate text", m.Name)
+	}
 	st, err := m.Sched.Submit(ctx, sched.Request{
 		Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling,
 		Logprobs: g.Logprobs, Deadline: g.Deadline, Bias: g.Bias, StopTokens: g.StopTokens, Grammar: g.Grammar,

@@ -68,7 +68,7 @@ func infillJob(m *Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
 	j.spec.StopTokens = fimStops(m)
 	j.truncated = info.Truncated()
 	if !p.warmup && !p.stream && p.sampling.Temperature <= 0 && p.nProbs == 0 && !p.wantTokens {
-		j.cacheKey = completionKey(prompt, p.maxTokens, p.stops, infillCacheExtra(p))
+		j.cacheKey = completionKey(m.Desc.Identity, prompt, p.maxTokens, p.stops, infillCacheExtra(p))
 	}
 	return j, p, nil
 }

@@ -36,9 +36,6 @@ type llamaParams struct {
 
 // llamaOptions checks a request's parameters (not its prompt).
 func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
-	if err := checkModelName(m, req.Model); err != nil {
-		return nil, err
-	}
 	if err := req.llamaUnhonoured.check(); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package http
 
 import (
+	"cmp"
+
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
@@ -38,6 +40,8 @@ func (s *Server) llamaProps(ctx *fasthttp.RequestCtx, m *Model) error {
 		"build_info":                  "superfluid " + s.cfg.Version,
 		"modalities":                  map[string]bool{"vision": false, "audio": false},
 		"is_sleeping":                 false,
+		// Every /infill and suffix request is answered by this model.
+		"superfluid_fim_model": cmp.Or(s.registry().FIMName(), m.Name),
 	})
 }
 
@@ -56,7 +60,10 @@ func tokenText(m *Model, t engine.Token) string {
 // does.
 func (s *Server) llamaSlots(ctx *fasthttp.RequestCtx, m *Model) error {
 	lanes := m.Desc.Lanes
-	busy := int(m.Sched.Stats().LanesActive)
+	busy := 0
+	if m.Sched != nil { // an embedding model has no lanes busy generating
+		busy = int(m.Sched.Stats().LanesActive)
+	}
 	if string(ctx.QueryArgs().Peek("fail_on_no_slot")) == "1" && busy >= lanes {
 		return unavailable("no slot available")
 	}

@@ -30,8 +30,6 @@ var (
 	// ErrBadModelName: the name cannot name a model here (400): a path, a
 	// reference of a form the store cannot fetch.
 	ErrBadModelName = errors.New("not a model name")
-	// ErrModelNotFound: nothing of that name is in the directory (404).
-	ErrModelNotFound = errors.New("model not found")
 	// ErrModelInUse: the model is serving and cannot be removed (409).
 	ErrModelInUse = errors.New("model in use")
 )
@@ -69,10 +67,10 @@ type StoredModel struct {
 
 // SetModelStore gives the server its models directory; without one,
 // /api/pull and /api/delete answer that the server has none.
-func (s *Server) SetModelStore(st ModelStore) { s.models.Store(&st) }
+func (s *Server) SetModelStore(st ModelStore) { s.modelDir.Store(&st) }
 
 func (s *Server) modelStore() ModelStore {
-	if p := s.models.Load(); p != nil {
+	if p := s.modelDir.Load(); p != nil {
 		return *p
 	}
 	return nil

@@ -3,7 +3,6 @@ package http
 import (
 	"cmp"
 	"fmt"
-	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -14,11 +13,11 @@ import (
 )
 
 // ollamaRoutes serve Ollama's API (github.com/ollama/ollama/api, v0.24.0)
-// for the one model this server runs: Ollama's own client, Continue, Open
+// for the models this server runs: Ollama's own client, Continue, Open
 // WebUI and the editors that speak it can use the server unchanged. Pull
 // and delete work on the models directory (ollama_pull.go); /api/tags
-// lists its models beside the one served. Create, copy and push are
-// absent: the served model is chosen when the server starts.
+// lists everything a request may name (the registry's list), /api/ps what
+// is loaded. Create, copy and push are absent.
 func ollamaRoutes() map[string]route {
 	return map[string]route{
 		// Clients probe "/" (HEAD or GET) and /api/version before anything
@@ -26,13 +25,13 @@ func ollamaRoutes() map[string]route {
 		// as they reveal nothing.
 		"/":             {method: "GET", kind: apiOllama, handler: (*Server).ollamaRoot, public: true, loading: true},
 		"/api/version":  {method: "GET", kind: apiOllama, handler: (*Server).ollamaVersion, public: true, loading: true},
-		"/api/tags":     {method: "GET", kind: apiOllama, handler: (*Server).ollamaTags},
-		"/api/ps":       {method: "GET", kind: apiOllama, handler: (*Server).ollamaPS},
+		"/api/tags":     {method: "GET", kind: apiOllama, handler: (*Server).ollamaTags, anyModel: true},
+		"/api/ps":       {method: "GET", kind: apiOllama, handler: (*Server).ollamaPS, anyModel: true},
 		"/api/show":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaShow},
 		"/api/generate": {method: "POST", kind: apiOllama, handler: (*Server).ollamaGenerate},
 		"/api/chat":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaChat},
-		"/api/pull":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaPull},
-		"/api/delete":   {method: "DELETE", kind: apiOllama, handler: (*Server).ollamaDelete},
+		"/api/pull":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaPull, anyModel: true},
+		"/api/delete":   {method: "DELETE", kind: apiOllama, handler: (*Server).ollamaDelete, anyModel: true},
 	}
 }
 
@@ -52,49 +51,42 @@ func (s *Server) ollamaVersion(ctx *fasthttp.RequestCtx, _ *Model) error {
 	return writeJSON(ctx, map[string]string{"version": v})
 }
 
-// ollamaTags lists the served model, then the models directory's others.
-func (s *Server) ollamaTags(ctx *fasthttp.RequestCtx, m *Model) error {
-	f := modelFacts(m)
-	name := ollamaName(m)
-	list := []ollamaListModel{{
-		Name: name, Model: name, ModifiedAt: f.modified, Size: f.size, Digest: m.Desc.Identity, Details: f.details,
-	}}
-	if st := s.modelStore(); st != nil {
-		stored, err := st.List(ctx)
-		if err != nil { // the served model is still there to list
-			slog.Warn("listing the models directory", "err", err)
+// ollamaTags lists every model that can be asked for: the loaded ones and
+// the models directory's. A model not loaded is described from its file.
+func (s *Server) ollamaTags(ctx *fasthttp.RequestCtx, _ *Model) error {
+	list := []ollamaListModel{}
+	for _, mi := range s.registry().Available() {
+		name := ollamaTagged(mi.Name)
+		lm := ollamaListModel{Name: name, Model: name, ModifiedAt: mi.Modified, Size: mi.Size, Digest: mi.Digest}
+		if mi.Loaded != nil {
+			lm.Details = modelFacts(mi.Loaded).details
+		} else {
+			lm.Details = storedDetails(StoredModel{Path: mi.Path, Size: mi.Size, Modified: mi.Modified})
 		}
-		list = append(list, ollamaStored(stored, m)...)
+		list = append(list, lm)
 	}
 	return writeJSON(ctx, map[string]any{"models": list})
 }
 
-// ollamaStored lists the directory's models but the served one, with the
-// details their GGUF headers give.
-func ollamaStored(stored []StoredModel, served *Model) []ollamaListModel {
-	var out []ollamaListModel
-	for _, sm := range stored {
-		if sameFile(sm.Path, served.Path) {
-			continue
+// ollamaPS lists the loaded models: size is the memory each holds
+// (weights, KV pool, host cache budget); a model that never expires (a
+// resident one, or keep_alive < 0) has expires_at as far away as Ollama
+// puts one; size_vram is 0 on a CPU build.
+func (s *Server) ollamaPS(ctx *fasthttp.RequestCtx, _ *Model) error {
+	list := []ollamaRunningModel{}
+	for _, lm := range s.registry().Loaded() {
+		m := lm.Model
+		name := ollamaName(m)
+		exp := lm.ExpiresAt
+		if exp.IsZero() {
+			exp = time.Now().Add(time.Duration(math.MaxInt64))
 		}
-		name := ollamaName(&Model{Name: sm.Name})
-		out = append(out, ollamaListModel{Name: name, Model: name, ModifiedAt: sm.Modified, Size: sm.Size,
-			Digest: sm.SHA256, Details: storedDetails(sm)})
+		list = append(list, ollamaRunningModel{
+			Name: name, Model: name, Size: lm.Size, Digest: m.Desc.Identity, Details: modelFacts(m).details,
+			ExpiresAt: exp, SizeVRAM: 0, ContextLength: m.Desc.Ctx, Cache: cacheStatusOf(m),
+		})
 	}
-	return out
-}
-
-// ollamaPS lists the model as running. It never expires (keep_alive is
-// accepted and ignored), so expires_at is as far away as Ollama puts a
-// model kept alive forever; size_vram is 0 on a CPU build.
-func (s *Server) ollamaPS(ctx *fasthttp.RequestCtx, m *Model) error {
-	f := modelFacts(m)
-	name := ollamaName(m)
-	return writeJSON(ctx, map[string]any{"models": []ollamaRunningModel{{
-		Name: name, Model: name, Size: f.size, Digest: m.Desc.Identity, Details: f.details,
-		ExpiresAt: time.Now().Add(time.Duration(math.MaxInt64)), SizeVRAM: 0, ContextLength: m.Desc.Ctx,
-		Cache: cacheStatusOf(m),
-	}}})
+	return writeJSON(ctx, map[string]any{"models": list})
 }
 
 // ollamaShow describes the model. Its template is the model's FIM format
@@ -108,7 +100,7 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	name := cmp.Or(req.Model, req.Name)
-	if err := ollamaCheckModel(m, name); err != nil {
+	if err := ollamaCheckModel(name); err != nil {
 		return err
 	}
 	f := modelFacts(m)
@@ -119,9 +111,13 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	caps := []string{"completion"}
 	tmpl := "{{ .Prompt }}"
-	if m.FIM != nil {
-		tmpl = m.FIM.Template()
-		if m.FIM.Capable() {
+	// With a FIM model (--fim-model) it answers this model's suffix
+	// requests, so its format is the one to show.
+	fm, release := s.fimModel(ctx, m)
+	defer release()
+	if fm.FIM != nil {
+		tmpl = fm.FIM.Template()
+		if fm.FIM.Capable() {
 			caps = append(caps, "insert")
 		}
 	}
@@ -134,6 +130,9 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 	if m.replyFormat().format.HasReasoning() {
 		caps = append(caps, "thinking")
 	}
+	if m.Sched == nil {
+		caps = []string{"embedding"} // as Ollama lists an embedding model
+	}
 	params := ollamaParameters(m)
 	return writeJSON(ctx, ollamaShowResponse{
 		Modelfile: ollamaModelfile(m, tmpl, params), Parameters: strings.Join(params, "\n"), Template: tmpl,
@@ -142,11 +141,14 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 }
 
 // ollamaName is the model's name as Ollama lists it, always with a tag.
-func ollamaName(m *Model) string {
-	for i := len(m.Name) - 1; i >= 0 && m.Name[i] != '/'; i-- {
-		if m.Name[i] == ':' {
-			return m.Name
+func ollamaName(m *Model) string { return ollamaTagged(m.Name) }
+
+// ollamaTagged is name with Ollama's default tag when it has none.
+func ollamaTagged(name string) string {
+	for i := len(name) - 1; i >= 0 && name[i] != '/'; i-- {
+		if name[i] == ':' {
+			return name
 		}
 	}
-	return fmt.Sprintf("%s:latest", m.Name)
+	return fmt.Sprintf("%s:latest", name)
 }

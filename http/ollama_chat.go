@@ -31,7 +31,7 @@ func (s *Server) ollamaChat(ctx *fasthttp.RequestCtx, m *Model) error {
 // conversation and tools rendered with the model's chat template, thinking
 // as think asks, the reply parsed into content, thinking and tool calls.
 func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaChatRequest) (*ollamaJob, error) {
-	if err := ollamaCheckModel(m, req.Model); err != nil {
+	if err := ollamaCheckModel(req.Model); err != nil {
 		return nil, err
 	}
 	if err := ollamaCheckCommon(req.KeepAlive, req.TopLogs); err != nil {

@@ -3,19 +3,18 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"time"
 
 	"superfluid/engine"
 )
 
-// ollamaCheckModel answers an unknown model as Ollama does: 404 and a hint
-// to pull it. A missing name is a 400, as in Ollama.
-func ollamaCheckModel(m *Model, name string) error {
+// ollamaCheckModel refuses a request that names no model, as Ollama does
+// (400). The route resolved a named one already (modelError words an
+// unknown one as Ollama does: 404 and a hint to pull it).
+func ollamaCheckModel(name string) error {
 	if name == "" {
 		return badParam("model", "model is required")
-	}
-	if checkModelName(m, name) != nil {
-		return notFound("model %q not found, try pulling it first", name)
 	}
 	return nil
 }
@@ -52,8 +51,8 @@ func ollamaThink(raw json.RawMessage) (on *bool, effort string, err error) {
 }
 
 // loadReason is Ollama's done_reason for a request with nothing to
-// generate: "unload" when keep_alive is 0, else "load". Neither changes
-// anything here; the model stays loaded.
+// generate: "unload" when keep_alive is 0, else "load". The route loaded
+// the model already; keep_alive 0 unloads it as the request ends.
 func loadReason(keepAlive json.RawMessage) string {
 	if keepAliveZero(keepAlive) {
 		return "unload"
@@ -73,36 +72,44 @@ func hasItems(raw json.RawMessage) bool {
 }
 
 // checkKeepAlive validates keep_alive as Ollama parses it (a number of
-// seconds or a Go duration string). Its value is then ignored: the server
-// serves the one model it was started with and keeps it loaded.
+// seconds or a Go duration string). The route applies it (modelWantOf):
+// the registry keeps the model loaded that long after the request.
 func checkKeepAlive(raw json.RawMessage) error {
+	_, _, err := parseKeepAlive(raw)
+	return err
+}
+
+// parseKeepAlive reads keep_alive: a number of seconds or a Go duration
+// string; ok is false when it is absent or null. A negative value keeps
+// the model loaded for ever, 0 unloads it once idle; a duration past what
+// time.Duration holds is for ever too.
+func parseKeepAlive(raw json.RawMessage) (d time.Duration, ok bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+		return 0, false, nil
 	}
-	if _, ok := optionNumber(raw); ok {
-		return nil
+	if f, isNum := optionNumber(raw); isNum {
+		if f < 0 || f*float64(time.Second) >= float64(math.MaxInt64) {
+			return -1, true, nil
+		}
+		return time.Duration(f * float64(time.Second)), true, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
-		return badParam("keep_alive", "keep_alive must be a number of seconds or a duration string")
+		return 0, false, badParam("keep_alive", "keep_alive must be a number of seconds or a duration string")
 	}
-	if _, err := time.ParseDuration(s); err != nil {
-		return badParam("keep_alive", "keep_alive: %v", err)
+	d, err = time.ParseDuration(s)
+	if err != nil {
+		return 0, false, badParam("keep_alive", "keep_alive: %v", err)
 	}
-	return nil
+	if d < 0 {
+		d = -1
+	}
+	return d, true, nil
 }
 
 // keepAliveZero reports keep_alive 0: the client asks to unload.
 func keepAliveZero(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	if f, ok := optionNumber(raw); ok {
-		return f == 0
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		d, err := time.ParseDuration(s)
-		return err == nil && d == 0
-	}
-	return false
+	d, ok, err := parseKeepAlive(raw)
+	return err == nil && ok && d == 0
 }

@@ -52,7 +52,7 @@ func (s *Server) ollamaGenerate(ctx *fasthttp.RequestCtx, m *Model) error {
 // and what every other API here renders, so the same conversation gives
 // the same tokens on every API.
 func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaGenerateRequest) (*ollamaJob, error) {
-	if err := ollamaCheckModel(m, req.Model); err != nil {
+	if err := ollamaCheckModel(req.Model); err != nil {
 		return nil, err
 	}
 	if err := ollamaCheckGenerate(req); err != nil {

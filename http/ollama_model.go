@@ -23,10 +23,13 @@ type ollamaFacts struct {
 	info     map[string]any // model_info without the vocabulary arrays
 }
 
-var factsByModel sync.Map // *Model → *ollamaFacts
+// factsByModel is keyed by file and identity, not by *Model: a model
+// unloaded and loaded again is a new *Model over the same file.
+var factsByModel sync.Map // path NUL identity → *ollamaFacts
 
 func modelFacts(m *Model) *ollamaFacts {
-	if f, ok := factsByModel.Load(m); ok {
+	key := m.Path + "\x00" + m.Desc.Identity
+	if f, ok := factsByModel.Load(key); ok {
 		return f.(*ollamaFacts)
 	}
 	file, _ := gguf.Open(m.Path) // nil: facts from the descriptor alone
@@ -40,7 +43,7 @@ func modelFacts(m *Model) *ollamaFacts {
 	arch := m.Desc.Architecture
 	f.details = ollamaDetails{Format: "gguf", Family: arch, Families: []string{arch},
 		ParameterSize: humanNumber(m.Desc.Params), QuantizationLevel: quantizationLevel(file)}
-	actual, _ := factsByModel.LoadOrStore(m, f)
+	actual, _ := factsByModel.LoadOrStore(key, f)
 	return actual.(*ollamaFacts)
 }
 

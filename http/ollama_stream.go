@@ -23,7 +23,7 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	if job.g == nil {
 		return writeJSON(ctx, job.final(ollamaResult{reason: job.loadReason}, nil))
 	}
-	if hit, ok := s.cachedCompletion(job.g); ok {
+	if hit, ok := s.cachedCompletion(job.model, job.g); ok {
 		res := ollamaResult{text: hit.text, reason: hit.finish,
 			metrics: ollamaMetrics{TotalDuration: time.Since(job.start), PromptEvalCount: len(job.g.Prompt), EvalCount: hit.tokens}}
 		if !job.stream {
@@ -50,7 +50,7 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	if err != nil {
 		return err
 	}
-	s.rememberCompletion(job.g, out)
+	s.rememberCompletion(job.model, job.g, out)
 	res := job.result(out, &tr)
 	res.text = string(out.Text)
 	return writeJSON(ctx, job.final(res, tr.logprobs))
@@ -87,7 +87,7 @@ func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 			ew.fail(err)
 			return
 		}
-		s.rememberCompletion(job.g, out)
+		s.rememberCompletion(job.model, job.g, out)
 		ew.send("", job.final(job.result(out, &tr), nil))
 	})
 	return nil
@@ -181,18 +181,18 @@ func cacheable(g *genSpec) bool {
 		(smp.RepeatPenalty == 1 || smp.RepeatPenalty == 0) && smp.FrequencyPenalty == 0 && smp.PresencePenalty == 0
 }
 
-func (s *Server) cachedCompletion(g *genSpec) (cachedCompletion, bool) {
+func (s *Server) cachedCompletion(m *Model, g *genSpec) (cachedCompletion, bool) {
 	if !cacheable(g) {
 		return cachedCompletion{}, false
 	}
-	return s.fimCache.get(completionKey(g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag+grammarKey(g.Grammar)))
+	return s.fimCache.get(completionKey(m.Desc.Identity, g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag+grammarKey(g.Grammar)))
 }
 
 // rememberCompletion caches a greedy FIM answer that ran to its end.
-func (s *Server) rememberCompletion(g *genSpec, out outcome) {
+func (s *Server) rememberCompletion(m *Model, g *genSpec, out outcome) {
 	if !cacheable(g) || (out.Finish != "stop" && out.Finish != "length") {
 		return
 	}
-	s.fimCache.put(cachedCompletion{key: completionKey(g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag+grammarKey(g.Grammar)),
+	s.fimCache.put(cachedCompletion{key: completionKey(m.Desc.Identity, g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag+grammarKey(g.Grammar)),
 		text: string(out.Text), tokens: out.Completed, finish: out.Finish, stopped: out.StopWord})
 }

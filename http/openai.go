@@ -11,15 +11,22 @@ import (
 func openaiRoutes() map[string]route {
 	return map[string]route{
 		"/v1/chat/completions": {method: "POST", kind: apiOpenAI, handler: (*Server).openaiChat},
-		"/v1/models":           {method: "GET", kind: apiOpenAI, handler: (*Server).openaiModels},
+		"/v1/models":           {method: "GET", kind: apiOpenAI, handler: (*Server).openaiModels, anyModel: true},
 	}
 }
 
-func (s *Server) openaiModels(ctx *fasthttp.RequestCtx, m *Model) error {
-	return writeJSON(ctx, map[string]any{
-		"object": "list",
-		"data":   []oaiModel{{ID: m.Name, Object: "model", Created: s.started.Unix(), OwnedBy: "superfluid"}},
-	})
+// openaiModels lists every model that can be asked for, loaded or not;
+// created is the file's modification time.
+func (s *Server) openaiModels(ctx *fasthttp.RequestCtx, _ *Model) error {
+	data := []oaiModel{}
+	for _, mi := range s.registry().Available() {
+		created := s.started.Unix()
+		if !mi.Modified.IsZero() {
+			created = mi.Modified.Unix()
+		}
+		data = append(data, oaiModel{ID: mi.Name, Object: "model", Created: created, OwnedBy: "superfluid"})
+	}
+	return writeJSON(ctx, map[string]any{"object": "list", "data": data})
 }
 
 // newID returns a random response id with prefix.

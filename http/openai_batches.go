@@ -16,7 +16,7 @@ import (
 
 func openaiBatchRoutes() map[string][]route {
 	r := func(method string, h func(*Server, *fasthttp.RequestCtx, *Model) error) route {
-		return route{method: method, kind: apiOpenAI, handler: h}
+		return route{method: method, kind: apiOpenAI, handler: h, anyModel: true}
 	}
 	return map[string][]route{
 		"/v1/files":               {r("GET", (*Server).listFiles), r("POST", (*Server).uploadFile)},

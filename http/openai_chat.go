@@ -157,9 +157,6 @@ func choiceCount(n *int) (int, error) {
 }
 
 func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatRequest) (*genSpec, int, error) {
-	if err := checkModelName(m, req.Model); err != nil {
-		return nil, 0, err
-	}
 	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, 0, err
 	}

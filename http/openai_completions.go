@@ -145,9 +145,6 @@ func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 
 // planCompletions checks a request and renders every choice's generation.
 func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*cmplPlan, error) {
-	if err := checkModelName(m, req.Model); err != nil {
-		return nil, err
-	}
 	if err := req.llamaUnhonoured.check(); err != nil {
 		return nil, err
 	}

@@ -122,15 +122,6 @@ func (s *Server) requestClass(ctx *fasthttp.RequestCtx, field string) (sched.Cla
 	return c, nil
 }
 
-// checkModelName refuses a model name the server does not serve ("" is
-// fine: clients that have one model often send none).
-func checkModelName(m *Model, name string) error {
-	if name == "" || name == m.Name || strings.TrimSuffix(name, ":latest") == m.Name {
-		return nil
-	}
-	return notFound("model %q not found; this server serves %q", name, m.Name)
-}
-
 // checkPrompt refuses an empty prompt and one that leaves no room in the
 // context.
 func checkPrompt(m *Model, prompt []engine.Token) error {

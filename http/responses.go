@@ -25,9 +25,11 @@ func responsesRoutes() map[string][]route {
 	r := func(method string, h func(*Server, *fasthttp.RequestCtx, *Model) error) route {
 		return route{method: method, kind: apiOpenAI, handler: h}
 	}
+	modelFree := func(rt route) route { rt.anyModel = true; return rt }
 	return map[string][]route{
-		"/v1/responses":      {r("POST", (*Server).createResponse)},
-		"/v1/responses/{id}": {r("GET", (*Server).getResponse), r("DELETE", (*Server).deleteResponse)},
+		"/v1/responses": {r("POST", (*Server).createResponse)},
+		// A stored response is the server's, whichever model wrote it.
+		"/v1/responses/{id}": {modelFree(r("GET", (*Server).getResponse)), modelFree(r("DELETE", (*Server).deleteResponse))},
 	}
 }
 
@@ -89,9 +91,6 @@ func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
 
 // planResponse reads the request into a chat turn and plans it.
 func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respRequest) (*respJob, error) {
-	if err := checkModelName(m, req.Model); err != nil {
-		return nil, err
-	}
 	if err := req.respUnhonoured.check(); err != nil {
 		return nil, err
 	}

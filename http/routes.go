@@ -16,6 +16,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		llamaRoutes(), openaiCompletionRoutes(),
 		ollamaRoutes(),
 		anthropicRoutes(),
+		openaiEmbeddingRoutes(), ollamaEmbedRoutes(), llamaEmbedRoutes(),
 	} {
 		for path, r := range part {
 			all[path] = append(all[path], r)
@@ -23,6 +24,11 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	}
 	for path, rs := range mergeRoutes(openaiBatchRoutes(), responsesRoutes()) {
 		all[path] = append(all[path], rs...)
+	}
+	for _, path := range generationPaths {
+		for i := range all[path] {
+			all[path][i].generates = true
+		}
 	}
 	var patterns []string
 	for path := range all {
@@ -32,4 +38,25 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	}
 	slices.SortFunc(patterns, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	return all, patterns
+}
+
+// generationPaths are the routes that generate text: an embedding model,
+// which has no scheduler, answers them 400 before their handler runs.
+var generationPaths = []string{
+	"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages",
+	"/completion", "/infill", "/api/generate", "/api/chat",
+}
+
+// checkModelKind refuses a generation route to an embedding model and an
+// embedding route to a generation model, as Ollama does.
+func checkModelKind(m *Model, r route) error {
+	switch {
+	case m == nil:
+		return nil
+	case r.generates && m.Sched == nil:
+		return badRequest("model %q is an embedding model: it does not generate text", m.Name)
+	case r.embeds && m.Embed == nil:
+		return errNoEmbeddings(m)
+	}
+	return nil
 }

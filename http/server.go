@@ -75,12 +75,12 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Server serves every API over one model. Requests that arrive while the
-// model loads get 503 (llama.cpp's /health contract); SetModel makes it
-// ready.
+// Server serves every API over the models of a registry. Requests that
+// arrive before it has one get 503 (llama.cpp's /health contract while
+// the model loads); SetModels (or SetModel) makes it ready.
 type Server struct {
 	cfg      Config
-	model    atomic.Pointer[Model]
+	models   atomic.Pointer[modelsBox]
 	gate     requestGate
 	srv      *fasthttp.Server
 	started  time.Time
@@ -91,7 +91,7 @@ type Server struct {
 	patterns  []string
 	batches   atomic.Pointer[batches.Store]
 	responses respStore                  // the Responses API's stored responses
-	models    atomic.Pointer[ModelStore] // the models directory (SetModelStore)
+	modelDir  atomic.Pointer[ModelStore] // the models directory (SetModelStore)
 	// stopping ends when Shutdown begins: pulls stop then (a later pull
 	// resumes them) instead of holding the drain open.
 	stopping context.Context
@@ -104,6 +104,13 @@ type route struct {
 	handler func(*Server, *fasthttp.RequestCtx, *Model) error
 	public  bool // no API key needed
 	loading bool // answers while the model loads
+	// anyModel routes name no model (listings, files, batches, stored
+	// responses): their handler gets a nil *Model and nothing is loaded.
+	anyModel bool
+	// embeds: an embedding route, which a generation model refuses;
+	// generates: a route that generates text, which an embedding model
+	// refuses (generationPaths).
+	embeds, generates bool
 }
 
 // NewServer returns a server with no model yet.
@@ -135,8 +142,19 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// SetModel makes the server ready with m.
-func (s *Server) SetModel(m *Model) { s.model.Store(m) }
+// SetModel makes the server ready with m as its one model.
+func (s *Server) SetModel(m *Model) { s.SetModels(singleModel{m: m, srv: s}) }
+
+// SetModels makes the server ready with the models of ms.
+func (s *Server) SetModels(ms Models) { s.models.Store(&modelsBox{ms}) }
+
+// registry is the server's models; nil until SetModels.
+func (s *Server) registry() Models {
+	if b := s.models.Load(); b != nil {
+		return b.Models
+	}
+	return nil
+}
 
 // Serve answers on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
@@ -180,8 +198,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, checkKey bool) {
 		writeError(ctx, r.kind, &apiError{Status: fasthttp.StatusUnauthorized, Type: "authentication_error", Msg: "invalid or missing API key"})
 		return
 	}
-	m := s.model.Load()
-	if m == nil && !r.loading {
+	ms := s.registry()
+	if ms == nil && !r.loading {
 		writeError(ctx, r.kind, unavailable("the model is loading"))
 		return
 	}
@@ -191,6 +209,23 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, checkKey bool) {
 		return
 	}
 	defer s.gate.leave()
+	var m *Model
+	if ms != nil && !r.anyModel && !r.loading {
+		// The one place a request's model is resolved, for every API: it
+		// stays loaded until the handler and any stream it left are done.
+		var hold *modelHold
+		var err error
+		if m, hold, err = s.acquireModel(ctx, ms, r.kind); err != nil {
+			writeError(ctx, r.kind, err)
+			return
+		}
+		defer hold.done()
+		ctx.SetUserValue(modelHoldKey{}, hold)
+	}
+	if err := checkModelKind(m, r); err != nil {
+		writeError(ctx, r.kind, err)
+		return
+	}
 	// A streamed response outlives its handler; streamResponse holds the
 	// drain open until the stream ends (see requestGate.hold) and gives its
 	// writes the write timeout.

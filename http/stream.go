@@ -57,6 +57,7 @@ func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *eventWr
 	// The handler's own count is still held here, so this hold cannot race
 	// a Shutdown that saw zero.
 	s, _ := ctx.UserValue(streamKey{}).(*Server)
+	releaseModel := holdModel(ctx)
 	if s != nil {
 		s.gate.hold()
 		if dispatchParent(ctx) == nil {
@@ -67,6 +68,7 @@ func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *eventWr
 		if s != nil {
 			defer s.gate.leave()
 		}
+		defer releaseModel()
 		defer func() {
 			if v := recover(); v != nil {
 				ew.fail(recovered("stream writer", v))

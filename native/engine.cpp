@@ -208,11 +208,20 @@ static const char *sf_validate_open(const sf_open_params *p) {
     return nullptr;
 }
 
-static llama_context_params sf_context_params(const sf_open_params *p) {
+static llama_context_params sf_context_params(const sf_open_params *p, int32_t pooling) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)p->n_ctx;
     cp.n_batch = (uint32_t)std::max(p->n_batch, p->max_lanes);
     cp.n_ubatch = p->n_ubatch > 0 ? (uint32_t)p->n_ubatch : std::min<uint32_t>(cp.n_batch, 512);
+    if (pooling != LLAMA_POOLING_TYPE_NONE) {
+        // llama.cpp pools per micro-batch: a sequence split over two would
+        // get the second part's pooling alone. One micro-batch per decode,
+        // as llama-server sets up for embeddings (n_batch = n_ubatch), keeps
+        // every input whole.
+        cp.n_ubatch = cp.n_batch;
+        cp.embeddings = true;
+        cp.pooling_type = (enum llama_pooling_type)pooling;
+    }
     cp.n_seq_max = (uint32_t)p->n_seq_max;
     int32_t threads = p->n_threads > 0 ? p->n_threads : 1;
     cp.n_threads = threads;
@@ -271,6 +280,7 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     mp.use_mmap = p->use_mmap != 0;
 #endif
     mp.n_gpu_layers = p->n_gpu_layers;
+    mp.use_extra_bufts = p->use_extra_bufts != 0;
     e->model = llama_model_load_from_file(p->model_path, mp);
     if (e->model == nullptr) {
         snprintf(msg, msg_len, "cannot load model %s (see debug log for llama.cpp's reason)", p->model_path);
@@ -287,7 +297,13 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
             return msg;
         }
     }
-    e->ctx = llama_init_from_model(e->model, sf_context_params(p));
+    char arch[64] = {};
+    llama_model_meta_val_str(e->model, "general.architecture", arch, sizeof arch);
+    e->pooling = sf_model_pooling(e->model, arch);
+    if (e->pooling < 0) {
+        return "the model's pooling_type is one this engine does not pool by (mean, cls and last are)";
+    }
+    e->ctx = llama_init_from_model(e->model, sf_context_params(p, e->pooling));
     if (e->ctx == nullptr) {
         return "cannot create a llama.cpp context with these parameters";
     }
@@ -298,6 +314,12 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     e->n_batch = (int32_t)llama_n_batch(e->ctx);
     e->max_lanes = p->max_lanes;
     e->n_vocab = llama_vocab_n_tokens(e->vocab);
+#if SF_LLAMA_UPSTREAM
+    // Upstream models may project their output to another width.
+    e->n_embd = llama_model_n_embd_out(e->model);
+#else
+    e->n_embd = llama_model_n_embd(e->model);
+#endif
     e->kv_type = p->kv_type;
     memcpy(e->model_id, p->model_id, sizeof e->model_id);
     e->seq_lane.assign((size_t)e->n_seq_max, -1);
@@ -388,6 +410,8 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->rec_top_p = e->rec_top_p;
     d->rec_min_p = e->rec_min_p;
     d->max_piece_bytes = e->max_piece_bytes;
+    d->pooling = e->pooling;
+    d->n_embd_pooled = e->n_embd;
 }
 
 int sf_describe(const sf_engine *e, sf_desc *d) {

@@ -118,6 +118,11 @@ struct sf_engine {
     int32_t n_vocab = 0;
     int32_t kv_type = SF_KV_F16;
     int32_t max_piece_bytes = 0;  // the longest token piece, special tokens spelled out
+    // The GGUF's <arch>.pooling_type (enum llama_pooling_type); not NONE
+    // makes an embedding engine: the context pools, sf_embed runs, sf_tick
+    // refuses.
+    int32_t pooling = LLAMA_POOLING_TYPE_NONE;
+    int32_t n_embd = 0;  // floats in one pooled vector
     uint8_t model_id[32] = {};
 
     // Lane slots (max_lanes of them, never reallocated, so lane pointers
@@ -159,6 +164,11 @@ struct sf_engine {
     std::vector<llama_logit_bias> bias_scratch;
     std::vector<uint8_t> banned_scratch;
 };
+
+// embed.cpp: the pooling type a model file names (<arch>.pooling_type),
+// LLAMA_POOLING_TYPE_NONE when it names none, or -1 for a value this engine
+// does not pool by (rank, or anything unknown).
+int32_t sf_model_pooling(const llama_model *m, const char *arch);
 
 // Records a formatted error message on the engine and returns code.
 int sf_fail(sf_engine *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

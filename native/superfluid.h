@@ -77,6 +77,11 @@ typedef struct sf_open_params {
     int32_t use_mmap;
     int32_t max_lanes;   /* lanes that may be admitted at once */
     int32_t n_gpu_layers;/* layers offloaded to a GPU backend, if one is loaded */
+    /* 1: weights go through the CPU backend's extra buffer types, which
+     * repack Q4_0/Q4_K/IQ4_NL into interleaved rows when the build has
+     * them (llama.cpp's default); 0: weights stay in the (mmap'd) file
+     * layout (llama-server's --no-repack). */
+    int32_t use_extra_bufts;
     /* The caller's identity of the model file (a digest); exported state
      * carries it and import refuses state from any other model. */
     uint8_t model_id[32];
@@ -230,7 +235,15 @@ typedef struct sf_desc {
     /* The longest token piece in bytes (special tokens spelled out): text
      * of more than n_ctx times this many bytes cannot fit the context. */
     int32_t max_piece_bytes;
+    /* enum sf_pooling: not SF_POOLING_NONE for an embedding model, whose
+     * engine runs sf_embed and refuses sf_tick. */
+    int32_t pooling;
+    int32_t n_embd_pooled; /* floats in one pooled vector (sf_embed's stride) */
 } sf_desc;
+
+/* How an embedding model pools its tokens' vectors into one (llama.cpp's
+ * enum llama_pooling_type, as <arch>.pooling_type stores it). */
+enum sf_pooling { SF_POOLING_NONE = 0, SF_POOLING_MEAN = 1, SF_POOLING_CLS = 2, SF_POOLING_LAST = 3 };
 
 enum sf_rec { SF_REC_TOP_K = 1, SF_REC_TOP_P = 2, SF_REC_MIN_P = 4 };
 
@@ -261,6 +274,25 @@ int sf_chat_apply(const sf_engine *e, const char *tmpl, const char *const *roles
                   const char *const *contents, int32_t n_msg, int32_t add_assistant,
                   char *out, int32_t cap, int32_t *needed, char *err, int32_t err_cap);
 
+/* Embeddings. One input of an sf_embed call: tokens[off, off+len). */
+typedef struct sf_embed_input {
+    uint32_t off;
+    uint32_t len;
+} sf_embed_input;
+
+/* sf_embed runs n_inputs inputs of an embedding engine in one llama_decode,
+ * input i in sequence i from position 0, and writes each input's pooled
+ * vector (sf_desc.n_embd_pooled floats, not normalized) to out[i * n_embd_pooled]. Every
+ * input must fit in the one micro-batch pooling needs, so the call refuses
+ * (SF_ERR_BATCH) inputs whose tokens together exceed sf_desc.n_batch, more
+ * inputs than sf_desc.n_seq_max (SF_ERR_SEQ_RANGE), an empty input or one
+ * outside tokens, a token outside the vocabulary (SF_ERR_INVALID), and out_cap
+ * (floats) too small (SF_ERR_BUFFER), all before llama.cpp sees anything;
+ * a generation model's engine answers SF_ERR_UNSUPPORTED. The sequences
+ * are empty again when it returns. */
+int sf_embed(sf_engine *e, const int32_t *tokens, uint32_t n_tokens, const sf_embed_input *inputs,
+             uint32_t n_inputs, float *out, size_t out_cap);
+
 /* Grammars (llama.cpp's GBNF). sf_grammar_compile parses a grammar once and
  * files it under a new id (never 0) that admissions name; it may run on any
  * thread, also while a tick runs. root null or "" is "root". A lazy grammar
@@ -278,9 +310,10 @@ int sf_grammar_compile(sf_engine *e, const char *gbnf, const char *root, int32_t
 int sf_grammar_free(sf_engine *e, uint32_t id);
 
 /* Test only: make the engine's next tick (SF_INJECT_TICK, in validation,
- * after an admission is staged) or next tokenize (SF_INJECT_TOKENIZE)
- * throw, to exercise the exception guards. */
-enum sf_inject { SF_INJECT_NONE = 0, SF_INJECT_TICK = 1, SF_INJECT_TOKENIZE = 2 };
+ * after an admission is staged), next tokenize (SF_INJECT_TOKENIZE) or next
+ * embed (SF_INJECT_EMBED, after its decode) throw, to exercise the
+ * exception guards. */
+enum sf_inject { SF_INJECT_NONE = 0, SF_INJECT_TICK = 1, SF_INJECT_TOKENIZE = 2, SF_INJECT_EMBED = 3 };
 void sf_inject_exception(sf_engine *e, int32_t where);
 
 /* Sequence primitives for the prefix cache. A sequence with a lane on it
@@ -296,6 +329,12 @@ int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, in
 
 /* The CPU features ggml's CPU backend was built with, "NAME=VALUE;…". */
 int32_t sf_cpu_features(char *out, int32_t cap);
+
+/* Bytes of the open model's weights that sit in buffers of the named
+ * type: "CPU_REPACK" is the CPU backend's repacked copy (0 when the build
+ * does not repack, sf_open_params.use_extra_bufts was 0, or no weight has
+ * a repackable type). */
+int64_t sf_weight_bytes_in(const sf_engine *e, const char *buffer_type);
 
 /* The llama.cpp compiled in: its commit, and where its source came from. */
 const char *sf_llama_commit(void);

@@ -464,6 +464,10 @@ int tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
     drop_staged(e);
     ev->n_tokens = ev->n_top = ev->n_lanes = 0;
     ev->timings = sf_timings{};
+    if (e->pooling != LLAMA_POOLING_TYPE_NONE) {
+        // The context computes pooled embeddings, not logits per lane.
+        return sf_fail(e, SF_ERR_UNSUPPORTED, "this is an embedding model: it does not generate");
+    }
     if (int rc = validate(e, p, ev)) {
         drop_staged(e);
         return rc;

@@ -119,8 +119,8 @@ func TestPerStepPrefillFitsTheBatchAndTheJoinWait(t *testing.T) {
 		for range 40 {
 			h.step()
 		}
-		spt := h.loop.p.prefillSPT
-		if spt <= 0 {
+		cost := h.loop.p.prefillCost
+		if !cost.known() {
 			t.Fatal("no prefill rate learned")
 		}
 		for i, p := range h.eng.Plans {
@@ -128,8 +128,8 @@ func TestPerStepPrefillFitsTheBatchAndTheJoinWait(t *testing.T) {
 			if n+len(p.Decodes) > batch {
 				t.Fatalf("step %d carries %d prompt tokens and %d decodes in a batch of %d", i, n, len(p.Decodes), batch)
 			}
-			if i > 0 && n > joinWaitTokens(spt) {
-				t.Fatalf("step %d prefilled %d tokens with lanes free; half a second is %d", i, n, joinWaitTokens(spt))
+			if i > 0 && n > joinWaitTokens(&cost, 0, 0) {
+				t.Fatalf("step %d prefilled %d tokens with lanes free; half a second is %d", i, n, joinWaitTokens(&cost, 0, 0))
 			}
 		}
 		h = newBatchHarness(t, 1, batch, enginetest.CPUCost, Config{})

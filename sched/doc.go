@@ -48,9 +48,24 @@
 // Prefill. A step's prompt tokens are what the batch has room for beside
 // its decoding lanes (Config.PrefillBudget caps it), and while a newcomer
 // could join after the step (a free lane, a waiting Chat/FIM, or a lane
-// such a request could preempt) what fits half a second at the rate
-// learned from measured prefill steps (per token, at the step sizes that
-// run), in whole 64-token steps. The tokens go to lanes in prefill order:
+// such a request could preempt) what fits half a second beside the
+// step's decoding rows, in whole 16-token steps and never below 64. The
+// seconds come from a cost model of a step's rows: a prompt token's
+// attention reads every position before it, so a row at depth d costs
+// about a + b·d (the tiny model's 512-token steps over one 1,500-token
+// prompt took 0.13, 0.53, then 1.12 s). a and b are a least-squares line
+// through each measured prefill step's seconds per row against its rows'
+// mean depth, over exponentially decaying weights (a new step weighs a
+// fifth), learnt at the step sizes that run (the fixed cost of a step is
+// folded into a); it is a flat rate until the steps span some depth,
+// neither coefficient is ever negative, and one step's time counts as at
+// most 1.5 times off the fit, so a stall or a hostile timing moves it
+// little (cost.go). The budget is what fits at the depth of the deepest
+// prompt left, counting the rows' growing depth within the chunk. The
+// decode share is owed in measured seconds (held to the same 1.5 times the
+// fit) and the short-reply hold in the measured decode step: a reply of a
+// few seconds hardly deepens its lane. The tokens
+// go to lanes in prefill order:
 // better classes, then the shortest remaining prompt, then the oldest;
 // prompts that arrived together therefore finish one after another rather
 // than all late. A lane passed over by younger lanes for StarvationSteps
@@ -174,8 +189,8 @@
 // engine waits for the step in flight on another. Each engine therefore
 // bounds its Agent and Background prefill steps, while another engine
 // shares the arbiter, as it does while a newcomer of its own could join
-// (joinWaitSecs' worth at the learned rate, never below one 64-token
-// step): the wait a Chat or FIM request suffers on another engine is the
+// (joinWaitSecs' worth at the learned cost for the prompt's depth, never
+// below one 64-token step): the wait a Chat or FIM request suffers on another engine is the
 // bound a newcomer has on its own (≈1.1 s for 64 tokens of the 0.5b
 // model on the 2-core CPU). The shrink applies whenever another engine is
 // joined, not only while one waits with a more urgent class

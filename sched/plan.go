@@ -32,7 +32,7 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 	// Decode is owed time after prefill steps; a waiting Chat or FIM
 	// prompt is not made to wait it out (a newcomer waits one step).
 	prefill := !(p.decodeOwed > 0 && !interactivePrompt)
-	p.planPrefill(pl, now, len(decoders), prefill)
+	p.planPrefill(pl, now, decoders, prefill)
 	for _, l := range decoders {
 		if l.decodeStarved >= p.cfg.StarvationSteps {
 			p.stats.starvationGrants.Add(1)
@@ -44,6 +44,7 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 	if !pl.Empty() {
 		p.stats.ticks.Add(1)
 	}
+	p.stepRows, p.stepDepth = p.planShape(pl)
 	return pl
 }
 
@@ -93,11 +94,11 @@ func (p *planner) promptsWaiting() (waiting, interactive bool) {
 
 // planPrefill adds the admits and, when prefill is true, the prompt chunks
 // that fit beside the step's decoding lanes.
-func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoding int, prefill bool) {
-	room := max(0, p.batch-decoding)
+func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, prefill bool) {
+	room := max(0, p.batch-len(decoders))
 	budget := 0
 	if prefill {
-		budget = p.stepPrefillBudget(room)
+		budget = p.stepPrefillBudget(room, decoders)
 	}
 	p.stats.prefillBudgetLive.Store(int64(budget))
 	order := p.order[:0]
@@ -180,17 +181,34 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoding int, pref
 // stepPrefillBudget is the prompt tokens this step may carry: what the
 // batch has room for beside the decoding lanes, the fixed budget if one is
 // set, and while a newcomer could join after the step, here or on another
-// engine sharing the arbiter, what fits joinWaitSecs at the learned rate
-// (a Chat or FIM prompt of this engine's own grows past it).
-func (p *planner) stepPrefillBudget(room int) int {
+// engine sharing the arbiter, what fits joinWaitSecs beside the decoding
+// rows at the learned cost, at the depth of the deepest prompt left (a
+// Chat or FIM prompt of this engine's own grows past it).
+func (p *planner) stepPrefillBudget(room int, decoders []*lane) int {
 	budget := room
 	if p.cfg.PrefillBudget > 0 {
 		budget = min(budget, p.cfg.PrefillBudget)
 	}
 	if p.joinerWaits() || p.yieldsElsewhere() {
-		budget = min(budget, joinWaitTokens(p.prefillSPT))
+		var beside float64
+		for _, l := range decoders {
+			beside += p.prefillCost.rowSecs(float64(l.npast))
+		}
+		budget = min(budget, joinWaitTokens(&p.prefillCost, p.deepestPrompt(), beside))
 	}
 	return budget
+}
+
+// deepestPrompt is the most prompt tokens in the sequence of a lane with
+// prompt left to prefill: the depth its next chunk starts at.
+func (p *planner) deepestPrompt() int {
+	d := 0
+	for _, l := range p.lanes {
+		if !l.finishing && !l.restoring && l.remaining() > 0 {
+			d = max(d, l.prefilled)
+		}
+	}
+	return d
 }
 
 // bestWaitingPrompt is the best class among lanes with prompt left.

@@ -29,10 +29,14 @@ type planner struct {
 	// nextTag names the next lane; tags rise with admission.
 	nextTag uint32
 
-	// Learned rates (seconds; 0 until measured, see rates.go): a
-	// decode-only step; a row of a prefill step.
+	// Learned rates (see rates.go): a decode-only step (seconds; 0 until
+	// measured); a row of a prefill step by its depth.
 	decodeStepSecs float64
-	prefillSPT     float64
+	prefillCost    rowCost
+	// stepRows and stepDepth are the plan's rows and the sum of their
+	// positions, which its timings are learnt against.
+	stepRows  int
+	stepDepth float64
 	// decodeOwed is the decode-only time owed to the prefill steps that
 	// ran (decodeShare of their time), paid before the next prefill step.
 	decodeOwed float64

@@ -24,6 +24,11 @@ const (
 	// smaller steps lose more throughput than they save a newcomer).
 	joinWaitSecs      = 0.5
 	joinWaitMinTokens = 64
+	// joinWaitGrain: the bound is rounded down to whole steps of this many
+	// tokens. Deep in a long prompt half a second may be only a hundred or
+	// so tokens, and whole 64-token steps would then lose up to a third of
+	// it.
+	joinWaitGrain = 16
 
 	// shortReplySecs: a Chat or FIM reply that ends within this much
 	// decoding holds Agent and Background prefill back until it is done;
@@ -164,15 +169,15 @@ func starvedAfter(prev int, waiting bool, youngestServed uint32, served bool, ta
 }
 
 // joinWaitTokens is the prompt tokens a step a newcomer could join after
-// may carry at secsPerToken: joinWaitSecs' worth, in whole
-// joinWaitMinTokens, never fewer than that; unbounded while the rate is
-// unknown (0).
-func joinWaitTokens(secsPerToken float64) int {
-	if secsPerToken <= 0 {
-		return int(^uint(0) >> 1)
+// may carry, starting at depth, beside rows predicted to take besideSecs:
+// joinWaitSecs' worth at cost, in whole joinWaitGrain, never fewer than
+// joinWaitMinTokens; unbounded while nothing is learnt.
+func joinWaitTokens(cost *rowCost, depth int, besideSecs float64) int {
+	if !cost.known() {
+		return maxTokens
 	}
-	n := int(joinWaitSecs / secsPerToken)
-	return max(n/joinWaitMinTokens*joinWaitMinTokens, joinWaitMinTokens)
+	n := cost.tokensWithin(joinWaitSecs-besideSecs, depth)
+	return max(n/joinWaitGrain*joinWaitGrain, joinWaitMinTokens)
 }
 
 func clampF(v, lo, hi float64) float64 { return min(max(v, lo), hi) }

@@ -72,18 +72,30 @@ func TestJoinWaitBoundsAStepAtAboutHalfASecond(t *testing.T) {
 		want int
 		why  string
 	}{
-		{1.0 / 1200, 576, "600 tokens round down to whole 64-token steps"},
+		{1.0 / 1200, 592, "600 tokens round down to whole 16-token steps"},
 		{1.0 / 5000, 2496, "a fast model: what fits half a second (the batch caps it)"},
 		{1.0, 64, "never below the CPU's batch"},
-		{1.0 / 330, 128, "a 27B: 165 tokens round down"},
+		{1.0 / 330, 160, "a 27B: 165 tokens round down"},
 	}
 	for _, c := range cases {
-		if got := joinWaitTokens(c.spt); got != c.want {
+		flat := rowCost{w: 1, a: c.spt}
+		if got := joinWaitTokens(&flat, 0, 0); got != c.want {
 			t.Errorf("joinWaitTokens(%g) = %d, want %d: %s", c.spt, got, c.want, c.why)
 		}
+		if got := joinWaitTokens(&flat, 5000, 0); got != c.want {
+			t.Errorf("a flat rate at depth 5000: joinWaitTokens(%g) = %d, want %d", c.spt, got, c.want)
+		}
 	}
-	if got := joinWaitTokens(0); got < 1<<30 {
+	if got := joinWaitTokens(&rowCost{}, 0, 0); got < 1<<30 {
 		t.Errorf("an unknown rate bounds nothing: got %d", got)
+	}
+	deep := rowCost{w: 1, a: 1.0 / 5000, b: 2e-7}
+	if got := joinWaitTokens(&deep, 8000, 0); got != 272 {
+		// 0.2 ms + 1.6 ms a token at depth 8000: 273 tokens fit.
+		t.Errorf("deep in a prompt: joinWaitTokens = %d, want 272", got)
+	}
+	if got := joinWaitTokens(&deep, 0, 0.6); got != joinWaitMinTokens {
+		t.Errorf("decoding rows over the budget leave one minimal step: got %d", got)
 	}
 }
 

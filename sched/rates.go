@@ -7,11 +7,11 @@ import (
 )
 
 // Learning rates: each step's Timings say how long its llama_decode took
-// and what it carried. The planner keeps smoothed rates (new samples weigh
-// 0.3): the time of a decode-only step (for the short-reply hold) and of a
-// prompt token in a prefill step (for the join-wait budget), both measured
-// at the step sizes the planner runs; and it owes decode a share of every
-// prefill step's time.
+// and what it carried. The planner keeps the time of a decode-only step,
+// smoothed (new samples weigh 0.3), for the short-reply hold, and the cost
+// of a prefill step's rows by their depth (rowCost, cost.go), learnt at the
+// step sizes the planner runs, for the join-wait budget; and it owes decode
+// a share of every prefill step's time.
 
 const rateWeight = 0.3
 
@@ -39,15 +39,36 @@ func (p *planner) learn(t *engine.Timings, stepTime time.Duration) {
 		}
 		return
 	}
-	p.decodeOwed += decodeShare(p.stepInteractiveDecode) * secs
-	// A step's rows cost about the same each, prompt or decode; a small
-	// step's fixed cost would overstate the rate, so it takes a step at
-	// least rateMinTokens big (or half the batch, on a smaller one).
+	// Decode is owed a share of what the step plausibly took: one stall
+	// (or a hostile timing) must not hold prefill back for hours.
+	p.decodeOwed += decodeShare(p.stepInteractiveDecode) * p.prefillCost.plausible(p.stepRows, p.stepDepth, secs)
+	// A step's rows cost about the same each at one depth, prompt or
+	// decode; a small step's fixed cost would overstate the rate, so it
+	// takes a step at least rateMinTokens big (or half the batch, on a
+	// smaller one).
 	if int(t.PrefillTokens) >= min(rateMinTokens, p.batch/2) {
-		p.prefillSPT = smooth(p.prefillSPT, secs/float64(t.PrefillTokens+t.DecodeTokens))
+		p.prefillCost.observe(p.stepRows, p.stepDepth, secs)
 	}
 }
 
 // rateMinTokens: a prefill step of fewer prompt tokens is not learnt from
 // (unless the batch is smaller than twice this).
 const rateMinTokens = 64
+
+// planShape is the rows pl puts into the step and the sum of their
+// positions: a prompt chunk's tokens sit at its Offset onwards, a decoding
+// lane's token at the end of its sequence.
+func (p *planner) planShape(pl *engine.Plan) (rows int, depthSum float64) {
+	for i := range pl.Prefills {
+		off, n := float64(pl.Prefills[i].Offset), float64(pl.Prefills[i].Count)
+		rows += int(pl.Prefills[i].Count)
+		depthSum += n*off + n*(n-1)/2
+	}
+	for i := range pl.Decodes {
+		rows++
+		if l := p.find(pl.Decodes[i].Lane); l != nil {
+			depthSum += float64(l.npast)
+		}
+	}
+	return rows, depthSum
+}

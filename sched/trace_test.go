@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the scri
 // scheduler did, tick by tick, with testdata/*.golden (go test -update
 // rewrites them). A script is one command a line:
 //
-//	engine lanes=N batch=N [seqs=N] [kv=N] [eog=N] [cost=cpu|fast]
+//	engine lanes=N batch=N [seqs=N] [kv=N] [eog=N] [cost=cpu|fast|deep]
 //	config [prefill=N] [starve=N] [caps=SPEC] [divisor=N]
 //	submit NAME class=C prompt=N[@SEED] max=N [prefix=NAME] [deadline=DUR] [stop=T]
 //	step [N]     run N loop steps (default 1)
@@ -70,6 +70,7 @@ type scriptRun struct {
 	kv       int
 	eog      uint64
 	fast     bool
+	deep     bool // deepCost: prompt tokens dearer with depth
 	reqs     map[string]Request
 	seen     map[uint32]bool
 	reported map[string]bool
@@ -115,6 +116,9 @@ func (r *scriptRun) harness() *harness {
 		if r.fast {
 			r.h.fast()
 		}
+		if r.deep {
+			eng.Cost = deepCost
+		}
 	}
 	return r.h
 }
@@ -141,6 +145,7 @@ func (r *scriptRun) do(f []string) error {
 		r.lanes, r.batch, r.seqs, r.kv = num("lanes", 2), num("batch", 512), num("seqs", 0), num("kv", 0)
 		r.eog = uint64(num("eog", 0))
 		r.fast = args["cost"] == "fast"
+		r.deep = args["cost"] == "deep"
 	case "config":
 		r.cfg.PrefillBudget = num("prefill", 0)
 		r.cfg.StarvationSteps = num("starve", 0)

@@ -55,6 +55,12 @@ func addMetadata(w *gguf.Writer, o Options, a arch, voc *vocab, fileType uint32)
 	if a.keys != nil {
 		a.keys(w, a.name, o.Shape)
 	}
+	// llama.cpp's llama loader does not read pooling_type itself (only
+	// encoder architectures do); the engine reads the key and opens the
+	// context with it, as it would for a BERT model's.
+	if v, ok, _ := poolingType(o.Pooling); ok {
+		w.Set(a.name+".pooling_type", v)
+	}
 	w.Set("superfluid.synth.shape", o.Shape.Name)
 	w.Set("superfluid.synth.seed", o.Seed)
 	w.Set("superfluid.synth.vocab", vocabLabel(o.VocabFile))

@@ -72,7 +72,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestTinyLayout(t *testing.T) {
-	for _, typ := range []string{"f16", "q8_0"} {
+	for _, typ := range []string{"f16", "q8_0", "q4_0"} {
 		t.Run(typ, func(t *testing.T) {
 			s := tiny(t)
 			path := write(t, Options{Shape: s, Type: typ, Seed: 1})
@@ -95,7 +95,7 @@ func TestTinyLayout(t *testing.T) {
 					t.Errorf("%s = %d, %v; want %d", k, got, ok, want)
 				}
 			}
-			wantFT := map[string]uint32{"f16": 1, "q8_0": 7}[typ]
+			wantFT := map[string]uint32{"f16": 1, "q8_0": 7, "q4_0": 2}[typ]
 			if ft, _ := f.Uint32("general.file_type"); ft != wantFT {
 				t.Errorf("file_type %d, want %d", ft, wantFT)
 			}
@@ -105,7 +105,7 @@ func TestTinyLayout(t *testing.T) {
 			if fb, _ := f.Float32("llama.rope.freq_base"); fb != 1e6 {
 				t.Errorf("rope freq base %g", fb)
 			}
-			mat := map[string]gguf.GGMLType{"f16": gguf.F16, "q8_0": gguf.Q8_0}[typ]
+			mat := map[string]gguf.GGMLType{"f16": gguf.F16, "q8_0": gguf.Q8_0, "q4_0": gguf.Q4_0}[typ]
 			want := map[string][]uint64{
 				"token_embd.weight": {64, uint64(BuiltinVocabSize())}, "output_norm.weight": {64},
 				"blk.1.attn_norm.weight": {64}, "blk.1.attn_q.weight": {64, 64},
@@ -169,6 +169,8 @@ func embeddingRMS(t *testing.T, path string) []float64 {
 	switch ti.Type {
 	case gguf.Q8_0:
 		gguf.DequantizeQ8_0(vals, raw)
+	case gguf.Q4_0:
+		gguf.DequantizeQ4_0(vals, raw)
 	case gguf.F16:
 		for i := range vals {
 			vals[i] = gguf.Float16ToFloat32(binary.LittleEndian.Uint16(raw[2*i:]))
@@ -185,17 +187,21 @@ func embeddingRMS(t *testing.T, path string) []float64 {
 	return out
 }
 
+// The rows come back at the intended scale through either quantizer: the
+// four-bit one keeps each row's spread as well as the eight-bit one.
 func TestSuppressedRowsScaled(t *testing.T) {
-	path := write(t, Options{Shape: tiny(t), Type: "q8_0", Seed: 3})
-	rms := embeddingRMS(t, path)
-	voc, _ := builtinVocab(BuiltinVocabSize())
-	for i, r := range rms {
-		want := embdStd
-		if voc.suppress[i] {
-			want *= SuppressScale
-		}
-		if math.Abs(r-want) > want*0.4 {
-			t.Errorf("token %d (suppressed %v): row rms %g, want about %g", i, voc.suppress[i], r, want)
+	for _, typ := range []string{"q8_0", "q4_0"} {
+		path := write(t, Options{Shape: tiny(t), Type: typ, Seed: 3})
+		rms := embeddingRMS(t, path)
+		voc, _ := builtinVocab(BuiltinVocabSize())
+		for i, r := range rms {
+			want := embdStd
+			if voc.suppress[i] {
+				want *= SuppressScale
+			}
+			if math.Abs(r-want) > want*0.4 {
+				t.Errorf("%s: token %d (suppressed %v): row rms %g, want about %g", typ, i, voc.suppress[i], r, want)
+			}
 		}
 	}
 }

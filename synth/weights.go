@@ -121,6 +121,12 @@ func (g gen) encode(vals []float32) []byte {
 			panic(err) // rows are multiples of 32: Shape.Validate guarantees it
 		}
 		return b
+	case gguf.Q4_0:
+		b := make([]byte, len(vals)/gguf.QK4_0*gguf.Q4_0BlockBytes)
+		if err := gguf.QuantizeQ4_0(b, vals); err != nil {
+			panic(err) // rows are multiples of 32: Shape.Validate guarantees it
+		}
+		return b
 	case gguf.F32:
 		b := make([]byte, 4*len(vals))
 		gguf.EncodeF32(b, vals)

@@ -13,15 +13,36 @@ type Options struct {
 	// VocabFile is a vocab-only GGUF whose tokenizer is grafted onto the
 	// model; "" uses the built-in vocabulary.
 	VocabFile string
-	// Type is the matrix encoding: "f16" (default when empty) or "q8_0".
+	// Type is the matrix encoding: "f16" (default when empty), "q8_0" or
+	// "q4_0" (the type the CPU backend repacks on x86; see cgo.Options).
 	Type string
 	Seed uint64
 	// Arch is the architecture: "llama" (default when empty), "qwen2",
 	// "qwen3" or "gemma4" (ArchNames).
 	Arch string
+	// Pooling makes an embedding model: "mean", "cls" or "last" is written
+	// as <arch>.pooling_type (PoolingTypes); "" or "none" writes no key,
+	// which is a generation model.
+	Pooling string
 	// Metadata are extra keys (e.g. general.sampling.*), set after the
 	// generated ones; a key already set is replaced.
 	Metadata []gguf.KV
+}
+
+// PoolingTypes are llama.cpp's enum llama_pooling_type values by name, as
+// <arch>.pooling_type stores them.
+var PoolingTypes = map[string]uint32{"none": 0, "mean": 1, "cls": 2, "last": 3}
+
+// poolingType maps Options.Pooling to the key's value; ok false for none.
+func poolingType(name string) (v uint32, ok bool, err error) {
+	if name == "" {
+		return 0, false, nil
+	}
+	v, known := PoolingTypes[strings.ToLower(name)]
+	if !known {
+		return 0, false, fmt.Errorf("synth: unknown pooling %q (valid: none, mean, cls, last)", name)
+	}
+	return v, v != 0, nil
 }
 
 // SuppressScale multiplies the token_embd rows of tokens greedy decoding
@@ -33,9 +54,10 @@ type Options struct {
 // length.
 const SuppressScale = 0.01
 
-// general.file_type values (llama_ftype): all matrices F16 / Q8_0.
+// general.file_type values (llama_ftype): all matrices F16 / Q4_0 / Q8_0.
 const (
 	fileTypeF16  uint32 = 1
+	fileTypeQ4_0 uint32 = 2
 	fileTypeQ8_0 uint32 = 7
 )
 
@@ -46,8 +68,10 @@ func ggmlType(name string) (gguf.GGMLType, uint32, error) {
 		return gguf.F16, fileTypeF16, nil
 	case "q8_0":
 		return gguf.Q8_0, fileTypeQ8_0, nil
+	case "q4_0":
+		return gguf.Q4_0, fileTypeQ4_0, nil
 	}
-	return 0, 0, fmt.Errorf("synth: unknown type %q (valid: f16, q8_0)", name)
+	return 0, 0, fmt.Errorf("synth: unknown type %q (valid: f16, q8_0, q4_0)", name)
 }
 
 // Write generates the model and writes it to path atomically (a temporary
@@ -64,6 +88,9 @@ func Write(path string, o Options) error {
 	}
 	a, err := archByName(o.Arch)
 	if err != nil {
+		return err
+	}
+	if _, _, err := poolingType(o.Pooling); err != nil {
 		return err
 	}
 	var voc *vocab

@@ -74,6 +74,11 @@ type CostModel struct {
 	Step         time.Duration // fixed per step
 	PrefillToken time.Duration
 	DecodeRow    time.Duration // per decoding lane in a step
+	// PerPosition is what each row (prompt token or decoding lane) costs
+	// for every token before it in its sequence: attention over the KV
+	// cache, which makes a token deep in a long prompt dearer than one at
+	// its start. 0: rows cost the same at any depth.
+	PerPosition time.Duration
 }
 
 // CPUCost is roughly the design notes' CPU machine: 112 prompt tokens/s,
@@ -301,8 +306,12 @@ func (e *Fake) touch(l *lane) {
 // decoding lane. It reports false when there was nothing to run.
 func (e *Fake) step(p *engine.Plan) (bool, error) {
 	prefill, rows := 0, len(p.Decodes)
+	var positions int64 // the rows' positions, summed: their depth cost
 	for i := range p.Prefills {
-		prefill += int(p.Prefills[i].Count)
+		f := &p.Prefills[i]
+		prefill += int(f.Count)
+		n := int64(f.Count)
+		positions += n*int64(f.Offset) + n*(n-1)/2
 	}
 	if prefill+rows == 0 {
 		return false, nil
@@ -317,6 +326,7 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 		l := e.lanes[p.Decodes[i].Lane]
 		e.touch(l)
 		decoding = append(decoding, l)
+		positions += int64(len(e.seqs[l.seq]))
 	}
 	for i := range p.Prefills {
 		f := &p.Prefills[i]
@@ -337,7 +347,8 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 		e.ev.Timings.DecodeTokens++
 		e.sample(l)
 	}
-	cost := e.Cost.Step + time.Duration(prefill)*e.Cost.PrefillToken + time.Duration(rows)*e.Cost.DecodeRow
+	cost := e.Cost.Step + time.Duration(prefill)*e.Cost.PrefillToken + time.Duration(rows)*e.Cost.DecodeRow +
+		time.Duration(positions)*e.Cost.PerPosition
 	e.ev.Timings.StepNS = int64(cost)
 	if e.clock != nil {
 		e.clock.Advance(cost)

@@ -1,0 +1,111 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"fmt"
+	"os"
+	"strconv"
+
+	"superfluid/engine"
+	"superfluid/gguf"
+)
+
+// A model's memory is what it holds once loaded: the weights, the KV pool
+// of its context and the host tier's budget for its evicted conversations.
+// Before a load only the file can be read, so the registry decides with an
+// estimate from the GGUF header and replaces it with the measured size
+// (the engine's own figures) once the model is loaded; a model loaded
+// before is estimated by what it measured then.
+
+// measuredSize is a loaded model's memory: llama.cpp's size of the loaded
+// weights, the KV pool (bytes per token of all layers' K and V, times the
+// context) and the host cache budget.
+func measuredSize(desc *engine.Descriptor, hostCache int64) int64 {
+	return int64(desc.ModelBytes) + desc.KVBytesPerToken*int64(desc.Ctx) + max(hostCache, 0)
+}
+
+// estimatedSize is what the model at path would hold with o's context and
+// KV type (an embedding model's as openEmbeddingStack opens it): the tensor bytes of the file, a KV pool of o.Ctx tokens ×
+// layers × 2 (K and V) × KV heads × head size × the type's bytes, and the
+// host cache budget.
+func estimatedSize(path string, o Options) (int64, error) {
+	if isEmbeddingModel(path) { // its context is one call's batch, and it has no cache
+		o.Ctx, o.HostCache = max(o.Batch, defaultEmbedBatch), 0
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", path, err)
+	}
+	var weights int64
+	for _, t := range f.Tensors {
+		n, err := t.Bytes()
+		if err != nil {
+			return 0, fmt.Errorf("reading %s: tensor %s: %w", path, t.Name, err)
+		}
+		weights += int64(n)
+	}
+	arch, _ := f.String("general.architecture")
+	layers := ggufUint(f, arch+".block_count")
+	heads := ggufUint(f, arch+".attention.head_count")
+	kvHeads := cmp.Or(ggufUint(f, arch+".attention.head_count_kv"), heads)
+	embd := ggufUint(f, arch+".embedding_length")
+	var headK, headV uint64
+	if heads > 0 {
+		headK = cmp.Or(ggufUint(f, arch+".attention.key_length"), embd/heads)
+		headV = cmp.Or(ggufUint(f, arch+".attention.value_length"), embd/heads)
+	}
+	kv := int64(o.Ctx) * int64(layers*kvHeads*(headK+headV)) * kvTypeBytes(o.KVType) / 100
+	return weights + kv + max(o.HostCache, 0), nil
+}
+
+func ggufUint(f *gguf.File, key string) uint64 {
+	if v, ok := f.Uint64(key); ok {
+		return v
+	}
+	if v, ok := f.Uint32(key); ok {
+		return uint64(v)
+	}
+	return 0
+}
+
+// kvTypeBytes is a KV element's size in hundredths of a byte (q8_0 and
+// q4_0 carry a scale per 32 values).
+func kvTypeBytes(t string) int64 {
+	switch t {
+	case "f32":
+		return 400
+	case "q8_0":
+		return 34 * 100 / 32
+	case "q4_0":
+		return 18 * 100 / 32
+	}
+	return 200 // f16, bf16, the default
+}
+
+// budgetShare is the fraction of the memory available at start that
+// loaded models may hold by default: the rest is left to the process's
+// heap, the page cache and everything else on the machine.
+const budgetShare = 0.8
+
+// defaultMemoryBudget is budgetShare of MemAvailable (/proc/meminfo);
+// 0 (no bound) where it cannot be read.
+func defaultMemoryBudget() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) >= 2 && string(fields[0]) == "MemAvailable:" {
+			kb, err := strconv.ParseInt(string(fields[1]), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return int64(float64(kb<<10) * budgetShare)
+		}
+	}
+	return 0
+}

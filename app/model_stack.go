@@ -1,0 +1,121 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"superfluid/cgo"
+	sfhttp "superfluid/http"
+	"superfluid/kv"
+	"superfluid/sched"
+)
+
+// ModelSpec names one model file and what clients call it.
+type ModelSpec struct {
+	Path  string
+	Alias string // default: the file name without .gguf
+}
+
+// modelStack is one loaded model: its engine, prefix cache, scheduler and
+// the HTTP view of them (an embedding model has an embedding runner
+// instead of the cache and scheduler: both nil). The registry owns it;
+// close parks its cache.
+type modelStack struct {
+	Engine *cgo.Engine
+	Cache  *kv.Cache
+	Sched  *sched.Scheduler
+	Model  *sfhttp.Model
+	// Size is the memory the model holds, measured once loaded: the
+	// weights llama.cpp loaded, the KV pool of its context, the host
+	// cache budget.
+	Size int64
+
+	turn      *sched.Turn // its place at the process's arbiter; nil without one
+	stopSched context.CancelFunc
+	schedDone chan error
+}
+
+// openModelStack loads the model at spec.Path with o's engine, cache and
+// scheduler settings (o.ModelPath and o.Alias are ignored) and starts its
+// scheduler, which takes its steps in turn with the other engines of arb
+// (nil: alone). It is the one way a model is loaded — resident at start or
+// on demand — so a model of another kind (an embedding model) needs only
+// another such builder.
+func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelStack, err error) {
+	if isEmbeddingModel(spec.Path) {
+		return openEmbeddingStack(spec, o, arb)
+	}
+	if err := checkParkOptions(o); err != nil {
+		return nil, err
+	}
+	var turn *sched.Turn
+	if arb != nil {
+		turn = arb.Join(spec.Alias)
+		o.Sched.Arbiter = turn
+		defer func() {
+			if err != nil {
+				turn.Leave()
+			}
+		}()
+	}
+	start := time.Now()
+	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack})
+	if err != nil {
+		return nil, err
+	}
+	desc := eng.Descriptor()
+	tuneGC()
+	tmpl, err := LoadChatTemplate(spec.Path, o.ChatTemplateFile, desc, eng)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	ps, err := openPark(o, desc)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: desc.Ctx / 2, HostBytes: max(o.HostCache, 0),
+		Park: ps, ParkEager: o.ParkEager && ps != nil, ParkIdle: parkIdle(o, ps)})
+	if err != nil {
+		if ps != nil {
+			ps.Close()
+		}
+		eng.Close()
+		return nil, err
+	}
+	sc, err := sched.New(eng, cache, o.Sched)
+	if err != nil {
+		cache.Close()
+		eng.Close()
+		return nil, err
+	}
+	ms = &modelStack{Engine: eng, Cache: cache, Sched: sc, Size: measuredSize(desc, o.HostCache), turn: turn}
+	ms.Model = &sfhttp.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc, Cache: cacheMetrics{cache}}
+	ms.Model.Chat = tmpl
+	ms.Model.FIM = loadFIM(desc, eng)
+	ctx, cancel := context.WithCancel(context.Background())
+	ms.stopSched, ms.schedDone = cancel, make(chan error, 1)
+	go func() { ms.schedDone <- sc.Run(ctx) }()
+	slog.Info("model loaded", "model", spec.Alias, "took", time.Since(start).Round(time.Millisecond), "lanes", o.Lanes, "ctx", desc.Ctx,
+		"fim", ms.Model.FIM != nil && ms.Model.FIM.Capable(), "bytes", ms.Size, "repacked_weight_bytes", eng.RepackedBytes())
+	return ms, nil
+}
+
+// close stops the scheduler, parks what the cache holds and frees the
+// engine. No request may hold the model (the registry's count says so).
+func (ms *modelStack) close() error {
+	ms.stopSched()
+	err := <-ms.schedDone
+	if ms.turn != nil {
+		ms.turn.Leave() // after Run returned, as the arbiter wants
+	}
+	if ms.Cache != nil {
+		if e := ms.Cache.Close(); e != nil && err == nil { // parks what is cached
+			err = e
+		}
+	}
+	ms.Engine.Close()
+	return err
+}

@@ -1,0 +1,114 @@
+package http
+
+import (
+	"encoding/json"
+
+	"github.com/valyala/fasthttp"
+)
+
+func ollamaEmbedRoutes() map[string]route {
+	return map[string]route{
+		"/api/embed":      {method: "POST", kind: apiOllama, handler: (*Server).ollamaEmbed, embeds: true},
+		"/api/embeddings": {method: "POST", kind: apiOllama, handler: (*Server).ollamaEmbeddings, embeds: true},
+	}
+}
+
+// ollamaEmbedRequest is POST /api/embed (api.EmbedRequest, v0.24.0).
+type ollamaEmbedRequest struct {
+	Model      string                     `json:"model"`
+	Input      json.RawMessage            `json:"input"`
+	Truncate   *bool                      `json:"truncate"`
+	Dimensions int                        `json:"dimensions"`
+	KeepAlive  json.RawMessage            `json:"keep_alive"`
+	Options    map[string]json.RawMessage `json:"options"`
+}
+
+// ollamaEmbeddingRequest is the older POST /api/embeddings.
+type ollamaEmbeddingRequest struct {
+	Model     string                     `json:"model"`
+	Prompt    *string                    `json:"prompt"`
+	KeepAlive json.RawMessage            `json:"keep_alive"`
+	Options   map[string]json.RawMessage `json:"options"`
+}
+
+// ollamaEmbedOptions checks keep_alive and options as Ollama types them.
+// Sampling options do not change an embedding and are ignored; num_ctx
+// bounds an input's tokens (Ollama truncates to it), returned as the limit.
+func ollamaEmbedOptions(keepAlive json.RawMessage, options map[string]json.RawMessage) (int, error) {
+	if err := checkKeepAlive(keepAlive); err != nil {
+		return 0, err
+	}
+	o, err := parseOllamaOptions(options)
+	if err != nil {
+		return 0, err
+	}
+	if o.NumCtx != nil && *o.NumCtx > 0 {
+		return *o.NumCtx, nil
+	}
+	return 0, nil
+}
+
+// ollamaEmbed serves /api/embed: a string or an array of strings,
+// truncated to fit unless truncate is false, each vector L2-normalized
+// (and cut to dimensions, then normalized again), as Ollama's EmbedHandler
+// does. No input at all is an empty list, as in Ollama.
+func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
+	var req ollamaEmbedRequest
+	if err := decodeJSON(ctx, &req); err != nil {
+		return err
+	}
+	if err := ollamaCheckModel(req.Model); err != nil {
+		return err
+	}
+	limit, err := ollamaEmbedOptions(req.KeepAlive, req.Options)
+	if err != nil {
+		return err
+	}
+	if req.Dimensions < 0 {
+		return badParam("dimensions", "dimensions must not be negative, got %d", req.Dimensions)
+	}
+	sp := embedSpec{field: "input", truncate: req.Truncate == nil || *req.Truncate, limit: limit, dims: req.Dimensions, norm: normL2}
+	if string(req.Input) != `""` && len(req.Input) > 0 && string(req.Input) != "null" {
+		if sp.inputs, err = parseEmbedInputs(req.Input, "input", embedInputShapes{}, m.Desc.Vocab); err != nil {
+			return err
+		}
+	}
+	out := map[string]any{"model": req.Model, "embeddings": [][]float32{}}
+	if len(sp.inputs) > 0 {
+		res, err := s.runEmbed(ctx, m, &sp)
+		if err != nil {
+			return err
+		}
+		out["embeddings"] = res.vecs
+		out["total_duration"] = res.took.Nanoseconds()
+		out["load_duration"] = 0 // the model is loaded before the server serves
+		out["prompt_eval_count"] = res.tokens
+	}
+	return writeJSON(ctx, out)
+}
+
+// ollamaEmbeddings serves the older /api/embeddings: one prompt, one
+// vector, not normalized — Ollama's EmbeddingsHandler returns the runner's
+// vector as it is — and never truncated (its runner refuses a prompt too
+// long). An empty prompt is an empty vector (Ollama loads the model).
+func (s *Server) ollamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
+	var req ollamaEmbeddingRequest
+	if err := decodeJSON(ctx, &req); err != nil {
+		return err
+	}
+	if err := ollamaCheckModel(req.Model); err != nil {
+		return err
+	}
+	if _, err := ollamaEmbedOptions(req.KeepAlive, req.Options); err != nil {
+		return err
+	}
+	if req.Prompt == nil || *req.Prompt == "" {
+		return writeJSON(ctx, map[string]any{"embedding": []float32{}})
+	}
+	sp := embedSpec{field: "prompt", inputs: []embedInput{{text: *req.Prompt}}, norm: normNone}
+	res, err := s.runEmbed(ctx, m, &sp)
+	if err != nil {
+		return err
+	}
+	return writeJSON(ctx, map[string]any{"embedding": widen(res.vecs[0])})
+}

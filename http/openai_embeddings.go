@@ -1,0 +1,111 @@
+package http
+
+import (
+	"encoding/json"
+
+	"github.com/valyala/fasthttp"
+)
+
+func openaiEmbeddingRoutes() map[string]route {
+	return map[string]route{
+		"/v1/embeddings": {method: "POST", kind: apiOpenAI, handler: (*Server).openaiEmbeddings, embeds: true},
+	}
+}
+
+// oaiEmbeddingRequest is POST /v1/embeddings. Every field OpenAI documents
+// is honoured; embd_normalize is llama-server's extension of the same
+// route. Vectors are unit length (L2), as OpenAI's are.
+type oaiEmbeddingRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	EncodingFormat *string         `json:"encoding_format"`
+	Dimensions     *int            `json:"dimensions"`
+	User           string          `json:"user"`
+	EmbdNormalize  *int64          `json:"embd_normalize"`
+}
+
+type oaiEmbedding struct {
+	Object    string `json:"object"`
+	Index     int    `json:"index"`
+	Embedding any    `json:"embedding"` // []float64 or a base64 string
+}
+
+type oaiEmbeddingResponse struct {
+	Object string         `json:"object"`
+	Data   []oaiEmbedding `json:"data"`
+	Model  string         `json:"model"`
+	Usage  oaiEmbedUsage  `json:"usage"`
+}
+
+type oaiEmbedUsage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
+	var req oaiEmbeddingRequest
+	if err := decodeJSON(ctx, &req); err != nil {
+		return err
+	}
+	b64 := false
+	if req.EncodingFormat != nil {
+		switch *req.EncodingFormat {
+		case "float":
+		case "base64":
+			b64 = true
+		default:
+			return badParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
+		}
+	}
+	sp := embedSpec{field: "input", norm: normL2}
+	if req.Dimensions != nil {
+		if *req.Dimensions < 1 {
+			return badParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
+		}
+		sp.dims = *req.Dimensions
+	}
+	var err error
+	if sp.norm, err = embedNormParam(req.EmbdNormalize); err != nil {
+		return err
+	}
+	if sp.inputs, err = parseEmbedInputs(req.Input, "input", embedInputShapes{tokens: true}, m.Desc.Vocab); err != nil {
+		return err
+	}
+	for i, in := range sp.inputs {
+		if !in.isTokens && in.text == "" {
+			// OpenAI refuses an empty string rather than embed nothing.
+			return badParam("input", "input[%d] is an empty string", i)
+		}
+	}
+	res, err := s.runEmbed(ctx, m, &sp)
+	if err != nil {
+		return err
+	}
+	out := oaiEmbeddingResponse{Object: "list", Model: m.Name, Data: make([]oaiEmbedding, len(res.vecs)),
+		Usage: oaiEmbedUsage{PromptTokens: res.tokens, TotalTokens: res.tokens}}
+	if req.Model != "" {
+		out.Model = req.Model
+	}
+	for i, v := range res.vecs {
+		d := oaiEmbedding{Object: "embedding", Index: i}
+		if b64 {
+			d.Embedding = base64Floats(v)
+		} else {
+			d.Embedding = widen(v)
+		}
+		out.Data[i] = d
+	}
+	return writeJSON(ctx, out)
+}
+
+// widen writes float32 values as the float64 they are exactly, so a client
+// parsing the JSON into float64 (openai-go, Python) gets bit for bit what
+// it decodes from the base64 of the same vector; float32's own shortest
+// decimal would parse to a neighbouring float64.
+func widen(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}

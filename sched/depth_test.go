@@ -1,0 +1,168 @@
+package sched
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"superfluid/engine"
+	"superfluid/engine/enginetest"
+)
+
+// deepCost is an engine whose prompt tokens grow dearer with depth as the
+// tiny model's do on the CPU: 512 tokens take about 0.19 s at the start of
+// a prompt, 0.45 s from 512 on and 0.71 s from 1024 on, and one token 8 ms
+// at depth 8000.
+var deepCost = enginetest.CostModel{Step: 10 * time.Millisecond, PrefillToken: 100 * time.Microsecond,
+	DecodeRow: 500 * time.Microsecond, PerPosition: time.Microsecond}
+
+// stepTimer records each step's reported time beside its prefill.
+type stepTimer struct {
+	*enginetest.Fake
+	steps []timedStep
+}
+
+type timedStep struct {
+	prefill, depth int
+	secs           float64
+}
+
+func (e *stepTimer) Tick(p *engine.Plan) (*engine.Events, error) {
+	n, depth := 0, 0
+	for _, f := range p.Prefills {
+		n += int(f.Count)
+		depth = max(depth, int(f.Offset))
+	}
+	ev, err := e.Fake.Tick(p)
+	if err == nil && n > 0 {
+		e.steps = append(e.steps, timedStep{prefill: n, depth: depth, secs: float64(ev.Timings.StepNS) / 1e9})
+	}
+	return ev, err
+}
+
+// deepPromptSteps runs one 8,000-token background prompt alone on a
+// four-lane scheduler (a newcomer could join after every step) and
+// returns its prefill steps.
+func deepPromptSteps(t *testing.T, batch int) []timedStep {
+	h := newHarness(t, 4, batch, Config{})
+	h.eng.Cost = deepCost
+	timer := &stepTimer{Fake: h.eng}
+	h.loop.eng = timer
+	req := Request{Prompt: promptOf(1, 8000), Class: Background, MaxTokens: 2}
+	h.submit("long", req)
+	h.run(10000)
+	h.expectOutput("long", req)
+	return timer.steps
+}
+
+// Deep into a long prompt each step stays at about joinWaitSecs: the
+// bound follows the prompt's depth instead of the rate of the steps
+// before (which, at a 512-token batch, let the third step run 40% over).
+func TestJoinWaitHoldsDeepIntoALongPrompt(t *testing.T) {
+	steps := deepPromptSteps(t, 512)
+	lo, hi := 0.75*joinWaitSecs, 1.25*joinWaitSecs
+	for i, s := range steps {
+		if i < 3 {
+			continue // the model is learning
+		}
+		if s.secs > hi {
+			t.Errorf("step %d at depth %d: %d tokens took %.3f s, over %.3f", i, s.depth, s.prefill, s.secs, hi)
+		}
+		// A step the batch did not cap, and not the prompt's last, is
+		// bounded by the join wait from below too.
+		if s.prefill < 512 && s.prefill > joinWaitMinTokens && i < len(steps)-1 && s.secs < lo {
+			t.Errorf("step %d at depth %d: %d tokens took %.3f s, under %.3f", i, s.depth, s.prefill, s.secs, lo)
+		}
+	}
+	last := steps[len(steps)-2]
+	if last.depth < 7000 || last.prefill >= 128 {
+		t.Fatalf("the prompt's deep steps (%+v) are not the ones shrunk", last)
+	}
+}
+
+// At the CPU's 64-token batch the step never goes below the whole batch,
+// deep in the prompt too, where 64 tokens take longer than the bound.
+func TestJoinWaitKeepsTheMinimumStepDeepIntoALongPrompt(t *testing.T) {
+	steps := deepPromptSteps(t, 64)
+	for i, s := range steps[:len(steps)-1] {
+		if s.prefill != 64 {
+			t.Fatalf("step %d at depth %d carried %d tokens, want the batch of 64", i, s.depth, s.prefill)
+		}
+	}
+	if len(steps) != 125 {
+		t.Fatalf("%d prefill steps for 8000 tokens at 64 a step", len(steps))
+	}
+}
+
+// A FIM request at one engine waits out the step in flight on another;
+// deep into the other's long background prompt that step still takes
+// about joinWaitSecs.
+func TestFIMBesideADeepPromptOnAnotherEngineWaitsAboutJoinWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		arb := NewArbiter(ArbiterConfig{})
+		log := &tickLog{}
+		big := enginetest.New(1, 512, 4, 1<<16, sleeper{})
+		big.Cost = deepCost
+		small := enginetest.New(2, 512, 8, 1<<16, sleeper{})
+		sBig, stopBig := startOn(t, &loggedEngine{big, "big", log}, big, Config{Arbiter: arb.Join("big")})
+		defer stopBig()
+		sSmall, stopSmall := startOn(t, &loggedEngine{small, "small", log}, small, Config{Arbiter: arb.Join("small")})
+		defer stopSmall()
+
+		ctx := context.Background()
+		bg, err := sBig.Submit(ctx, Request{Prompt: promptOf(1, 8000), Class: Background, MaxTokens: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefilled := func() int {
+			n := 0
+			for _, tk := range log.snapshot() {
+				if tk.engine == "big" {
+					n += tk.prefill
+				}
+			}
+			return n
+		}
+		for prefilled() < 6000 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		// Mid-step, as a request arrives: the worst case is at a step's
+		// start; a step's length bounds it.
+		submitted := time.Now()
+		fimReq := Request{Prompt: promptOf(2, 100), Class: FIM, MaxTokens: 8}
+		fim, err := sSmall.Submit(ctx, fimReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, r, err := fim.Collect(ctx); err != nil || r.Err != nil {
+			t.Fatalf("fim: %v %+v", err, r)
+		}
+		if _, rb, err := bg.Collect(ctx); err != nil || rb.Err != nil {
+			t.Fatalf("background: %v %+v", err, rb)
+		}
+		ticks := log.snapshot()
+		checkNoOverlap(t, ticks)
+		var fimStart time.Time
+		var longestDeep time.Duration
+		depth := 0
+		for _, tk := range ticks {
+			if tk.engine == "small" && fimStart.IsZero() && tk.start.After(submitted) {
+				fimStart = tk.start
+			}
+			if tk.engine == "big" {
+				if depth >= 4000 {
+					longestDeep = max(longestDeep, tk.end.Sub(tk.start))
+				}
+				depth += tk.prefill
+			}
+		}
+		if wait := fimStart.Sub(submitted); wait > 600*time.Millisecond {
+			t.Errorf("the FIM request waited %v for the other engine's step", wait)
+		}
+		if longestDeep > 600*time.Millisecond || longestDeep < 300*time.Millisecond {
+			t.Errorf("the other engine's steps past depth 4000 took up to %v; want about %v", longestDeep, time.Duration(joinWaitSecs*float64(time.Second)))
+		}
+		t.Logf("FIM waited %v; longest deep step %v", fimStart.Sub(submitted), longestDeep)
+	})
+}
