@@ -135,7 +135,7 @@ bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
 # Issue 15's FIM-satellite benchmark: FIM latency on the small model, idle
 # and beside four 2,000-token prompts on the 0.5B one, with both in one
 # serve (--fim-model, the arbiter) against two serve processes on the same
-# cores; prints a table (≈ 5 minutes; bench/satellite.sh says what it runs,
+# cores; prints a table (≈ 3 minutes; bench/satellite.sh says what it runs,
 # SATELLITE=one|two runs one setup). Run it on a quiet machine.
 bench-satellite: build $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
 	MODELS=$(MODELS) bench/satellite.sh $(or $(SATELLITE),both)

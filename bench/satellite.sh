@@ -9,7 +9,8 @@
 # Then a table: FIM latency p50/p95 idle and loaded, loaded/idle, per setup.
 #
 # It builds nothing: `make bench-satellite` builds bin/superfluid and the
-# synthetic models first. Run it on a quiet machine (≈ 5 minutes).
+# synthetic models first. Run it on a quiet machine (≈ 3 minutes; another
+# process busy on the cores slows 2-thread steps many times over).
 #
 #   bench/satellite.sh [one|two|both]          (default both)
 #
