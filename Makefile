@@ -46,7 +46,7 @@ export CGO_CPPFLAGS = $(LLAMA_INC)
 export CGO_CFLAGS   = -O3 $(NATIVE_SIMD)
 export CGO_CXXFLAGS = -O3 $(NATIVE_SIMD)
 
-.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench bench-engine models clean deps llama-libs engine-test
+.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench bench-engine bench-satellite models clean deps llama-libs engine-test
 
 all: build
 
@@ -131,6 +131,14 @@ bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
 			-bench "^Benchmark($$benches)\$$" -benchtime 1x -count 1 -timeout 60m ./cgo/ \
 			| grep -E '^(Benchmark|cpu:)' || exit 1; \
 	done
+
+# Issue 15's FIM-satellite benchmark: FIM latency on the small model, idle
+# and beside four 2,000-token prompts on the 0.5B one, with both in one
+# serve (--fim-model, the arbiter) against two serve processes on the same
+# cores; prints a table (≈ 3 minutes; bench/satellite.sh says what it runs,
+# SATELLITE=one|two runs one setup). Run it on a quiet machine.
+bench-satellite: build $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
+	MODELS=$(MODELS) bench/satellite.sh $(or $(SATELLITE),both)
 
 models: $(MODELS)/synth-tiny-f16.gguf $(MODELS)/synth-0.5b-q8_0.gguf
 

@@ -20,7 +20,8 @@ func benchCommand() *cli.Command {
 		Usage: "drive an OpenAI-, llama.cpp- or Ollama-compatible server with a workload and print a JSON report",
 		Description: "Scenario defaults in the flags below are listed decode, fim-under-load, multi-turn, soak.\n\nScenarios:\n" +
 			"  decode          --concurrency streams of long greedy generations (/v1/completions): decode tokens/s, TTFT\n" +
-			"  fim-under-load  /infill requests idle, then beside --concurrency long background prompts: loaded/idle latency (target ≤ 1.5)\n" +
+			"  fim-under-load  /infill requests idle, then beside --concurrency long background prompts: loaded/idle latency (target ≤ 1.5);\n" +
+			"                  --background-url sends the load to another server (an editor's FIM model and a larger one as two processes)\n" +
 			"  multi-turn      conversations over /v1/chat/completions: per-turn TTFT and cached tokens, warm/cold TTFT (target ≤ 0.05)\n" +
 			"  soak            --concurrency clients send hostile mixed traffic on all four APIs (every class, streams, n > 1, hang-ups,\n" +
 			"                  slow readers, poison values) for --duration, to a loopback URL only: no undocumented 5xx, no crash,\n" +
@@ -32,6 +33,8 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Required: true, Usage: "decode, fim-under-load, multi-turn or soak"},
 			&cli.StringFlag{Name: "api", Value: "openai", Usage: "openai (superfluid, llama-server, vLLM) or ollama (/api/generate, /api/chat)"},
 			&cli.StringFlag{Name: "model", Usage: "model name to send (default: the server's first listed model)"},
+			&cli.StringFlag{Name: "background-url", Usage: "fim-under-load: send the background load to this server instead (FIM and the load in two processes)", DefaultText: "--url"},
+			&cli.StringFlag{Name: "background-model", Usage: "fim-under-load: model name the background load sends", DefaultText: "--model, or the background server's first listed model"},
 			&cli.StringFlag{Name: "api-key", Usage: "sent as Authorization: Bearer KEY", EnvVars: env("API_KEY")},
 			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Usage: "decode: streams at once; fim-under-load: background requests; multi-turn: conversations at once; soak: clients", DefaultText: "1, 4, 1, 32"},
 			&cli.IntFlag{Name: "requests", Aliases: []string{"n"}, Usage: "decode: generations in total; fim-under-load: FIM requests per phase; multi-turn: conversations in total; soak: requests at most", DefaultText: "concurrency, 8, concurrency, 10000×concurrency"},
@@ -60,6 +63,7 @@ func benchAction(c *cli.Context) error {
 	cfg := bench.Config{
 		URL: c.String("url"), Scenario: bench.Scenario(c.String("scenario")), API: bench.API(c.String("api")),
 		Model: c.String("model"), APIKey: c.String("api-key"),
+		BackgroundURL: c.String("background-url"), BackgroundModel: c.String("background-model"),
 		Concurrency: c.Int("concurrency"), Requests: c.Int("requests"), Turns: c.Int("turns"),
 		MaxTokens: c.Int("max-tokens"), PromptTokens: c.Int("prompt-tokens"), FIMPromptTokens: c.Int("fim-prompt-tokens"),
 		FIMStream: c.Bool("fim-stream"), Duration: c.Duration("duration"), Timeout: c.Duration("timeout"),

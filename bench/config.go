@@ -42,11 +42,19 @@ const (
 // Config is one benchmark run. Zero values take the scenario's defaults
 // (see withDefaults).
 type Config struct {
-	URL      string   // the server's base URL; traffic goes nowhere else
+	URL      string   // the server's base URL; traffic goes nowhere else (but BackgroundURL)
 	Scenario Scenario // decode, fim-under-load or multi-turn
 	API      API      // openai (default) or ollama
 	Model    string   // model name to send; empty: the server's first listed model
 	APIKey   string   // sent as Authorization: Bearer
+
+	// BackgroundURL is where fim-under-load sends its background load
+	// (empty: URL): FIM to one server, the load to another, as when an
+	// editor's FIM model and a larger model run as two processes.
+	BackgroundURL string
+	// BackgroundModel is the model name the background load sends (empty:
+	// Model on the same server, else the background server's first listed).
+	BackgroundModel string
 
 	// Concurrency is streams at once (decode), background requests (FIM)
 	// or conversations at once (multi-turn).
@@ -114,6 +122,7 @@ func (c Config) withDefaults() Config {
 		c.FIMPromptTokens = defaultFIMPromptTokens
 	}
 	c.URL = strings.TrimRight(c.URL, "/")
+	c.BackgroundURL = strings.TrimRight(c.BackgroundURL, "/")
 	fill := func(p *int, v int) {
 		if *p == 0 {
 			*p = v
@@ -160,9 +169,19 @@ func (c Config) withDefaults() Config {
 // validate checks a defaulted Config up front, so a bad flag fails before
 // any traffic.
 func (c Config) validate() error {
-	u, err := url.Parse(c.URL)
-	if c.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("bench: --url %q: want http://host:port", c.URL)
+	if err := checkURL("--url", c.URL); err != nil {
+		return err
+	}
+	u, _ := url.Parse(c.URL)
+	if c.BackgroundURL != "" || c.BackgroundModel != "" {
+		if c.Scenario != FIMUnderLoad {
+			return fmt.Errorf("bench: --background-url and --background-model are for --scenario fim-under-load, not %q", c.Scenario)
+		}
+		if c.BackgroundURL != "" {
+			if err := checkURL("--background-url", c.BackgroundURL); err != nil {
+				return err
+			}
+		}
 	}
 	switch c.Scenario {
 	case Decode, FIMUnderLoad, MultiTurn:
@@ -184,6 +203,15 @@ func (c Config) validate() error {
 	}
 	if c.Concurrency < 0 || c.Requests < 0 || c.Turns < 0 || c.MaxTokens < 0 || c.PromptTokens < 0 || c.FIMPromptTokens < 0 || c.Duration < 0 || c.Timeout < 0 || c.Settle < 0 || c.IdleWait < 0 || c.ReferenceTPS < 0 {
 		return errors.New("bench: counts, sizes and durations must not be negative")
+	}
+	return nil
+}
+
+// checkURL refuses a base URL that is not http(s)://host[:port].
+func checkURL(flag, raw string) error {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("bench: %s %q: want http://host:port", flag, raw)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@
 // (prompt, completion and cached tokens). Prompt text comes from a seeded
 // word list, so a run is repeatable and two servers see the same text.
 //
-// Traffic goes only to the configured URL: the HTTP client ignores proxy
-// environment variables.
+// Traffic goes only to the configured URL (and fim-under-load's background
+// load to its BackgroundURL): the HTTP client ignores proxy environment
+// variables.
 package bench

@@ -17,8 +17,9 @@ import (
 type fakeServer struct {
 	*httptest.Server
 	noInfill, noCompletions bool
-	blockBackground         bool // long background requests wait for the client to go
-	tokensPerWord           int  // /tokenize; 0: no /tokenize
+	blockBackground         bool   // long background requests wait for the client to go
+	tokensPerWord           int    // /tokenize; 0: no /tokenize
+	modelID                 string // what /v1/models lists; empty: fake-model
 	// hook runs in each generation request's handler before it answers.
 	hook func(r *http.Request, bgActive int)
 	// fail, when it returns a status, answers the generation request with
@@ -47,8 +48,11 @@ func newFake(t *testing.T, configure func(*fakeServer)) *fakeServer {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"status":"ok"}`) })
+	if f.modelID == "" {
+		f.modelID = "fake-model"
+	}
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, f.modelID)
 	})
 	mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"models":[{"name":"fake:latest"}]}`) })
 	mux.HandleFunc("POST /tokenize", f.tokenize)
@@ -72,6 +76,13 @@ func (f *fakeServer) tokenize(w http.ResponseWriter, r *http.Request) {
 	n := len(strings.Fields(body.Content)) * f.tokensPerWord
 	tokens := make([]int, n)
 	json.NewEncoder(w).Encode(map[string]any{"tokens": tokens})
+}
+
+// all is every request so far, in arrival order.
+func (f *fakeServer) all() []seenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seenRequest(nil), f.seen...)
 }
 
 func (f *fakeServer) requests(path string) []seenRequest {

@@ -14,13 +14,21 @@ import (
 // FIMReport compares editor FIM requests idle and beside background load.
 // The report's top-level figures are the loaded phase's.
 type FIMReport struct {
-	Endpoint           string   `json:"endpoint"`
-	BackgroundEndpoint string   `json:"background_endpoint"`
-	Idle               Phase    `json:"idle"`
-	Loaded             Phase    `json:"loaded"`
-	LatencyRatioP50    *float64 `json:"latency_ratio_p50,omitempty"`
-	LatencyRatioP95    *float64 `json:"latency_ratio_p95,omitempty"`
-	TTFTRatioP95       *float64 `json:"ttft_ratio_p95,omitempty"`
+	// URL and Endpoint are where the FIM requests went; BackgroundURL,
+	// BackgroundModel and BackgroundEndpoint where the load went (the same
+	// server unless --background-url), BackgroundPromptSizing its
+	// tokenizer's calibration when it is another server.
+	URL                    string   `json:"url"`
+	Endpoint               string   `json:"endpoint"`
+	BackgroundURL          string   `json:"background_url"`
+	BackgroundModel        string   `json:"background_model,omitempty"`
+	BackgroundEndpoint     string   `json:"background_endpoint"`
+	BackgroundPromptSizing *sizer   `json:"background_prompt_sizing,omitempty"`
+	Idle                   Phase    `json:"idle"`
+	Loaded                 Phase    `json:"loaded"`
+	LatencyRatioP50        *float64 `json:"latency_ratio_p50,omitempty"`
+	LatencyRatioP95        *float64 `json:"latency_ratio_p95,omitempty"`
+	TTFTRatioP95           *float64 `json:"ttft_ratio_p95,omitempty"`
 	// Background is the load: requests that completed, failed, or were
 	// still running when the loaded phase ended (cancelled).
 	Background Phase `json:"background"`
@@ -36,8 +44,12 @@ const fimTarget = 1.5
 // background prompts prefill and decode, and reports the latency ratio.
 func (r *runner) fimUnderLoad(ctx context.Context, rep *Report) error {
 	cfg := r.cfg
+	bg, err := r.backgroundRunner(ctx)
+	if err != nil {
+		return err
+	}
 	f := r.newFIMFile()
-	fimEPs, bgEPs := []endpoint{epInfill, epCompletions}, r.completionEndpoints()
+	fimEPs, bgEPs := []endpoint{epInfill, epCompletions}, bg.completionEndpoints()
 	if cfg.API == Ollama {
 		fimEPs = []endpoint{epGenerate}
 	}
@@ -47,14 +59,17 @@ func (r *runner) fimUnderLoad(ctx context.Context, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	bgEP, err := r.resolve(ctx, bgEPs, work{prompt: warmupPrompt, maxTokens: 1, class: "background"})
+	bgEP, err := bg.resolve(ctx, bgEPs, work{prompt: warmupPrompt, maxTokens: 1, class: "background"})
 	if err != nil {
 		return err
 	}
-	fr := &FIMReport{Endpoint: fimEP.path, BackgroundEndpoint: bgEP.path, BackgroundWorkers: cfg.Concurrency}
+	fr := &FIMReport{URL: cfg.URL, Endpoint: fimEP.path, BackgroundURL: bg.cfg.URL, BackgroundModel: bg.model, BackgroundEndpoint: bgEP.path, BackgroundWorkers: cfg.Concurrency}
+	if bg.c != r.c {
+		fr.BackgroundPromptSizing = &bg.sizer
+	}
 	rep.Endpoint, rep.FIM = fimEP.path, fr
 
-	slog.Info("bench: fim-under-load: idle phase", "url", cfg.URL, "endpoint", fimEP.path, "requests", cfg.Requests)
+	slog.Info("bench: fim-under-load: idle phase", "url", cfg.URL, "endpoint", fimEP.path, "background_url", bg.cfg.URL, "requests", cfg.Requests)
 	idle := r.fimPhase(ctx, fimEP, f, 0)
 	fr.Idle = tally(idle, ctx, r.errs)
 	if ctx.Err() != nil {
@@ -63,7 +78,7 @@ func (r *runner) fimUnderLoad(ctx context.Context, rep *Report) error {
 
 	slog.Info("bench: fim-under-load: starting background load", "requests", cfg.Concurrency, "prompt_tokens", cfg.PromptTokens, "endpoint", bgEP.path)
 	bgCtx, stopLoad := context.WithCancel(ctx)
-	load := r.startLoad(bgCtx, bgEP, f.nonce)
+	load := bg.startLoad(bgCtx, bgEP, f.nonce)
 	select {
 	case <-load.ready:
 	case <-ctx.Done():
@@ -85,6 +100,29 @@ func (r *runner) fimUnderLoad(ctx context.Context, rep *Report) error {
 		r.notes = append(r.notes, "no background request ran: the loaded phase measured an idle server")
 	}
 	return nil
+}
+
+// backgroundRunner is the runner the background load goes through: r
+// itself when the load shares the FIM server and model; for
+// --background-url a runner of its own (the server ready, its model found
+// when none is named, prompts sized by its tokenizer). It shares r's error
+// log, so a failed background request fails the run.
+func (r *runner) backgroundRunner(ctx context.Context) (*runner, error) {
+	cfg := r.cfg
+	if cfg.BackgroundURL == "" || cfg.BackgroundURL == cfg.URL {
+		if cfg.BackgroundModel == "" || cfg.BackgroundModel == r.model {
+			return r, nil
+		}
+		b := *r // another model on the same server: its name in the requests
+		b.model, b.cfg.Model = cfg.BackgroundModel, cfg.BackgroundModel
+		return &b, nil
+	}
+	cfg.URL, cfg.Model = cfg.BackgroundURL, cfg.BackgroundModel
+	b := &runner{cfg: cfg, c: newClient(cfg), model: cfg.Model, sizer: defaultSizer(), errs: r.errs}
+	if err := b.prepare(ctx); err != nil {
+		return nil, fmt.Errorf("%w (the background load's server, --background-url)", err)
+	}
+	return b, nil
 }
 
 // fimPhase sends FIM requests first..first+cfg.Requests-1 one at a time,
