@@ -82,6 +82,8 @@ type Turn struct {
 	class  Class
 	left   bool
 	wait   *turnWait // its pending Acquire
+	// lastInteractive is when the engine last claimed a Chat or FIM step.
+	lastInteractive time.Time
 }
 
 // turnWait is one pending Acquire.
@@ -129,6 +131,9 @@ func (t *Turn) acquire(ctx context.Context, class Class) (waited bool, err error
 		return false, fmt.Errorf("sched: turn %s: %w", t.name, ctx.Err())
 	}
 	t.active, t.class = true, class
+	if class.interactive() {
+		t.lastInteractive = a.clock.Now()
+	}
 	switch {
 	case a.holder == nil, a.holder == t && a.reserved:
 		a.holder, a.reserved = t, false
@@ -257,6 +262,9 @@ func (t *Turn) raise(class Class) {
 		w.claim.class = class
 		t.class = class
 	}
+	if class.interactive() {
+		t.lastInteractive = t.a.clock.Now()
+	}
 }
 
 // Contended reports whether another engine waits with a more urgent class
@@ -294,6 +302,28 @@ func (t *Turn) yieldPrefill() bool {
 	}
 	return false
 }
+
+// interactiveElsewhere reports whether another engine claimed a Chat or
+// FIM step within the last interactiveWindow: a person is at work there
+// (an editor fires completions keystroke after keystroke), and each of
+// their requests waits out this engine's step in flight.
+func (t *Turn) interactiveElsewhere() bool {
+	a := t.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.clock.Now()
+	for _, o := range a.turns {
+		if o != t && !o.lastInteractive.IsZero() && now.Sub(o.lastInteractive) < interactiveWindow {
+			return true
+		}
+	}
+	return false
+}
+
+// interactiveWindow is how long after another engine's last Chat or FIM
+// step this engine keeps its Agent and Background prefill steps to
+// interactiveWaitSecs: longer than the pauses of someone typing.
+const interactiveWindow = 10 * time.Second
 
 // grantNext decides who runs the next step: a waiter, or the releasing
 // turn self claiming class next (nil: no such claim). Everyone else

@@ -355,3 +355,75 @@ func TestChatArrivingAtAWaitingEngineRaisesItsClaim(t *testing.T) {
 		checkNoOverlap(t, log.snapshot())
 	})
 }
+
+// An editor on one engine sends completion after completion while another
+// engine prefills a background prompt at the CPU's 64-token batch: after
+// the first request, the background steps shrink below 64 tokens, so each
+// later request waits out a step of about interactiveWaitSecs, not a
+// whole 64-token one; once the editor has been quiet for
+// interactiveWindow, the steps are whole again.
+func TestBackgroundStepsShrinkWhileAnEditorWorksOnAnotherEngine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		arb := NewArbiter(ArbiterConfig{})
+		log := &tickLog{}
+		big := enginetest.New(1, 64, 4, 1<<16, sleeper{})
+		small := enginetest.New(2, 64, 8, 1<<16, sleeper{})
+		sBig, stopBig := startOn(t, &loggedEngine{big, "big", log}, big, Config{Arbiter: arb.Join("big")})
+		defer stopBig()
+		sSmall, stopSmall := startOn(t, &loggedEngine{small, "small", log}, small, Config{Arbiter: arb.Join("small")})
+		defer stopSmall()
+
+		ctx := context.Background()
+		bg, err := sBig.Submit(ctx, Request{Prompt: promptOf(1, 6000), Class: Background, MaxTokens: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second) // the big engine learns its prefill rate
+		const edits = 6
+		var ttfts []time.Duration
+		var secondSubmitted, lastEnd time.Time
+		for i := range edits {
+			time.Sleep(300 * time.Millisecond)
+			if i == 1 {
+				secondSubmitted = time.Now()
+			}
+			fim, err := sSmall.Submit(ctx, Request{Prompt: promptOf(10+i, 48), Class: FIM, MaxTokens: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, r, err := fim.Collect(ctx)
+			if err != nil || r.Err != nil {
+				t.Fatalf("fim %d: %v %+v", i, err, r)
+			}
+			ttfts = append(ttfts, r.TTFT)
+			lastEnd = time.Now()
+		}
+		time.Sleep(interactiveWindow + 3*time.Second)
+		bg.Cancel()
+
+		alone := enginetest.CPUCost.Step + 48*enginetest.CPUCost.PrefillToken
+		for i, d := range ttfts[1:] {
+			if d > alone+250*time.Millisecond {
+				t.Errorf("FIM %d: TTFT %v; want within 250ms of its own prefill (%v)", i+1, d, alone)
+			}
+		}
+		ticks := log.snapshot()
+		checkNoOverlap(t, ticks)
+		whole := false
+		for _, tk := range ticks {
+			if tk.engine != "big" {
+				continue
+			}
+			if tk.start.After(secondSubmitted) && tk.start.Before(lastEnd) && tk.prefill > 16 {
+				t.Errorf("big step at %v prefilled %d tokens while the editor worked; want at most 16", tk.start, tk.prefill)
+			}
+			if tk.start.After(lastEnd.Add(interactiveWindow+time.Second)) && tk.prefill == 64 {
+				whole = true
+			}
+		}
+		if !whole {
+			t.Errorf("no whole 64-token background step once the editor had been quiet for %v", interactiveWindow)
+		}
+		t.Logf("FIM TTFTs %v (alone %v)", ttfts, alone)
+	})
+}

@@ -198,7 +198,16 @@
 // engine arrives during a step planned before anyone waited, and that
 // step must already be short. Its cost is the newcomer rule's: steps of
 // half a second rather than the whole batch, which on a GPU's 512-token
-// batch loses little and at the CPU's default 64-token batch nothing. Aborting a running llama_decode through llama.cpp's abort
+// batch loses little and at the CPU's default 64-token batch nothing.
+// At that batch one step of a large model is still long (≈1.1 s for the
+// 0.5b model here), and an editor's completions on a small model would
+// each wait one out. So while another engine has run Chat or FIM work in
+// the last interactiveWindow (10 s: a person at work there), a step that
+// prefills only Agent and Background prompts fits interactiveWaitSecs
+// (0.15 s), down to 8 tokens, below the 64-token floor: the first request
+// of a burst waits a whole step, the later ones about 0.15 s. The small
+// steps run the kernels at a fraction of their throughput, but only
+// while that person works. Aborting a running llama_decode through llama.cpp's abort
 // callback would cut the wait to about one layer's compute; it is a
 // possible next step, not done.
 //

@@ -48,6 +48,7 @@ func newLoop(eng engine.Engine, cache Cache, cfg Config, stats *counters) *loop 
 	if cfg.Arbiter != nil {
 		l.turn = cfg.Arbiter
 		l.p.elsewhere = cfg.Arbiter.yieldPrefill
+		l.p.interactiveElsewhere = cfg.Arbiter.interactiveElsewhere
 	}
 	return l
 }

@@ -183,7 +183,10 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 // set, and while a newcomer could join after the step, here or on another
 // engine sharing the arbiter, what fits joinWaitSecs beside the decoding
 // rows at the learned cost, at the depth of the deepest prompt left (a
-// Chat or FIM prompt of this engine's own grows past it).
+// Chat or FIM prompt of this engine's own grows past it). While another
+// engine runs Chat or FIM work, a step prefilling only Agent and
+// Background prompts fits interactiveWaitSecs instead, below the 64-token
+// floor: every request of that person waits out the step in flight.
 func (p *planner) stepPrefillBudget(room int, decoders []*lane) int {
 	budget := room
 	if p.cfg.PrefillBudget > 0 {
@@ -195,6 +198,11 @@ func (p *planner) stepPrefillBudget(room int, decoders []*lane) int {
 			beside += p.prefillCost.rowSecs(float64(l.npast))
 		}
 		budget = min(budget, joinWaitTokens(&p.prefillCost, p.deepestPrompt(), beside))
+		if p.interactiveElsewhere != nil && p.interactiveElsewhere() {
+			if c, ok := bestWaitingPrompt(p.lanes); ok && !c.interactive() {
+				budget = min(budget, interactiveWaitTokens(&p.prefillCost, p.deepestPrompt(), beside))
+			}
+		}
 	}
 	return budget
 }

@@ -48,6 +48,9 @@ type planner struct {
 	// newcomers would wait out this one's step (Turn.yieldPrefill); nil:
 	// none.
 	elsewhere func() bool
+	// interactiveElsewhere reports that another engine ran Chat or FIM
+	// work moments ago (Turn.interactiveElsewhere); nil: none.
+	interactiveElsewhere func() bool
 
 	// Admission round state: queued jobs passed over for the shared-prefix
 	// hold (at the head of each class), admission stopped for this step,

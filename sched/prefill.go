@@ -180,4 +180,25 @@ func joinWaitTokens(cost *rowCost, depth int, besideSecs float64) int {
 	return max(n/joinWaitGrain*joinWaitGrain, joinWaitMinTokens)
 }
 
+// interactiveWaitSecs bounds an Agent or Background prefill step while
+// another engine runs Chat or FIM work (Turn.interactiveElsewhere): its
+// requests each wait out this step, so it stays short even below the
+// 64-token floor, down to interactiveMinTokens. The small steps run the
+// kernels at a fraction of their throughput, but only while a person is
+// at work on the other model.
+const (
+	interactiveWaitSecs  = 0.15
+	interactiveMinTokens = 8
+)
+
+// interactiveWaitTokens is joinWaitTokens at interactiveWaitSecs, in
+// whole interactiveMinTokens.
+func interactiveWaitTokens(cost *rowCost, depth int, besideSecs float64) int {
+	if !cost.known() {
+		return maxTokens
+	}
+	n := cost.tokensWithin(interactiveWaitSecs-besideSecs, depth)
+	return max(n/interactiveMinTokens*interactiveMinTokens, interactiveMinTokens)
+}
+
 func clampF(v, lo, hi float64) float64 { return min(max(v, lo), hi) }
