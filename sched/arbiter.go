@@ -284,40 +284,30 @@ func (t *Turn) contendedLocked() bool {
 	return false
 }
 
-// yieldPrefill reports whether this engine's Agent and Background prefill
-// steps should stay short for another engine's sake: another engine
-// shares the arbiter, so a Chat or FIM request may arrive there at any
-// moment and would wait out this engine's step in flight — the
-// cross-engine form of a free lane (planner.joinerWaits). Waiting with a
-// more urgent class (Contended) or running Chat or FIM work are the
-// cases that matter; an idle engine is one a request can arrive at next.
-func (t *Turn) yieldPrefill() bool {
-	a := t.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, o := range a.turns {
-		if o != t {
-			return true
-		}
-	}
-	return false
-}
-
-// interactiveElsewhere reports whether another engine claimed a Chat or
-// FIM step within the last interactiveWindow: a person is at work there
+// others reports, for the planner, what the other engines sharing the
+// arbiter mean for this engine's Agent and Background prefill steps.
+// joined: another engine is there, so a Chat or FIM request may arrive at
+// it any moment and would wait out this engine's step in flight — the
+// cross-engine form of a free lane (planner.joinerWaits); an idle engine
+// is one a request can arrive at next. interactive: one claimed a Chat or
+// FIM step within the last interactiveWindow — a person is at work there
 // (an editor fires completions keystroke after keystroke), and each of
-// their requests waits out this engine's step in flight.
-func (t *Turn) interactiveElsewhere() bool {
+// their requests waits out this engine's step. One lock a plan.
+func (t *Turn) others() (joined, interactive bool) {
 	a := t.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.clock.Now()
 	for _, o := range a.turns {
-		if o != t && !o.lastInteractive.IsZero() && now.Sub(o.lastInteractive) < interactiveWindow {
-			return true
+		if o == t {
+			continue
+		}
+		joined = true
+		if !o.lastInteractive.IsZero() && now.Sub(o.lastInteractive) < interactiveWindow {
+			return true, true
 		}
 	}
-	return false
+	return joined, false
 }
 
 // interactiveWindow is how long after another engine's last Chat or FIM

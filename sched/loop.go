@@ -47,8 +47,7 @@ func newLoop(eng engine.Engine, cache Cache, cfg Config, stats *counters) *loop 
 	l.restorer, _ = cache.(RestoringCache)
 	if cfg.Arbiter != nil {
 		l.turn = cfg.Arbiter
-		l.p.elsewhere = cfg.Arbiter.yieldPrefill
-		l.p.interactiveElsewhere = cfg.Arbiter.interactiveElsewhere
+		l.p.elsewhere = cfg.Arbiter.others
 	}
 	return l
 }

@@ -192,13 +192,14 @@ func (p *planner) stepPrefillBudget(room int, decoders []*lane) int {
 	if p.cfg.PrefillBudget > 0 {
 		budget = min(budget, p.cfg.PrefillBudget)
 	}
-	if p.joinerWaits() || p.yieldsElsewhere() {
+	joined, interactive := p.othersElsewhere()
+	if p.joinerWaits() || joined {
 		var beside float64
 		for _, l := range decoders {
 			beside += p.prefillCost.rowSecs(float64(l.npast))
 		}
 		budget = min(budget, joinWaitTokens(&p.prefillCost, p.deepestPrompt(), beside))
-		if p.interactiveElsewhere != nil && p.interactiveElsewhere() {
+		if interactive {
 			if c, ok := bestWaitingPrompt(p.lanes); ok && !c.interactive() {
 				budget = min(budget, interactiveWaitTokens(&p.prefillCost, p.deepestPrompt(), beside))
 			}

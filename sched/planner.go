@@ -44,13 +44,10 @@ type planner struct {
 	stepInteractiveDecode bool
 	// bgDivisor throttles Agent and Background decoding to one step in N.
 	bgDivisor int
-	// elsewhere reports that another engine shares the machine, whose
-	// newcomers would wait out this one's step (Turn.yieldPrefill); nil:
-	// none.
-	elsewhere func() bool
-	// interactiveElsewhere reports that another engine ran Chat or FIM
-	// work moments ago (Turn.interactiveElsewhere); nil: none.
-	interactiveElsewhere func() bool
+	// elsewhere reports whether another engine shares the machine, whose
+	// newcomers would wait out this one's step, and whether one ran Chat
+	// or FIM work moments ago (Turn.others); nil: none.
+	elsewhere func() (joined, interactive bool)
 
 	// Admission round state: queued jobs passed over for the shared-prefix
 	// hold (at the head of each class), admission stopped for this step,
@@ -223,11 +220,14 @@ func (p *planner) joinerWaits() bool {
 	return false
 }
 
-// yieldsElsewhere reports whether another engine shares this one's
-// arbiter, where a Chat or FIM request may arrive and wait for this
-// engine's step in flight: the step is then kept as short as for a
-// newcomer of its own (Turn.yieldPrefill).
-func (p *planner) yieldsElsewhere() bool { return p.elsewhere != nil && p.elsewhere() }
+// othersElsewhere is Turn.others for this engine: false, false without
+// an arbiter.
+func (p *planner) othersElsewhere() (joined, interactive bool) {
+	if p.elsewhere == nil {
+		return false, false
+	}
+	return p.elsewhere()
+}
 
 // runnableClass is the most urgent class among the lanes the next step
 // can put into the engine (prompt left, or a token to sample), which is

@@ -173,15 +173,22 @@ func starvedAfter(prev int, waiting bool, youngestServed uint32, served bool, ta
 // joinWaitSecs' worth at cost, in whole joinWaitGrain, never fewer than
 // joinWaitMinTokens; unbounded while nothing is learnt.
 func joinWaitTokens(cost *rowCost, depth int, besideSecs float64) int {
+	return tokensWithinWait(cost, depth, besideSecs, joinWaitSecs, joinWaitGrain, joinWaitMinTokens)
+}
+
+// tokensWithinWait is the prompt tokens from depth that fit secs beside
+// rows predicted to take besideSecs, in whole grain, never fewer than
+// floor; unbounded while nothing is learnt.
+func tokensWithinWait(cost *rowCost, depth int, besideSecs, secs float64, grain, floor int) int {
 	if !cost.known() {
 		return maxTokens
 	}
-	n := cost.tokensWithin(joinWaitSecs-besideSecs, depth)
-	return max(n/joinWaitGrain*joinWaitGrain, joinWaitMinTokens)
+	n := cost.tokensWithin(secs-besideSecs, depth)
+	return max(n/grain*grain, floor)
 }
 
 // interactiveWaitSecs bounds an Agent or Background prefill step while
-// another engine runs Chat or FIM work (Turn.interactiveElsewhere): its
+// another engine runs Chat or FIM work (Turn.others): its
 // requests each wait out this step, so it stays short even below the
 // 64-token floor, down to interactiveMinTokens. The small steps run the
 // kernels at a fraction of their throughput, but only while a person is
@@ -194,11 +201,7 @@ const (
 // interactiveWaitTokens is joinWaitTokens at interactiveWaitSecs, in
 // whole interactiveMinTokens.
 func interactiveWaitTokens(cost *rowCost, depth int, besideSecs float64) int {
-	if !cost.known() {
-		return maxTokens
-	}
-	n := cost.tokensWithin(interactiveWaitSecs-besideSecs, depth)
-	return max(n/interactiveMinTokens*interactiveMinTokens, interactiveMinTokens)
+	return tokensWithinWait(cost, depth, besideSecs, interactiveWaitSecs, interactiveMinTokens, interactiveMinTokens)
 }
 
 func clampF(v, lo, hi float64) float64 { return min(max(v, lo), hi) }
