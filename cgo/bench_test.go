@@ -32,6 +32,13 @@ func benchReps(def int) int {
 	return def
 }
 
+// median is the middle of the rates a benchmark's alternating rounds
+// measured (sorting them in place).
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
 // tickDecode admits lanes with promptLen-token prompts, prefills them, then
 // times n decode ticks (one token per lane each).
 func tickDecode(b *testing.B, e *Engine, lanes, promptLen, n int) time.Duration {
@@ -102,9 +109,7 @@ func BenchmarkDecode(b *testing.B) {
 						tick = append(tick, float64(lanes*n)/d.Seconds())
 					}
 				}
-				slices.Sort(plain)
-				slices.Sort(tick)
-				p, t := plain[len(plain)/2], tick[len(tick)/2]
+				p, t := median(plain), median(tick)
 				b.ReportMetric(p, "plain-tok/s")
 				b.ReportMetric(t, "tick-tok/s")
 				b.ReportMetric(100*(p-t)/p, "overhead-%")
@@ -163,9 +168,7 @@ func BenchmarkPrefill(b *testing.B) {
 			tick = append(tick, promptLen/tickPrefill().Seconds())
 		}
 	}
-	slices.Sort(plain)
-	slices.Sort(tick)
-	p, t := plain[len(plain)/2], tick[len(tick)/2]
+	p, t := median(plain), median(tick)
 	b.ReportMetric(p, "plain-tok/s")
 	b.ReportMetric(t, "tick-tok/s")
 	b.ReportMetric(t/p, "tick/plain")
@@ -209,8 +212,7 @@ func BenchmarkPrefillUBatch(b *testing.B) {
 	}
 	med := make([]float64, len(ubatches))
 	for i, u := range ubatches {
-		slices.Sort(rates[i])
-		med[i] = rates[i][len(rates[i])/2]
+		med[i] = median(rates[i])
 		b.ReportMetric(med[i], fmt.Sprintf("ubatch%d-tok/s", u))
 	}
 	for i, u := range ubatches[:len(ubatches)-1] {
@@ -268,7 +270,6 @@ func BenchmarkPrefillRepack(b *testing.B) {
 			}
 		}
 	}
-	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
 	pre := []float64{median(prefill[0]), median(prefill[1])}
 	dec := []float64{median(decode[0]), median(decode[1])}
 	for i, m := range modes {
