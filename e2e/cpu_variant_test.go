@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"bytes"
+	"debug/elf"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +162,105 @@ func TestCPUVariantChosenAtStartUp(t *testing.T) {
 		} else if tied {
 			t.Logf("%s took a near-tie the other way from %s", v, ref)
 		}
+	}
+}
+
+// Each CPU build's instructions stay in its own functions: the linked
+// binary's v2 functions use no AVX registers, its v3 functions no AVX-512
+// ones, and the code every build shares (libllama, ggml-base, native/) is
+// compiled for the lowest level. A weak or COMDAT symbol that kept its name
+// across builds would let the linker keep one build's body for all of them
+// (build/rename-syms.sh), and an AVX-512 body would then run on any CPU;
+// this reads the binary itself to show that did not happen.
+func TestCPUVariantsKeepTheirInstructionsApart(t *testing.T) {
+	if line := cpuVariantLine(t, "SUPERFLUID_CPU="); line == "single build" {
+		t.Skip("this binary has one CPU backend build (the Go module's llama.cpp); make LLAMA_CPP_DIR=… links several")
+	}
+	bin := superfluidBinary(t)
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The global and weak functions, by address: which build each is of
+	// ("v2", "v3", "v4"), or "shared" for ours, llama.cpp's and ggml-base's.
+	// Local functions keep their names in every build, and Go's and libc's
+	// own choose their instructions from CPUID at run time: neither is
+	// judged.
+	owner := map[uint64]string{}
+	for _, s := range syms {
+		bind := elf.ST_BIND(s.Info)
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || (bind != elf.STB_GLOBAL && bind != elf.STB_WEAK) || s.Size == 0 {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(s.Name, "sf_cpu_v2_"), strings.HasPrefix(s.Name, "sf_cpu_v3_"), strings.HasPrefix(s.Name, "sf_cpu_v4_"):
+			owner[s.Value] = s.Name[len("sf_cpu_") : len("sf_cpu_")+2]
+		case strings.Contains(s.Name, "."):
+			// Go
+		case strings.Contains(s.Name, "ggml"), strings.Contains(s.Name, "gguf"), strings.Contains(s.Name, "llama"),
+			strings.HasPrefix(s.Name, "sf_"), strings.HasPrefix(s.Name, "_Z") && strings.Contains(s.Name, "sf_"):
+			owner[s.Value] = "shared"
+		}
+	}
+	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", bin).Output()
+	if err != nil {
+		t.Skipf("objdump (binutils, which the upstream build's objcopy comes with): %v", err)
+	}
+	type tally struct{ funcs, ymm, zmm int }
+	counts := map[string]*tally{"v2": {}, "v3": {}, "v4": {}, "shared": {}}
+	var offenders []string
+	cur, curName := "", ""
+	flag := func(why string) {
+		if len(offenders) < 20 {
+			offenders = append(offenders, curName+": "+why)
+		}
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		// A function starts "0000000000abc123 <name>:".
+		if addr, rest, ok := strings.Cut(line, " <"); ok && strings.HasSuffix(rest, ">:") {
+			a, err := strconv.ParseUint(addr, 16, 64)
+			cur, curName = "", strings.TrimSuffix(rest, ">:")
+			if err == nil {
+				cur = owner[a]
+			}
+			if cur != "" {
+				counts[cur].funcs++
+			}
+			continue
+		}
+		if cur == "" {
+			continue
+		}
+		ymm, zmm := strings.Contains(line, "%ymm"), strings.Contains(line, "%zmm")
+		c := counts[cur]
+		if ymm {
+			c.ymm++
+		}
+		if zmm {
+			c.zmm++
+		}
+		switch {
+		case (cur == "v2" || cur == "shared") && (ymm || zmm):
+			flag(cur + " function uses AVX registers: " + strings.TrimSpace(line))
+		case cur == "v3" && zmm:
+			flag("v3 function uses AVX-512 registers: " + strings.TrimSpace(line))
+		}
+	}
+	for _, o := range offenders {
+		t.Error(o)
+	}
+	for name, c := range counts {
+		t.Logf("%s: %d functions, %d instructions on ymm, %d on zmm", name, c.funcs, c.ymm, c.zmm)
+		if c.funcs < 50 {
+			t.Errorf("%s: only %d functions found; the symbol table is not what this test expects", name, c.funcs)
+		}
+	}
+	if counts["v3"].ymm == 0 || counts["v4"].zmm == 0 {
+		t.Errorf("v3 uses ymm %d times and v4 zmm %d times: a build is not compiled for its level", counts["v3"].ymm, counts["v4"].zmm)
 	}
 }
