@@ -124,7 +124,7 @@ bench: deps $(MODELS)/synth-0.5b-q8_0.gguf
 # machine.
 bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf $(MODELS)/synth-0.5b-q4_0.gguf
 	@for m in 0.5b-q8_0 small-f16 0.5b-q4_0; do \
-		benches='Prefill|PrefillUBatch|Decode'; \
+		benches='Prefill|PrefillUBatch|Decode|ThreadPool'; \
 		case $$m in *q4_0) benches="$$benches|PrefillRepack";; esac; \
 		echo "== synth-$$m, llama.cpp $(or $(LLAMA_COMMIT),ec98e2002 (Go module))"; \
 		SF_BENCH_MODEL=$(CURDIR)/$(MODELS)/synth-$$m.gguf $(GO) test -run '^$$' \

@@ -11,7 +11,8 @@ import (
 
 // engineFlags are the flags of a command that loads a model to serve many
 // requests (serve, batch): lanes (default given), context, threads, step
-// size, KV type, flash attention and weight repacking.
+// size, KV type, flash attention, the CPU threads' polling and weight
+// repacking.
 func engineFlags(lanes int) []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "lanes", Value: lanes, Usage: "requests decoded at once", EnvVars: env("LANES")},
@@ -20,6 +21,7 @@ func engineFlags(lanes int) []cli.Flag {
 		&cli.IntFlag{Name: "batch", Usage: "most tokens one engine step carries; a newly arrived request waits at most one step", DefaultText: fmt.Sprint(cgo.DefaultBatch), EnvVars: env("BATCH")},
 		&cli.StringFlag{Name: "kv-type", Value: "f16", Usage: "KV cache type: f16, q8_0 or q4_0", EnvVars: env("KV_TYPE")},
 		&cli.StringFlag{Name: "flash-attn", Value: "on", Usage: "flash attention: on, off or auto (llama.cpp decides); on keeps decode fast while the prefix cache holds many conversations", EnvVars: env("FLASH_ATTN")},
+		&cli.IntFlag{Name: "poll", Value: cgo.DefaultPoll, Usage: "how long the CPU threads spin waiting for the next engine step before they sleep, 0 (at once) to 100, as llama.cpp's --poll; spinning keeps decode fast, sleeping frees the cores between steps", EnvVars: env("POLL")},
 		&cli.BoolFlag{Name: "no-repack", Aliases: []string{"nr"}, Usage: "keep Q4_0/Q4_K/IQ4_NL weights in the file's layout instead of a copy repacked for the CPU's kernels (less memory, slower prefill and decode), as llama-server's --no-repack", EnvVars: env("NO_REPACK")},
 	}
 }
@@ -36,4 +38,17 @@ func chatTemplateFileFlag() cli.Flag {
 // changes every request and would leave the prefix cache nothing to reuse.
 func keepBillingHeaderFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "keep-billing-header", Usage: "keep the x-anthropic-billing-header line Claude Code puts in its system prompt (a per-request nonce that defeats the prefix cache)", EnvVars: env("KEEP_BILLING_HEADER")}
+}
+
+// pollOption reads --poll into cgo.Options.Poll's terms (where 0 means the
+// default and a negative value no polling).
+func pollOption(c *cli.Context) (int, error) {
+	n := c.Int("poll")
+	switch {
+	case n < 0 || n > 100:
+		return 0, fmt.Errorf("--poll %d outside [0, 100]", n)
+	case n == 0:
+		return cgo.PollOff, nil
+	}
+	return n, nil
 }

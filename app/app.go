@@ -60,6 +60,7 @@ type Options struct {
 	KVType       string // default f16
 	FlashAttn    string // on (default), off or auto; see cgo.Options
 	NoRepack     bool   // weights in the file's layout, not repacked; see cgo.Options
+	Poll         int    // the CPU threads' polling level; see cgo.Options
 	HostCache    int64  // bytes for evicted conversation state; default 1 GiB, <0 off
 
 	// ChatTemplateFile, when set, is a Jinja chat template that replaces

@@ -33,10 +33,34 @@ func benchReps(def int) int {
 }
 
 // median is the middle of the rates a benchmark's alternating rounds
-// measured (sorting them in place).
+// measured (v keeps its order: rounds are paired by index).
 func median(v []float64) float64 {
+	v = slices.Clone(v)
 	slices.Sort(v)
 	return v[len(v)/2]
+}
+
+// inTurn runs the measurements of one alternating round: in the given
+// order on even rounds, reversed on odd ones, so that whatever favours the
+// first (or second) run of a round — caches, the clock, a neighbour's
+// load — falls on each side alike.
+func inTurn(round int, runs ...func()) {
+	for i := range runs {
+		if round%2 == 1 {
+			i = len(runs) - 1 - i
+		}
+		runs[i]()
+	}
+}
+
+// ratios is each round's a/b: paired within a round, they cancel the
+// machine's drift between rounds better than a ratio of medians does.
+func ratios(a, b []float64) []float64 {
+	r := make([]float64, len(a))
+	for i := range a {
+		r[i] = a[i] / b[i]
+	}
+	return r
 }
 
 // tickDecode admits lanes with promptLen-token prompts, prefills them, then
@@ -83,7 +107,7 @@ func tickDecode(b *testing.B, e *Engine, lanes, promptLen, n int) (spent, decodi
 
 // BenchmarkDecode compares decoding through sf_tick with a plain C loop over
 // llama_decode on the same context, alternating the two to share the
-// machine's noise. Reported: tokens/s of each and the tick's overhead.
+// machine's noise. Reported: tokens/s of each, and tick/plain paired per round.
 func BenchmarkDecode(b *testing.B) {
 	path := benchModel(b)
 	threads := runtime.NumCPU()
@@ -101,24 +125,27 @@ func BenchmarkDecode(b *testing.B) {
 				tickDecode(b, e, lanes, promptLen, 8) // warm up
 				b.ResetTimer()
 				for range b.N {
-					for range reps {
-						ns, err := e.PlainDecodeLoop(lanes, promptLen, n)
-						if err != nil {
-							b.Fatal(err)
-						}
-						plain = append(plain, float64(lanes*n)/(float64(ns)/1e9))
-						d, dec := tickDecode(b, e, lanes, promptLen, n)
-						tick = append(tick, float64(lanes*n)/d.Seconds())
-						inDecode = append(inDecode, float64(lanes*n)/dec.Seconds())
+					for r := range reps {
+						inTurn(r, func() {
+							ns, err := e.PlainDecodeLoop(lanes, promptLen, n)
+							if err != nil {
+								b.Fatal(err)
+							}
+							plain = append(plain, float64(lanes*n)/(float64(ns)/1e9))
+						}, func() {
+							d, dec := tickDecode(b, e, lanes, promptLen, n)
+							tick = append(tick, float64(lanes*n)/d.Seconds())
+							inDecode = append(inDecode, float64(lanes*n)/dec.Seconds())
+						})
 					}
 				}
-				p, t := median(plain), median(tick)
-				b.ReportMetric(p, "plain-tok/s")
-				b.ReportMetric(t, "tick-tok/s")
+				b.Logf("tok/s by round: plain %.1f, tick %.1f", plain, tick) // the noise the medians hide
+				b.ReportMetric(median(plain), "plain-tok/s")
+				b.ReportMetric(median(tick), "tick-tok/s")
 				// The tick's rate counting only its llama_decode: where it
 				// is near tick-tok/s, the gap to plain is inside llama.cpp.
 				b.ReportMetric(median(inDecode), "tick-llama-tok/s")
-				b.ReportMetric(100*(p-t)/p, "overhead-%")
+				b.ReportMetric(median(ratios(tick, plain)), "tick/plain")
 			})
 		}
 	}
@@ -167,22 +194,25 @@ func BenchmarkPrefill(b *testing.B) {
 	var plain, tick, inDecode []float64
 	b.ResetTimer()
 	for range b.N {
-		for range reps {
-			ns, err := e.PlainPrefill(promptLen)
-			if err != nil {
-				b.Fatal(err)
-			}
-			plain = append(plain, promptLen/(float64(ns)/1e9))
-			d, dec := tickPrefill()
-			tick = append(tick, promptLen/d.Seconds())
-			inDecode = append(inDecode, promptLen/dec.Seconds())
+		for r := range reps {
+			inTurn(r, func() {
+				ns, err := e.PlainPrefill(promptLen)
+				if err != nil {
+					b.Fatal(err)
+				}
+				plain = append(plain, promptLen/(float64(ns)/1e9))
+			}, func() {
+				d, dec := tickPrefill()
+				tick = append(tick, promptLen/d.Seconds())
+				inDecode = append(inDecode, promptLen/dec.Seconds())
+			})
 		}
 	}
-	p, t := median(plain), median(tick)
-	b.ReportMetric(p, "plain-tok/s")
-	b.ReportMetric(t, "tick-tok/s")
+	b.Logf("tok/s by round: plain %.1f, tick %.1f", plain, tick)
+	b.ReportMetric(median(plain), "plain-tok/s")
+	b.ReportMetric(median(tick), "tick-tok/s")
 	b.ReportMetric(median(inDecode), "tick-llama-tok/s")
-	b.ReportMetric(t/p, "tick/plain")
+	b.ReportMetric(median(ratios(tick, plain)), "tick/plain")
 }
 
 // BenchmarkPrefillUBatch prefills a 2,000-token prompt in one plain
@@ -210,24 +240,27 @@ func BenchmarkPrefillUBatch(b *testing.B) {
 	}
 	rates := make([][]float64, len(ubatches))
 	b.ResetTimer()
-	for range b.N {
-		for range reps {
-			for i, e := range engines {
-				ns, err := e.PlainPrefill(promptLen)
-				if err != nil {
-					b.Fatal(err)
-				}
-				rates[i] = append(rates[i], promptLen/(float64(ns)/1e9))
+	runs := make([]func(), len(engines))
+	for i, e := range engines {
+		runs[i] = func() {
+			ns, err := e.PlainPrefill(promptLen)
+			if err != nil {
+				b.Fatal(err)
 			}
+			rates[i] = append(rates[i], promptLen/(float64(ns)/1e9))
 		}
 	}
-	med := make([]float64, len(ubatches))
-	for i, u := range ubatches {
-		med[i] = median(rates[i])
-		b.ReportMetric(med[i], fmt.Sprintf("ubatch%d-tok/s", u))
+	for range b.N {
+		for r := range reps {
+			inTurn(r, runs...)
+		}
 	}
-	for i, u := range ubatches[:len(ubatches)-1] {
-		b.ReportMetric(med[i]/med[len(med)-1], fmt.Sprintf("ubatch%d/512", u))
+	last := len(ubatches) - 1
+	for i, u := range ubatches {
+		b.ReportMetric(median(rates[i]), fmt.Sprintf("ubatch%d-tok/s", u))
+		if i < last {
+			b.ReportMetric(median(ratios(rates[i], rates[last])), fmt.Sprintf("ubatch%d/512", u))
+		}
 	}
 }
 
@@ -265,28 +298,81 @@ func BenchmarkPrefillRepack(b *testing.B) {
 	prefill := make([][]float64, len(modes))
 	decode := make([][]float64, len(modes))
 	b.ResetTimer()
-	for range b.N {
-		for range reps {
-			for i, e := range engines {
-				ns, err := e.PlainPrefill(promptLen)
-				if err != nil {
-					b.Fatal(err)
-				}
-				prefill[i] = append(prefill[i], promptLen/(float64(ns)/1e9))
-				ns, err = e.PlainDecodeLoop(lanes, 32, rounds)
-				if err != nil {
-					b.Fatal(err)
-				}
-				decode[i] = append(decode[i], lanes*rounds/(float64(ns)/1e9))
+	runs := make([]func(), len(engines))
+	for i, e := range engines {
+		runs[i] = func() {
+			ns, err := e.PlainPrefill(promptLen)
+			if err != nil {
+				b.Fatal(err)
 			}
+			prefill[i] = append(prefill[i], promptLen/(float64(ns)/1e9))
+			ns, err = e.PlainDecodeLoop(lanes, 32, rounds)
+			if err != nil {
+				b.Fatal(err)
+			}
+			decode[i] = append(decode[i], lanes*rounds/(float64(ns)/1e9))
 		}
 	}
-	pre := []float64{median(prefill[0]), median(prefill[1])}
-	dec := []float64{median(decode[0]), median(decode[1])}
-	for i, m := range modes {
-		b.ReportMetric(pre[i], "prefill-"+m.name+"-tok/s")
-		b.ReportMetric(dec[i], fmt.Sprintf("decode%d-%s-tok/s", lanes, m.name))
+	for range b.N {
+		for r := range reps {
+			inTurn(r, runs...)
+		}
 	}
-	b.ReportMetric(pre[0]/pre[1], "prefill-repack/norepack")
-	b.ReportMetric(dec[0]/dec[1], "decode-repack/norepack")
+	for i, m := range modes {
+		b.ReportMetric(median(prefill[i]), "prefill-"+m.name+"-tok/s")
+		b.ReportMetric(median(decode[i]), fmt.Sprintf("decode%d-%s-tok/s", lanes, m.name))
+	}
+	b.ReportMetric(median(ratios(prefill[0], prefill[1])), "prefill-repack/norepack")
+	b.ReportMetric(median(ratios(decode[0], decode[1])), "decode-repack/norepack")
+}
+
+// BenchmarkThreadPool decodes (the plain llama_decode loop) on engines
+// that differ only in the CPU threads they compute on: the shared pool at
+// DefaultPoll, one whose threads sleep at once (PollOff), and ggml's
+// threads started for every step (PollNone, what llama-server does),
+// alternating them. Reported: tokens/s of each and the ratios to PollNone.
+// SF_BENCH_LANES sets the streams (default 1).
+func BenchmarkThreadPool(b *testing.B) {
+	path := benchModel(b)
+	lanes := 1
+	if n, err := strconv.Atoi(os.Getenv("SF_BENCH_LANES")); err == nil && n > 0 {
+		lanes = n
+	}
+	const promptLen, n = 32, 64
+	reps := benchReps(6)
+	modes := []struct {
+		name string
+		poll int
+	}{{"poll50", DefaultPoll}, {"sleep", PollOff}, {"perstep", PollNone}}
+	rates := make([][]float64, len(modes))
+	runs := make([]func(), len(modes))
+	for i, m := range modes {
+		e, err := Open(Options{ModelPath: path, Ctx: 2048, Lanes: lanes, Seqs: lanes, Batch: 512, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA"), Poll: m.poll})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close()
+		runs[i] = func() {
+			ns, err := e.PlainDecodeLoop(lanes, promptLen, n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rates[i] = append(rates[i], float64(lanes*n)/(float64(ns)/1e9))
+		}
+		runs[i]() // warm up
+		rates[i] = rates[i][:0]
+	}
+	b.ResetTimer()
+	for range b.N {
+		for r := range reps {
+			inTurn(r, runs...)
+		}
+	}
+	last := len(modes) - 1
+	for i, m := range modes {
+		b.ReportMetric(median(rates[i]), m.name+"-tok/s")
+		if i < last {
+			b.ReportMetric(median(ratios(rates[i], rates[last])), m.name+"/perstep")
+		}
+	}
 }

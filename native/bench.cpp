@@ -12,6 +12,7 @@ static int64_t plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len, i
             return -SF_ERR_SEQ_BUSY;
         }
     }
+    sf_compute_lock compute(e);
     llama_batch &b = e->batch;
     std::vector<llama_token> next((size_t)n_lanes);
     for (int32_t s = 0; s < n_lanes; s++) {
@@ -78,6 +79,7 @@ static int64_t plain_prefill(sf_engine *e, int32_t prompt_len) {
     if (e->seq_lane[0] >= 0) {
         return -SF_ERR_SEQ_BUSY;
     }
+    sf_compute_lock compute(e);
     llama_batch &b = e->batch;
     llama_memory_seq_rm(e->mem, 0, -1, -1);
     b.n_tokens = prompt_len;

@@ -120,7 +120,11 @@ int embed(sf_engine *e, const int32_t *tokens, const sf_embed_input *in, uint32_
         }
     }
     clear_sequences(e, n_in);
-    int rc = llama_decode(e->ctx, b);
+    int rc;
+    {
+        sf_compute_lock compute(e);
+        rc = llama_decode(e->ctx, b);
+    }
     if (rc != 0) {
         clear_sequences(e, n_in);
         return sf_fail(e, rc == 1 ? SF_ERR_KV_FULL : SF_ERR_DECODE, "embed: llama_decode returned %d", rc);

@@ -199,6 +199,9 @@ static const char *sf_validate_open(const sf_open_params *p) {
     if (p->max_lanes > p->n_seq_max) {
         return "more lanes than sequences";
     }
+    if (p->poll < -1 || p->poll > 100) {
+        return "poll must be within [0, 100], or -1 for no thread pool";
+    }
     if (p->kv_type < SF_KV_F16 || p->kv_type > SF_KV_Q4_0) {
         return "unknown KV cache type";
     }
@@ -322,6 +325,10 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     e->ctx = llama_init_from_model(e->model, sf_context_params(p, e->pooling));
     if (e->ctx == nullptr) {
         return "cannot create a llama.cpp context with these parameters";
+    }
+    e->pool = p->poll < 0 ? nullptr : sf_pool_get(p->n_threads > 0 ? p->n_threads : 1, p->poll);
+    if (e->pool != nullptr) {
+        llama_attach_threadpool(e->ctx, e->pool->tp, e->pool->tp);
     }
     e->vocab = llama_model_get_vocab(e->model);
     e->mem = llama_get_memory(e->ctx);

@@ -105,6 +105,20 @@ struct sf_lane {
     uint64_t touched_tick = 0;  // the last tick that reported this lane
 };
 
+// A CPU threadpool several engines share (compute.cpp): one graph computes
+// on it at a time, under mu.
+struct sf_pool {
+    std::mutex mu;
+    ggml_threadpool *tp = nullptr;
+    int32_t threads = 0;
+    int32_t poll = 0;
+};
+
+// The process's pool for this many threads polling at this level (0-100,
+// llama.cpp's --poll), made on first use; null where the CPU backend offers
+// none (ggml then starts threads per graph).
+sf_pool *sf_pool_get(int32_t threads, int32_t poll);
+
 struct sf_engine {
     llama_model *model = nullptr;
     llama_context *ctx = nullptr;
@@ -134,6 +148,7 @@ struct sf_engine {
     std::vector<int64_t> seq_lane;  // sequence -> lane tag, or -1
 
     llama_batch batch = {};
+    sf_pool *pool = nullptr;  // the threads llama_decode computes on; see sf_compute_lock
     std::vector<sf_lane *> row_lane;  // batch row -> lane sampling there, or null
 
     std::vector<int32_t> eog;
@@ -163,6 +178,20 @@ struct sf_engine {
     std::vector<llama_token_data> cand;  // n_vocab candidates of one row
     std::vector<llama_logit_bias> bias_scratch;
     std::vector<uint8_t> banned_scratch;
+};
+
+// Holds the engine's pool for one llama_decode, so that engines sharing
+// it compute one at a time.
+class sf_compute_lock {
+  public:
+    explicit sf_compute_lock(sf_engine *e) {
+        if (e->pool != nullptr) {
+            lock_ = std::unique_lock<std::mutex>(e->pool->mu);
+        }
+    }
+
+  private:
+    std::unique_lock<std::mutex> lock_;
 };
 
 // embed.cpp: the pooling type a model file names (<arch>.pooling_type),

@@ -82,6 +82,11 @@ typedef struct sf_open_params {
      * them (llama.cpp's default); 0: weights stay in the (mmap'd) file
      * layout (llama-server's --no-repack). */
     int32_t use_extra_bufts;
+    /* How long the CPU threads poll for the next graph before sleeping,
+     * 0 (sleep at once) to 100 (llama.cpp's --poll; 50 is its default).
+     * Engines with the same threads and poll share one pool of threads.
+     * -1: no pool; ggml starts threads for every graph. */
+    int32_t poll;
     /* The caller's identity of the model file (a digest); exported state
      * carries it and import refuses state from any other model. */
     uint8_t model_id[32];

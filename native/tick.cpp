@@ -411,7 +411,11 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
         return SF_OK;  // retires and admits only
     }
     int64_t t0 = sf_now_ns();
-    int32_t rc = llama_decode(e->ctx, e->batch);
+    int32_t rc;
+    {
+        sf_compute_lock compute(e);
+        rc = llama_decode(e->ctx, e->batch);
+    }
     if (rc != 0) {
         rollback_step(e);
         int code = rc == 1 ? SF_ERR_KV_FULL : SF_ERR_DECODE;
