@@ -3,11 +3,11 @@
 // Left to itself, ggml starts a threadpool for every graph it computes and
 // joins it afterwards, so each step pays for starting threads and for
 // waking an idle core. llama-bench and llama-cli attach a persistent pool
-// instead, whose workers poll for the next graph a while before they sleep:
-// measured here (cgo BenchmarkDecode's plain loop, upstream llama.cpp, 2
-// threads), one stream on the small f16 model decoded 15% faster with one,
-// eight streams on 0.5b q8_0 5%; a pool that sleeps at once (poll 0) gained
-// 6% and 1%.
+// instead, whose workers poll for the next graph a while before they sleep.
+// Measured here (cgo BenchmarkThreadPool, 2 threads, rounds paired), one
+// decode stream ran 1.00-1.07x as fast as with threads per graph, on both
+// engines and both benchmark models; a pool whose threads sleep at once
+// (poll 0) ran 0.84-1.05x, as waking them costs more than starting them.
 //
 // The pools are shared: one per (threads, poll) for the whole process, with
 // a lock so that one graph computes on a pool at a time. A server's engines
