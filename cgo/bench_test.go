@@ -63,6 +63,26 @@ func ratios(a, b []float64) []float64 {
 	return r
 }
 
+// plainPrefillRate is the prompt tokens/s of one plain llama_decode of a
+// promptLen-token prompt.
+func plainPrefillRate(b *testing.B, e *Engine, promptLen int) float64 {
+	ns, err := e.PlainPrefill(promptLen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(promptLen) / (float64(ns) / 1e9)
+}
+
+// plainDecodeRate is the tokens/s of the plain decode loop: lanes streams,
+// n tokens each after a promptLen-token prompt.
+func plainDecodeRate(b *testing.B, e *Engine, lanes, promptLen, n int) float64 {
+	ns, err := e.PlainDecodeLoop(lanes, promptLen, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(lanes*n) / (float64(ns) / 1e9)
+}
+
 // tickDecode admits lanes with promptLen-token prompts, prefills them, then
 // times n decode ticks (one token per lane each): the whole of each Tick
 // call, and the llama_decode inside it.
@@ -127,11 +147,7 @@ func BenchmarkDecode(b *testing.B) {
 				for range b.N {
 					for r := range reps {
 						inTurn(r, func() {
-							ns, err := e.PlainDecodeLoop(lanes, promptLen, n)
-							if err != nil {
-								b.Fatal(err)
-							}
-							plain = append(plain, float64(lanes*n)/(float64(ns)/1e9))
+							plain = append(plain, plainDecodeRate(b, e, lanes, promptLen, n))
 						}, func() {
 							d, dec := tickDecode(b, e, lanes, promptLen, n)
 							tick = append(tick, float64(lanes*n)/d.Seconds())
@@ -196,11 +212,7 @@ func BenchmarkPrefill(b *testing.B) {
 	for range b.N {
 		for r := range reps {
 			inTurn(r, func() {
-				ns, err := e.PlainPrefill(promptLen)
-				if err != nil {
-					b.Fatal(err)
-				}
-				plain = append(plain, promptLen/(float64(ns)/1e9))
+				plain = append(plain, plainPrefillRate(b, e, promptLen))
 			}, func() {
 				d, dec := tickPrefill()
 				tick = append(tick, promptLen/d.Seconds())
@@ -242,13 +254,7 @@ func BenchmarkPrefillUBatch(b *testing.B) {
 	b.ResetTimer()
 	runs := make([]func(), len(engines))
 	for i, e := range engines {
-		runs[i] = func() {
-			ns, err := e.PlainPrefill(promptLen)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rates[i] = append(rates[i], promptLen/(float64(ns)/1e9))
-		}
+		runs[i] = func() { rates[i] = append(rates[i], plainPrefillRate(b, e, promptLen)) }
 	}
 	for range b.N {
 		for r := range reps {
@@ -301,16 +307,8 @@ func BenchmarkPrefillRepack(b *testing.B) {
 	runs := make([]func(), len(engines))
 	for i, e := range engines {
 		runs[i] = func() {
-			ns, err := e.PlainPrefill(promptLen)
-			if err != nil {
-				b.Fatal(err)
-			}
-			prefill[i] = append(prefill[i], promptLen/(float64(ns)/1e9))
-			ns, err = e.PlainDecodeLoop(lanes, 32, rounds)
-			if err != nil {
-				b.Fatal(err)
-			}
-			decode[i] = append(decode[i], lanes*rounds/(float64(ns)/1e9))
+			prefill[i] = append(prefill[i], plainPrefillRate(b, e, promptLen))
+			decode[i] = append(decode[i], plainDecodeRate(b, e, lanes, 32, rounds))
 		}
 	}
 	for range b.N {
@@ -352,13 +350,7 @@ func BenchmarkThreadPool(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer e.Close()
-		runs[i] = func() {
-			ns, err := e.PlainDecodeLoop(lanes, promptLen, n)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rates[i] = append(rates[i], float64(lanes*n)/(float64(ns)/1e9))
-		}
+		runs[i] = func() { rates[i] = append(rates[i], plainDecodeRate(b, e, lanes, promptLen, n)) }
 		runs[i]() // warm up
 		rates[i] = rates[i][:0]
 	}
