@@ -61,8 +61,9 @@ func TestEnginesSharingAThreadPoolTakeItInTurn(t *testing.T) {
 	}
 }
 
-// The polling level is llama.cpp's 0-100; anything else is refused by name.
-func TestPollOutsideItsRangeIsRefused(t *testing.T) {
+// The polling level is llama.cpp's 0-100 and the threads at most ggml's
+// 512; anything else is refused by name.
+func TestPollOrThreadsOutsideTheirRangeAreRefused(t *testing.T) {
 	for _, poll := range []int{101, 1 << 30, -3} {
 		e, err := Open(Options{ModelPath: tinyModel(t), Ctx: 256, Lanes: 1, Seqs: 1, Threads: 1, Poll: poll})
 		if err == nil {
@@ -71,6 +72,13 @@ func TestPollOutsideItsRangeIsRefused(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "poll") {
 			t.Errorf("poll %d: %v, want a reason naming poll", poll, err)
 		}
+	}
+	// ggml would start this many threads for every step (or for the pool).
+	if e, err := Open(Options{ModelPath: tinyModel(t), Ctx: 256, Lanes: 1, Seqs: 1, Threads: 100000}); err == nil {
+		e.Close()
+		t.Error("100,000 threads: opened")
+	} else if !strings.Contains(err.Error(), "threads") {
+		t.Errorf("100,000 threads: %v, want a reason naming threads", err)
 	}
 	for _, poll := range []int{PollOff, PollNone, 1, 100} {
 		e, err := Open(Options{ModelPath: tinyModel(t), Ctx: 256, Lanes: 1, Seqs: 1, Threads: 1, Poll: poll})

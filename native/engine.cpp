@@ -199,6 +199,9 @@ static const char *sf_validate_open(const sf_open_params *p) {
     if (p->max_lanes > p->n_seq_max) {
         return "more lanes than sequences";
     }
+    if (p->n_threads < 0 || p->n_threads > GGML_MAX_N_THREADS) {
+        return "threads must be within [1, 512] (GGML_MAX_N_THREADS)";
+    }
     if (p->poll < -1 || p->poll > 100) {
         return "poll must be within [0, 100], or -1 for no thread pool";
     }
