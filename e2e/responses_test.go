@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,18 +138,14 @@ func renderedTokens(t *testing.T, st *app.Stack, msgs []map[string]any) int {
 	return len(tok.Tokens)
 }
 
+// postJSON posts body (see post), wants a 200 and decodes the answer into out.
 func postJSON(t *testing.T, url string, body, out any) {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
+	status, raw := post(t, url, body)
+	if status != http.StatusOK {
+		t.Fatalf("%s: status %d", url, status)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: status %d", url, resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := json.Unmarshal(raw, out); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -84,18 +84,29 @@ func startOn(t *testing.T, eng engine.Engine, fake *enginetest.Fake, cfg Config)
 	}
 }
 
+// bigBesideSmall runs two fake engines under one arbiter in the current
+// bubble, their steps in one log: "big" with one lane (so a background
+// prompt alone fills its steps: no newcomer of its own could join) and
+// "small" with two, both at batch tokens a step, big at bigCost. stop
+// ends both schedulers.
+func bigBesideSmall(t *testing.T, batch int, bigCost enginetest.CostModel) (sBig, sSmall *Scheduler, log *tickLog, stop func()) {
+	t.Helper()
+	arb := NewArbiter(ArbiterConfig{})
+	log = &tickLog{}
+	big := enginetest.New(1, batch, 4, 1<<16, sleeper{})
+	big.Cost = bigCost
+	small := enginetest.New(2, batch, 8, 1<<16, sleeper{})
+	sBig, stopBig := startOn(t, &loggedEngine{big, "big", log}, big, Config{Arbiter: arb.Join("big")})
+	sSmall, stopSmall := startOn(t, &loggedEngine{small, "small", log}, small, Config{Arbiter: arb.Join("small")})
+	return sBig, sSmall, log, func() { stopSmall(); stopBig() }
+}
+
 func TestFIMOnOneEngineWaitsAtMostOneBackgroundStepOfAnother(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		arb := NewArbiter(ArbiterConfig{})
-		log := &tickLog{}
-		// One lane: alone, the big engine's background prompt would fill
-		// its 512-token batch each step (no newcomer of its own could join).
-		big := enginetest.New(1, 512, 4, 1<<16, sleeper{})
-		small := enginetest.New(2, 512, 8, 1<<16, sleeper{})
-		sBig, stopBig := startOn(t, &loggedEngine{big, "big", log}, big, Config{Arbiter: arb.Join("big")})
-		defer stopBig()
-		sSmall, stopSmall := startOn(t, &loggedEngine{small, "small", log}, small, Config{Arbiter: arb.Join("small")})
-		defer stopSmall()
+		// Alone, the big engine's background prompt would fill its
+		// 512-token batch each step.
+		sBig, sSmall, log, stop := bigBesideSmall(t, 512, enginetest.CPUCost)
+		defer stop()
 
 		ctx := context.Background()
 		bg, err := sBig.Submit(ctx, Request{Prompt: promptOf(1, 2000), Class: Background, MaxTokens: 4})
@@ -364,14 +375,8 @@ func TestChatArrivingAtAWaitingEngineRaisesItsClaim(t *testing.T) {
 // interactiveWindow, the steps are whole again.
 func TestBackgroundStepsShrinkWhileAnEditorWorksOnAnotherEngine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		arb := NewArbiter(ArbiterConfig{})
-		log := &tickLog{}
-		big := enginetest.New(1, 64, 4, 1<<16, sleeper{})
-		small := enginetest.New(2, 64, 8, 1<<16, sleeper{})
-		sBig, stopBig := startOn(t, &loggedEngine{big, "big", log}, big, Config{Arbiter: arb.Join("big")})
-		defer stopBig()
-		sSmall, stopSmall := startOn(t, &loggedEngine{small, "small", log}, small, Config{Arbiter: arb.Join("small")})
-		defer stopSmall()
+		sBig, sSmall, log, stop := bigBesideSmall(t, 64, enginetest.CPUCost)
+		defer stop()
 
 		ctx := context.Background()
 		bg, err := sBig.Submit(ctx, Request{Prompt: promptOf(1, 6000), Class: Background, MaxTokens: 2})

@@ -100,15 +100,8 @@ func TestJoinWaitKeepsTheMinimumStepDeepIntoALongPrompt(t *testing.T) {
 // about joinWaitSecs.
 func TestFIMBesideADeepPromptOnAnotherEngineWaitsAboutJoinWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		arb := NewArbiter(ArbiterConfig{})
-		log := &tickLog{}
-		big := enginetest.New(1, 512, 4, 1<<16, sleeper{})
-		big.Cost = deepCost
-		small := enginetest.New(2, 512, 8, 1<<16, sleeper{})
-		sBig, stopBig := startOn(t, &loggedEngine{big, "big", log}, big, Config{Arbiter: arb.Join("big")})
-		defer stopBig()
-		sSmall, stopSmall := startOn(t, &loggedEngine{small, "small", log}, small, Config{Arbiter: arb.Join("small")})
-		defer stopSmall()
+		sBig, sSmall, log, stop := bigBesideSmall(t, 512, deepCost)
+		defer stop()
 
 		ctx := context.Background()
 		bg, err := sBig.Submit(ctx, Request{Prompt: promptOf(1, 8000), Class: Background, MaxTokens: 4})
