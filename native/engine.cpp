@@ -329,7 +329,7 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     if (e->ctx == nullptr) {
         return "cannot create a llama.cpp context with these parameters";
     }
-    e->pool = p->poll < 0 ? nullptr : sf_pool_get(p->n_threads > 0 ? p->n_threads : 1, p->poll);
+    e->pool = p->poll < 0 ? nullptr : sf_pool_get(llama_n_threads(e->ctx), p->poll);
     if (e->pool != nullptr) {
         llama_attach_threadpool(e->ctx, e->pool->tp, e->pool->tp);
     }
