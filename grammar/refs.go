@@ -49,6 +49,9 @@ func (cv *converter) expandRef(ref, path string) (dnf, error) {
 	if cv.expanding[ref] {
 		return nil, unsupported(path, "$ref", "recursive reference %q combined with sibling keywords or allOf", ref)
 	}
+	if len(cv.expanding) >= maxExpandDepth {
+		return nil, &LimitError{Limit: "depth of $refs expanded within one another (through allOf or sibling keywords)", Max: maxExpandDepth, Unit: "references", At: pathOrRoot(path)}
+	}
 	target, tpath, err := cv.resolve(ref, path)
 	if err != nil {
 		return nil, err
