@@ -33,6 +33,22 @@ func TestMeasureHostile(t *testing.T) {
 		s := enumIntersection(n)
 		size = len(s)
 		run = func() error { _, err := FromJSONSchema([]byte(s), Options{}); return err }
+	case "refs":
+		s := refDoubling(n)
+		size = len(s)
+		run = func() error { _, err := FromJSONSchema([]byte(s), Options{}); return err }
+	case "refchain":
+		s := refChain(n)
+		size = len(s)
+		run = func() error { _, err := FromJSONSchema([]byte(s), Options{}); return err }
+	case "longname":
+		s := longPropertyName(n)
+		size = len(s)
+		run = func() error { _, err := FromJSONSchema([]byte(s), Options{}); return err }
+	case "oneof":
+		s := oneOfConsts(n)
+		size = len(s)
+		run = func() error { _, err := FromJSONSchema([]byte(s), Options{}); return err }
 	case "pattern":
 		s := deepPattern(n)
 		size = len(s)

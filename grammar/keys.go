@@ -23,6 +23,7 @@ func (e *emitter) keyExcluding(names []string, path string) string {
 				node.next = map[string]*trieNode{}
 			}
 			if node.next[u] == nil {
+				e.cv.work.spend(trieNodeCost)
 				node.next[u] = &trieNode{}
 			}
 			node = node.next[u]
@@ -32,6 +33,9 @@ func (e *emitter) keyExcluding(names []string, path string) string {
 	e.base("key-char")
 	return seq(`"\""`, e.trieRules(root, path))
 }
+
+// trieNodeCost is a trie node's memory with its map and its stack frame.
+const trieNodeCost = 512
 
 type trieNode struct {
 	next map[string]*trieNode

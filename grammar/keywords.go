@@ -176,13 +176,20 @@ func (c *conj) lowerHi(r *big.Rat, excl bool) {
 	}
 }
 
+// pointerEscape and pointerUnescape are RFC 6901's escapes, built once: a
+// replacer is costly to build, and paths are made for every subschema.
+var (
+	pointerEscape   = strings.NewReplacer("~", "~0", "/", "~1")
+	pointerUnescape = strings.NewReplacer("~1", "/", "~0", "~")
+)
+
 // pointer extends a JSON pointer by reference tokens, escaped per RFC 6901.
 func pointer(path string, tokens ...string) string {
 	var b strings.Builder
 	b.WriteString(path)
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+		b.WriteString(pointerEscape.Replace(t))
 	}
 	return b.String()
 }

@@ -8,8 +8,8 @@ import "fmt"
 // converting take time and memory in proportion to the input (the work
 // budget below holds the converter to that). They sit well above what
 // real inputs need: tool and response schemas nest under 20 levels
-// (OpenAI's strict mode allows 10; 64 schema levels is 128 JSON levels,
-// an object and its "properties" being two), patterns under 10 groups,
+// (OpenAI's strict mode allows 10; a schema level is two JSON levels, an
+// object and its "properties"), patterns under 10 groups,
 // and hand-written or converted GBNF under 30 parentheses.
 const (
 	// MaxGBNFBytes is the largest GBNF text, as the engine takes it.
@@ -20,8 +20,8 @@ const (
 	// MaxSchemaBytes is the largest JSON Schema text.
 	MaxSchemaBytes = 1 << 20
 	// MaxSchemaNesting bounds the nesting of objects and arrays in a
-	// schema's JSON text (about 64 schema levels).
-	MaxSchemaNesting = 128
+	// schema's JSON text (about 128 schema levels).
+	MaxSchemaNesting = 256
 	// MaxPatternBytes and MaxPatternNesting bound a pattern keyword.
 	MaxPatternBytes   = 1 << 16
 	MaxPatternNesting = 64
@@ -164,6 +164,6 @@ func newBudget(inputBytes int) *budget {
 func (b *budget) spend(n int) {
 	b.left -= n
 	if b.left < 0 {
-		panic(limitPanic{&LimitError{Limit: "work converting the JSON Schema (its combinators and references multiply out)", Max: b.max, Unit: "units"}})
+		panic(limitPanic{&LimitError{Limit: "work converting the JSON Schema (combinators and references multiplied out, key tries, grammar written)", Max: b.max, Unit: "units"}})
 	}
 }
