@@ -35,7 +35,7 @@ func within(t *testing.T, what string, limit uint64, f func()) {
 
 // workBound is a loose bound on what converting a schema of n bytes may
 // allocate: twice its work budget, whose units are about a byte each.
-func workBound(n int) uint64 { return 2 * uint64(workBase+workPerByte*n) }
+func workBound(n int) uint64 { return 2 * uint64(newBudget(n).max) }
 
 func wantLimit(t *testing.T, what string, err error, limit string) {
 	t.Helper()
@@ -178,8 +178,7 @@ func TestHostilePattern(t *testing.T) {
 func TestHostileRefExpansion(t *testing.T) {
 	schema := refDoubling(40)
 	var err error
-	budget := uint64(workBase + workPerByte*len(schema))
-	within(t, "refusing 2^40 expansions", 4*budget, func() { _, err = FromJSONSchema([]byte(schema), Options{}) })
+	within(t, "refusing 2^40 expansions", workBound(len(schema)), func() { _, err = FromJSONSchema([]byte(schema), Options{}) })
 	wantLimit(t, "2^40 expansions", err, "work")
 	// A few levels are converted, and mean what they say.
 	g := schemaGrammar(t, refDoubling(3), Options{CompactWhitespace: true})
@@ -226,8 +225,8 @@ func TestHostileSchemaNesting(t *testing.T) {
 	_, err = FromJSONSchema([]byte(nestedSchema(MaxSchemaNesting/2)), Options{})
 	wantLimit(t, "one level past", err, "nesting")
 	huge := make([]byte, MaxSchemaBytes+1)
-	within(t, "refusing a schema over a megabyte", 1<<20, func() { _, err = FromJSONSchema(huge, Options{}) })
-	wantLimit(t, "a schema over a megabyte", err, "size")
+	within(t, "refusing a schema past MaxSchemaBytes", 1<<20, func() { _, err = FromJSONSchema(huge, Options{}) })
+	wantLimit(t, "a schema past MaxSchemaBytes", err, "size")
 }
 
 // A 200,000-character property name beside additionalProperties: the
@@ -336,13 +335,13 @@ func TestWorkBudgetHeadroom(t *testing.T) {
 	schemas := map[string]string{"thirty properties": thirtyProperties(), "2,000 properties and typed extras": manyProperties(2000), "200 models inheriting a base": inheritance(200), "20,000 enum strings": stringEnum(20000)}
 	for name, s := range schemas {
 		_, spent, err := convertSchema([]byte(s), Options{})
-		budget := workBase + workPerByte*len(s)
+		budget := newBudget(len(s)).max
 		if err != nil || spent > budget/4 {
 			t.Errorf("%s (%d bytes): spent %d of %d: %v", name, len(s), spent, budget, err)
 		}
 	}
 	forEachSuiteSchema(t, func(s string) {
-		if _, spent, _ := convertSchema([]byte(s), Options{}); spent > (workBase+workPerByte*len(s))/4 {
+		if _, spent, _ := convertSchema([]byte(s), Options{}); spent > newBudget(len(s)).max/4 {
 			t.Errorf("%s: spent %d", s, spent)
 		}
 	})

@@ -17,8 +17,11 @@ const (
 	// MaxGBNFNesting bounds nested parentheses in GBNF: llama.cpp's parser
 	// recurses once per group, and so did ours.
 	MaxGBNFNesting = 128
-	// MaxSchemaBytes is the largest JSON Schema text.
-	MaxSchemaBytes = 1 << 20
+	// MaxSchemaBytes is the largest JSON Schema text. Tool definitions
+	// are converted as one schema and are mostly descriptions, which cost
+	// nothing to convert: this is four times the largest tool sets agents
+	// send.
+	MaxSchemaBytes = 4 << 20
 	// MaxSchemaNesting bounds the nesting of objects and arrays in a
 	// schema's JSON text (about 128 schema levels).
 	MaxSchemaNesting = 256
@@ -36,13 +39,14 @@ const (
 // written. Merging combinators can multiply work (allOf over $refs whose
 // targets meet again, property by property) in a way no pre-scan sees;
 // the budget turns that into a refusal after work, and memory, in
-// proportion to the input: at most workBase + workPerByte × its size (80
-// MB for a 1 MiB schema; the base covers a grammar of MaxGBNFBytes). Real schemas spend a fraction of it:
-// TestWorkBudgetHeadroom holds the JSON Schema Test Suite and large tool
-// and response schemas to an eighth.
+// proportion to the input: workBase + workPerByte × its size, at most
+// workMax (the base covers writing a grammar of MaxGBNFBytes). Real
+// schemas spend a fraction of it: TestWorkBudgetHeadroom holds the JSON
+// Schema Test Suite and large tool and response schemas to a quarter.
 const (
 	workPerByte = 64
 	workBase    = 16 << 20
+	workMax     = 96 << 20
 	conjCost    = 256 // a conjunction's size in memory
 )
 
@@ -157,7 +161,7 @@ type budget struct {
 type limitPanic struct{ err *LimitError }
 
 func newBudget(inputBytes int) *budget {
-	n := workBase + workPerByte*inputBytes
+	n := min(workBase+workPerByte*inputBytes, workMax)
 	return &budget{left: n, max: n}
 }
 

@@ -124,9 +124,14 @@ func grammarError(field string, err error) error {
 		unsup *grammar.UnsupportedError
 		bad   *grammar.SchemaError
 		parse *grammar.ParseError
+		limit *grammar.LimitError
 	)
 	var e *apiError
 	switch {
+	case errors.As(err, &limit):
+		// a bound on the cost of a grammar, schema or pattern (grammar/limits.go)
+		e = badParam(field, "%s: %s", field, strings.TrimPrefix(limit.Error(), "grammar: "))
+		e.Code = "grammar_limit_exceeded"
 	case errors.As(err, &unsup):
 		e = badParam(field, "%s: the JSON Schema keyword %q at %s is not supported", field, unsup.Keyword, schemaPath(unsup.Path))
 		if unsup.Reason != "" {
