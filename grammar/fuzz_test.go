@@ -14,7 +14,7 @@ func FuzzParseGBNF(f *testing.F) {
 		`root ::= "a"`, `root ::= ("a" | "b")+ "c"?`, "root ::= x{2,5}\nx ::= [a-z]", `root ::= [^"\\]* # c`,
 		`root ::= "a"{2001}`, "root ::= x\nx ::= x \"a\"", `root ::= ("a"{0,2000}){0,2000}`, "root ::= (\n\"a\"\n)",
 		deepGBNF(MaxGBNFNesting), deepGBNF(MaxGBNFNesting + 1), deepGBNF(3000), chainGBNF(2000),
-		`root ::= "(" [(] # (` + "\n", `root ::= "\(" ")"`,
+		`root ::= "(" [(] # (` + "\n", `root ::= "\(" ")"`, "root ::= a3 \"x\"\na0 ::= \"\"\na1 ::= a0 a0\na2 ::= a1 a1\na3 ::= a2 a2\n",
 	} {
 		f.Add(s)
 	}

@@ -120,9 +120,15 @@ func ParseGBNF(text string) (*Grammar, error) {
 		return nil, &ParseError{Line: 1, Col: 1, Msg: fmt.Sprintf("the grammar expands to %d symbols, more than %d", n, MaxSymbols)}
 	}
 	g.computeNullable()
-	if nt, ok := g.leftRecursive(); ok {
+	nt, found, order := g.leftRecursive()
+	if found {
 		at := p.definedAt[nt]
 		return nil, &ParseError{Line: at[0], Col: at[1], Msg: fmt.Sprintf("left recursion through rule %q (llama.cpp refuses it)", g.ruleName(nt))}
+	}
+	if nt, ok := g.expansionDepthWithin(order, MaxRuleChain); !ok {
+		at := p.definedAt[nt]
+		return nil, &LimitError{Limit: "depth of rules expanded at once (a chain of rule references, through rules that may be empty)", Max: MaxRuleChain, Unit: "rules",
+			At: fmt.Sprintf("rule %q, line %d, column %d", g.ruleName(nt), at[0], at[1])}
 	}
 	return g, nil
 }
@@ -171,9 +177,11 @@ func (g *Grammar) computeNullable() {
 }
 
 // leftRecursive finds a nonterminal that can derive itself at its own left
-// edge (A ⇒+ A…), looking through nullable prefixes. The depth-first
-// search keeps its own stack: a chain of rules is as deep as it is long.
-func (g *Grammar) leftRecursive() (int, bool) {
+// edge (A ⇒+ A…), looking through nullable prefixes; when there is none,
+// order lists the nonterminals each after those at its left edge. The
+// depth-first search keeps its own stack: a chain of rules is as deep as
+// it is long.
+func (g *Grammar) leftRecursive() (nt int, found bool, order []int) {
 	edges := make([][]int, len(g.names))
 	for _, pr := range g.prods {
 		for _, s := range pr.rhs {
@@ -200,6 +208,7 @@ func (g *Grammar) leftRecursive() (int, bool) {
 			top := &stack[len(stack)-1]
 			if top.next == len(edges[top.n]) {
 				color[top.n] = black
+				order = append(order, top.n)
 				stack = stack[:len(stack)-1]
 				continue
 			}
@@ -207,12 +216,12 @@ func (g *Grammar) leftRecursive() (int, bool) {
 			top.next++
 			switch color[m] {
 			case grey:
-				return m, true
+				return m, true, nil
 			case white:
 				color[m] = grey
 				stack = append(stack, frame{n: m})
 			}
 		}
 	}
-	return 0, false
+	return 0, false, order
 }

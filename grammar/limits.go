@@ -17,6 +17,14 @@ const (
 	// MaxGBNFNesting bounds nested parentheses in GBNF: llama.cpp's parser
 	// recurses once per group, and so did ours.
 	MaxGBNFNesting = 128
+	// MaxRuleChain bounds how many rules llama.cpp's matcher expands
+	// within one another before it reaches a character: it recurses once
+	// per rule, copying its stack each time, so a chain of 80,000 rules
+	// overflowed the native stack and killed the server (see
+	// Grammar.expansionDepthWithin); this is a tenth of that. Grammars
+	// converted from schemas reach 10 at 128 levels of nesting, and twice
+	// the count of an object's optional properties (4,005 for 2,000).
+	MaxRuleChain = 8192
 	// MaxSchemaBytes is the largest JSON Schema text. Tool definitions
 	// are converted as one schema and are mostly descriptions, which cost
 	// nothing to convert: this is four times the largest tool sets agents
