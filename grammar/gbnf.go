@@ -85,7 +85,10 @@ func (e *ParseError) Error() string {
 // [^...], `.`, grouping, alternation, and the repetitions * + ? {m} {m,}
 // {m,n}; `#` comments; newlines end a rule except inside parentheses. The
 // root rule is "root". Like llama.cpp it refuses undefined rules and left
-// recursion. Token references (<[id]>, <token>) are not supported.
+// recursion. Token references (<[id]>, <token>) are not supported. Past
+// the bounds in limits.go (size and nesting, checked before parsing;
+// MaxSymbols; MaxRuleChain) the error is a *LimitError; parsing is linear
+// in the text and its expanded symbols.
 func ParseGBNF(text string) (*Grammar, error) {
 	if len(text) > MaxGBNFBytes {
 		return nil, &LimitError{Limit: "GBNF size", Max: MaxGBNFBytes, Unit: "bytes"}
