@@ -2,6 +2,7 @@ package cgo
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"regexp"
 	"strings"
@@ -305,6 +306,11 @@ func FuzzGrammarCompile(f *testing.F) {
 x ::= [a-z]`, `root ::= "\u00e9" [\U0001F600-\U0001F64F]`, `root ::= (((("a"))))`, "root ::= a\na ::= b\nb ::= \"c\"",
 		`root ::= [`, `root ::= "a" | `, `root ::= ()`, `root ::= [z-a]`, "root ::= \"\\x\"", `root ::= .{0,2000}`,
 		`root ::= "a"{2001}`, "root ::= x\nx ::= x \"a\"", `root ::= ("a"{0,2000}){0,2000}`, `root ::= ("a" | "a" | "a")* "b"`, "root ::= x y\nx ::= \"\"?\ny ::= root", `root ::= [^]`,
+		// issue 21's shapes: groups past the nesting bound, a chain of rules
+		// past the expansion bound (80,000 of them killed the server), empty
+		// rules that double a path at each level
+		"root ::= " + strings.Repeat("(", 200) + `"a"` + strings.Repeat(")", 200), chainGrammar(9000),
+		"root ::= a30 \"x\"\na0 ::= \"\"\n" + doublingRules(30),
 	} {
 		f.Add(s, "")
 	}
@@ -392,4 +398,24 @@ func TestAmbiguousGrammarEndsTheLane(t *testing.T) {
 		p.Decodes = []engine.Decode{{Lane: 1}}
 	}
 	t.Fatal("the lane never hit the bound")
+}
+
+// chainGrammar is root followed by a chain of n rules, the last empty.
+func chainGrammar(n int) string {
+	var b strings.Builder
+	b.WriteString("root ::= r0 \"x\"\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "r%d ::= r%d\n", i, i+1)
+	}
+	fmt.Fprintf(&b, "r%d ::= \"\"\n", n)
+	return b.String()
+}
+
+// doublingRules is a1 … an, each two of the one before.
+func doublingRules(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "a%d ::= a%d a%d\n", i, i-1, i-1)
+	}
+	return b.String()
 }

@@ -10,12 +10,13 @@ import (
 
 // Bounds on what a grammar spec may hold. llama.cpp's parser recurses once
 // per nested group and its matcher once per stacked rule, so depth is
-// what could overflow a stack; libstdc++'s regex compiles repetitions by
-// copying states, so a pattern's expanded size is what could exhaust memory
-// or make each token's trigger search slow.
+// what could overflow a stack: grammar.ParseGBNF bounds the size and the
+// nesting of the text (grammar.MaxGBNFBytes, grammar.MaxGBNFNesting)
+// before it parses. libstdc++'s regex compiles repetitions by copying
+// states, so a pattern's expanded size is what could exhaust memory or
+// make each token's trigger search slow.
 const (
-	MaxGrammarBytes    = 1 << 20
-	maxGrammarNesting  = 128
+	MaxGrammarBytes    = grammar.MaxGBNFBytes
 	maxTriggerPatterns = 16
 	maxTriggerTokens   = 256
 	maxPatternBytes    = 256
@@ -28,8 +29,9 @@ func grammarErr(format string, args ...any) error {
 
 // CheckGrammar refuses a spec the native engine must not see: text
 // grammar.ParseGBNF refuses (the dialect and refusals of llama.cpp's parser:
-// undefined rules, left recursion, repetition counts above 2000), and
-// anything past the bounds above. Its errors satisfy errors.Is(err,
+// undefined rules, left recursion, repetition counts above 2000; its
+// bounds on size, nesting and expanded symbols), and anything past the
+// bounds above. Its errors satisfy errors.Is(err,
 // ErrGrammar). Engines call it before compiling.
 func CheckGrammar(g *GrammarSpec) error {
 	switch {
@@ -48,11 +50,9 @@ func CheckGrammar(g *GrammarSpec) error {
 	case g.Lazy && len(g.TriggerPatterns)+len(g.TriggerTokens) == 0:
 		return grammarErr("a lazy grammar without a trigger")
 	}
-	if d := gbnfNesting(g.GBNF); d > maxGrammarNesting {
-		return grammarErr("groups nested %d deep exceed %d", d, maxGrammarNesting)
-	}
-	// ParseGBNF also bounds the expanded size (grammar.MaxSymbols), which
-	// is what llama.cpp compiles, caches and copies into each lane.
+	// ParseGBNF bounds the nesting first and the expanded size
+	// (grammar.MaxSymbols), which is what llama.cpp compiles, caches and
+	// copies into each lane.
 	if _, err := grammar.ParseGBNF(g.GBNF); err != nil {
 		return grammarErr("%v", err)
 	}
@@ -65,36 +65,6 @@ func CheckGrammar(g *GrammarSpec) error {
 		}
 	}
 	return nil
-}
-
-// gbnfNesting is the deepest nesting of parentheses outside literals,
-// character classes and comments.
-func gbnfNesting(s string) int {
-	depth, deepest := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"', '[':
-			end := byte('"')
-			if c == '[' {
-				end = ']'
-			}
-			for i++; i < len(s) && s[i] != end; i++ {
-				if s[i] == '\\' {
-					i++
-				}
-			}
-		case '#':
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case '(':
-			depth++
-			deepest = max(deepest, depth)
-		case ')':
-			depth = max(depth-1, 0)
-		}
-	}
-	return deepest
 }
 
 // definesRule reports whether a parsed grammar defines rule name: a rule

@@ -118,17 +118,19 @@ func class(ranges []rrange, negated bool) string {
 // enum emits the values of an enum/const that also pass the schema's other
 // constraints, each written compactly as canonical JSON.
 func (e *emitter) enum(c *conj) (string, bool, error) {
-	var alts []string
+	var alts uniqueStrings
 	for _, v := range c.enum {
 		ok, err := c.admitsLiteral(v)
 		if err != nil {
 			return "", false, err
 		}
 		if ok {
-			alts = appendUniqueStr(alts, lit(canonicalJSON(v)))
+			x := lit(canonicalJSON(v))
+			e.cv.work.spend(len(x))
+			alts.add(x)
 		}
 	}
-	return alternation(alts)
+	return alternation(alts.list)
 }
 
 // admitsLiteral checks an enum value against the constraints beside the
@@ -147,7 +149,13 @@ func (c *conj) admitsLiteral(v any) (bool, error) {
 	}
 	switch x := v.(type) {
 	case json.Number:
-		r, _ := numberRat(x)
+		if !c.numberBounded() {
+			break
+		}
+		r, ok := numberRat(x)
+		if !ok {
+			return false, unsupported(c.path, "enum", "the value %.40s is too long, too large or too small to compare with minimum or maximum exactly (at most %d digits)", x, maxNumberDigits)
+		}
 		if c.lo != nil && (r.Cmp(c.lo) < 0 || c.loExcl && r.Cmp(c.lo) == 0) {
 			return false, nil
 		}
@@ -176,7 +184,7 @@ func typeOfValue(v any) typeMask {
 	case *object:
 		return tObject
 	case json.Number:
-		if r, ok := numberRat(x); ok && r.IsInt() {
+		if parseDecimal(string(x)).isInt() {
 			return tInteger
 		}
 		return tFraction

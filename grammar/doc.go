@@ -49,6 +49,17 @@
 // only as 23:59:60 in UTC; no IPv6 literal in an email; object keys beyond
 // the declared ones held to one spelling per character.
 //
+// # Costs
+//
+// Parsing and converting cost time and memory in proportion to the input:
+// the bounds in limits.go (size and nesting of GBNF, schemas and patterns;
+// rules expanded within one another) are checked on the text before it is
+// parsed, and a work budget in proportion to a schema's size stops what
+// merging its combinators multiplies out. Past one, the error is a
+// *LimitError naming it. No recursion over client data goes deeper than a
+// bound: what can be as deep as the input is long (chains of rules or of
+// references, the trie of property names) keeps its own stack.
+//
 // # GBNF
 //
 // ParseGBNF parses the dialect llama.cpp's llama-grammar.cpp parses and

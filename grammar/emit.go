@@ -14,14 +14,23 @@ type emitter struct {
 	byBody  map[string]string // body → name
 	refRule map[string]string
 	serial  int
+	// references whose rule is named but not yet written (emitRefs)
+	pendingRefs []pendingRef
+	size        int // bytes of the rules defined
 }
 
 func newEmitter(cv *converter) *emitter {
 	return &emitter{cv: cv, bodies: map[string]string{}, byBody: map[string]string{}, refRule: map[string]string{}}
 }
 
+// maxHint is the longest name made from a hint.
+const maxHint = 40
+
 // reserve picks a fresh rule name from a hint; define gives it a body.
 func (e *emitter) reserve(hint string) string {
+	if len(hint) > 4*maxHint {
+		hint = hint[len(hint)-4*maxHint:] // the name keeps the end of it; a path can be long
+	}
 	var b strings.Builder
 	for _, r := range strings.ToLower(hint) {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
@@ -31,8 +40,8 @@ func (e *emitter) reserve(hint string) string {
 		}
 	}
 	base := strings.Trim(b.String(), "-")
-	if len(base) > 40 {
-		base = strings.Trim(base[len(base)-40:], "-")
+	if len(base) > maxHint {
+		base = strings.Trim(base[len(base)-maxHint:], "-")
 	}
 	if base == "" {
 		base = "r"
@@ -59,6 +68,10 @@ func fixedName(name string) bool {
 }
 
 func (e *emitter) define(name, body string) {
+	e.cv.work.spend(64 + len(name) + len(body))
+	if e.size += len(name) + len(body) + 6; e.size > MaxGBNFBytes {
+		panic(limitPanic{outputTooLarge()})
+	}
 	e.bodies[name] = body
 	if _, ok := e.byBody[body]; !ok {
 		e.byBody[body] = name
@@ -95,17 +108,17 @@ func (e *emitter) dnf(d dnf) (string, bool, error) {
 	if d.isTrue() {
 		return e.base("value"), true, nil
 	}
-	var alts []string
+	var alts uniqueStrings
 	for _, c := range d {
 		x, ok, err := e.conj(c)
 		if err != nil {
 			return "", false, err
 		}
 		if ok {
-			alts = appendUniqueStr(alts, x)
+			alts.add(x)
 		}
 	}
-	return alternation(alts)
+	return alternation(alts.list)
 }
 
 func alternation(alts []string) (string, bool, error) {
@@ -118,13 +131,21 @@ func alternation(alts []string) (string, bool, error) {
 	return "(" + strings.Join(alts, " | ") + ")", true, nil
 }
 
-func appendUniqueStr(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
+// uniqueStrings is a list without repeats, kept with a set (an enum of
+// many values made a scan of the list per value quadratic).
+type uniqueStrings struct {
+	list []string
+	seen map[string]bool
+}
+
+func (u *uniqueStrings) add(s string) {
+	if u.seen == nil {
+		u.seen = map[string]bool{}
 	}
-	return append(list, s)
+	if !u.seen[s] {
+		u.seen[s] = true
+		u.list = append(u.list, s)
+	}
 }
 
 // valueRule emits a schema as a named rule, for use inside objects and
@@ -149,6 +170,9 @@ func isName(x string) bool {
 	return x != ""
 }
 
+// ref is the rule a reference's target is emitted as. The body is
+// written later, by emitRefs: writing it here would recurse once per link
+// of a chain of references, as deep as the schema has definitions.
 func (e *emitter) ref(ref, path string) (string, error) {
 	if name, ok := e.refRule[ref]; ok {
 		return name, nil
@@ -159,19 +183,32 @@ func (e *emitter) ref(ref, path string) (string, error) {
 	}
 	name := e.reserve(hint)
 	e.refRule[ref] = name
-	d, err := e.cv.refTarget(ref, path)
-	if err != nil {
-		return "", err
-	}
-	body, ok, err := e.dnf(d)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		body = never
-	}
-	e.define(name, body)
+	e.pendingRefs = append(e.pendingRefs, pendingRef{ref: ref, path: path, name: name})
 	return name, nil
+}
+
+type pendingRef struct{ ref, path, name string }
+
+// emitRefs writes the bodies of the referenced rules, including those
+// referenced from the bodies it writes.
+func (e *emitter) emitRefs() error {
+	for len(e.pendingRefs) > 0 {
+		r := e.pendingRefs[0]
+		e.pendingRefs = e.pendingRefs[1:]
+		d, err := e.cv.refTarget(r.ref, r.path)
+		if err != nil {
+			return err
+		}
+		body, ok, err := e.dnf(d)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			body = never
+		}
+		e.define(r.name, body)
+	}
+	return nil
 }
 
 func (e *emitter) conj(c *conj) (string, bool, error) {

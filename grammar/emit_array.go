@@ -62,7 +62,9 @@ func (e *emitter) array(c *conj) (string, bool, error) {
 			tail = rep(e.rule(c.path+"-more", `"," `+ws+" "+item+" "+ws), lo, hi)
 		}
 	}
-	// nest from the last prefix element outwards
+	// nest from the last prefix element outwards; every so many levels
+	// the nest so far becomes a rule, so that the grammar's parentheses
+	// stay within MaxGBNFNesting however many prefix items there are
 	inner := tail
 	for i := len(elems) - 1; i >= 0; i-- {
 		sep := ""
@@ -74,6 +76,9 @@ func (e *emitter) array(c *conj) (string, bool, error) {
 			group = "( " + group + " )?"
 		}
 		inner = group
+		if (len(elems)-i)%16 == 0 && i > 0 {
+			inner = e.rule(c.path+"-from"+itoa(i), inner)
+		}
 	}
 	return seq(`"["`, ws, inner, `"]"`), true, nil
 }

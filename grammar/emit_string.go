@@ -39,7 +39,7 @@ func (e *emitter) str(c *conj) (string, bool, error) {
 func (e *emitter) pattern(src, path string) (string, bool, error) {
 	n, err := parseRegex(src)
 	if err != nil {
-		return "", false, unsupported(path, "pattern", "%v", err)
+		return "", false, patternError(path, err)
 	}
 	var alts []string
 	for _, branch := range n.subs {
@@ -86,6 +86,7 @@ func hasAnchor(n *reNode) bool {
 
 // regex emits a node; ok is false for a node no text matches.
 func (e *emitter) regex(n *reNode, path string) (string, bool) {
+	e.cv.work.spend(16 * (1 + len(n.subs)))
 	switch n.kind {
 	case reSet:
 		return e.charSet(n.set)

@@ -10,10 +10,23 @@ import (
 // the way llama.cpp lowers them.
 type Grammar struct {
 	prods    []production
-	byLHS    [][]int // productions of each nonterminal
-	names    []string
+	byLHS    [][]int  // productions of each nonterminal
+	names    []string // the rule's name; "" for a group or repetition
+	owner    []int    // the named rule a group or repetition is part of
 	nullable []bool
 	root     int
+}
+
+// ruleName is nt's name; a group or repetition is named after the rule it
+// is written in, as llama.cpp names them. The name is made only when asked
+// for (an error message): naming each nested group after its parent, as
+// this package once did, made names grow with depth and cost quadratic
+// memory.
+func (g *Grammar) ruleName(nt int) string {
+	if g.names[nt] != "" {
+		return g.names[nt]
+	}
+	return fmt.Sprintf("%s#%d", g.names[g.owner[nt]], nt)
 }
 
 // Size is the number of symbols in the lowered grammar: what llama.cpp
@@ -72,8 +85,17 @@ func (e *ParseError) Error() string {
 // [^...], `.`, grouping, alternation, and the repetitions * + ? {m} {m,}
 // {m,n}; `#` comments; newlines end a rule except inside parentheses. The
 // root rule is "root". Like llama.cpp it refuses undefined rules and left
-// recursion. Token references (<[id]>, <token>) are not supported.
+// recursion. Token references (<[id]>, <token>) are not supported. Past
+// the bounds in limits.go (size and nesting, checked before parsing;
+// MaxSymbols; MaxRuleChain) the error is a *LimitError; parsing is linear
+// in the text and its expanded symbols.
 func ParseGBNF(text string) (*Grammar, error) {
+	if len(text) > MaxGBNFBytes {
+		return nil, &LimitError{Limit: "GBNF size", Max: MaxGBNFBytes, Unit: "bytes"}
+	}
+	if line, col, ok := gbnfNesting(text, MaxGBNFNesting); !ok {
+		return nil, &LimitError{Limit: "GBNF nesting depth", Max: MaxGBNFNesting, Unit: "levels of parentheses", At: fmt.Sprintf("line %d, byte %d", line, col)}
+	}
 	if !utf8.ValidString(text) {
 		return nil, &ParseError{Line: 1, Col: 1, Msg: "grammar text is not valid UTF-8"}
 	}
@@ -101,39 +123,68 @@ func ParseGBNF(text string) (*Grammar, error) {
 		return nil, &ParseError{Line: 1, Col: 1, Msg: fmt.Sprintf("the grammar expands to %d symbols, more than %d", n, MaxSymbols)}
 	}
 	g.computeNullable()
-	if nt, ok := g.leftRecursive(); ok {
+	nt, found, order := g.leftRecursive()
+	if found {
 		at := p.definedAt[nt]
-		return nil, &ParseError{Line: at[0], Col: at[1], Msg: fmt.Sprintf("left recursion through rule %q (llama.cpp refuses it)", g.names[nt])}
+		return nil, &ParseError{Line: at[0], Col: at[1], Msg: fmt.Sprintf("left recursion through rule %q (llama.cpp refuses it)", g.ruleName(nt))}
+	}
+	if nt, ok := g.expansionDepthWithin(order, MaxRuleChain); !ok {
+		at := p.definedAt[nt]
+		return nil, &LimitError{Limit: "depth of rules expanded at once (a chain of rule references, through rules that may be empty)", Max: MaxRuleChain, Unit: "rules",
+			At: fmt.Sprintf("rule %q, line %d, column %d", g.ruleName(nt), at[0], at[1])}
 	}
 	return g, nil
 }
 
+// computeNullable marks the nonterminals that derive the empty string. It
+// is a worklist: each production counts its symbols not yet known
+// nullable, and a nonterminal found nullable lowers the count of the
+// productions it occurs in, so each symbol is visited once (a pass-until-
+// nothing-changes loop took a pass per link of a chain of rules).
 func (g *Grammar) computeNullable() {
 	g.nullable = make([]bool, len(g.names))
-	for changed := true; changed; {
-		changed = false
-		for _, pr := range g.prods {
-			if g.nullable[pr.lhs] {
-				continue
+	pending := make([]int, len(g.prods))  // symbols of each production not yet known nullable
+	occurs := make([][]int, len(g.names)) // productions each nonterminal occurs in, once per occurrence
+	var work []int
+	for i, pr := range g.prods {
+		for _, s := range pr.rhs {
+			if s.nt < 0 {
+				pending[i] = -1 // a terminal: never nullable
+				break
 			}
-			all := true
-			for _, s := range pr.rhs {
-				if s.nt < 0 || !g.nullable[s.nt] {
-					all = false
-					break
+			pending[i]++
+		}
+		if pending[i] < 0 {
+			continue
+		}
+		for _, s := range pr.rhs {
+			occurs[s.nt] = append(occurs[s.nt], i)
+		}
+		if pending[i] == 0 && !g.nullable[pr.lhs] {
+			g.nullable[pr.lhs] = true
+			work = append(work, pr.lhs)
+		}
+	}
+	for len(work) > 0 {
+		nt := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, i := range occurs[nt] {
+			if pending[i]--; pending[i] == 0 {
+				if lhs := g.prods[i].lhs; !g.nullable[lhs] {
+					g.nullable[lhs] = true
+					work = append(work, lhs)
 				}
-			}
-			if all {
-				g.nullable[pr.lhs] = true
-				changed = true
 			}
 		}
 	}
 }
 
 // leftRecursive finds a nonterminal that can derive itself at its own left
-// edge (A ⇒+ A…), looking through nullable prefixes.
-func (g *Grammar) leftRecursive() (int, bool) {
+// edge (A ⇒+ A…), looking through nullable prefixes; when there is none,
+// order lists the nonterminals each after those at its left edge. The
+// depth-first search keeps its own stack: a chain of rules is as deep as
+// it is long.
+func (g *Grammar) leftRecursive() (nt int, found bool, order []int) {
 	edges := make([][]int, len(g.names))
 	for _, pr := range g.prods {
 		for _, s := range pr.rhs {
@@ -148,26 +199,32 @@ func (g *Grammar) leftRecursive() (int, bool) {
 	}
 	const white, grey, black = 0, 1, 2
 	color := make([]int, len(g.names))
-	var found = -1
-	var visit func(n int) bool
-	visit = func(n int) bool {
-		color[n] = grey
-		for _, m := range edges[n] {
-			if color[m] == grey {
-				found = m
-				return true
+	type frame struct{ n, next int }
+	var stack []frame
+	for start := range g.names {
+		if color[start] != white {
+			continue
+		}
+		color[start] = grey
+		stack = append(stack[:0], frame{n: start})
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.next == len(edges[top.n]) {
+				color[top.n] = black
+				order = append(order, top.n)
+				stack = stack[:len(stack)-1]
+				continue
 			}
-			if color[m] == white && visit(m) {
-				return true
+			m := edges[top.n][top.next]
+			top.next++
+			switch color[m] {
+			case grey:
+				return m, true, nil
+			case white:
+				color[m] = grey
+				stack = append(stack, frame{n: m})
 			}
 		}
-		color[n] = black
-		return false
 	}
-	for n := range g.names {
-		if color[n] == white && visit(n) {
-			return found, true
-		}
-	}
-	return 0, false
+	return 0, false, order
 }

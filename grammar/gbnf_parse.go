@@ -22,6 +22,8 @@ type gbnfParser struct {
 	firstUse  map[int][2]int
 	definedAt map[int][2]int
 	symbols   int // an upper bound on the symbols expanded so far
+	rule      int // the named rule being parsed: groups are part of it
+	depth     int // groups open
 }
 
 func (p *gbnfParser) errf(format string, args ...any) error {
@@ -93,14 +95,17 @@ func (p *gbnfParser) symbolID(name string) int {
 	}
 	id := len(p.g.names)
 	p.g.names = append(p.g.names, name)
+	p.g.owner = append(p.g.owner, id)
 	p.ids[name] = id
 	return id
 }
 
-// fresh makes a nonterminal for a group or repetition inside rule parent.
-func (p *gbnfParser) fresh(parent string) int {
+// fresh makes a nonterminal for a group or repetition inside the rule
+// being parsed.
+func (p *gbnfParser) fresh() int {
 	id := len(p.g.names)
-	p.g.names = append(p.g.names, fmt.Sprintf("%s#%d", parent, id))
+	p.g.names = append(p.g.names, "")
+	p.g.owner = append(p.g.owner, p.rule)
 	p.definedAt[id] = [2]int{p.line, p.col}
 	return id
 }
@@ -149,6 +154,7 @@ func (p *gbnfParser) parseRule() error {
 	}
 	p.defined[id] = true
 	p.definedAt[id] = [2]int{line, col}
+	p.rule = id
 	if err := p.alternates(id, false); err != nil {
 		return err
 	}
@@ -169,7 +175,7 @@ func (p *gbnfParser) parseRule() error {
 
 func (p *gbnfParser) alternates(lhs int, nested bool) error {
 	for {
-		rhs, err := p.sequence(lhs, nested)
+		rhs, err := p.sequence(nested)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,7 @@ import "strconv"
 
 // sequence parses elements up to '|', ')' or the end of the rule; last
 // remembers where the latest element starts so a repetition applies to it.
-func (p *gbnfParser) sequence(lhs int, nested bool) ([]symbol, error) {
+func (p *gbnfParser) sequence(nested bool) ([]symbol, error) {
 	var rhs []symbol
 	last := -1
 	for !p.eof() {
@@ -43,11 +43,19 @@ func (p *gbnfParser) sequence(lhs int, nested bool) ([]symbol, error) {
 			last = len(rhs)
 			rhs = append(rhs, symbol{nt: id})
 		case r == '(':
+			// ParseGBNF bounded the nesting before parsing; this is the
+			// recursion's own guard should the two ever disagree.
+			if p.depth >= MaxGBNFNesting {
+				return nil, p.errf("groups nested deeper than %d", MaxGBNFNesting)
+			}
 			p.advance()
 			p.space(true)
-			sub := p.fresh(p.g.names[lhs])
+			sub := p.fresh()
 			p.defined[sub] = true
-			if err := p.alternates(sub, true); err != nil {
+			p.depth++
+			err := p.alternates(sub, true)
+			p.depth--
+			if err != nil {
 				return nil, err
 			}
 			if p.peek() != ')' {
@@ -71,7 +79,7 @@ func (p *gbnfParser) sequence(lhs int, nested bool) ([]symbol, error) {
 			if p.symbols > MaxSymbols {
 				return nil, at.errf("the grammar expands to more than %d symbols", MaxSymbols)
 			}
-			rhs = p.repeat(lhs, rhs, last, lo, hi)
+			rhs = p.repeat(rhs, last, lo, hi)
 			last = -1
 		case r == '<' || r == '!':
 			return nil, p.errf("token references are not supported")
@@ -141,15 +149,14 @@ func (p *gbnfParser) integer() (int, error) {
 
 // repeat rewrites rhs[last:] as a repetition {lo,hi}: lo copies, then a
 // right-recursive tail (unbounded) or a chain of optional rules.
-func (p *gbnfParser) repeat(lhs int, rhs []symbol, last, lo, hi int) []symbol {
+func (p *gbnfParser) repeat(rhs []symbol, last, lo, hi int) []symbol {
 	item := append([]symbol(nil), rhs[last:]...)
 	rhs = rhs[:last]
 	for i := 0; i < lo; i++ {
 		rhs = append(rhs, item...)
 	}
-	name := p.g.names[lhs]
 	if hi < 0 {
-		star := p.fresh(name)
+		star := p.fresh()
 		p.defined[star] = true
 		body := append(append([]symbol(nil), item...), symbol{nt: star})
 		p.g.prods = append(p.g.prods, production{lhs: star, rhs: body}, production{lhs: star})
@@ -157,7 +164,7 @@ func (p *gbnfParser) repeat(lhs int, rhs []symbol, last, lo, hi int) []symbol {
 	}
 	next := -1
 	for i := 0; i < hi-lo; i++ {
-		opt := p.fresh(name)
+		opt := p.fresh()
 		p.defined[opt] = true
 		body := append([]symbol(nil), item...)
 		if next >= 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -88,18 +89,103 @@ func decodeValue(dec *json.Decoder) (any, error) {
 
 // maxNumberDigits bounds how long a number may grow when written out in
 // plain decimal: "1e999999999" is 11 bytes of schema and a gigabyte of
-// digits, so a number beyond it has no exact value here.
+// digits, so a number beyond it has no exact value here. It bounds the
+// digits written too: big.Rat arithmetic on a number is quadratic in its
+// length.
 const maxNumberDigits = 1000
 
-// numberRat is the exact value of a JSON number; ok is false for one whose
-// exponent would write out beyond maxNumberDigits digits.
+// decimal is a JSON number as digits × 10^exp, read from its text in one
+// pass: equality, integrality and the plain spelling need no big.Rat.
+type decimal struct {
+	neg    bool
+	digits string // significant digits, no leading or trailing zeros; "" is 0
+	exp    int
+	exact  bool // the exponent fits (|exp| < 1e15); otherwise only the text is known
+}
+
+func parseDecimal(s string) decimal {
+	d := decimal{exact: true}
+	mant, expText, hasExp := strings.Cut(strings.ToLower(s), "e")
+	if hasExp {
+		e, err := strconv.ParseInt(expText, 10, 64)
+		if err != nil || e > 1e15 || e < -1e15 {
+			return decimal{digits: s}
+		}
+		d.exp = int(e)
+	}
+	if strings.HasPrefix(mant, "-") {
+		d.neg, mant = true, mant[1:]
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	d.exp -= len(frac)
+	digits := strings.TrimLeft(whole+frac, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	d.exp += len(digits) - len(trimmed)
+	d.digits = trimmed
+	if d.digits == "" {
+		d.neg, d.exp = false, 0
+	}
+	return d
+}
+
+func (d decimal) isInt() bool { return d.exact && d.exp >= 0 }
+
+// key is the number's identity: equal values, equal keys.
+func (d decimal) key() string {
+	if !d.exact {
+		return "n~" + d.digits
+	}
+	sign := ""
+	if d.neg {
+		sign = "-"
+	}
+	return "n" + sign + d.digits + "e" + strconv.Itoa(d.exp)
+}
+
+// plain writes the number without an exponent; ok is false when that
+// would pass maxNumberDigits.
+func (d decimal) plain() (string, bool) {
+	if !d.exact || len(d.digits) > maxNumberDigits || d.exp > maxNumberDigits || d.exp < -maxNumberDigits-len(d.digits) {
+		return "", false
+	}
+	var b strings.Builder
+	if d.neg {
+		b.WriteByte('-')
+	}
+	switch {
+	case d.digits == "":
+		b.WriteByte('0')
+	case d.exp >= 0:
+		b.WriteString(d.digits)
+		b.WriteString(strings.Repeat("0", d.exp))
+	case -d.exp >= len(d.digits):
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -d.exp-len(d.digits)))
+		b.WriteString(d.digits)
+	default:
+		point := len(d.digits) + d.exp
+		b.WriteString(d.digits[:point])
+		b.WriteByte('.')
+		b.WriteString(d.digits[point:])
+	}
+	return b.String(), true
+}
+
+// numberRat is the exact value of a JSON number; ok is false for one
+// longer than maxNumberDigits or whose exponent would write it out beyond
+// them.
 func numberRat(n json.Number) (*big.Rat, bool) {
 	s := string(n)
+	mant := s
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		exp, err := strconv.Atoi(s[i+1:])
-		if err != nil || exp > maxNumberDigits || exp < -maxNumberDigits || i > maxNumberDigits {
+		if err != nil || exp > maxNumberDigits || exp < -maxNumberDigits {
 			return nil, false
 		}
+		mant = s[:i]
+	}
+	if len(mant) > maxNumberDigits+2 { // a sign and a point besides the digits
+		return nil, false
 	}
 	return new(big.Rat).SetString(s)
 }
@@ -108,25 +194,34 @@ func numberRat(n json.Number) (*big.Rat, bool) {
 // plain decimal, no exponent, an integral value without a fraction, so 1.0
 // and 1 (one value to JSON Schema) are one text.
 func canonicalNumber(n json.Number) string {
-	r, ok := numberRat(n)
-	if !ok {
-		return string(n)
+	if text, ok := parseDecimal(string(n)).plain(); ok {
+		return text
 	}
-	return ratDecimal(r)
+	return string(n)
 }
 
-// ratDecimal writes r (a finite decimal, as every JSON number is) exactly.
+// ratDecimal writes r (a finite decimal, as every JSON number is) exactly:
+// r's denominator is 2^a·5^b, so r·10^k is an integer for k = its bit
+// length (≥ a+b), and one multiplication and division write every digit.
 func ratDecimal(r *big.Rat) string {
 	if r.IsInt() {
 		return r.Num().String()
 	}
-	digits := 0
-	for x := new(big.Rat).Set(r); !x.IsInt(); digits++ {
-		x.Mul(x, big.NewRat(10, 1))
+	k := r.Denom().BitLen()
+	scaled := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil)
+	scaled.Mul(scaled, r.Num())
+	scaled.Quo(scaled, r.Denom())
+	neg := scaled.Sign() < 0
+	digits := scaled.Abs(scaled).String()
+	if len(digits) <= k {
+		digits = strings.Repeat("0", k-len(digits)+1) + digits
 	}
-	s := r.FloatString(digits)
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
+	s := digits[:len(digits)-k] + "." + strings.TrimRight(digits[len(digits)-k:], "0")
+	s = strings.TrimSuffix(s, ".")
+	if neg {
+		s = "-" + s
+	}
+	return s
 }
 
 // canonicalJSON writes v compactly, keys in the object's order, strings
@@ -213,42 +308,49 @@ func jsonCharText(r rune) string {
 	return string(r)
 }
 
-// jsonEqual is JSON Schema's equality: numbers by value, objects regardless
-// of key order.
-func jsonEqual(a, b any) bool {
-	switch x := a.(type) {
+// valueKey is v's identity under JSON Schema's equality (numbers by
+// value, objects regardless of key order): equal values, equal keys, so
+// sets of values are maps and intersecting two enums is linear, where
+// comparing every pair was quadratic. Strings are length-prefixed, so no
+// key is a prefix of another's framing.
+func valueKey(v any) string {
+	var b strings.Builder
+	writeKey(&b, v)
+	return b.String()
+}
+
+func writeKey(b *strings.Builder, v any) {
+	switch t := v.(type) {
+	case nil:
+		b.WriteByte('z')
+	case bool:
+		if t {
+			b.WriteByte('t')
+		} else {
+			b.WriteByte('f')
+		}
 	case json.Number:
-		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		rx, ok1 := numberRat(x)
-		ry, ok2 := numberRat(y)
-		return ok1 && ok2 && rx.Cmp(ry) == 0
+		b.WriteString(parseDecimal(string(t)).key())
+	case string:
+		b.WriteByte('s')
+		b.WriteString(strconv.Itoa(len(t)))
+		b.WriteByte(':')
+		b.WriteString(t)
 	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
+		b.WriteByte('[')
+		for _, e := range t {
+			writeKey(b, e)
+			b.WriteByte(',')
 		}
-		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
+		b.WriteByte(']')
 	case *object:
-		y, ok := b.(*object)
-		if !ok || len(x.keys) != len(y.keys) {
-			return false
+		keys := append([]string(nil), t.keys...)
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for _, k := range keys {
+			writeKey(b, k)
+			writeKey(b, t.vals[k])
 		}
-		for _, k := range x.keys {
-			w, ok := y.vals[k]
-			if !ok || !jsonEqual(x.vals[k], w) {
-				return false
-			}
-		}
-		return true
-	default:
-		return a == b
+		b.WriteByte('}')
 	}
 }

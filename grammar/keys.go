@@ -1,6 +1,9 @@
 package grammar
 
-import "sort"
+import (
+	"sort"
+	"strings"
+)
 
 // keyExcluding is a JSON string key, with its quotes, that is none of names.
 // Keys are held to canonical spelling (key-char: one escape per character),
@@ -20,6 +23,7 @@ func (e *emitter) keyExcluding(names []string, path string) string {
 				node.next = map[string]*trieNode{}
 			}
 			if node.next[u] == nil {
+				e.cv.work.spend(trieNodeCost)
 				node.next[u] = &trieNode{}
 			}
 			node = node.next[u]
@@ -27,28 +31,63 @@ func (e *emitter) keyExcluding(names []string, path string) string {
 		node.end = true
 	}
 	e.base("key-char")
-	return seq(`"\""`, e.trieRule(root, path))
+	return seq(`"\""`, e.trieRules(root, path))
 }
+
+// trieNodeCost is a trie node's memory with its map and its stack frame.
+const trieNodeCost = 512
 
 type trieNode struct {
 	next map[string]*trieNode
 	end  bool
+	rule string // the node's rule, once written
 }
 
-func (e *emitter) trieRule(n *trieNode, path string) string {
+// trieRules writes a rule per trie node, children before their parent,
+// and returns the root's. The walk keeps its own stack: a trie is as deep
+// as the longest name, and a name can be as long as the schema.
+func (e *emitter) trieRules(root *trieNode, path string) string {
+	type frame struct {
+		n     *trieNode
+		units []string
+		next  int
+	}
+	open := func(n *trieNode) frame {
+		units := make([]string, 0, len(n.next))
+		for u := range n.next {
+			units = append(units, u)
+		}
+		sort.Strings(units)
+		return frame{n: n, units: units}
+	}
+	stack := []frame{open(root)}
+	for {
+		top := &stack[len(stack)-1]
+		if top.next < len(top.units) {
+			child := top.n.next[top.units[top.next]]
+			top.next++
+			stack = append(stack, open(child))
+			continue
+		}
+		top.n.rule = e.trieRule(top.n, top.units, path)
+		if len(stack) == 1 {
+			return root.rule
+		}
+		stack = stack[:len(stack)-1]
+	}
+}
+
+// trieRule is node n's rule, its children's rules written: the key may
+// close here, go on into a child, or leave the trie.
+func (e *emitter) trieRule(n *trieNode, units []string, path string) string {
 	var alts []string
 	if !n.end {
 		alts = append(alts, `"\""`)
 	}
-	units := make([]string, 0, len(n.next))
-	for u := range n.next {
-		units = append(units, u)
-	}
-	sort.Strings(units)
 	var raw []rrange
 	escaped := map[string]bool{}
 	for _, u := range units {
-		alts = append(alts, lit(u)+" "+e.trieRule(n.next[u], path))
+		alts = append(alts, lit(u)+" "+n.next[u].rule)
 		if u[0] == '\\' {
 			escaped[u] = true
 		} else {
@@ -67,20 +106,9 @@ func (e *emitter) trieRule(n *trieNode, path string) string {
 			}
 		}
 	}
-	leave := "( " + joinAlts(other) + " ) key-char* " + `"\""`
+	leave := "( " + strings.Join(other, " | ") + " ) key-char* " + `"\""`
 	alts = append(alts, leave)
-	return e.rule(path+"-key", "( "+joinAlts(alts)+" )")
-}
-
-func joinAlts(alts []string) string {
-	out := ""
-	for i, a := range alts {
-		if i > 0 {
-			out += " | "
-		}
-		out += a
-	}
-	return out
+	return e.rule(path+"-key", "( "+strings.Join(alts, " | ")+" )")
 }
 
 // escapedRunes are the characters canonical JSON writes as an escape.

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"errors"
 	"math/big"
 	"strconv"
 	"strings"
@@ -51,7 +52,7 @@ func (cv *converter) ownKeyword(c *conj, kw string, val any, path string) error 
 			return invalid(path, kw, "not a string")
 		}
 		if _, err := parseRegex(s); err != nil {
-			return unsupported(path, kw, "%v", err)
+			return patternError(path, err)
 		}
 		c.pattern, c.hasPattern = s, true
 	case "format":
@@ -70,13 +71,15 @@ func (cv *converter) ownKeyword(c *conj, kw string, val any, path string) error 
 		if !ok {
 			return invalid(path, kw, "not an array")
 		}
+		names := make([]string, 0, len(list))
 		for _, v := range list {
 			s, ok := v.(string)
 			if !ok {
 				return invalid(path, kw, "not an array of strings")
 			}
-			c.required = appendUnique(c.required, s)
+			names = append(names, s)
 		}
+		c.required = unionStrings(c.required, names)
 	case "additionalProperties":
 		d, err := cv.normalize(val, pointer(path, kw))
 		if err != nil {
@@ -111,6 +114,18 @@ func (cv *converter) ownKeyword(c *conj, kw string, val any, path string) error 
 		return unsupported(path, kw, "")
 	}
 	return err
+}
+
+// patternError is a pattern's parse error as the converter reports it: a
+// *LimitError placed at the schema, any other an unsupported pattern.
+func patternError(path string, err error) error {
+	var limit *LimitError
+	if errors.As(err, &limit) {
+		placed := *limit
+		placed.At = pathOrRoot(path)
+		return &placed
+	}
+	return unsupported(path, "pattern", "%v", err)
 }
 
 func readTypes(val any, path string) (typeMask, error) {
@@ -161,14 +176,12 @@ func (c *conj) lowerHi(r *big.Rat, excl bool) {
 	}
 }
 
-func appendUnique(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
-	}
-	return append(list, s)
-}
+// pointerEscape and pointerUnescape are RFC 6901's escapes, built once: a
+// replacer is costly to build, and paths are made for every subschema.
+var (
+	pointerEscape   = strings.NewReplacer("~", "~0", "/", "~1")
+	pointerUnescape = strings.NewReplacer("~1", "/", "~0", "~")
+)
 
 // pointer extends a JSON pointer by reference tokens, escaped per RFC 6901.
 func pointer(path string, tokens ...string) string {
@@ -176,7 +189,7 @@ func pointer(path string, tokens ...string) string {
 	b.WriteString(path)
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+		b.WriteString(pointerEscape.Replace(t))
 	}
 	return b.String()
 }

@@ -36,6 +36,7 @@ func (cv *converter) mergeOpt(a, b *dnf, path string) (*dnf, error) {
 }
 
 func (cv *converter) mergeConj(x, y *conj, path string) (dnf, error) {
+	cv.work.spend(conjCost + 16*(len(x.props)+len(y.props)+len(x.required)+len(y.required)+len(x.prefix)+len(y.prefix)))
 	if y.ref != "" {
 		x, y = y, x
 	}
@@ -62,14 +63,7 @@ func (cv *converter) mergeConj(x, y *conj, path string) (dnf, error) {
 	switch {
 	case x.hasEnum && y.hasEnum:
 		c.hasEnum = true
-		for _, v := range x.enum {
-			for _, w := range y.enum {
-				if jsonEqual(v, w) {
-					c.enum = append(c.enum, v)
-					break
-				}
-			}
-		}
+		c.enum = cv.intersectValues(x.enum, y.enum)
 	case x.hasEnum:
 		c.enum, c.hasEnum = x.enum, true
 	case y.hasEnum:
@@ -157,10 +151,7 @@ func (cv *converter) mergeObject(c, x, y *conj, path string) error {
 			}
 		}
 	}
-	c.required = append([]string(nil), x.required...)
-	for _, r := range y.required {
-		c.required = appendUnique(c.required, r)
-	}
+	c.required = unionStrings(x.required, y.required)
 	var err error
 	c.additional, err = cv.mergeOpt(x.additional, y.additional, path)
 	return err
@@ -182,4 +173,42 @@ func (cv *converter) mergeArray(c, x, y *conj, path string) error {
 	var err error
 	c.items, err = cv.mergeOpt(x.items, y.items, path)
 	return err
+}
+
+// intersectValues is the values of a that b also holds (JSON Schema's
+// equality), in a's order: one key per value, a map for b.
+func (cv *converter) intersectValues(a, b []any) []any {
+	in := make(map[string]bool, len(b))
+	for _, w := range b {
+		in[cv.valueKey(w)] = true
+	}
+	var out []any
+	for _, v := range a {
+		if in[cv.valueKey(v)] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// valueKey is valueKey, paid for from the budget.
+func (cv *converter) valueKey(v any) string {
+	k := valueKey(v)
+	cv.work.spend(16 + len(k))
+	return k
+}
+
+// unionStrings is a's strings then b's not in a, each once.
+func unionStrings(a, b []string) []string {
+	seen := make(map[string]bool, len(a)+len(b))
+	out := make([]string, 0, len(a)+len(b))
+	for _, list := range [][]string{a, b} {
+		for _, s := range list {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }

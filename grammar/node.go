@@ -44,6 +44,7 @@ type conj struct {
 	format         string
 
 	props      []prop
+	propIndex  map[string]int // props by name (propSchema)
 	required   []string
 	additional *dnf // nil: any value
 
@@ -86,11 +87,27 @@ func (c *conj) arrayConstrained() bool {
 	return len(c.prefix) > 0 || c.items != nil || c.minItems > 0 || c.maxItems >= 0
 }
 
+// propSchema looks a declared property up: past a few, through an index
+// of props brought up to date on each call (props only grow, and names
+// are unique), since merging two objects looks up each property of one in
+// the other, which a scan made quadratic.
 func (c *conj) propSchema(name string) (dnf, bool) {
-	for _, p := range c.props {
-		if p.name == name {
-			return p.schema, true
+	if len(c.props) <= 8 {
+		for _, p := range c.props {
+			if p.name == name {
+				return p.schema, true
+			}
 		}
+		return nil, false
+	}
+	if c.propIndex == nil {
+		c.propIndex = make(map[string]int, len(c.props))
+	}
+	for i := len(c.propIndex); i < len(c.props); i++ {
+		c.propIndex[c.props[i].name] = i
+	}
+	if i, ok := c.propIndex[name]; ok {
+		return c.props[i].schema, true
 	}
 	return nil, false
 }

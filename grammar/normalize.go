@@ -29,11 +29,13 @@ type converter struct {
 	refs      map[string]dnf // normalized $ref targets
 	expanding map[string]bool
 	e         *emitter
+	work      *budget
 }
 
 // normalize reads the schema at path into alternatives of plain
 // conjunctions, resolving allOf/anyOf/oneOf/nullable and $ref with siblings.
 func (cv *converter) normalize(v any, path string) (dnf, error) {
+	cv.work.spend(16 + len(path))
 	switch s := v.(type) {
 	case bool:
 		if s {
@@ -47,6 +49,7 @@ func (cv *converter) normalize(v any, path string) (dnf, error) {
 }
 
 func (cv *converter) normalizeObject(s *object, path string) (dnf, error) {
+	cv.work.spend(conjCost + 16*len(s.keys))
 	own := newConj(path)
 	for _, kw := range s.keys {
 		val := s.vals[kw]
@@ -111,7 +114,7 @@ func (cv *converter) normalizeObject(s *object, path string) (dnf, error) {
 		}
 		subs = possible
 		if kw == "oneOf" {
-			if err := oneOfDisjoint(subs, path); err != nil {
+			if err := cv.oneOfDisjoint(subs, path); err != nil {
 				return nil, err
 			}
 		}
@@ -162,39 +165,54 @@ func (cv *converter) normalizeList(v any, path, kw string) ([]dnf, error) {
 // it means the same as anyOf: branches of disjoint types, or literal sets
 // (enum/const) with no value in common. "Exactly one" of overlapping
 // branches is not a context-free property a grammar could state.
-func oneOfDisjoint(subs []dnf, path string) error {
-	for i := range subs {
-		for j := i + 1; j < len(subs); j++ {
-			for _, a := range subs[i] {
-				for _, b := range subs[j] {
-					if !conjDisjoint(a, b) {
-						return unsupported(path, "oneOf", "branches %d and %d may both match one value; only branches of disjoint types or disjoint enum/const values are supported", i, j)
-					}
+//
+// Two alternatives of different branches are disjoint when their types
+// are, or when both are enums with no common value (a $ref is never known
+// disjoint). So, type by type: the alternatives that admit it, if they
+// come from two branches or more, must all be enums, each value in one
+// branch only. That is one pass over the alternatives and their values per
+// type, where comparing every pair of branches was quadratic.
+func (cv *converter) oneOfDisjoint(subs []dnf, path string) error {
+	overlap := func(i, j int) error {
+		return unsupported(path, "oneOf", "branches %d and %d may both match one value; only branches of disjoint types or disjoint enum/const values are supported", min(i, j), max(i, j))
+	}
+	for bit := typeMask(1); bit <= tFraction; bit <<= 1 {
+		type alt struct {
+			branch int
+			c      *conj
+		}
+		var alts []alt
+		for i, sub := range subs {
+			for _, c := range sub {
+				if c.ref != "" || c.types&bit != 0 {
+					alts = append(alts, alt{i, c})
 				}
+			}
+		}
+		if len(alts) == 0 || alts[0].branch == alts[len(alts)-1].branch {
+			continue // one branch admits this type, if any
+		}
+		for _, a := range alts {
+			if !a.c.hasEnum || a.c.ref != "" {
+				other := alts[0].branch
+				if other == a.branch {
+					other = alts[len(alts)-1].branch
+				}
+				return overlap(other, a.branch)
+			}
+		}
+		owner := map[string]int{}
+		for _, a := range alts {
+			for _, v := range a.c.enum {
+				k := cv.valueKey(v)
+				if b, seen := owner[k]; seen && b != a.branch {
+					return overlap(b, a.branch)
+				}
+				owner[k] = a.branch
 			}
 		}
 	}
 	return nil
-}
-
-func conjDisjoint(a, b *conj) bool {
-	if a.ref != "" || b.ref != "" {
-		return false
-	}
-	if a.types&b.types == 0 {
-		return true
-	}
-	if a.hasEnum && b.hasEnum {
-		for _, x := range a.enum {
-			for _, y := range b.enum {
-				if jsonEqual(x, y) {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	return false
 }
 
 // number reads a JSON number keyword exactly.

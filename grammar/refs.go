@@ -21,7 +21,7 @@ func (cv *converter) resolve(ref, path string) (any, string, error) {
 		return cur, "", nil
 	}
 	for _, tok := range strings.Split(frag[1:], "/") {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		tok = pointerUnescape.Replace(tok)
 		switch node := cur.(type) {
 		case *object:
 			v, ok := node.get(tok)
@@ -49,6 +49,10 @@ func (cv *converter) expandRef(ref, path string) (dnf, error) {
 	if cv.expanding[ref] {
 		return nil, unsupported(path, "$ref", "recursive reference %q combined with sibling keywords or allOf", ref)
 	}
+	if len(cv.expanding) >= maxExpandDepth {
+		return nil, &LimitError{Limit: "depth of $refs expanded within one another (through allOf or sibling keywords)", Max: maxExpandDepth, Unit: "references", At: pathOrRoot(path)}
+	}
+	cv.work.spend(64 + len(ref))
 	target, tpath, err := cv.resolve(ref, path)
 	if err != nil {
 		return nil, err

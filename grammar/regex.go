@@ -42,11 +42,21 @@ type reParser struct {
 	pos int
 }
 
+// parseRegex parses a pattern, its size and nesting bounded first (the
+// parser recurses once per group): past a bound the error is a
+// *LimitError.
 func parseRegex(s string) (*reNode, error) {
+	if len(s) > MaxPatternBytes {
+		return nil, &LimitError{Limit: "pattern size", Max: MaxPatternBytes, Unit: "bytes"}
+	}
 	if !utf8.ValidString(s) {
 		return nil, fmt.Errorf("pattern is not valid UTF-8")
 	}
-	p := &reParser{src: []rune(s)}
+	src := []rune(s)
+	if patternNesting(src) > MaxPatternNesting {
+		return nil, &LimitError{Limit: "pattern nesting depth", Max: MaxPatternNesting, Unit: "levels of groups"}
+	}
+	p := &reParser{src: src}
 	n, err := p.alt()
 	if err != nil {
 		return nil, err

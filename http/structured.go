@@ -124,9 +124,14 @@ func grammarError(field string, err error) error {
 		unsup *grammar.UnsupportedError
 		bad   *grammar.SchemaError
 		parse *grammar.ParseError
+		limit *grammar.LimitError
 	)
 	var e *apiError
 	switch {
+	case errors.As(err, &limit):
+		// a bound on the cost of a grammar, schema or pattern (grammar/limits.go)
+		e = badParam(field, "%s: %s", field, strings.TrimPrefix(limit.Error(), "grammar: "))
+		e.Code = "grammar_limit_exceeded"
 	case errors.As(err, &unsup):
 		e = badParam(field, "%s: the JSON Schema keyword %q at %s is not supported", field, unsup.Keyword, schemaPath(unsup.Path))
 		if unsup.Reason != "" {
@@ -160,13 +165,18 @@ func schemaPath(p string) string { return "#" + p }
 
 // Converted schemas, by options and text: scripts and batches send the
 // same schema with every request, and a large one takes milliseconds to
-// convert. Bounded; cleared whole when full (schemas repeat, so it fills
-// again with the ones in use).
-const schemaCacheSize = 256
+// convert. Bounded in entries and in bytes (a schema may be megabytes,
+// and so may its grammar); cleared whole when full (schemas repeat, so it
+// fills again with the ones in use).
+const (
+	schemaCacheSize  = 256
+	schemaCacheBytes = 64 << 20
+)
 
 var schemaCache = struct {
 	sync.Mutex
-	m map[string]schemaConversion
+	m     map[string]schemaConversion
+	bytes int
 }{m: map[string]schemaConversion{}}
 
 type schemaConversion struct {
@@ -189,11 +199,16 @@ func schemaGrammar(schema json.RawMessage, opts grammar.Options) (string, error)
 		return c.gbnf, c.err
 	}
 	c.gbnf, c.err = grammar.FromJSONSchema(schema, opts)
+	size := len(k) + len(c.gbnf)
 	schemaCache.Lock()
-	if len(schemaCache.m) >= schemaCacheSize {
+	if len(schemaCache.m) >= schemaCacheSize || schemaCache.bytes+size > schemaCacheBytes {
 		clear(schemaCache.m)
+		schemaCache.bytes = 0
 	}
-	schemaCache.m[k] = c
+	if size <= schemaCacheBytes {
+		schemaCache.m[k] = c
+		schemaCache.bytes += size
+	}
 	schemaCache.Unlock()
 	return c.gbnf, c.err
 }
