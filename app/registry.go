@@ -15,6 +15,7 @@ import (
 
 	"superfluid/gguf"
 	sfhttp "superfluid/http"
+	"superfluid/panics"
 	"superfluid/pull"
 	"superfluid/sched"
 )
@@ -53,6 +54,8 @@ type Registry struct {
 	// beforeDisk, when set, runs before each of Acquire's disk reads with
 	// its key; tests hold one there. nil in service.
 	beforeDisk func(key string)
+	// openStack loads a model: openModelStack, or a test's stand-in.
+	openStack func(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelStack, error)
 }
 
 // slot is one model the registry knows, loaded or not.
@@ -88,6 +91,7 @@ func newRegistry(o Options) (*Registry, error) {
 		o: o, arb: sched.NewArbiter(sched.ArbiterConfig{}), modelsDir: o.ModelsDir, budget: o.MemoryBudget, defaultKeep: o.KeepAlive, now: time.Now,
 		slots: map[string]*slot{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), reaped: make(chan struct{}),
 		digest: map[string]fileDigest{}, loadsOf: map[string]int{}, lookups: map[string]*diskLookup{},
+		openStack: openModelStack,
 	}
 	specs := append([]ModelSpec{{Path: o.ModelPath, Alias: o.Alias}}, o.Models...)
 	if o.FIMModelPath != "" {
@@ -271,9 +275,9 @@ func (r *Registry) lookUpLocked(ctx context.Context, key string, look func(op *d
 	r.lookups[key] = op
 	r.mu.Unlock()
 	func() {
-		defer func() { // a panic reading a file fails this look-up, not the process's lock
+		defer func() { // a panic reading a file fails this look-up alone, and the lock is taken back
 			if v := recover(); v != nil {
-				op.err = fmt.Errorf("reading the models directory: panic: %v", v)
+				op.err = panics.Recovered(panics.ModelLoader, v, "reading", key)
 			}
 		}()
 		if h := r.beforeDisk; h != nil {
@@ -388,7 +392,7 @@ func (r *Registry) runLoad(sl *slot, op *loadOp, gone []chan struct{}) {
 	for _, ch := range gone {
 		<-ch
 	}
-	st, err := openModelStack(sl.spec, r.o, r.arb)
+	st, err := r.openSafely(sl.spec)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sl.load = nil
@@ -411,6 +415,18 @@ func (r *Registry) runLoad(sl *slot, op *loadOp, gone []chan struct{}) {
 	}
 	close(op.done)
 	r.nudge()
+}
+
+// openSafely loads a model on a load goroutine. A panic loading it (a
+// file no check caught) fails this load alone: every request waiting for
+// it gets the error, and the registry goes on serving the other models.
+func (r *Registry) openSafely(spec ModelSpec) (st *modelStack, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			st, err = nil, panics.Recovered(panics.ModelLoader, v, "model", spec.Alias, "path", spec.Path)
+		}
+	}()
+	return r.openStack(spec, r.o, r.arb)
 }
 
 // unloadLocked takes sl's stack away and closes it (parking its cache)

@@ -8,10 +8,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	sfhttp "superfluid/http"
+	"superfluid/panics"
+	"superfluid/sched"
 	"superfluid/synth"
 )
 
@@ -286,4 +289,40 @@ func TestRegistryDiskReadsHoldNoLock(t *testing.T) {
 	if n := r.Loads("beta"); n != 1 {
 		t.Errorf("beta loaded %d times, want once", n)
 	}
+}
+
+// A panic loading a model on demand fails that load alone: its requests
+// get the error, the panic is counted, the loaded model goes on serving,
+// and the next request for the model loads it afresh.
+func TestRegistryLoadPanicFailsOnlyThatLoad(t *testing.T) {
+	dir := t.TempDir()
+	paths := tinyModels(t, dir, "alpha", "beta")
+	r := testRegistry(t, Options{ModelPath: paths[0], ModelsDir: dir})
+	var faulty atomic.Bool
+	faulty.Store(true)
+	r.openStack = func(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelStack, error) {
+		if faulty.Load() && spec.Alias == "beta" {
+			panic("fault loading this file")
+		}
+		return openModelStack(spec, o, arb)
+	}
+	before := panics.Count(panics.ModelLoader)
+	var pe *panics.Error
+	if _, _, err := r.Acquire(context.Background(), sfhttp.ModelWant{Name: "beta"}); !errors.As(err, &pe) {
+		t.Fatalf("beta whose load panics: %v", err)
+	}
+	if got := panics.Count(panics.ModelLoader) - before; got != 1 {
+		t.Errorf("%d panics counted, want 1", got)
+	}
+	m, rel, err := r.Acquire(context.Background(), sfhttp.ModelWant{Name: "alpha"})
+	if err != nil || m.Name != "alpha" {
+		t.Fatalf("alpha after beta's load panicked: %v", err)
+	}
+	rel()
+	faulty.Store(false)
+	m, rel, err = r.Acquire(context.Background(), sfhttp.ModelWant{Name: "beta"})
+	if err != nil || m.Name != "beta" {
+		t.Fatalf("beta once its file loads: %v", err)
+	}
+	rel()
 }
