@@ -109,3 +109,20 @@ func TestDiskStoreBoundUnderConcurrentPuts(t *testing.T) {
 		t.Fatalf("%d bytes on disk, %d counted; bound 20000", onDisk, s.Bytes())
 	}
 }
+
+// A record bound above the total is held to the total: one record never
+// takes the store past it.
+func TestRecordBoundIsHeldToTheTotal(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{MaxBytes: 1_000, MaxRecordBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tl *RecordTooLargeError
+	if err := s.Put(sizedRecord("resp_big", 2_000)); !errors.As(err, &tl) || tl.Limit != 1_000 {
+		t.Fatalf("a record over the total: %v", err)
+	}
+	if s.MaxRecordBytes() != 1_000 || fileCount(t, dir) != 0 {
+		t.Fatalf("record bound %d, %d files", s.MaxRecordBytes(), fileCount(t, dir))
+	}
+}

@@ -99,6 +99,9 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.MaxRecordBytes == 0 {
 		o.MaxRecordBytes = DefaultMaxRecordBytes
 	}
+	if dir != "" && o.MaxBytes > 0 && (o.MaxRecordBytes <= 0 || o.MaxRecordBytes > o.MaxBytes) {
+		o.MaxRecordBytes = o.MaxBytes // one record may not outgrow them all
+	}
 	s := &Store{dir: dir, ttl: o.TTL, now: o.Now, mem: map[string]Record{}, maxBytes: o.MaxBytes, maxRecord: o.MaxRecordBytes,
 		idx: &index{byID: map[string]*diskEntry{}}}
 	if dir == "" {
@@ -144,16 +147,19 @@ func (s *Store) Put(r Record) error {
 	if r.Created.IsZero() {
 		r.Created = s.now()
 	}
-	if size := int64(recordSize(r)); s.maxRecord > 0 && size > s.maxRecord {
-		return &RecordTooLargeError{ID: r.ID, Size: size, Limit: s.maxRecord}
-	}
 	if s.dir == "" {
+		if size := int64(recordSize(r)); s.maxRecord > 0 && size > s.maxRecord {
+			return &RecordTooLargeError{ID: r.ID, Size: size, Limit: s.maxRecord}
+		}
 		s.putMemory(r)
 		return nil
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("respstore: encoding %s: %w", r.ID, err)
+	}
+	if size := int64(len(b)); s.maxRecord > 0 && size > s.maxRecord { // the bytes the disk will hold
+		return &RecordTooLargeError{ID: r.ID, Size: size, Limit: s.maxRecord}
 	}
 	// Room is made, and the record counted, before it is written: two
 	// writes at once cannot both pass the bound.
