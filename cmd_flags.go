@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"superfluid/app"
 	"superfluid/cgo"
 )
 
@@ -51,4 +54,57 @@ func pollOption(c *cli.Context) (int, error) {
 		return cgo.PollOff, nil
 	}
 	return n, nil
+}
+
+// diskQuotaFlags bound what requests may leave on disk (app.DiskQuotas):
+// sizes such as 10GiB, or off.
+func diskQuotaFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "max-files-bytes", Value: "10GiB", Usage: "bytes the batch API's files (/v1/files uploads and batch outputs) may hold together under --data-dir; an upload past it is refused with a 413 (off: no bound)", EnvVars: env("MAX_FILES_BYTES")},
+		&cli.StringFlag{Name: "max-stored-responses-bytes", Value: "1GiB", Usage: "bytes the Responses API's stored responses may hold together under --data-dir; the oldest are removed first to make room (off: no bound)", EnvVars: env("MAX_STORED_RESPONSES_BYTES")},
+		&cli.StringFlag{Name: "max-stored-response-bytes", Value: "16MiB", Usage: "bytes one stored response (which holds its whole conversation) may take; a request whose conversation is larger and asks to be stored is refused with a 400 (off: no bound)", EnvVars: env("MAX_STORED_RESPONSE_BYTES")},
+		&cli.StringFlag{Name: "max-pull-bytes", Value: "256GiB", Usage: "bytes one model pulled through /api/pull may take; a larger one, or one of unknown size that grows past it, fails and its partial file is removed (off: no bound)", EnvVars: env("MAX_PULL_BYTES")},
+	}
+}
+
+// diskQuotas reads diskQuotaFlags.
+func diskQuotas(c *cli.Context) (app.DiskQuotas, error) {
+	var q app.DiskQuotas
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"max-files-bytes", &q.FilesBytes}, {"max-stored-responses-bytes", &q.ResponsesBytes}, {"max-stored-response-bytes", &q.ResponseBytes}, {"max-pull-bytes", &q.PullBytes}} {
+		n, err := parseByteSize("--"+f.name, c.String(f.name))
+		if err != nil {
+			return q, err
+		}
+		*f.dst = n
+	}
+	return q, nil
+}
+
+// parseByteSize reads a size flag: a byte count with an optional unit
+// (kB, MB, GB, TB, KiB, MiB, GiB, TiB), or "off" (-1: no bound).
+func parseByteSize(flag, s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "off" {
+		return -1, nil
+	}
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}, {"KB", 1e3}, {"B", 1}}
+	mult := 1.0
+	num := s
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f <= 0 || f*mult >= 1<<62 || f*mult < 1 {
+		return 0, fmt.Errorf("%s %q: want a positive size such as 12GiB, or off", flag, s)
+	}
+	return int64(f * mult), nil
 }

@@ -52,7 +52,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "park-lossy", Usage: "demote parked f16 KV state to 8 bits: files half the size, but resumed conversations may continue differently", EnvVars: env("PARK_LOSSY")},
 			&cli.DurationFlag{Name: "drain", Value: 30 * time.Second, Usage: "how long shutdown waits for running requests", EnvVars: env("DRAIN")},
 			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "how long a response's writes may make no progress (a client that stopped reading) before its connection is closed and its generation cancelled", EnvVars: env("WRITE_TIMEOUT")},
-		}),
+		}, diskQuotaFlags()),
 		Action: serveAction,
 	}
 }
@@ -84,6 +84,10 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	quotas, err := diskQuotas(c)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	fimPath := ""
 	if f := c.String("fim-model"); f != "" {
 		if fimPath, err = pull.Resolve(f, modelsDir(c)); err != nil {
@@ -110,6 +114,7 @@ func serveAction(c *cli.Context) error {
 		ParkDir:          dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
 		DataDir: dirOrOff(c.String("data-dir")),
+		Disk:    quotas,
 		Sched:   sched.Config{ClassLanes: classLanes},
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header")},
@@ -159,28 +164,12 @@ func keepAlive(d time.Duration) time.Duration {
 // "off" no bound (<0), else a byte count with an optional unit (kB, MB,
 // GB, KiB, MiB, GiB, TiB).
 func parseMemoryBudget(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	switch s {
-	case "":
+	if strings.TrimSpace(s) == "" {
 		return 0, nil
-	case "off":
-		return -1, nil
 	}
-	units := []struct {
-		suffix string
-		mult   float64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}, {"KB", 1e3}, {"B", 1}}
-	mult := 1.0
-	num := s
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			num, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
+	n, err := parseByteSize("--memory-budget", s)
+	if err != nil {
+		return 0, fmt.Errorf("serve: %w", err)
 	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f <= 0 || f*mult >= 1<<62 {
-		return 0, fmt.Errorf("serve: --memory-budget %q: want a positive size such as 12GiB, or off", s)
-	}
-	return int64(f * mult), nil
+	return n, nil
 }

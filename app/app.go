@@ -82,6 +82,8 @@ type Options struct {
 	// WrapBatchDoer, when set, wraps the Doer batches send their requests
 	// through (tests hold a batch at a known point with it).
 	WrapBatchDoer func(batch.Doer) batch.Doer
+	// Disk bounds what requests may leave on disk.
+	Disk DiskQuotas
 
 	Sched sched.Config // Lanes is filled from Lanes
 	HTTP  sfhttp.Config

@@ -17,7 +17,7 @@ func (s *Stack) openBatches(o Options) {
 		return
 	}
 	o.withDefaults() // o is a copy: this fills Lanes
-	st, err := batches.Open(o.DataDir, batches.Config{Parallel: 2 * o.Lanes})
+	st, err := batches.Open(o.DataDir, batches.Config{Parallel: 2 * o.Lanes, MaxFilesBytes: o.Disk.FilesBytes})
 	if err != nil {
 		slog.Warn("the batch API is off", "dir", o.DataDir, "err", err)
 		return

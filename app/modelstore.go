@@ -14,6 +14,22 @@ import (
 	"superfluid/pull"
 )
 
+// DiskQuotas bound what requests may leave on disk: the files of the batch
+// API, the stored responses, and a model pulled through /api/pull. 0 takes
+// each default, < 0 is unbounded.
+type DiskQuotas struct {
+	FilesBytes     int64 // /v1/files, uploads and batch outputs together (batches.DefaultMaxFilesBytes)
+	ResponsesBytes int64 // the stored responses together; the oldest go first (respstore.DefaultMaxBytes)
+	ResponseBytes  int64 // one stored response (respstore.DefaultMaxRecordBytes)
+	PullBytes      int64 // one model pulled (DefaultMaxPullBytes)
+}
+
+// DefaultMaxPullBytes bounds a model pulled through the API: above any
+// single GGUF file Hugging Face can hold (50 GB a file; larger models are
+// split) and the large Ollama blobs, it stops a source that never ends
+// from filling the disk.
+const DefaultMaxPullBytes = 256 << 30
+
 // modelStore is the models directory behind Ollama's /api/pull,
 // /api/delete and the listing of /api/tags (sfhttp.ModelStore), over
 // package pull: the same names, files and verification as `superfluid pull`.
@@ -25,6 +41,8 @@ type modelStore struct {
 	// unload, when set, unloads another loaded model before its files go;
 	// its error refuses the delete.
 	unload func(name string) error
+	// maxPull bounds a file pulled; ≤ 0: none.
+	maxPull int64
 }
 
 // openModelStore gives the server o.ModelsDir, when there is one.
@@ -36,7 +54,11 @@ func (s *Stack) openModelStore(o Options) {
 	for _, sp := range o.Models {
 		served = append(served, sp.Path)
 	}
-	s.Server.SetModelStore(&modelStore{dir: o.ModelsDir, served: served, unload: s.Models.Unload})
+	maxPull := o.Disk.PullBytes
+	if maxPull == 0 {
+		maxPull = DefaultMaxPullBytes
+	}
+	s.Server.SetModelStore(&modelStore{dir: o.ModelsDir, served: served, unload: s.Models.Unload, maxPull: maxPull})
 }
 
 func (m *modelStore) Pull(ctx context.Context, name string, progress func(sfhttp.PullProgress)) error {
@@ -44,7 +66,7 @@ func (m *modelStore) Pull(ctx context.Context, name string, progress func(sfhttp
 		return fmt.Errorf("%w: %v", sfhttp.ErrBadModelName, err)
 	}
 	progress(sfhttp.PullProgress{Phase: sfhttp.PullResolving})
-	res, err := pull.Pull(ctx, name, pull.Options{Dir: m.dir, OnProgress: func(p pull.Progress) { progress(pullProgress(p)) }})
+	res, err := pull.Pull(ctx, name, pull.Options{Dir: m.dir, MaxBytes: m.maxPull, OnProgress: func(p pull.Progress) { progress(pullProgress(p)) }})
 	if err != nil {
 		return err
 	}

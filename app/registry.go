@@ -15,6 +15,7 @@ import (
 
 	"superfluid/gguf"
 	sfhttp "superfluid/http"
+	"superfluid/panics"
 	"superfluid/pull"
 	"superfluid/sched"
 )
@@ -47,7 +48,14 @@ type Registry struct {
 	reaping bool          // the reaper runs
 	reaped  chan struct{} // closed when the reaper returns
 	digest  map[string]fileDigest
-	loadsOf map[string]int // loads started, by model name, since start
+	loadsOf map[string]int         // loads started, by model name, since start
+	lookups map[string]*diskLookup // disk reads under way for Acquire, by what they read
+
+	// beforeDisk, when set, runs before each of Acquire's disk reads with
+	// its key; tests hold one there. nil in service.
+	beforeDisk func(key string)
+	// openStack loads a model: openModelStack, or a test's stand-in.
+	openStack func(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelStack, error)
 }
 
 // slot is one model the registry knows, loaded or not.
@@ -82,7 +90,8 @@ func newRegistry(o Options) (*Registry, error) {
 	r := &Registry{
 		o: o, arb: sched.NewArbiter(sched.ArbiterConfig{}), modelsDir: o.ModelsDir, budget: o.MemoryBudget, defaultKeep: o.KeepAlive, now: time.Now,
 		slots: map[string]*slot{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), reaped: make(chan struct{}),
-		digest: map[string]fileDigest{}, loadsOf: map[string]int{},
+		digest: map[string]fileDigest{}, loadsOf: map[string]int{}, lookups: map[string]*diskLookup{},
+		openStack: openModelStack,
 	}
 	specs := append([]ModelSpec{{Path: o.ModelPath, Alias: o.Alias}}, o.Models...)
 	if o.FIMModelPath != "" {
@@ -175,7 +184,10 @@ func (r *Registry) Loads(name string) int {
 func (r *Registry) FIMName() string { return r.fimName }
 
 // Acquire returns the model want names, loading it when it is not loaded
-// (every concurrent request for it waits for the same load).
+// (every concurrent request for it waits for the same load). The lock
+// covers only the table: listing the models directory and reading a
+// model's header happen with it released (lookUpLocked), so a request
+// naming a model on a slow disk holds up no other request's look-up.
 func (r *Registry) Acquire(ctx context.Context, want sfhttp.ModelWant) (*sfhttp.Model, func(), error) {
 	name := want.Name
 	if want.FIM && r.fimName != "" {
@@ -191,8 +203,14 @@ func (r *Registry) Acquire(ctx context.Context, want sfhttp.ModelWant) (*sfhttp.
 		// Looked up again after every wait: an unloaded on-demand model's
 		// slot goes, and its file may have gone with it.
 		sl := r.findLocked(name)
-		if sl == nil {
-			sl = r.fromDirLocked(name)
+		if sl == nil && r.modelsDir != "" && name != "" {
+			op, err := r.lookUpLocked(ctx, "dir\x00"+name, func(op *diskLookup) { op.entry, op.err = r.dirEntry(name) })
+			if err != nil {
+				return nil, nil, err
+			}
+			if sl = r.findLocked(name); sl == nil && op.entry != nil { // the table may have changed meanwhile
+				sl = r.adoptLocked(*op.entry)
+			}
 		}
 		if sl == nil {
 			return nil, nil, fmt.Errorf("%w: %q", sfhttp.ErrModelNotFound, name)
@@ -215,12 +233,62 @@ func (r *Registry) Acquire(ctx context.Context, want sfhttp.ModelWant) (*sfhttp.
 			if err := r.waitUnlocked(ctx, sl.closing); err != nil {
 				return nil, nil, err
 			}
+		case sl.size == 0: // never loaded: its size is estimated from its header, then the loop decides again
+			path := sl.spec.Path
+			op, err := r.lookUpLocked(ctx, "size\x00"+path, func(op *diskLookup) { op.size, op.err = estimatedSize(path, r.o) })
+			if err != nil {
+				return nil, nil, fmt.Errorf("model %q: %w", sl.spec.Alias, err)
+			}
+			if sl.size == 0 {
+				sl.size = op.size
+			}
 		default:
 			if err := r.startLoadLocked(sl); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
+}
+
+// diskLookup is one read of the disk that everyone asking the same
+// meanwhile waits for: a models directory entry by name, or a file's
+// estimated size. Its fields are set before done closes.
+type diskLookup struct {
+	done  chan struct{}
+	entry *pull.Entry
+	size  int64
+	err   error
+}
+
+// lookUpLocked runs look with the lock released, once at a time per key:
+// a caller arriving while one runs waits for its answer (or leaves with
+// its context). The error is the wait's or the look-up's; the lock is
+// held again when it returns.
+func (r *Registry) lookUpLocked(ctx context.Context, key string, look func(op *diskLookup)) (*diskLookup, error) {
+	if op := r.lookups[key]; op != nil {
+		if err := r.waitUnlocked(ctx, op.done); err != nil {
+			return nil, err
+		}
+		return op, op.err
+	}
+	op := &diskLookup{done: make(chan struct{})}
+	r.lookups[key] = op
+	r.mu.Unlock()
+	func() {
+		defer func() { // a panic reading a file fails this look-up alone, and the lock is taken back
+			if v := recover(); v != nil {
+				op.err = panics.Recovered(panics.ModelLoader, v, "reading", key)
+			}
+		}()
+		if h := r.beforeDisk; h != nil {
+			h(key)
+		}
+		look(op)
+	}()
+	r.mu.Lock()
+	delete(r.lookups, key)
+	close(op.done)
+	return op, op.err
 }
 
 // waitUnlocked waits for ch with the registry's lock released.
@@ -249,35 +317,38 @@ func (r *Registry) findLocked(name string) *slot {
 	return nil
 }
 
-// fromDirLocked makes a slot for the models directory's model of that
-// name (its file name without .gguf, or the reference it was pulled
-// from); nil when there is none. Only files the directory lists are
-// candidates: a request cannot name a path.
-func (r *Registry) fromDirLocked(name string) *slot {
-	if r.modelsDir == "" || name == "" {
-		return nil
-	}
+// dirEntry is the models directory's model of that name (its file name
+// without .gguf, or the reference it was pulled from); nil when there is
+// none. Only files the directory lists are candidates: a request cannot
+// name a path. It reads the disk: call it without the lock.
+func (r *Registry) dirEntry(name string) (*pull.Entry, error) {
 	ents, err := pull.List(r.modelsDir)
 	if err != nil {
 		slog.Warn("listing the models directory", "dir", r.modelsDir, "err", err)
-		return nil
+		return nil, nil // served as "not found", as before: the directory may come back
 	}
 	for _, e := range ents {
 		if sfhttp.SameModelName(name, e.Name) || e.Ref != "" && name == e.Ref {
-			if sl := r.slots[e.Name]; sl != nil { // a resident model of that name
-				return sl
-			}
-			for _, sl := range r.slots { // a resident model of that file, under its alias
-				if sl.spec.Path == e.Path {
-					return sl
-				}
-			}
-			sl := &slot{spec: ModelSpec{Path: e.Path, Alias: e.Name}}
-			r.slots[e.Name] = sl
+			return &e, nil
+		}
+	}
+	return nil, nil
+}
+
+// adoptLocked is the slot for a models directory entry: a resident model
+// of that name or file, else a new on-demand slot.
+func (r *Registry) adoptLocked(e pull.Entry) *slot {
+	if sl := r.slots[e.Name]; sl != nil { // a resident model of that name
+		return sl
+	}
+	for _, sl := range r.slots { // a resident model of that file, under its alias
+		if sl.spec.Path == e.Path {
 			return sl
 		}
 	}
-	return nil
+	sl := &slot{spec: ModelSpec{Path: e.Path, Alias: e.Name}}
+	r.slots[e.Name] = sl
+	return sl
 }
 
 // viewsLocked is the policy's picture of the loaded and loading models.
@@ -294,16 +365,10 @@ func (r *Registry) viewsLocked() []modelView {
 }
 
 // startLoadLocked makes room for sl (unloading what roomFor picks) and
-// starts loading it; the caller then waits on sl.load.
+// starts loading it; the caller then waits on sl.load. sl.size is known
+// (measured, or estimated by Acquire): nothing here reads the disk.
 func (r *Registry) startLoadLocked(sl *slot) error {
 	need := sl.size
-	if need == 0 {
-		est, err := estimatedSize(sl.spec.Path, r.o)
-		if err != nil {
-			return fmt.Errorf("model %q: %w", sl.spec.Alias, err)
-		}
-		need = est
-	}
 	victims, err := roomFor(r.viewsLocked(), sl.spec.Alias, need, r.maxModels, r.budget)
 	if err != nil {
 		return err
@@ -327,7 +392,7 @@ func (r *Registry) runLoad(sl *slot, op *loadOp, gone []chan struct{}) {
 	for _, ch := range gone {
 		<-ch
 	}
-	st, err := openModelStack(sl.spec, r.o, r.arb)
+	st, err := r.openSafely(sl.spec)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sl.load = nil
@@ -350,6 +415,18 @@ func (r *Registry) runLoad(sl *slot, op *loadOp, gone []chan struct{}) {
 	}
 	close(op.done)
 	r.nudge()
+}
+
+// openSafely loads a model on a load goroutine. A panic loading it (a
+// file no check caught) fails this load alone: every request waiting for
+// it gets the error, and the registry goes on serving the other models.
+func (r *Registry) openSafely(spec ModelSpec) (st *modelStack, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			st, err = nil, panics.Recovered(panics.ModelLoader, v, "model", spec.Alias, "path", spec.Path)
+		}
+	}()
+	return r.openStack(spec, r.o, r.arb)
 }
 
 // unloadLocked takes sl's stack away and closes it (parking its cache)

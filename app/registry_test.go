@@ -3,12 +3,18 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	sfhttp "superfluid/http"
+	"superfluid/panics"
+	"superfluid/sched"
 	"superfluid/synth"
 )
 
@@ -206,4 +212,117 @@ func TestEstimatedSizeMatchesMeasured(t *testing.T) {
 			t.Errorf("%s, kv %s: estimated %d bytes, measured %d (%.0f%% off)", filepath.Base(c.path), c.kvType, est, got, 100*diff)
 		}
 	}
+}
+
+// A request naming a model that is not loaded reads the disk (the models
+// directory, the file's header) with the registry's lock released: held
+// there, it stops no other request's look-up of a loaded model, nor the
+// listings. A second request for the same model meanwhile waits for the
+// same read instead of starting its own.
+func TestRegistryDiskReadsHoldNoLock(t *testing.T) {
+	dir := t.TempDir()
+	paths := tinyModels(t, dir, "alpha", "beta")
+	r := testRegistry(t, Options{ModelPath: paths[0], ModelsDir: dir})
+	var mu sync.Mutex
+	reads := map[string]int{}
+	entered, release := make(chan string, 4), make(chan struct{})
+	r.beforeDisk = func(key string) {
+		mu.Lock()
+		reads[key]++
+		mu.Unlock()
+		if strings.HasPrefix(key, "dir\x00beta") {
+			entered <- key
+			<-release
+		}
+	}
+	type got struct {
+		name string
+		err  error
+	}
+	betas := make(chan got, 2)
+	acquireBeta := func() {
+		m, rel, err := r.Acquire(context.Background(), sfhttp.ModelWant{Name: "beta"})
+		if err != nil {
+			betas <- got{err: err}
+			return
+		}
+		rel()
+		betas <- got{name: m.Name}
+	}
+	go acquireBeta()
+	<-entered // beta's look-up is now held on the disk
+	go acquireBeta()
+
+	done := make(chan error, 1)
+	go func() {
+		m, rel, err := r.Acquire(context.Background(), sfhttp.ModelWant{Name: "alpha"})
+		if err == nil {
+			rel()
+			if m.Name != "alpha" {
+				err = fmt.Errorf("got %s", m.Name)
+			}
+		}
+		_ = r.Available()
+		_ = r.Loaded()
+		done <- err
+	}()
+	select { // a deadlock guard, not a timing: alpha needs no disk
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("alpha while beta's look-up is held: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("looking up a loaded model waited for another model's disk read")
+	}
+	close(release)
+	for range 2 {
+		if g := <-betas; g.err != nil || g.name != "beta" {
+			t.Fatalf("beta: %+v", g)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := reads["dir\x00beta"]; n != 1 {
+		t.Errorf("the models directory was listed %d times for beta, want once: %v", n, reads)
+	}
+	if n := r.Loads("beta"); n != 1 {
+		t.Errorf("beta loaded %d times, want once", n)
+	}
+}
+
+// A panic loading a model on demand fails that load alone: its requests
+// get the error, the panic is counted, the loaded model goes on serving,
+// and the next request for the model loads it afresh.
+func TestRegistryLoadPanicFailsOnlyThatLoad(t *testing.T) {
+	dir := t.TempDir()
+	paths := tinyModels(t, dir, "alpha", "beta")
+	r := testRegistry(t, Options{ModelPath: paths[0], ModelsDir: dir})
+	var faulty atomic.Bool
+	faulty.Store(true)
+	r.openStack = func(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelStack, error) {
+		if faulty.Load() && spec.Alias == "beta" {
+			panic("fault loading this file")
+		}
+		return openModelStack(spec, o, arb)
+	}
+	before := panics.Count(panics.ModelLoader)
+	var pe *panics.Error
+	if _, _, err := r.Acquire(context.Background(), sfhttp.ModelWant{Name: "beta"}); !errors.As(err, &pe) {
+		t.Fatalf("beta whose load panics: %v", err)
+	}
+	if got := panics.Count(panics.ModelLoader) - before; got != 1 {
+		t.Errorf("%d panics counted, want 1", got)
+	}
+	m, rel, err := r.Acquire(context.Background(), sfhttp.ModelWant{Name: "alpha"})
+	if err != nil || m.Name != "alpha" {
+		t.Fatalf("alpha after beta's load panicked: %v", err)
+	}
+	rel()
+	faulty.Store(false)
+	m, rel, err = r.Acquire(context.Background(), sfhttp.ModelWant{Name: "beta"})
+	if err != nil || m.Name != "beta" {
+		t.Fatalf("beta once its file loads: %v", err)
+	}
+	rel()
 }

@@ -15,7 +15,7 @@ func (s *Stack) openResponses(o Options) {
 		return
 	}
 	dir := filepath.Join(o.DataDir, "responses")
-	st, err := respstore.Open(dir, respstore.Options{})
+	st, err := respstore.Open(dir, respstore.Options{MaxBytes: o.Disk.ResponsesBytes, MaxRecordBytes: o.Disk.ResponseBytes})
 	if err != nil {
 		slog.Warn("stored responses are kept in memory only", "dir", dir, "err", err)
 		return

@@ -2,6 +2,7 @@ package batches
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +33,13 @@ func (s *Store) CreateFile(filename, purpose string, r io.Reader) (File, error) 
 	if closed {
 		return File{}, ErrClosed
 	}
-	return s.addFile(filename, purpose, r, "")
+	q := &quotaReader{s: s, r: r}
+	f, err := s.addFile(filename, purpose, q, "")
+	s.unreserve(q.reserved) // indexed, the file's own size counts; failed, nothing does
+	if qe := (*QuotaError)(nil); errors.As(err, &qe) {
+		return File{}, qe
+	}
+	return f, err
 }
 
 // cleanFilename keeps a name's last element: it is shown, never used as a
@@ -69,7 +76,11 @@ func (s *Store) addFile(filename, purpose string, r io.Reader, id string) (File,
 		return File{}, err
 	}
 	s.mu.Lock()
+	if old := s.files[id]; old != nil { // a batch's output written again
+		s.filesBytes -= old.Bytes
+	}
 	s.files[id] = f
+	s.filesBytes += f.Bytes
 	s.mu.Unlock()
 	return *f, nil
 }
@@ -122,6 +133,7 @@ func (s *Store) DeleteFile(id string) error {
 	if err := os.Remove(s.filePath(id) + ".json"); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("batches: deleting %s: %w", id, err)
 	}
+	s.filesBytes -= s.files[id].Bytes
 	delete(s.files, id)
 	os.Remove(s.filePath(id))
 	syncDir(filepath.Join(s.dir, "files"))

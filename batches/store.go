@@ -36,6 +36,11 @@ type Config struct {
 	DiskPause  time.Duration
 	// Now is the clock (tests move it to expire batches); default time.Now.
 	Now func() time.Time
+	// MaxFilesBytes bounds the bytes of the files together, uploads and
+	// batch outputs: an upload past it is refused (QuotaError). Batch
+	// outputs count but are never refused — they are the answers to
+	// requests already run. 0: DefaultMaxFilesBytes; <0: unbounded.
+	MaxFilesBytes int64
 }
 
 // Store holds the files and batches of one directory. Its methods are safe
@@ -48,8 +53,12 @@ type Store struct {
 	mu      sync.Mutex
 	files   map[string]*File
 	batches map[string]*Batch
-	lastID  int64 // the time part of the last id made: ids sort by creation
-	closed  bool
+	// filesBytes is what files hold plus the uploads under way (their
+	// reservations); maxFiles bounds it, ≤ 0 not.
+	filesBytes int64
+	maxFiles   int64
+	lastID     int64 // the time part of the last id made: ids sort by creation
+	closed     bool
 	// The worker: started by Start, stopped by Close.
 	doer      batch.Doer
 	stop      context.CancelFunc
@@ -76,6 +85,9 @@ func Open(dir string, cfg Config) (*Store, error) {
 	if cfg.DiskPause <= 0 {
 		cfg.DiskPause = 30 * time.Second
 	}
+	if cfg.MaxFilesBytes == 0 {
+		cfg.MaxFilesBytes = DefaultMaxFilesBytes
+	}
 	for _, d := range []string{filepath.Join(dir, "files"), filepath.Join(dir, "batches")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("batches: %w", err)
@@ -86,7 +98,8 @@ func Open(dir string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("batches: %w", err)
 	}
-	s := &Store{dir: dir, cfg: cfg, lock: lock, files: map[string]*File{}, batches: map[string]*Batch{}, wake: make(chan struct{}, 1)}
+	s := &Store{dir: dir, cfg: cfg, lock: lock, files: map[string]*File{}, batches: map[string]*Batch{}, wake: make(chan struct{}, 1),
+		maxFiles: cfg.MaxFilesBytes}
 	if err := s.indexFiles(); err != nil {
 		s.unlock()
 		return nil, err
@@ -234,6 +247,9 @@ func (s *Store) indexFiles() error {
 		if _, ok := s.files[name]; !ok && !unreadable[name] {
 			os.Remove(filepath.Join(dir, name))
 		}
+	}
+	for _, f := range s.files {
+		s.filesBytes += f.Bytes
 	}
 	return nil
 }

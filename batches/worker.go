@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"superfluid/batch"
+	"superfluid/panics"
 )
 
 // Why a run stops before it is done (the cause of its context).
@@ -40,7 +41,7 @@ func (s *Store) work(ctx context.Context) {
 			}
 			continue
 		}
-		pause := s.run(ctx, id)
+		pause := s.runSafely(ctx, id)
 		s.mu.Lock()
 		s.running, s.cancelRun = "", nil
 		s.mu.Unlock()
@@ -51,6 +52,42 @@ func (s *Store) work(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// beforeRun, when set (tests), runs on the worker as each batch starts.
+var beforeRun func(id string)
+
+// runSafely is run, a panic in it failing that batch alone (its results
+// file kept, as for any failed batch) while the worker goes on with the
+// next one.
+func (s *Store) runSafely(ctx context.Context, id string) (pause time.Duration) {
+	defer func() {
+		if v := recover(); v != nil {
+			err := panics.Recovered(panics.Batches, v, "batch", id)
+			s.fail(id, BatchError{Code: "internal_error", Message: err.Error()})
+			pause = 0
+		}
+	}()
+	if beforeRun != nil {
+		beforeRun(id)
+	}
+	return s.run(ctx, id)
+}
+
+// safeDoer answers a request whose handling panicked with a 500 in
+// OpenAI's shape, as the server answers a handler's panic: that request
+// fails, the batch's others run on.
+type safeDoer struct{ batch.Doer }
+
+func (d safeDoer) Do(ctx context.Context, method, url string, body []byte) (status int, resp []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			perr := panics.Recovered(panics.Batches, v, "url", url)
+			msg, _ := json.Marshal(perr.Error())
+			status, resp, err = 500, []byte(`{"error":{"message":`+string(msg)+`,"type":"server_error","param":null,"code":null}}`), nil
+		}
+	}()
+	return d.Doer.Do(ctx, method, url, body)
 }
 
 // next picks the oldest batch waiting to run and marks it running.
@@ -176,7 +213,7 @@ func (s *Store) runOnce(ctx context.Context, cancel context.CancelCauseFunc, b *
 	s.persistLocked(b)
 	s.mu.Unlock()
 	saved := time.Now()
-	r := batch.Runner{Doer: s.doer, Parallel: s.cfg.Parallel, Retries: s.cfg.Retries, Backoff: s.cfg.Backoff,
+	r := batch.Runner{Doer: safeDoer{s.doer}, Parallel: s.cfg.Parallel, Retries: s.cfg.Retries, Backoff: s.cfg.Backoff,
 		OnProgress: func(p batch.Progress) {
 			s.mu.Lock()
 			b.RequestCounts.Completed = base.Completed + p.Done - p.Resumed - p.Failed

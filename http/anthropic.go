@@ -20,10 +20,6 @@ func anthropicRoutes() map[string]route {
 	}
 }
 
-// anthropicMaxStops bounds stop_sequences: each one is matched against the
-// tail of the text after every token.
-const anthropicMaxStops = 64
-
 // anthropicMessages serves POST /v1/messages: the reply as one message, or
 // streamed as server-sent events when "stream" is true.
 func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
@@ -126,8 +122,8 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 	if err != nil {
 		return nil, err
 	}
-	if len(req.StopSequences) > anthropicMaxStops {
-		return nil, badParam("stop_sequences", "stop_sequences: at most %d", anthropicMaxStops)
+	if err := checkStops("stop_sequences", req.StopSequences, anthropicMaxStops); err != nil {
+		return nil, err
 	}
 	turn, breaks, err := s.anthropicTurn(m, req, *req.MaxTokens)
 	if err != nil {

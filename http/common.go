@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/panics"
 	"superfluid/sched"
 )
 
@@ -58,7 +59,10 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	counter("requests_completed_total", "Requests ended.", st.Completed)
 	counter("grammar_fast_tokens_total", "Tokens under a grammar where the model's own choice was allowed (one token checked).", st.GrammarFastTokens)
 	counter("grammar_masked_tokens_total", "Tokens under a grammar sampled after masking the vocabulary.", st.GrammarMaskedTokens)
-	counter("panics_total", "Panics that ended one request instead of the server.", panicsRecovered.Load())
+	b.WriteString("# HELP superfluid_panics_total Panics recovered, by component: each failed only the work at fault.\n# TYPE superfluid_panics_total counter\n")
+	panics.Each(func(c panics.Component, n uint64) {
+		fmt.Fprintf(&b, "superfluid_panics_total{component=%q} %d\n", c, n)
+	})
 	gauge("lanes_active", "Lanes running now.", st.LanesActive)
 	gauge("prefill_budget_tokens", "The last tick's prompt budget.", st.PrefillBudget)
 	b.WriteString("# HELP superfluid_queue_depth Requests waiting for a lane, by class.\n# TYPE superfluid_queue_depth gauge\n")

@@ -157,7 +157,7 @@ func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect
 			return out, nil
 		}
 	}
-	tail := stops.flush(text.Flush(shown[:0]))
+	tail := text.Flush(stops.flush(shown[:0])) // held-back text came first
 	if len(tail) > 0 {
 		if collect {
 			out.Text = append(out.Text, tail...)

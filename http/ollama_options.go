@@ -101,8 +101,8 @@ func (o *ollamaOptions) set(key string, kind ollamaOptionKind, val []byte) error
 		if err := json.Unmarshal(val, &stops); err != nil {
 			return badParam("options", "option %q must be of an array of strings", key)
 		}
-		if len(stops) > 16 {
-			return badParam("options", "option %q: at most 16 stop sequences", key)
+		if err := checkStops("options."+key, stops, maxStops); err != nil {
+			return err
 		}
 		o.Stop = stops
 	}

@@ -46,7 +46,10 @@ func (s *Server) store() (*batches.Store, error) {
 // a refused request a 400 naming its field, a closing store a 503.
 func batchError(err error) error {
 	var ie *batches.InvalidError
+	var qe *batches.QuotaError
 	switch {
+	case errors.As(err, &qe): // a 4xx: OpenAI's clients retry 5xx, and this cannot pass until files go
+		return &apiError{Status: fasthttp.StatusRequestEntityTooLarge, Type: "invalid_request_error", Param: "file", Code: "storage_limit_exceeded", Msg: qe.Error()}
 	case errors.Is(err, batches.ErrNotFound):
 		return &apiError{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Msg: err.Error()}
 	case errors.As(err, &ie):

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"superfluid/panics"
 )
 
 // A request of every shape — whole and streamed, one choice and several,
@@ -175,7 +177,7 @@ func TestPanicEndsOnlyItsRequest(t *testing.T) {
 	next := requestShapes(40)
 	for i, r := range requestShapes(50000) {
 		t.Run(r.name, func(t *testing.T) {
-			before, cancelled := panicsRecovered.Load(), ts.sched.Stats().Cancelled
+			before, cancelled := panics.Count(panics.Request), ts.sched.Stats().Cancelled
 			setTokenHook(t, onceAt(3, func() { panic("injected: " + r.name) }))
 			status, body := ts.post(t, r.path, r.body)
 			if r.strm {
@@ -191,7 +193,7 @@ func TestPanicEndsOnlyItsRequest(t *testing.T) {
 				}
 				errorShapeOf(t, r.kind, status, []byte(body))
 			}
-			if got := panicsRecovered.Load() - before; got != 1 {
+			if got := panics.Count(panics.Request) - before; got != 1 {
 				t.Errorf("%d panics counted, want 1", got)
 			}
 			recs := logs.take()
@@ -222,7 +224,7 @@ func TestPanicEndsOnlyItsRequest(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if want := fmt.Sprintf("superfluid_panics_total %d\n", panicsRecovered.Load()); !strings.Contains(string(b), want) {
+	if want := fmt.Sprintf("superfluid_panics_total{component=\"request\"} %d\n", panics.Count(panics.Request)); !strings.Contains(string(b), want) {
 		t.Errorf("/metrics lacks %q", want)
 	}
 }

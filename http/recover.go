@@ -1,22 +1,17 @@
 package http
 
 import (
-	"log/slog"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
+
+	"superfluid/panics"
 )
 
-// panicsRecovered counts the panics that ended one request instead of the
-// process (/metrics: superfluid_panics_total).
-var panicsRecovered atomic.Uint64
-
 // recovered takes in a panic caught on a goroutine serving a request: it
-// is logged with its stack and counted, and the request ends with the 500
-// returned — every other request carries on.
+// is logged with its stack and counted (panics.Request), and the request
+// ends with the 500 returned — every other request carries on.
 func recovered(where string, v any) *apiError {
-	panicsRecovered.Add(1)
-	slog.Error("panic serving a request", "where", where, "panic", v, "stack", string(debug.Stack()))
+	panics.Recovered(panics.Request, v, "where", where)
 	return serverError("internal error in the %s", where)
 }
 

@@ -351,14 +351,17 @@ func stopList(raw json.RawMessage, field string) ([]string, error) {
 	}
 	var one string
 	if err := json.Unmarshal(raw, &one); err == nil {
+		if err := checkStops(field, []string{one}, maxStops); err != nil {
+			return nil, err
+		}
 		return []string{one}, nil
 	}
 	var many []string
 	if err := json.Unmarshal(raw, &many); err != nil {
 		return nil, badParam(field, "%s must be a string or an array of strings", field)
 	}
-	if len(many) > 16 {
-		return nil, badParam(field, "at most 16 stop sequences")
+	if err := checkStops(field, many, maxStops); err != nil {
+		return nil, err
 	}
 	return many, nil
 }

@@ -130,6 +130,11 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	g := &genSpec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp,
 		Grammar: plan.grammar, grammarField: plan.field, turn: plan}
 	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
+	if job.store {
+		if err := s.storable(rt.items); err != nil {
+			return nil, err
+		}
+	}
 	job.obj = respObject{
 		ID: newID("resp_"), Object: "response", CreatedAt: unixNow(), Status: "in_progress",
 		Instructions: rt.instructions, MaxOutputTokens: req.MaxOutputTokens, Model: m.Name,
@@ -246,6 +251,25 @@ func respInstructions(raw json.RawMessage) (*string, error) {
 		return nil, badParam("instructions", "instructions must be a string")
 	}
 	return &s, nil
+}
+
+// storable refuses, before it runs, a request to store a response whose
+// conversation alone is over what one stored response may hold (each
+// record keeps its whole chain): it could never be stored, and a client
+// chaining on it would find nothing.
+func (s *Server) storable(items []json.RawMessage) error {
+	limit := s.responseStore().MaxRecordBytes()
+	if limit <= 0 {
+		return nil
+	}
+	size := int64(0)
+	for _, it := range items {
+		size += int64(len(it)) + 1
+	}
+	if size > limit {
+		return badParam("store", "the conversation is %d bytes, over the %d bytes a stored response may hold (--max-stored-response-bytes); send store: false, or start a new conversation", size, limit)
+	}
+	return nil
 }
 
 // keepResponse stores a finished response, unless the request said

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/panics"
 )
 
 // Restores off the owner's goroutine. Reading a parked stream — the file,
@@ -61,11 +62,8 @@ func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32
 	c.readers.Add(1)
 	go func() {
 		defer c.readers.Done()
-		if hook := c.cfg.BeforeRestoreRead; hook != nil {
-			hook(len(r.toks))
-		}
 		start := time.Now()
-		r.blob, r.err = c.loadParked(r.toks, buf)
+		c.readRestore(r, buf)
 		r.read = time.Since(start)
 		close(r.done)
 		if ready != nil {
@@ -73,6 +71,21 @@ func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32
 		}
 	}()
 	return seq, 0, true, nil
+}
+
+// readRestore reads r's file on the reader goroutine. A panic reading it
+// (a file no check caught) fails this restore alone, as a read error does:
+// the lane prefills cold, and the reader's goroutine ends as usual.
+func (c *Cache) readRestore(r *restore, buf []byte) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.blob, r.err = nil, panics.Recovered(panics.Restore, v, "tokens", len(r.toks))
+		}
+	}()
+	if hook := c.cfg.BeforeRestoreRead; hook != nil {
+		hook(len(r.toks))
+	}
+	r.blob, r.err = c.loadParked(r.toks, buf)
 }
 
 // FinishRestore imports the stream read for seq (whose read has ended:

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"superfluid/panics"
 )
 
 // chunk is the write size between chunkHook calls.
@@ -25,7 +27,7 @@ func (s *Store) run() {
 
 func (s *Store) write(j *job) {
 	start := time.Now()
-	m, err := s.writeFile(j)
+	m, err := s.writeFileSafely(j)
 	s.trimWriter()
 	s.stats.WriteNanos.Add(int64(time.Since(start)))
 	s.mu.Lock()
@@ -63,6 +65,20 @@ func (s *Store) write(j *job) {
 	s.stats.BytesRaw.Add(int64(len(j.blob)))
 	s.stats.BytesFile.Add(m.Bytes)
 	s.stats.Parks.Add(1)
+}
+
+// writeFileSafely is writeFile, a panic in it failing this file alone (as
+// a write error: counted, logged, the file not indexed) while the writer
+// goes on with the queue. writeFile removes its temporary file as the
+// panic unwinds; the writer's buffers are dropped, their state in doubt.
+func (s *Store) writeFileSafely(j *job) (m *Meta, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			m, err = nil, panics.Recovered(panics.ParkWriter, v, "file", j.name, "tokens", len(j.tokens))
+			s.enc.out, s.wDemoted, s.wHeader = bytes.Buffer{}, nil, nil
+		}
+	}()
+	return s.writeFile(j)
 }
 
 // keepBuffers is the most buffer capacity kept between writes or restores:
@@ -133,6 +149,13 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 		return nil, fmt.Errorf("park: %w", err)
 	}
 	tmp := f.Name()
+	renamed := false
+	defer func() { // on an error or a panic, nothing half-written stays
+		if !renamed {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
 	err = s.writeAll(f, s.wHeader, payload)
 	// The sweep orders files by modification time, which restores set with
 	// the fine-grained clock; set it the same way here, since the kernel
@@ -143,12 +166,12 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 	}
 	if err == nil {
 		err = os.Rename(tmp, final)
+		renamed = err == nil
 	}
 	if err == nil {
 		err = syncDir(s.dir)
 	}
 	if err != nil {
-		os.Remove(tmp)
 		return nil, fmt.Errorf("park: %w", err)
 	}
 	return &Meta{Name: j.name, Tokens: j.tokens, Bytes: size, ModTime: now, Lossy: h.Lossy()}, nil

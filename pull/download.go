@@ -90,6 +90,9 @@ func (d *download) run(ctx context.Context) (err error) {
 	}
 	d.hashed = -1
 	d.resumed = d.have
+	if err := d.checkCap(d.st.Size); err != nil {
+		return err
+	}
 	if err := d.saveState(); err != nil {
 		return err
 	}
@@ -223,6 +226,9 @@ func (d *download) attempt(ctx context.Context) (progressed bool, err error) {
 		if d.st.Size < 0 {
 			d.st.Size = total
 		}
+		if err := d.checkCap(d.st.Size); err != nil {
+			return false, err
+		}
 		if d.st.Validator == "" {
 			d.st.Validator = validatorOf(resp)
 		}
@@ -238,6 +244,9 @@ func (d *download) attempt(ctx context.Context) (progressed bool, err error) {
 				return false, d.fail("pull: %s: the server sends %d bytes, %d were announced", d.name, n, d.st.Size)
 			}
 			d.st.Size = n
+		}
+		if err := d.checkCap(d.st.Size); err != nil {
+			return false, err
 		}
 		d.st.Validator = validatorOf(resp)
 		if e := unquoteETag(resp.Header.Get("ETag")); e != "" && d.meta.etag == "" {
@@ -295,6 +304,9 @@ func (d *download) write(b []byte) error {
 	if d.st.Size >= 0 && d.have+int64(len(b)) > d.st.Size {
 		return d.fail("pull: %s: the server sends more than the %d bytes announced", d.name, d.st.Size)
 	}
+	if err := d.checkCap(d.have + int64(len(b))); err != nil {
+		return err
+	}
 	if err := d.checkHead(b); err != nil {
 		return err
 	}
@@ -305,6 +317,15 @@ func (d *download) write(b []byte) error {
 	d.h.Write(b)
 	d.have += int64(len(b))
 	d.hashed = d.have
+	return nil
+}
+
+// checkCap fails the pull, its partial file removed, when size (the
+// file's, or what it has grown to; < 0 unknown) is past Options.MaxBytes.
+func (d *download) checkCap(size int64) error {
+	if limit := d.p.opts.MaxBytes; limit > 0 && size > limit {
+		return d.fail("pull: %s is larger than this server's limit of %s on a pull (--max-pull-bytes); the partial download was removed", d.name, FormatSize(limit))
+	}
 	return nil
 }
 

@@ -42,6 +42,12 @@ type Options struct {
 	// StallTimeout retries an attempt that receives nothing this long
 	// (0: 60s).
 	StallTimeout time.Duration
+	// MaxBytes bounds the file pulled (≤ 0: no bound). A file announced
+	// larger is refused before a byte is written; one of unknown size
+	// fails as it grows past the bound. Either way the partial file is
+	// removed: resuming it under the same bound would only fail again,
+	// and bytes past it were never wanted on this disk.
+	MaxBytes int64
 }
 
 // Progress is a download's state, reported to Options.OnProgress.

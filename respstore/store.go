@@ -60,10 +60,14 @@ type Store struct {
 	ttl time.Duration
 	now func() time.Time
 
+	maxBytes  int64 // ≤ 0: unbounded
+	maxRecord int64 // ≤ 0: unbounded
+
 	mu        sync.Mutex
 	mem       map[string]Record
 	order     []string // mem's ids, oldest first
 	memSize   int      // the bytes of mem's records
+	idx       *index   // the records on disk (a directory store)
 	lastSweep time.Time
 }
 
@@ -71,6 +75,13 @@ type Store struct {
 type Options struct {
 	TTL time.Duration    // default DefaultTTL
 	Now func() time.Time // the clock (tests move it); default time.Now
+	// MaxBytes bounds the records on disk together: the oldest go first
+	// to make room (default DefaultMaxBytes, <0 unbounded). A memory
+	// store keeps its own smaller bounds.
+	MaxBytes int64
+	// MaxRecordBytes bounds one record; a larger one is refused
+	// (RecordTooLargeError). Default DefaultMaxRecordBytes, <0 unbounded.
+	MaxRecordBytes int64
 }
 
 // Open opens the store in dir (created if need be), removing what has
@@ -82,7 +93,17 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{dir: dir, ttl: o.TTL, now: o.Now, mem: map[string]Record{}}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxRecordBytes == 0 {
+		o.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if dir != "" && o.MaxBytes > 0 && (o.MaxRecordBytes <= 0 || o.MaxRecordBytes > o.MaxBytes) {
+		o.MaxRecordBytes = o.MaxBytes // one record may not outgrow them all
+	}
+	s := &Store{dir: dir, ttl: o.TTL, now: o.Now, mem: map[string]Record{}, maxBytes: o.MaxBytes, maxRecord: o.MaxRecordBytes,
+		idx: &index{byID: map[string]*diskEntry{}}}
 	if dir == "" {
 		return s, nil
 	}
@@ -90,6 +111,14 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("respstore: %w", err)
 	}
 	s.sweep()
+	idx, err := indexDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.idx = idx
+	if s.maxBytes > 0 { // the bound may have been lowered since the records were written
+		s.removeFiles(s.idx.evict(0, s.maxBytes))
+	}
 	return s, nil
 }
 
@@ -119,6 +148,9 @@ func (s *Store) Put(r Record) error {
 		r.Created = s.now()
 	}
 	if s.dir == "" {
+		if size := int64(recordSize(r)); s.maxRecord > 0 && size > s.maxRecord {
+			return &RecordTooLargeError{ID: r.ID, Size: size, Limit: s.maxRecord}
+		}
 		s.putMemory(r)
 		return nil
 	}
@@ -126,8 +158,36 @@ func (s *Store) Put(r Record) error {
 	if err != nil {
 		return fmt.Errorf("respstore: encoding %s: %w", r.ID, err)
 	}
-	if err := writeAtomic(s.path(r.ID), b); err != nil {
+	if size := int64(len(b)); s.maxRecord > 0 && size > s.maxRecord { // the bytes the disk will hold
+		return &RecordTooLargeError{ID: r.ID, Size: size, Limit: s.maxRecord}
+	}
+	// Room is made, and the record counted, before it is written: two
+	// writes at once cannot both pass the bound.
+	s.mu.Lock()
+	s.idx.remove(r.ID)
+	var evicted []string
+	if s.maxBytes > 0 {
+		evicted = s.idx.evict(int64(len(b)), s.maxBytes)
+	}
+	e := s.idx.add(r.ID, int64(len(b)), r.Created)
+	s.mu.Unlock()
+	s.removeFiles(evicted)
+	err = writeAtomic(s.path(r.ID), b)
+	s.mu.Lock()
+	kept := s.idx.holds(e)
+	if err != nil && kept {
+		s.idx.remove(r.ID)
+	}
+	orphan := err == nil && !kept && s.idx.byID[r.ID] == nil
+	s.mu.Unlock()
+	if err != nil {
 		return err
+	}
+	if orphan {
+		// Evicted while it was written (others made room after it) or
+		// deleted: the file it became goes too, or the disk would hold
+		// more than the index counts.
+		os.Remove(s.path(r.ID))
 	}
 	s.mu.Lock()
 	due := s.now().Sub(s.lastSweep) >= sweepEvery
@@ -208,6 +268,9 @@ func (s *Store) Delete(id string) error {
 		}
 		return nil
 	}
+	s.mu.Lock()
+	s.idx.remove(id)
+	s.mu.Unlock()
 	err := os.Remove(s.path(id))
 	if errors.Is(err, os.ErrNotExist) {
 		return ErrNotFound
@@ -240,6 +303,9 @@ func (s *Store) sweep() {
 		}
 		stale := strings.HasSuffix(name, tmpSuffix) && s.now().Sub(info.ModTime()) > time.Minute
 		if stale || strings.HasSuffix(name, ".json") && s.expired(info.ModTime()) {
+			s.mu.Lock()
+			s.idx.remove(strings.TrimSuffix(name, ".json"))
+			s.mu.Unlock()
 			if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				slog.Warn("responses store: removing an expired response", "file", name, "err", err)
 			}

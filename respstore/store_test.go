@@ -89,7 +89,7 @@ func TestMemoryStoreIsBounded(t *testing.T) {
 }
 
 func TestMemoryStoreIsBoundedInBytes(t *testing.T) {
-	s, _ := Open("", Options{})
+	s, _ := Open("", Options{MaxRecordBytes: -1}) // records of 16 MiB
 	big := json.RawMessage(`"` + strings.Repeat("x", memoryBytes/4) + `"`)
 	for i := range 6 {
 		s.Put(Record{ID: fmt.Sprintf("resp_%d", i), Response: big})

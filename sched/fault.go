@@ -77,7 +77,7 @@ func (l *loop) isolate(ln *lane, err error, end time.Time) {
 	if ln.admitted && !errors.Is(err, engine.ErrUnknownLane) {
 		l.retire.Reset()
 		l.retire.Retires = append(l.retire.Retires, ln.tag)
-		_, _ = l.eng.Tick(&l.retire) // refused: the engine does not hold it either
+		_, _ = l.tick(&l.retire) // refused: the engine does not hold it either
 	}
 	_ = l.eng.Free(ln.seq)
 	ln.npast = 0

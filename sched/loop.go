@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/panics"
 )
 
 // loop does what the planner decides: it asks the cache for sequences,
@@ -116,7 +117,7 @@ func (l *loop) tickStep(now time.Time) bool {
 			return !p.idle() && !p.onlyRestoring()
 		}
 		start := l.clock.Now()
-		ev, err := l.eng.Tick(pl)
+		ev, err := l.tick(pl)
 		end := l.clock.Now()
 		if err != nil && !errors.Is(err, engine.ErrKVFull) {
 			replan := l.tickRefused(pl, ev, err, start, end)
@@ -157,6 +158,11 @@ func (l *loop) admit(now time.Time) {
 			break
 		}
 		seq, cached, ready, err := l.acquire(j)
+		var pe *panics.Error
+		if errors.As(err, &pe) { // the cache failed on this prompt: it would again
+			p.endJob(j, FinishError, fmt.Errorf("sched: no engine sequence for the request: %w", err), now)
+			continue
+		}
 		if err != nil {
 			p.acquireFailed(j, err, now)
 			continue
@@ -180,7 +186,13 @@ func (l *loop) admit(now time.Time) {
 
 // acquire asks the cache for j's sequence; ready is non-nil when the cache
 // is restoring its warm prefix from disk (raised when the read has ended).
+// A panic in the cache is a *panics.Error.
 func (l *loop) acquire(j *job) (seq int32, cached int, ready *atomic.Bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			seq, cached, ready, err = -1, 0, nil, panics.Recovered(panics.Scheduler, v, "in", "cache acquire", "prompt_tokens", len(j.prompt))
+		}
+	}()
 	if l.restorer == nil {
 		seq, cached, err = l.cache.Acquire(j.prompt)
 		return seq, cached, nil, err
@@ -207,6 +219,20 @@ func (l *loop) finishRestores(now time.Time) {
 			l.p.restored(ln, l.restorer.FinishRestore(ln.seq))
 		}
 	}
+}
+
+// tick runs a plan on the engine. A panic in the engine is an error that
+// blames no lane: tickRefused then takes admissions back half at a time
+// until the one at fault fails alone, or fails the running lanes — as it
+// does for an engine error it cannot pin on a lane.
+func (l *loop) tick(pl *engine.Plan) (ev *engine.Events, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ev, err = nil, panics.Recovered(panics.Scheduler, v, "in", "engine tick",
+				"admits", len(pl.Admits), "decodes", len(pl.Decodes), "retires", len(pl.Retires))
+		}
+	}()
+	return l.eng.Tick(pl)
 }
 
 // deliver hands the step's tokens to their streams.
@@ -280,7 +306,7 @@ func (l *loop) retireFinished(end time.Time) {
 		if len(l.retire.Retires) == 0 {
 			return
 		}
-		_, err := l.eng.Tick(&l.retire)
+		_, err := l.tick(&l.retire)
 		if err == nil {
 			l.p.retired(l.retire.Retires)
 			return
@@ -330,7 +356,7 @@ func (l *loop) abandonLanes(err error, end time.Time) {
 		}
 		l.retire.Reset()
 		l.retire.Retires = append(l.retire.Retires, ln.tag)
-		_, _ = l.eng.Tick(&l.retire) // ErrUnknownLane: the engine never had it
+		_, _ = l.tick(&l.retire) // ErrUnknownLane: the engine never had it
 		_ = l.eng.Free(ln.seq)
 		ln.npast = 0
 	}
@@ -357,7 +383,7 @@ func (l *loop) close() {
 	p.dropUnstarted()
 	p.retirePlan(&l.retire)
 	if len(l.retire.Retires) > 0 {
-		if _, err := l.eng.Tick(&l.retire); err != nil {
+		if _, err := l.tick(&l.retire); err != nil {
 			l.abandonLanes(ErrClosed, now)
 		} else {
 			p.retired(l.retire.Retires)

@@ -25,6 +25,12 @@ func (l *loop) stepInTurn(ctx context.Context, now time.Time) bool {
 		l.turnErr = err
 		return false
 	}
+	defer func() { // the turn passes on, whatever the step does
+		if v := recover(); v != nil {
+			l.turn.release(0, false)
+			panic(v)
+		}
+	}()
 	if waited {
 		// The wait may have been long: plan from the time the turn came,
 		// with what was submitted, cancelled or expired meanwhile (a Chat

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"superfluid/engine"
+	"superfluid/panics"
 )
 
 // Scheduler runs requests on an engine. Run's goroutine owns the engine,
@@ -210,11 +211,30 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		s.takeInbox()
 		s.loop.p.bgDivisor = int(s.divisor.Load())
-		busy = s.loop.step(ctx)
+		busy = s.step(ctx)
 		if s.loop.turnErr != nil {
 			return nil
 		}
 	}
+}
+
+// step runs one loop step. The engine's and the cache's panics are the
+// loop's errors already (loop.tick, loop.acquire), failing the work at
+// fault; a panic left is the loop's own bookkeeping on the lanes of this
+// step, so those lanes fail and the runner carries on with what is queued.
+func (s *Scheduler) step(ctx context.Context) (busy bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			err := panics.Recovered(panics.Scheduler, v, "in", "scheduling step", "lanes", len(s.loop.p.lanes))
+			l := s.loop
+			now := l.clock.Now()
+			l.abandonLanes(fmt.Errorf("sched: %w", err), now)
+			l.flush()
+			l.p.publishOccupancy()
+			busy = true
+		}
+	}()
+	return s.loop.step(ctx)
 }
 
 // takeInbox queues what Submit handed over.
