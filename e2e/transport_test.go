@@ -143,7 +143,7 @@ func readsToEnd(conn net.Conn, bound time.Duration) (string, error) {
 // A slowloris — headers dribbled a line at a time, never finished — holds
 // its connection only for the header timeout, however steadily it sends;
 // so does a connection that never sends a byte. A request refused on its
-// headers whose body never comes is answered within the same timeout.
+// headers is answered without waiting for the body it announced.
 func TestTransportHeaderTimeout(t *testing.T) {
 	o := app.Options{}
 	o.HTTP.HeaderTimeout = 300 * time.Millisecond
@@ -202,7 +202,7 @@ func TestTransportHeaderTimeout(t *testing.T) {
 	defer silent.Close()
 	io.WriteString(silent, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 16000000\r\n\r\n")
 	got, err = readsToEnd(silent, 30*time.Second)
-	if err != nil || !strings.HasPrefix(got, "HTTP/1.1 4") {
+	if err != nil || !strings.HasPrefix(got, "HTTP/1.1 401 ") {
 		t.Fatalf("a keyless request whose body never came: %q, %v", got, err)
 	}
 

@@ -3,6 +3,7 @@ package http
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -70,27 +71,50 @@ func (s *Server) admit(h *fasthttp.RequestHeader, path string) admission {
 		return a
 	}
 	a.limit = s.bodyLimit(r)
-	if n := h.ContentLength(); n > a.limit {
+	if n := announcedLength(h); n > a.limit {
 		a.refuse = tooLarge(a.limit)
 	}
 	return a
 }
 
-// headerReceived is fasthttp's HeaderReceived: a request to refuse gets a
-// one-byte body limit (fasthttp then prefetches at most one byte before
-// the handler answers) and only the header timeout to send it; one to
-// serve gets its route's limit and the body timeout.
+// headerReceived is fasthttp's HeaderReceived. A request to refuse has
+// its body skipped: its Content-Length becomes 0, so fasthttp reads none
+// of it, and the length it announced is noted (unreadLengthHeader) for
+// admit to answer 413 by; the handler answers at once and closes the
+// connection with the body unread. A request to serve gets its route's
+// limit (what fasthttp prefetches, at most 8 KiB) and the body timeout.
 func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	h.Del(unreadLengthHeader) // only ever the server's own note
+	refused := fasthttp.RequestConfig{MaxRequestBodySize: 1, ReadTimeout: s.cfg.HeaderTimeout}
 	u := fasthttp.AcquireURI()
 	defer fasthttp.ReleaseURI(u)
 	if err := u.Parse(nil, h.RequestURI()); err != nil {
-		return fasthttp.RequestConfig{MaxRequestBodySize: 1, ReadTimeout: s.cfg.HeaderTimeout}
+		return refused // fasthttp answers it: its own parse fails the same way
 	}
 	a := s.admit(h, string(u.Path()))
-	if a.refuse != nil || a.preflight {
-		return fasthttp.RequestConfig{MaxRequestBodySize: 1, ReadTimeout: s.cfg.HeaderTimeout}
+	if a.refuse == nil && !a.preflight {
+		return fasthttp.RequestConfig{MaxRequestBodySize: a.limit, ReadTimeout: bodyReadTimeout}
 	}
-	return fasthttp.RequestConfig{MaxRequestBodySize: a.limit, ReadTimeout: bodyReadTimeout}
+	if n := h.ContentLength(); n != 0 {
+		h.Set(unreadLengthHeader, strconv.Itoa(n))
+		h.SetContentLength(0)
+	}
+	return refused
+}
+
+// unreadLengthHeader carries the Content-Length of a request refused on
+// its headers, whose body the server skipped (headerReceived).
+const unreadLengthHeader = "X-Superfluid-Unread-Length"
+
+// announcedLength is the body length a request's headers announced: -1
+// for chunked, -2 for none.
+func announcedLength(h *fasthttp.RequestHeader) int {
+	if v := h.Peek(unreadLengthHeader); v != nil {
+		if n, err := strconv.Atoi(string(v)); err == nil {
+			return n
+		}
+	}
+	return h.ContentLength()
 }
 
 // bodyReadTimeout bounds reading a body once its headers are in: a 16 MiB

@@ -238,9 +238,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	switch {
 	case a.refuse != nil:
 		writeError(ctx, a.kind, a.refuse)
-		if ctx.Request.Header.ContentLength() != 0 {
-			ctx.SetConnectionClose() // its body stays unread
-		}
+		ctx.SetConnectionClose() // its body, if any, stays unread
 		return
 	case a.preflight:
 		answerPreflight(ctx, a.origin)
