@@ -35,7 +35,9 @@ func TestBodyLimitsPerRoute(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	// An io.Reader that is not a bytes/strings reader: sent chunked.
-	chunked := func(n int) io.Reader { return io.MultiReader(strings.NewReader(strings.Repeat(" ", n)), strings.NewReader("{}")) }
+	chunked := func(n int) io.Reader {
+		return io.MultiReader(strings.NewReader(strings.Repeat(" ", n)), strings.NewReader("{}"))
+	}
 	if status, b := send("/v1/chat/completions", chunked(2<<20), nil); status != 413 || !strings.Contains(b, "limit of 1048576") {
 		t.Errorf("2 MiB chunked on a chat route under --max-body 1 MiB: %d %s", status, b)
 	}
