@@ -54,15 +54,10 @@ func (s *Server) admit(h *fasthttp.RequestHeader, path string) admission {
 			return a
 		}
 	}
-	rs, id, ok := s.lookup(path)
-	if !ok {
-		a.refuse = &apiError{Status: fasthttp.StatusNotFound, Type: "not_found_error", Msg: fmt.Sprintf("no route %s %s", h.Method(), path)}
-		return a
-	}
-	r, ok := pickMethod(rs, string(h.Method()), h.IsHead())
+	r, id, err := s.resolve(path, string(h.Method()), h.IsHead())
 	a.kind = r.kind
-	if !ok {
-		a.refuse = &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "invalid_request_error", Msg: fmt.Sprintf("%s wants %s, not %s", path, methodsOf(rs), h.Method())}
+	if err != nil {
+		a.refuse = err
 		return a
 	}
 	a.route, a.id = r, id

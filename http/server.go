@@ -34,9 +34,9 @@ type Config struct {
 	// MaxConnsPerIP bounds the connections one client address holds open
 	// (default 256; negative: no bound).
 	MaxConnsPerIP int
-	// HeaderTimeout bounds how long a connection may take to send a
-	// request's headers, and how long a request refused on its headers
-	// waits for its first body byte (default 10s).
+	// HeaderTimeout bounds how long a new connection may take to send
+	// its first request's headers, and any request its headers once the
+	// first byte arrived (default 10s): a slowloris holds nothing longer.
 	HeaderTimeout time.Duration
 	// DefaultClass is the class of chat and completion requests that do not
 	// name one (X-Superfluid-Class); FIM requests are always sched.FIM.
@@ -257,17 +257,26 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	defer s.recoverPanic(ctx, path)
-	rs, id, ok := s.lookup(path)
-	if !ok {
-		writeError(ctx, kindOfPath(path), &apiError{Status: fasthttp.StatusNotFound, Type: "not_found_error", Msg: fmt.Sprintf("no route %s %s", ctx.Method(), path)})
-		return
-	}
-	r, ok := pickMethod(rs, string(ctx.Method()), ctx.IsHead())
-	if !ok {
-		writeError(ctx, r.kind, &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "invalid_request_error", Msg: fmt.Sprintf("%s wants %s, not %s", path, methodsOf(rs), ctx.Method())})
+	r, id, err := s.resolve(path, string(ctx.Method()), ctx.IsHead())
+	if err != nil {
+		writeError(ctx, r.kind, err)
 		return
 	}
 	s.run(ctx, r, id)
+}
+
+// resolve finds the route of a request and its path's {id}: 404 for no
+// route (in the shape its path implies), 405 for the wrong method.
+func (s *Server) resolve(path, method string, isHead bool) (route, string, *apiError) {
+	rs, id, ok := s.lookup(path)
+	if !ok {
+		return route{kind: kindOfPath(path)}, "", &apiError{Status: fasthttp.StatusNotFound, Type: "not_found_error", Msg: fmt.Sprintf("no route %s %s", method, path)}
+	}
+	r, ok := pickMethod(rs, method, isHead)
+	if !ok {
+		return r, "", &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "invalid_request_error", Msg: fmt.Sprintf("%s wants %s, not %s", path, methodsOf(rs), method)}
+	}
+	return r, id, nil
 }
 
 // run answers an admitted request on route r.
