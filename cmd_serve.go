@@ -43,7 +43,10 @@ func serveCommand() *cli.Command {
 			chatTemplateFileFlag(),
 			keepBillingHeaderFlag(),
 			&cli.StringFlag{Name: "alias", Usage: "the name clients see for the first model given (default: the file name without .gguf)", EnvVars: env("ALIAS")},
-			&cli.IntFlag{Name: "max-body", Value: 16 << 20, Usage: "largest request body in bytes", EnvVars: env("MAX_BODY")},
+			&cli.IntFlag{Name: "max-body", Value: 16 << 20, Usage: "largest file upload (/v1/files) in bytes; also caps every other route's own limit (8 MiB for prompts and conversations, 64 KiB for the rest)", EnvVars: env("MAX_BODY")},
+			&cli.StringSliceFlag{Name: "allowed-origins", Usage: "web origins (scheme://host[:port], one * each, or * for all) whose pages may use the server, beside localhost, 127.0.0.1, [::1], 0.0.0.0 (any port, http/https), app://, file://, tauri://, vscode-webview:// and the server's own; comma-separated", EnvVars: []string{"SUPERFLUID_ALLOWED_ORIGINS", "SUPERFLUID_ORIGINS"}},
+			&cli.IntFlag{Name: "max-conns-per-ip", Value: 256, Usage: "connections one client address may hold open (<0: no bound)", EnvVars: env("MAX_CONNS_PER_IP")},
+			&cli.DurationFlag{Name: "header-timeout", Value: 10 * time.Second, Usage: "how long a connection may take to send a request's headers before it is closed", EnvVars: env("HEADER_TIMEOUT")},
 			&cli.Int64Flag{Name: "host-cache", Value: 1 << 30, Usage: "bytes of host memory for evicted conversation state (0: off)", EnvVars: env("HOST_CACHE")},
 			&cli.StringFlag{Name: "park-dir", Value: defaultParkDir(), Usage: "directory where conversations are parked on disk, zstd-compressed, to resume warm even after a restart (off: none)", EnvVars: env("PARK_DIR")},
 			&cli.Int64Flag{Name: "park-budget", Value: 8 << 30, Usage: "bytes each model's park files may hold (its subdirectory of --park-dir); least recently used files go first (<0: unbounded)", EnvVars: env("PARK_BUDGET")},
@@ -75,6 +78,12 @@ func serveAction(c *cli.Context) error {
 	}
 	if c.Duration("write-timeout") <= 0 {
 		return fmt.Errorf("serve: --write-timeout %v must be positive", c.Duration("write-timeout"))
+	}
+	if c.Duration("header-timeout") <= 0 {
+		return fmt.Errorf("serve: --header-timeout %v must be positive", c.Duration("header-timeout"))
+	}
+	if c.Int("max-conns-per-ip") == 0 {
+		return fmt.Errorf("serve: --max-conns-per-ip 0 would refuse every connection (<0: no bound)")
 	}
 	models, err := serveModels(c)
 	if err != nil {
@@ -117,7 +126,8 @@ func serveAction(c *cli.Context) error {
 		Disk:    quotas,
 		Sched:   sched.Config{ClassLanes: classLanes},
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
-			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header")},
+			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header"),
+			AllowedOrigins: c.StringSlice("allowed-origins"), MaxConnsPerIP: c.Int("max-conns-per-ip"), HeaderTimeout: c.Duration("header-timeout")},
 	})
 	if err != nil {
 		return err

@@ -98,7 +98,7 @@ func hangUpRaw(addr, body string, events int, deadline time.Time) error {
 	}
 	defer conn.Close()
 	conn.SetDeadline(deadline)
-	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	r := bufio.NewReader(conn)
 	status, err := r.ReadString('\n')
 	if err != nil {
@@ -243,7 +243,7 @@ func TestHungUpWholeRequestIsCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	pollUntil(t, 30*time.Second, func() (bool, string) {
 		m := scrapeMetrics(t, st.URL())
 		return m["superfluid_lanes_active"] == 1 && m["superfluid_decode_tokens_total"] > before["superfluid_decode_tokens_total"],

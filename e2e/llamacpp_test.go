@@ -469,7 +469,7 @@ func TestLlamaHangUpCancelsWholeCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := `{"prompt":"hang up","n_predict":3500,"temperature":0}`
-	fmt.Fprintf(conn, "POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(conn, "POST /completion HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	deadline := time.Now().Add(10 * time.Second)
 	for st.Sched.Stats().LanesActive == 0 {
 		if time.Now().After(deadline) {

@@ -130,7 +130,7 @@ func TestStalledReaderLosesItsLanes(t *testing.T) {
 	}
 	defer conn.Close()
 	body := fmt.Sprintf(`{"model":"tiny","messages":[{"role":"user","content":"go on"}],"max_tokens":%d,"temperature":0,"stream":true,"n":%d,"logprobs":true,"top_logprobs":20}`, maxTokens, n)
-	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 
 	pollUntil(t, 60*time.Second, func() (bool, string) {
 		m := scrapeMetrics(t, st.URL())

@@ -34,7 +34,7 @@ func (s *Server) Dispatch(ctx context.Context, method, path string, body []byte,
 	var rc fasthttp.RequestCtx
 	rc.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, fasthttpLogger{})
 	rc.SetUserValue(parentKey{}, ctx)
-	s.route(&rc, false)
+	s.route(&rc)
 	// A streamed answer is read to its end here (Body drains the stream).
 	out := append([]byte(nil), rc.Response.Body()...)
 	if err := ctx.Err(); err != nil {

@@ -122,6 +122,8 @@ func anthropicErrorType(e *apiError) string {
 	switch e.Status {
 	case fasthttp.StatusUnauthorized:
 		return "authentication_error"
+	case fasthttp.StatusForbidden:
+		return "permission_error"
 	case fasthttp.StatusNotFound:
 		return "not_found_error"
 	case fasthttp.StatusRequestEntityTooLarge:

@@ -30,6 +30,11 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 			all[path][i].generates = true
 		}
 	}
+	for path, rs := range all {
+		for i := range rs {
+			rs[i].body = bodyKindOf(rs[i].method, path)
+		}
+	}
 	var patterns []string
 	for path := range all {
 		if strings.Contains(path, "{id}") {
@@ -46,6 +51,23 @@ var generationPaths = []string{
 	"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages",
 	"/completion", "/infill", "/api/generate", "/api/chat",
 }
+
+// bodyKindOf says how large a body a route takes: a POST carries a
+// prompt or a conversation unless it is an upload or names only a model,
+// a reference or an id; every other method takes a small body or none.
+func bodyKindOf(method, path string) bodyKind {
+	switch {
+	case method == "POST" && path == "/v1/files":
+		return bodyUpload
+	case method == "POST" && !slices.Contains(smallPostPaths, path):
+		return bodyConversation
+	}
+	return bodyControl
+}
+
+// smallPostPaths are the POST routes whose body names a model, a pull
+// source or nothing.
+var smallPostPaths = []string{"/api/show", "/api/pull", "/v1/batches", "/v1/batches/{id}/cancel"}
 
 // checkModelKind refuses a generation route to an embedding model and an
 // embedding route to a generation model, as Ollama does.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -23,8 +24,20 @@ type Config struct {
 	// APIKey, when set, is required on every route but /health, as
 	// "Authorization: Bearer KEY" or "x-api-key: KEY".
 	APIKey string
-	// MaxBody bounds a request body in bytes (default 16 MiB).
+	// MaxBody bounds a file upload's body in bytes (default 16 MiB), and
+	// caps every other route's own limit (see bodyLimit).
 	MaxBody int
+	// AllowedOrigins are origins (scheme://host[:port], one "*" each at
+	// most, or "*" for all) whose web pages may use the server, beside
+	// the defaults (see originPolicy).
+	AllowedOrigins []string
+	// MaxConnsPerIP bounds the connections one client address holds open
+	// (default 256; negative: no bound).
+	MaxConnsPerIP int
+	// HeaderTimeout bounds how long a new connection may take to send
+	// its first request's headers, and any request its headers once the
+	// first byte arrived (default 10s): a slowloris holds nothing longer.
+	HeaderTimeout time.Duration
 	// DefaultClass is the class of chat and completion requests that do not
 	// name one (X-Superfluid-Class); FIM requests are always sched.FIM.
 	DefaultClass sched.Class
@@ -51,7 +64,7 @@ type Config struct {
 }
 
 func (c *Config) validate() error {
-	if c.MaxBody < 0 || c.Drain < 0 || c.ClientPoll < 0 || c.WriteTimeout < 0 {
+	if c.MaxBody < 0 || c.Drain < 0 || c.ClientPoll < 0 || c.WriteTimeout < 0 || c.HeaderTimeout < 0 {
 		return errors.New("http: negative limit in configuration")
 	}
 	if c.MaxBody == 0 {
@@ -59,6 +72,15 @@ func (c *Config) validate() error {
 	}
 	if c.Drain == 0 {
 		c.Drain = 30 * time.Second
+	}
+	if c.HeaderTimeout == 0 {
+		c.HeaderTimeout = 10 * time.Second
+	}
+	switch {
+	case c.MaxConnsPerIP == 0:
+		c.MaxConnsPerIP = defaultMaxConnsPerIP
+	case c.MaxConnsPerIP < 0:
+		c.MaxConnsPerIP = 0 // no bound
 	}
 	if c.ClientPoll == 0 {
 		c.ClientPoll = 250 * time.Millisecond
@@ -79,11 +101,16 @@ func (c *Config) validate() error {
 // arrive before it has one get 503 (llama.cpp's /health contract while
 // the model loads); SetModels (or SetModel) makes it ready.
 type Server struct {
-	cfg      Config
-	models   atomic.Pointer[modelsBox]
-	gate     requestGate
-	srv      *fasthttp.Server
-	started  time.Time
+	cfg     Config
+	models  atomic.Pointer[modelsBox]
+	gate    requestGate
+	srv     *fasthttp.Server
+	started time.Time
+	// origins is the Origin rule before Serve knows the server's own
+	// address; guard, set by Serve, adds it and the Host rule.
+	origins  *originPolicy
+	guard    atomic.Pointer[transportGuard]
+	hostname string
 	fimCache *completionCache
 	// routes maps a path to its routes, one per method; a path segment
 	// "{id}" matches any one segment (patterns lists those paths).
@@ -102,8 +129,9 @@ type route struct {
 	method  string
 	kind    apiKind
 	handler func(*Server, *fasthttp.RequestCtx, *Model) error
-	public  bool // no API key needed
-	loading bool // answers while the model loads
+	public  bool     // no API key needed
+	body    bodyKind // how large a body it takes (bodyLimit)
+	loading bool     // answers while the model loads
 	// anyModel routes name no model (listings, files, batches, stored
 	// responses): their handler gets a nil *Model and nothing is loaded.
 	anyModel bool
@@ -118,18 +146,31 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, started: time.Now(), fimCache: newCompletionCache(cfg.CompletionCache)}
+	origins, err := newOriginPolicy(nil, cfg.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, started: time.Now(), fimCache: newCompletionCache(cfg.CompletionCache), origins: origins}
+	if s.hostname, err = os.Hostname(); err != nil {
+		slog.Warn("the machine's host name is unknown: requests must name localhost or a loopback address", "err", err)
+	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.routes, s.patterns = s.routeTable()
 	s.srv = &fasthttp.Server{
-		Handler:                            s.serve,
-		Name:                               "superfluid",
-		MaxRequestBodySize:                 cfg.MaxBody,
-		ReadTimeout:                        5 * time.Minute,
-		IdleTimeout:                        2 * time.Minute,
-		NoDefaultServerHeader:              false,
-		DisablePreParseMultipartForm:       true,
-		StreamRequestBody:                  false,
+		Handler:            s.serve,
+		Name:               "superfluid",
+		MaxRequestBodySize: cfg.MaxBody,
+		// ReadTimeout bounds a connection's wait for its first request
+		// and each request's headers (a slowloris holds a connection that
+		// long at most); HeaderReceived then gives the body its own.
+		ReadTimeout:                  cfg.HeaderTimeout,
+		HeaderReceived:               s.headerReceived,
+		IdleTimeout:                  2 * time.Minute,
+		NoDefaultServerHeader:        false,
+		DisablePreParseMultipartForm: true,
+		// The handler reads bodies (readBody): fasthttp would allocate a
+		// body's announced length before reading it.
+		StreamRequestBody:                  true,
 		CloseOnShutdown:                    true,
 		ErrorHandler:                       s.transportError,
 		Logger:                             fasthttpLogger{},
@@ -156,8 +197,19 @@ func (s *Server) registry() Models {
 	return nil
 }
 
+// defaultMaxConnsPerIP: a browser holds 6 connections to a host, an
+// agent harness or `superfluid bench` a few dozen; every local client
+// shares 127.0.0.1, so the bound is generous.
+const defaultMaxConnsPerIP = 256
+
 // Serve answers on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) error {
+	s.guard.Store(s.guardFor(ln.Addr()))
+	if s.cfg.MaxConnsPerIP > 0 {
+		ln = newPerIPListener(ln, s.cfg.MaxConnsPerIP)
+	}
+	return s.srv.Serve(ln)
+}
 
 // Shutdown refuses new requests, waits for running ones (at most the
 // configured drain time, or ctx), then closes the listeners.
@@ -174,29 +226,63 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.srv.ShutdownWithContext(ctx)
 }
 
-func (s *Server) serve(ctx *fasthttp.RequestCtx) { s.route(ctx, true) }
-
-// route answers one request; checkKey is false for requests Dispatch runs.
-func (s *Server) route(ctx *fasthttp.RequestCtx, checkKey bool) {
+// serve answers a request that came over a socket: what its headers
+// decide (admit) is answered before its body is read.
+func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	defer s.recoverPanic(ctx, path)
+	a := s.admit(&ctx.Request.Header, path)
+	if a.origin != "" {
+		defer allowOrigin(ctx, a.origin)
+	}
+	switch {
+	case a.refuse != nil:
+		writeError(ctx, a.kind, a.refuse)
+		ctx.SetConnectionClose() // its body, if any, stays unread
+		return
+	case a.preflight:
+		answerPreflight(ctx, a.origin)
+		return
+	}
+	if err := readBody(ctx, a.limit); err != nil {
+		writeError(ctx, a.kind, err)
+		ctx.SetConnectionClose()
+		return
+	}
+	s.run(ctx, a.route, a.id)
+}
+
+// route answers a request Dispatch runs in-process: no key, no Origin,
+// its body in memory already.
+func (s *Server) route(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.Path())
+	defer s.recoverPanic(ctx, path)
+	r, id, err := s.resolve(path, string(ctx.Method()), ctx.IsHead())
+	if err != nil {
+		writeError(ctx, r.kind, err)
+		return
+	}
+	s.run(ctx, r, id)
+}
+
+// resolve finds the route of a request and its path's {id}: 404 for no
+// route (in the shape its path implies), 405 for the wrong method.
+func (s *Server) resolve(path, method string, isHead bool) (route, string, *apiError) {
 	rs, id, ok := s.lookup(path)
-	kind := kindOfPath(path)
 	if !ok {
-		writeError(ctx, kind, &apiError{Status: fasthttp.StatusNotFound, Type: "not_found_error", Msg: fmt.Sprintf("no route %s %s", ctx.Method(), path)})
-		return
+		return route{kind: kindOfPath(path)}, "", &apiError{Status: fasthttp.StatusNotFound, Type: "not_found_error", Msg: fmt.Sprintf("no route %s %s", method, path)}
 	}
-	r, ok := pickMethod(rs, ctx)
+	r, ok := pickMethod(rs, method, isHead)
 	if !ok {
-		writeError(ctx, r.kind, &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "invalid_request_error", Msg: fmt.Sprintf("%s wants %s, not %s", path, methodsOf(rs), ctx.Method())})
-		return
+		return r, "", &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "invalid_request_error", Msg: fmt.Sprintf("%s wants %s, not %s", path, methodsOf(rs), method)}
 	}
+	return r, id, nil
+}
+
+// run answers an admitted request on route r.
+func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 	if id != "" {
 		ctx.SetUserValue(pathIDKey{}, id)
-	}
-	if checkKey && !r.public && !s.authorized(ctx) {
-		writeError(ctx, r.kind, &apiError{Status: fasthttp.StatusUnauthorized, Type: "authentication_error", Msg: "invalid or missing API key"})
-		return
 	}
 	ms := s.registry()
 	if ms == nil && !r.loading {
@@ -323,10 +409,9 @@ func matchPattern(pattern, path string) (string, bool) {
 }
 
 // pickMethod picks the route of the request's method (GET answers HEAD too).
-func pickMethod(rs []route, ctx *fasthttp.RequestCtx) (route, bool) {
-	method := string(ctx.Method())
+func pickMethod(rs []route, method string, isHead bool) (route, bool) {
 	for _, r := range rs {
-		if r.method == "" || r.method == method || r.method == "GET" && ctx.IsHead() {
+		if r.method == "" || r.method == method || r.method == "GET" && isHead {
 			return r, true
 		}
 	}
@@ -363,26 +448,30 @@ func kindOfPath(path string) apiKind {
 	return apiLlama
 }
 
-func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
+func (s *Server) authorized(h *fasthttp.RequestHeader) bool {
 	if s.cfg.APIKey == "" {
 		return true
 	}
-	key := string(ctx.Request.Header.Peek("x-api-key"))
-	if auth := string(ctx.Request.Header.Peek("Authorization")); key == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+	key := string(h.Peek("x-api-key"))
+	if auth := string(h.Peek("Authorization")); key == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
 		key = strings.TrimSpace(auth[7:])
 	}
 	return subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1
 }
 
-// transportError answers requests fasthttp could not read (a body over the
-// limit, a malformed request line) in the API's shape.
+// transportError answers requests fasthttp could not read (a malformed
+// request line, headers or body not sent in time) in the API's shape.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	kind := kindOfPath(string(ctx.Path()))
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		writeError(ctx, kind, &apiError{Status: fasthttp.StatusRequestEntityTooLarge, Type: "invalid_request_error", Msg: fmt.Sprintf("the request body is over the limit of %d bytes", s.cfg.MaxBody)})
-		return
+	var ne interface{ Timeout() bool }
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeError(ctx, kind, tooLarge(s.cfg.MaxBody))
+	case errors.As(err, &ne) && ne.Timeout():
+		writeError(ctx, kind, &apiError{Status: fasthttp.StatusRequestTimeout, Type: "invalid_request_error", Msg: "the request did not arrive in time"})
+	default:
+		writeError(ctx, kind, badRequest("malformed HTTP request: %v", err))
 	}
-	writeError(ctx, kind, badRequest("malformed HTTP request: %v", err))
 }
 
 type fasthttpLogger struct{}

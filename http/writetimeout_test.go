@@ -28,7 +28,7 @@ func TestStalledReaderLosesItsLane(t *testing.T) {
 	}
 	defer conn.Close()
 	body := fmt.Sprintf(`{"model":"toy","messages":[{"role":"user","content":"go on"}],"max_tokens":%d,"temperature":0,"stream":true}`, maxTokens)
-	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 
 	// Served while the stalled stream holds its lane.
 	if status, b := ts.post(t, "/v1/chat/completions", `{"model":"toy","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":false}`); status != 200 {
@@ -70,7 +70,7 @@ func TestSlowStreamOutlivesWriteTimeout(t *testing.T) {
 	r := bufio.NewReader(conn)
 	for turn := range 2 {
 		body := `{"model":"toy","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"temperature":0,"stream":true}`
-		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		status, err := r.ReadString('\n')
 		if err != nil || !strings.Contains(status, " 200 ") {
 			t.Fatalf("turn %d: status line %q (%v)", turn, status, err)
