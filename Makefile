@@ -13,19 +13,19 @@ LDFLAGS      = -X main.version=$(VERSION)
 MODELS      ?= .cache/models
 
 # Where llama.cpp comes from. Default (ENGINE=upstream): the current
-# llama.cpp, pinned at LLAMA_PIN, compiled by build/llama.mk into static
+# llama.cpp, pinned by commit, compiled by build/llama.mk into static
 # archives under .cache/llama/<commit>/ and linked. Its source, first found:
 #   LLAMA_CPP_DIR=/path/to/llama.cpp            a tree you name;
 #   ../shared/llama.cpp                         beside the repository (CI);
-#   third_party/llama.cpp                       the git submodule pinned at
-#     LLAMA_PIN, fetched here (git submodule update, network) when neither
-#     of the others exists.
+#   third_party/llama.cpp                       the git submodule, whose
+#     gitlink is the pin (LLAMA_PIN), fetched here (git submodule update,
+#     network) when neither of the others exists.
 # ENGINE=module: the offline fallback, llama.cpp ec98e2002 (December 2025)
 # as the Go module github.com/ollama/ollama vendors it, compiled by cgo
 # (-tags sfmodule; only the Go module cache needed).
 ENGINE        ?= upstream
-LLAMA_PIN     := de3ff815ea7d559ee917f063901b8986f038abc6
 LLAMA_SUBMODULE := third_party/llama.cpp
+LLAMA_PIN     := $(shell git ls-files -s -- $(LLAMA_SUBMODULE) 2>/dev/null | cut -d" " -f2)
 NPROC         := $(shell nproc 2>/dev/null || echo 2)
 ifeq ($(ENGINE),module)
 $(warning ENGINE=module: building the OFFLINE FALLBACK engine, llama.cpp ec98e2002 (December 2025) from the Go module: about half the current engine's prefill speed, AVX2 only, no Qwen3.5/Gemma 4 or later architectures. Plain make builds the current llama.cpp.)
@@ -50,6 +50,7 @@ ifeq ($(LLAMA_CPP_DIR),)
 # compiles with the same flags (one Go build cache) and names the same
 # .cache/llama/<commit>.
 LLAMA_CPP_DIR := $(or $(realpath $(CURDIR)/../shared/llama.cpp),$(CURDIR)/$(LLAMA_SUBMODULE))
+LLAMA_DEFAULTED := 1
 endif
 # The submodule is fetched while the Makefile is read: build/llama.mk lists
 # the tree's sources and reads its commit then.
@@ -63,6 +64,14 @@ endif
 endif
 endif
 include build/llama.mk
+# A defaulted tree at another commit than the pin is built, with a warning.
+ifeq ($(LLAMA_DEFAULTED),1)
+ifneq ($(LLAMA_PIN),)
+ifeq ($(findstring $(LLAMA_COMMIT),$(LLAMA_PIN)),)
+$(warning llama.cpp: $(LLAMA_CPP_DIR) is at $(LLAMA_COMMIT), not at the pinned $(LLAMA_PIN))
+endif
+endif
+endif
 LLAMA_INC    = $(LLAMA_CPP_FLAGS)
 NATIVE_SIMD  = $(LLAMA_BASE_SIMD)
 export CGO_LDFLAGS = $(LLAMA_LD_FLAGS)
