@@ -90,7 +90,7 @@ export CGO_CXXFLAGS = -O3 $(NATIVE_SIMD)
 
 all: build
 
-# deps: the Go modules, and on the upstream route llama.cpp's archives,
+# deps: the Go modules, and (but on ENGINE=module) llama.cpp's archives,
 # compiled -j$(NPROC) whatever -j make was given (a cold build is ≈5–9
 # minutes on 2 cores in parallel).
 deps:
