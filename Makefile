@@ -1,8 +1,9 @@
 # superfluid — build, test and benchmark.
 #
-# Every go command goes through this file: cgo compiles llama.cpp with the
-# flags below, and a go command run with different CGO_* variables rebuilds
-# all of llama.cpp (≈3–6 minutes on 2 cores).
+# Every go command goes through this file: cgo compiles our native code
+# with the flags below and links llama.cpp's archives (build/llama.mk); a go
+# command run with different CGO_* variables recompiles the cgo packages
+# (on ENGINE=module that is all of llama.cpp, ≈3–6 minutes on 2 cores).
 
 GO          ?= go
 # x86-64-v3: AVX2, FMA, F16C. `make portable` drops it.
@@ -11,12 +12,23 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS      = -X main.version=$(VERSION)
 MODELS      ?= .cache/models
 
-# Two routes to llama.cpp. Default: the copy the Go module
-# github.com/ollama/ollama vendors, compiled by cgo (only the module proxy
-# needed). LLAMA_CPP_DIR=/path/to/llama.cpp: an upstream source tree,
-# compiled by build/llama.mk into .cache/llama/ and linked (-tags sfupstream).
-LLAMA_CPP_DIR ?=
-ifeq ($(LLAMA_CPP_DIR),)
+# Where llama.cpp comes from. Default (ENGINE=upstream): the current
+# llama.cpp, pinned by commit, compiled by build/llama.mk into static
+# archives under .cache/llama/<commit>/ and linked. Its source, first found:
+#   LLAMA_CPP_DIR=/path/to/llama.cpp            a tree you name;
+#   ../shared/llama.cpp                         beside the repository (CI);
+#   third_party/llama.cpp                       the git submodule, whose
+#     gitlink is the pin (LLAMA_PIN), fetched here (git submodule update,
+#     network) when neither of the others exists.
+# ENGINE=module: the offline fallback, llama.cpp ec98e2002 (December 2025)
+# as the Go module github.com/ollama/ollama vendors it, compiled by cgo
+# (-tags sfmodule; only the Go module cache needed).
+ENGINE        ?= upstream
+LLAMA_SUBMODULE := third_party/llama.cpp
+LLAMA_PIN     := $(shell git ls-files -s -- $(LLAMA_SUBMODULE) 2>/dev/null | cut -d" " -f2)
+NPROC         := $(shell nproc 2>/dev/null || echo 2)
+ifeq ($(ENGINE),module)
+$(warning ENGINE=module: building the OFFLINE FALLBACK engine, llama.cpp ec98e2002 (December 2025) from the Go module: about half the current engine's prefill speed, AVX2 only, no Qwen3.5/Gemma 4 or later architectures. Plain make builds the current llama.cpp.)
 OLLAMA_DIR   = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
 # ggml-cpu's cpu.go defines only GGML_USE_LLAMAFILE; ggml's CMake (and the
 # upstream route) also define GGML_USE_CPU_REPACK, which registers the
@@ -25,20 +37,48 @@ OLLAMA_DIR   = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
 LLAMA_INC    = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK
 NATIVE_SIMD  = $(SIMD)
 LLAMA_LIBS   =
-# CGO_LDFLAGS and GOFLAGS stay unset here: setting them (even empty) would
-# change the cgo packages' build keys and recompile the module's llama.cpp.
-ENV_EXTRA    =
-ROUTE_TAGS   =
-else
+# CGO_LDFLAGS stays unset here: setting it (even empty) would change the
+# cgo packages' build keys and recompile the module's llama.cpp.
+export GOFLAGS = -tags=sfmodule
+ENV_EXTRA    = GOFLAGS='$(GOFLAGS)'
+# A -tags flag on a command line replaces GOFLAGS' one: targets that pass
+# their own tags add this.
+ROUTE_TAGS   = ,sfmodule
+else ifeq ($(ENGINE),upstream)
+ifeq ($(LLAMA_CPP_DIR),)
+# The shared tree by its real path, so that every checkout beside it
+# compiles with the same flags (one Go build cache) and names the same
+# .cache/llama/<commit>.
+LLAMA_CPP_DIR := $(or $(realpath $(CURDIR)/../shared/llama.cpp),$(CURDIR)/$(LLAMA_SUBMODULE))
+LLAMA_DEFAULTED := 1
+endif
+# The submodule is fetched while the Makefile is read: build/llama.mk lists
+# the tree's sources and reads its commit then.
+ifeq ($(abspath $(LLAMA_CPP_DIR)),$(CURDIR)/$(LLAMA_SUBMODULE))
+ifeq ($(wildcard $(LLAMA_CPP_DIR)/src/llama.cpp),)
+$(info llama.cpp: no LLAMA_CPP_DIR and no ../shared/llama.cpp; fetching $(LLAMA_SUBMODULE) at $(LLAMA_PIN))
+LLAMA_FETCH := $(shell git submodule update --init --depth 1 -- $(LLAMA_SUBMODULE) >&2 && echo ok)
+ifneq ($(LLAMA_FETCH),ok)
+$(error llama.cpp: could not fetch $(LLAMA_SUBMODULE) (no network?). Point LLAMA_CPP_DIR at a llama.cpp tree, or build the offline fallback: make ENGINE=module)
+endif
+endif
+endif
 include build/llama.mk
+# A defaulted tree at another commit than the pin is built, with a warning.
+ifeq ($(LLAMA_DEFAULTED),1)
+ifneq ($(LLAMA_PIN),)
+ifeq ($(findstring $(LLAMA_COMMIT),$(LLAMA_PIN)),)
+$(warning llama.cpp: $(LLAMA_CPP_DIR) is at $(LLAMA_COMMIT), not at the pinned $(LLAMA_PIN))
+endif
+endif
+endif
 LLAMA_INC    = $(LLAMA_CPP_FLAGS)
 NATIVE_SIMD  = $(LLAMA_BASE_SIMD)
 export CGO_LDFLAGS = $(LLAMA_LD_FLAGS)
-export GOFLAGS = -tags=sfupstream
-ENV_EXTRA    = CGO_LDFLAGS='$(CGO_LDFLAGS)' GOFLAGS='$(GOFLAGS)'
-# A -tags flag on a command line replaces GOFLAGS' one: targets that pass
-# their own tags add this.
-ROUTE_TAGS   = ,sfupstream
+ENV_EXTRA    = CGO_LDFLAGS='$(CGO_LDFLAGS)'
+ROUTE_TAGS   =
+else
+$(error ENGINE=$(ENGINE): upstream (the default) or module)
 endif
 
 export CGO_ENABLED  = 1
@@ -50,8 +90,13 @@ export CGO_CXXFLAGS = -O3 $(NATIVE_SIMD)
 
 all: build
 
-# deps: the Go modules, and on the upstream route llama.cpp's archives.
-deps: $(LLAMA_LIBS)
+# deps: the Go modules, and (but on ENGINE=module) llama.cpp's archives,
+# compiled -j$(NPROC) whatever -j make was given (a cold build is ≈5–9
+# minutes on 2 cores in parallel).
+deps:
+ifneq ($(LLAMA_LIBS),)
+	@$(MAKE) --no-print-directory -j$(NPROC) llama-libs
+endif
 	$(GO) mod download
 
 build: deps
@@ -64,8 +109,7 @@ test: deps fmt-check vet native-check unit race asan
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
 
-# The engine, end-to-end and CLI tests alone: .ci/run runs them again on the
-# upstream route (make LLAMA_CPP_DIR=... engine-test).
+# The engine, end-to-end and CLI tests alone (part of test).
 engine-test: deps native-check
 	$(GO) vet ./cgo/ ./e2e/ .
 	$(GO) test -count=1 -timeout 30m ./cgo/ ./e2e/ .
@@ -120,7 +164,7 @@ bench: deps $(MODELS)/synth-0.5b-q8_0.gguf
 # micro-batches 64…512) and decode at 1 and 8 streams (sf_tick against a
 # plain llama_decode loop); on the Q4_0 model also weight repacking on
 # against off (the only one of the three types x86 repacks). On the
-# upstream route too: make LLAMA_CPP_DIR=… bench-engine. Run it on a quiet
+# offline fallback too: make ENGINE=module bench-engine. Run it on a quiet
 # machine.
 bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf $(MODELS)/synth-0.5b-q4_0.gguf
 	@for m in 0.5b-q8_0 small-f16 0.5b-q4_0; do \

@@ -26,5 +26,7 @@ cmake --build "$work/out" --target ggml-cuda -j "$(nproc)"
 
 mkdir -p lib/superfluid
 find "$work/out" -name 'libggml-cuda*.so*' -exec cp -a {} lib/superfluid/ \;
-make build GOFLAGS="-tags=cuda"
+# The plugin is built from the Go module's ggml, so the binary links that
+# ggml too: the module engine (its Makefile warning applies).
+make build ENGINE=module GOFLAGS="-tags=cuda,sfmodule"
 echo "built bin/superfluid with CUDA; plugins in lib/superfluid/"

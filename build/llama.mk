@@ -1,6 +1,7 @@
 # build/llama.mk — llama.cpp and ggml compiled from an upstream source tree
-# (LLAMA_CPP_DIR=…) into static archives under .cache/, which the cgo
-# package links into the one binary. Included by the Makefile.
+# (LLAMA_CPP_DIR, which the Makefile resolves) into static archives under
+# .cache/, which the cgo package links into the one binary: the default
+# engine. Included by the Makefile.
 #
 # Why make rules and not CMake: the tree is built read-only and out of tree
 # with no tool beyond g++ and binutils; one make run tracks every header
@@ -116,5 +117,6 @@ $(LB)/libllama.a: $(LLAMA_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 llama-libs: $(LLAMA_LIBS)
+	@:
 
 -include $(shell find $(LB) -type f -name '*.d' 2>/dev/null)

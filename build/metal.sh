@@ -9,5 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(uname -s)/$(uname -m)" = "Darwin/arm64" ] || { echo "metal.sh: needs macOS on Apple silicon"; exit 1; }
-make build SIMD= GOFLAGS="-tags=metal"
+# The Go module's ggml package is the one that compiles Metal in: the
+# module engine (its Makefile warning applies).
+make build ENGINE=module SIMD= GOFLAGS="-tags=metal,sfmodule"
 echo "built bin/superfluid with Metal"

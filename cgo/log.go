@@ -114,11 +114,14 @@ func logCPUFeatures() {
 		f := CPUFeatures()
 		v := CPUVariant()
 		slog.Info("cpu backend", "variant", v, "features", f, "llama.cpp", LlamaCommit())
+		if engineFallback != "" {
+			slog.Warn("llama.cpp: offline fallback engine", "why", engineFallback)
+		}
 		switch {
 		case strings.Contains(v, "using the best"):
 			slog.Warn("SUPERFLUID_CPU not honoured", "variant", v)
 		case os.Getenv("SUPERFLUID_CPU") != "" && !strings.Contains(v, "SUPERFLUID_CPU="):
-			slog.Warn("SUPERFLUID_CPU has no effect: this binary has one CPU backend build (make LLAMA_CPP_DIR=... builds several)")
+			slog.Warn("SUPERFLUID_CPU has no effect: this binary has one CPU backend build (the default make builds several; ENGINE=module and CPU_VARIANTS=single one)")
 		}
 		if !strings.Contains(f, "AVX2=1") && strings.Contains(f, "SSE3") {
 			slog.Warn("cpu backend built without AVX2: decoding runs the scalar baseline (build with make, not make portable)")

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// The CPU backend builds one binary carries (make LLAMA_CPP_DIR=… links
+// The CPU backend builds one binary carries (the default make links
 // x86-64-v2, v3 and v4), chosen at start-up from CPUID or by SUPERFLUID_CPU.
 // The expected choice is read independently of the binary, from the flags
 // /proc/cpuinfo lists.
@@ -87,7 +87,7 @@ func TestCPUVariantChosenAtStartUp(t *testing.T) {
 		if !strings.Contains(p.stderr.String(), "SUPERFLUID_CPU has no effect") {
 			t.Errorf("a one-build binary under SUPERFLUID_CPU=v3 logged no warning:\n%s", p.stderr)
 		}
-		t.Skip("this binary has one CPU backend build (the Go module's llama.cpp); make LLAMA_CPP_DIR=… links several")
+		t.Skip("this binary has one CPU backend build (the Go module's llama.cpp); the default make links several")
 	}
 	chosen, rest, _ := strings.Cut(line, " ")
 	list, _, _ := strings.Cut(strings.TrimPrefix(rest, "(of "), ";")
@@ -174,7 +174,7 @@ func TestCPUVariantChosenAtStartUp(t *testing.T) {
 // this reads the binary itself to show that did not happen.
 func TestCPUVariantsKeepTheirInstructionsApart(t *testing.T) {
 	if line := cpuVariantLine(t, "SUPERFLUID_CPU="); line == "single build" {
-		t.Skip("this binary has one CPU backend build (the Go module's llama.cpp); make LLAMA_CPP_DIR=… links several")
+		t.Skip("this binary has one CPU backend build (the Go module's llama.cpp); the default make links several")
 	}
 	bin := superfluidBinary(t)
 	f, err := elf.Open(bin)

@@ -1,4 +1,4 @@
-//go:build sfupstream
+//go:build !sfmodule
 
 package e2e
 

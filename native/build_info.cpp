@@ -48,7 +48,7 @@ const char *sf_unknown_arch(const char *path, char *msg, size_t msg_len) {
     }
     snprintf(msg, msg_len,
              "model architecture \"%s\" is not known to the llama.cpp compiled in (%s, %s); "
-             "build superfluid against a newer llama.cpp: make LLAMA_CPP_DIR=/path/to/llama.cpp (see README)",
+             "build superfluid with the current llama.cpp: plain make, not make ENGINE=module (see README)",
              arch.c_str(), sf_llama_commit(), sf_llama_source());
     return msg;
 }
