@@ -30,7 +30,7 @@ func benchCommand() *cli.Command {
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Required: true, Usage: "the server's base URL, e.g. http://127.0.0.1:8080"},
-			&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Required: true, Usage: "decode, fim-under-load, multi-turn or soak"},
+			&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Required: true, Usage: "decode, fim-under-load, multi-turn, diverge or soak"},
 			&cli.StringFlag{Name: "api", Value: "openai", Usage: "openai (superfluid, llama-server, vLLM) or ollama (/api/generate, /api/chat)"},
 			&cli.StringFlag{Name: "model", Usage: "model name to send (default: the server's first listed model)"},
 			&cli.StringFlag{Name: "background-url", Usage: "fim-under-load: send the background load to this server instead (FIM and the load in two processes)", DefaultText: "--url"},

@@ -23,6 +23,9 @@ const (
 	// MultiTurn: conversations whose follow-up turns extend the previous
 	// one; the warm/cold TTFT ratio and the cached-prompt share.
 	MultiTurn Scenario = "multi-turn"
+	// Diverge: a long opening cold, the same conversation edited after 85%
+	// of it, then its second turn; the cached share of the edited prompt.
+	Diverge Scenario = "diverge"
 	// Soak: hostile mixed traffic on every API for a while; no undocumented
 	// 5xx, no crash, lanes idle afterwards, resident memory flat.
 	Soak Scenario = "soak"
@@ -145,6 +148,11 @@ func (c Config) withDefaults() Config {
 		fill(&c.Turns, defaultTurns)
 		fill(&c.MaxTokens, 64)
 		fill(&c.PromptTokens, 2000)
+	case Diverge:
+		fill(&c.Concurrency, 1)
+		fill(&c.Requests, 3)
+		fill(&c.MaxTokens, 16)
+		fill(&c.PromptTokens, 2000)
 	case Soak:
 		fill(&c.Concurrency, 32)
 		fill(&c.Requests, c.Concurrency*soakRequestsPerClient)
@@ -184,13 +192,13 @@ func (c Config) validate() error {
 		}
 	}
 	switch c.Scenario {
-	case Decode, FIMUnderLoad, MultiTurn:
+	case Decode, FIMUnderLoad, MultiTurn, Diverge:
 	case Soak:
 		if !loopbackHost(u.Hostname()) {
 			return fmt.Errorf("bench: --scenario soak sends hostile traffic: only to a loopback URL, not %q", c.URL)
 		}
 	default:
-		return fmt.Errorf("bench: --scenario %q: want decode, fim-under-load, multi-turn or soak", c.Scenario)
+		return fmt.Errorf("bench: --scenario %q: want decode, fim-under-load, multi-turn, diverge or soak", c.Scenario)
 	}
 	if c.API != OpenAI && c.API != Ollama {
 		return fmt.Errorf("bench: --api %q: want openai or ollama", c.API)

@@ -34,6 +34,7 @@ type Report struct {
 	Key              *Key             `json:"key,omitempty"`
 	FIM              *FIMReport       `json:"fim,omitempty"`
 	MultiTurn        *MultiTurnReport `json:"multi_turn,omitempty"`
+	Diverge          *DivergeReport   `json:"diverge,omitempty"`
 	Soak             *SoakReport      `json:"soak,omitempty"`
 	// Failures counts the run's failed requests (every phase, background
 	// load included) and names the first; any failure makes Key.Met false,

@@ -44,6 +44,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		err = r.fimUnderLoad(ctx, rep)
 	case MultiTurn:
 		err = r.multiTurn(ctx, rep)
+	case Diverge:
+		err = r.diverge(ctx, rep)
 	case Soak:
 		err = r.soak(ctx, rep)
 	}

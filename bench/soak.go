@@ -37,6 +37,9 @@ type SoakReport struct {
 	Undocumented5xx int `json:"undocumented_5xx"`
 	// UnexpectedRefusals is 4xx answers to well-formed requests.
 	UnexpectedRefusals int `json:"unexpected_refusals"`
+	// CrossSiteServed is requests a web page on another site could send
+	// (a cross-site Origin, a rebound Host) answered with anything but 403.
+	CrossSiteServed int `json:"cross_site_not_forbidden"`
 	// Broken is answers cut or spoiled: truncated streams, error events,
 	// malformed bodies, stalls past --timeout, dropped connections.
 	Broken      int      `json:"broken"`
@@ -49,7 +52,10 @@ type SoakReport struct {
 	LanesIdle  *bool      `json:"lanes_idle,omitempty"`
 	LanesAfter string     `json:"lanes_after,omitempty"`
 	RSS        *RSSReport `json:"rss"`
-	Skipped    []string   `json:"skipped_endpoints,omitempty"`
+	// Goroutines is the server's goroutine count (go_goroutines on
+	// /metrics) before the traffic and once it has settled after it.
+	Goroutines *GoroutineReport `json:"goroutines,omitempty"`
+	Skipped    []string         `json:"skipped_endpoints,omitempty"`
 	// Repro is the first failed requests, to send again by hand.
 	Repro    []SoakRepro `json:"repro,omitempty"`
 	Problems []string    `json:"problems,omitempty"`
@@ -91,6 +97,8 @@ func (r *runner) soak(ctx context.Context, rep *Report) error {
 			sr.Skipped = append(sr.Skipped, ep.path)
 		}
 	}
+	r.c.http.CloseIdleConnections() // the probes' connections: not counted as the server's own
+	startGoroutines, goroutinesKnown := r.c.goroutines(ctx)
 	slog.Info("bench: soak", "url", cfg.URL, "clients", cfg.Concurrency, "duration", cfg.Duration, "max_requests", cfg.Requests, "pid", cfg.PID)
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -142,6 +150,10 @@ func (r *runner) soak(ctx context.Context, rep *Report) error {
 	}
 	sr.RSS = w.rss()
 	r.c.http.CloseIdleConnections()
+	if goroutinesKnown && sr.ServerAlive && ctx.Err() == nil {
+		end := r.c.awaitGoroutines(ctx, startGoroutines, cfg.IdleWait)
+		sr.Goroutines = &GoroutineReport{Start: startGoroutines, End: end, Back: end <= startGoroutines}
+	}
 	r.soakVerdict(rep, sr)
 	return nil
 }
@@ -168,6 +180,11 @@ func (r *runner) record(sr *SoakReport, rep *Report, q soakRequest, res soakResu
 
 	failed := true
 	switch status := res.kind; {
+	case mustBeForbidden(q.poison) && status != kindHungUp && status != kindStopped && status != kindRefused:
+		failed = status != "403"
+		if failed {
+			sr.CrossSiteServed++
+		}
 	case res.documented:
 		sr.Documented5xx++
 		failed = false
@@ -238,6 +255,9 @@ func (r *runner) soakVerdict(rep *Report, sr *SoakReport) {
 	if sr.UnexpectedRefusals > 0 {
 		p = append(p, fmt.Sprintf("%d well-formed requests refused", sr.UnexpectedRefusals))
 	}
+	if sr.CrossSiteServed > 0 {
+		p = append(p, fmt.Sprintf("%d cross-site or rebound requests not answered 403", sr.CrossSiteServed))
+	}
 	if sr.Broken > 0 {
 		p = append(p, fmt.Sprintf("%d answers cut or spoiled (truncated, error events, stalls, dropped connections)", sr.Broken))
 	}
@@ -247,10 +267,17 @@ func (r *runner) soakVerdict(rep *Report, sr *SoakReport) {
 	if f := sr.RSS.Flat; f != nil && !*f {
 		p = append(p, fmt.Sprintf("resident memory grew %.0f%% after warm-up (%.1f → %.1f MiB)", sr.RSS.Growth*100, sr.RSS.BaselineMiB, sr.RSS.MaxLateMiB))
 	}
+	if g := sr.Goroutines; g != nil && !g.Back {
+		p = append(p, fmt.Sprintf("goroutines not back to their starting count %s after the traffic: %d → %d", r.cfg.IdleWait, g.Start, g.End))
+	}
 	sr.Problems = p
 	switch {
 	case sr.ServerAlive && sr.LanesIdle == nil:
 		r.notes = append(r.notes, "the server exposes neither superfluid_lanes_active nor /slots: lanes back to idle not checked")
+	}
+	switch {
+	case sr.Goroutines == nil && sr.ServerAlive:
+		r.notes = append(r.notes, "the server exports no go_goroutines gauge: goroutines back to their starting count not checked")
 	}
 	switch {
 	case sr.RSS.Source == "":

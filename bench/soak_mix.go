@@ -82,9 +82,11 @@ type soakRequest struct {
 	n      int
 	poison string // "": well formed, the server must serve it
 	behave behaviour
-	delay  time.Duration // hangUpEarly: after sending
-	events int           // hangUpAfter: text events read first
-	body   []byte
+	// headers are sent beside the body (a hostile poison's Origin or Host).
+	headers map[string]string
+	delay   time.Duration // hangUpEarly: after sending
+	events  int           // hangUpAfter: text events read first
+	body    []byte
 }
 
 // soakMix draws the soak's requests.
@@ -129,6 +131,7 @@ func (m *soakMix) request(i int) soakRequest {
 		q.stream, q.behave, q.events = true, hangUpAfter, 8+r.IntN(24)
 	}
 	q.body = m.body(r, q)
+	q.headers = hostileHeaders(q.poison)
 	return q
 }
 
@@ -141,7 +144,7 @@ func (m *soakMix) poisons(ep soakEndpoint) []string {
 	if ep.path == "/completion" && m.vocab > 0 && m.vocab <= maxBiasIDs {
 		ps = append(ps, poisonBansAll)
 	}
-	return ps
+	return append(ps, hostilePoisons(ep)...)
 }
 
 // body renders q in its endpoint's protocol.
@@ -214,6 +217,7 @@ func (m *soakMix) body(r *rand.Rand, q soakRequest) []byte {
 	case "/v1/messages":
 		b["messages"], b["max_tokens"], b["temperature"] = user, maxTokens, min(temperature, 1)
 	}
+	addHostile(b, q.ep, q.poison)
 	out, err := json.Marshal(b)
 	if err != nil {
 		panic(fmt.Sprintf("bench: a soak body does not marshal: %v", err)) // only maps of plain values: cannot happen

@@ -57,6 +57,13 @@ func (c *client) soakSend(ctx context.Context, q soakRequest) soakResult {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Superfluid-Class", q.class)
+	for k, v := range q.headers {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
 	c.authorize(req)
 	if q.behave == hangUpEarly {
 		t := time.AfterFunc(q.delay, hangUp)

@@ -22,6 +22,13 @@ type soakFake struct {
 	fail func(path string, body map[string]any) int
 	// busy keeps superfluid_lanes_active at 1: a lane that never frees.
 	busy bool
+	// servesCrossSite serves requests from other sites' pages (a foreign
+	// Origin, a rebound Host) like any other; by default they are 403.
+	servesCrossSite bool
+	// goroutines is what go_goroutines says once the traffic began
+	// (before it: baseGoroutines); 0 exports none.
+	goroutines, baseGoroutines int
+	counted, started           bool // go_goroutines was read; a request came after that
 
 	mu       sync.Mutex
 	seen     map[string]int // requests by path
@@ -47,11 +54,34 @@ func newSoakFake(t *testing.T, configure func(*soakFake)) *soakFake {
 			busy = 1
 		}
 		fmt.Fprintf(w, "# TYPE superfluid_lanes_active gauge\nsuperfluid_lanes_active %d\nsuperfluid_queue_depth{class=\"chat\"} 0\n", busy)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if g := f.baseGoroutines; g > 0 {
+			if f.started {
+				g = f.goroutines
+			}
+			f.counted = true
+			fmt.Fprintf(w, "# TYPE go_goroutines gauge\ngo_goroutines %d\n", g)
+		}
 	})
 	for _, ep := range soakEndpoints {
 		mux.HandleFunc("POST "+ep.path, f.generate)
 	}
-	f.Server = httptest.NewServer(mux)
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			f.mu.Lock()
+			f.started = f.started || f.counted
+			f.mu.Unlock()
+		}
+		host, _, _ := strings.Cut(r.Host, ":")
+		origin := r.Header.Get("Origin")
+		if !f.servesCrossSite && (host != "127.0.0.1" || (origin != "" && !strings.HasPrefix(origin, "http://127.0.0.1:"))) {
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"error":{"code":403,"message":"cross-site request refused","type":"forbidden"}}`)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(f.Close)
 	return f
 }
@@ -159,9 +189,9 @@ func soakRun(t *testing.T, cfg Config) *Report {
 // and nothing is counted against the server.
 func TestSoakMixesEverything(t *testing.T) {
 	f := newSoakFake(t, nil)
-	rep := soakRun(t, Config{URL: f.URL, Concurrency: 8, Requests: 400, MaxTokens: 8, PromptTokens: 40})
+	rep := soakRun(t, Config{URL: f.URL, Concurrency: 8, Requests: 800, MaxTokens: 8, PromptTokens: 40})
 	s := rep.Soak
-	sent := 400 + len(soakEndpoints) // and a probe of each endpoint first
+	sent := 800 + len(soakEndpoints) // and a probe of each endpoint first
 	if s == nil || s.Sent != sent || rep.Failures != nil || s.Undocumented5xx+s.Broken+s.UnexpectedRefusals != 0 || len(s.Problems) != 0 {
 		t.Fatalf("soak %+v failures %+v", s, rep.Failures)
 	}
@@ -183,7 +213,8 @@ func TestSoakMixesEverything(t *testing.T) {
 			t.Errorf("no %s: %v", b, s.Behaviours)
 		}
 	}
-	for _, p := range []string{poisonTinyTemperature, poisonBansMany, poisonBansAll, poisonHugeMaxTokens, poisonInvalidUTF8, poisonControlTokens} {
+	for _, p := range []string{poisonTinyTemperature, poisonBansMany, poisonBansAll, poisonHugeMaxTokens, poisonInvalidUTF8, poisonControlTokens,
+		hostileDeepGrammar, hostileEnumIntersection, hostileDeepPattern, hostileLongStops, hostileDeepToolSchema, hostileCrossOrigin, hostileReboundHost} {
 		if len(s.Poisons[p]) == 0 {
 			t.Errorf("poison %s never sent: %v", p, s.Poisons)
 		}
@@ -191,8 +222,40 @@ func TestSoakMixesEverything(t *testing.T) {
 	if s.Poisons[poisonBansAll]["400"] == 0 || f.poisoned == 0 || s.Poisons[poisonInvalidUTF8]["400"] == 0 {
 		t.Errorf("the refusable poisons were not refused: %v (invalid UTF-8 seen %d)", s.Poisons, f.poisoned)
 	}
+	for _, p := range []string{hostileCrossOrigin, hostileReboundHost} {
+		if s.Poisons[p]["403"] == 0 || s.Poisons[p]["200"] != 0 {
+			t.Errorf("%s: %v, want every answer 403", p, s.Poisons[p])
+		}
+	}
 	if rep.Requests.Cancelled == 0 || rep.Requests.OK+rep.Requests.Cancelled != sent {
 		t.Errorf("requests %+v: the hang-ups are the client's own", rep.Requests)
+	}
+}
+
+// A server that serves other sites' pages — a cross-site Origin, a
+// rebound Host — is named for it, and the run is not met.
+func TestSoakNamesAServerThatServesOtherSites(t *testing.T) {
+	f := newSoakFake(t, func(f *soakFake) { f.servesCrossSite = true })
+	rep := soakRun(t, Config{URL: f.URL, Concurrency: 4, Requests: 300, MaxTokens: 8, PromptTokens: 40})
+	s := rep.Soak
+	if s.CrossSiteServed == 0 || s.CrossSiteServed != s.Poisons[hostileCrossOrigin]["200"]+s.Poisons[hostileReboundHost]["200"] || *rep.Key.Met {
+		t.Fatalf("cross-site served %d, poisons %v, key %+v", s.CrossSiteServed, s.Poisons, rep.Key)
+	}
+	if len(s.Problems) != 1 || !strings.Contains(s.Problems[0], "not answered 403") {
+		t.Fatalf("problems %v", s.Problems)
+	}
+}
+
+// The server's goroutines are counted before the traffic and after it
+// settles: a server left with more is named, one back to its count is not.
+func TestSoakCountsGoroutinesLeftBehind(t *testing.T) {
+	for _, after := range []int{40, 41} {
+		f := newSoakFake(t, func(f *soakFake) { f.baseGoroutines, f.goroutines = 40, after })
+		rep := soakRun(t, Config{URL: f.URL, Concurrency: 2, Requests: 20, MaxTokens: 4, PromptTokens: 20})
+		g := rep.Soak.Goroutines
+		if g == nil || g.Start != 40 || g.End != after || g.Back != (after == 40) || *rep.Key.Met != (after == 40) {
+			t.Fatalf("after %d: goroutines %+v, problems %v", after, g, rep.Soak.Problems)
+		}
 	}
 }
 

@@ -318,3 +318,42 @@ func (c *client) serverFacts(ctx context.Context, model string) (nCtx, vocab int
 	}
 	return nCtx, vocab
 }
+
+// GoroutineReport is the server's goroutine count before and after a soak.
+type GoroutineReport struct {
+	Start int  `json:"start"`
+	End   int  `json:"end"`
+	Back  bool `json:"back_to_start"`
+}
+
+// goroutineGauge is the Go collector's goroutine count.
+const goroutineGauge = "go_goroutines"
+
+// goroutines reads the server's goroutine count; known is false when it
+// exports none.
+func (c *client) goroutines(ctx context.Context) (n int, known bool) {
+	m, err := c.metrics(ctx)
+	if err != nil {
+		return 0, false
+	}
+	v, ok := m[goroutineGauge]
+	return int(v), ok
+}
+
+// awaitGoroutines polls the server's goroutine count until it is back to
+// start or bound passes (idle connections and worker pools wind down a
+// few seconds after the traffic); it returns the last count.
+func (c *client) awaitGoroutines(ctx context.Context, start int, bound time.Duration) int {
+	deadline := time.Now().Add(bound)
+	for {
+		n, known := c.goroutines(ctx)
+		c.http.CloseIdleConnections() // our own scrape's connection is not the server's leak
+		if !known || n <= start || time.Now().After(deadline) || ctx.Err() != nil {
+			return n
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

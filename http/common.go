@@ -2,6 +2,7 @@ package http
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -64,6 +65,8 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 		fmt.Fprintf(&b, "superfluid_panics_total{component=%q} %d\n", c, n)
 	})
 	gauge("lanes_active", "Lanes running now.", st.LanesActive)
+	// Under the Go collector's own name, so dashboards and the soak find it.
+	fmt.Fprintf(&b, "# HELP go_goroutines Number of goroutines that currently exist.\n# TYPE go_goroutines gauge\ngo_goroutines %d\n", runtime.NumGoroutine())
 	gauge("prefill_budget_tokens", "The last tick's prompt budget.", st.PrefillBudget)
 	b.WriteString("# HELP superfluid_queue_depth Requests waiting for a lane, by class.\n# TYPE superfluid_queue_depth gauge\n")
 	for c := range sched.NumClasses {
