@@ -1,0 +1,124 @@
+package cgo
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"superfluid/engine"
+	"superfluid/synth"
+)
+
+// smallModel writes (once) the small synthetic shape: head size 64, two
+// whole blocks of every quantized KV type (the tiny shape's 16 is none).
+func smallModel(t testing.TB) string {
+	t.Helper()
+	modelMu.Lock()
+	defer modelMu.Unlock()
+	const key = "\x00small"
+	if p, ok := modelMemo[key]; ok {
+		return p
+	}
+	shape, err := synth.ShapeByName("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(modelDir, "small-q8_0.gguf")
+	if err := synth.Write(path, synth.Options{Shape: shape, Type: "q8_0", Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	modelMemo[key] = path
+	return path
+}
+
+func openCacheTypes(t *testing.T, path, typeK, typeV, flashAttn string) *Engine {
+	t.Helper()
+	e, err := Open(Options{ModelPath: path, Ctx: 256, Lanes: 1, Seqs: 2, Batch: 64, Threads: 1, CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: flashAttn})
+	if err != nil {
+		t.Fatalf("open with K %s, V %s, flash attention %q: %v", typeK, typeV, flashAttn, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func TestCacheTypesRefusedByName(t *testing.T) {
+	path := tinyModel(t)
+	for _, c := range []struct {
+		typeK, typeV, flashAttn, want string
+	}{
+		{"q2", "f16", "", `--cache-type-k "q2"`},
+		{"f16", "Q8_0", "", `--cache-type-v "Q8_0"`},
+		{"q8", "q8", "", `--cache-type-k "q8"`},
+		{"f16", "q8_0", "off", "--cache-type-v q8_0 needs flash attention"},
+		{"f16", "iq4_nl", "off", "--cache-type-v iq4_nl needs flash attention"},
+		// The tiny model's head size (16) is no whole block: a clear error
+		// where ggml would abort the process.
+		{"q8_0", "f16", "", "K cache of type q8_0 needs a head size divisible by 32"},
+		{"f16", "q4_0", "", "V cache of type q4_0 needs a head size divisible by 32"},
+	} {
+		_, err := Open(Options{ModelPath: path, Ctx: 256, Lanes: 1, Threads: 1, CacheTypeK: c.typeK, CacheTypeV: c.typeV, FlashAttn: c.flashAttn})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("K %q, V %q, flash attention %q: %v, want %q", c.typeK, c.typeV, c.flashAttn, err, c.want)
+		}
+	}
+}
+
+// blockBytes is each cache type's bytes per block and values per block
+// (ggml's type sizes).
+var blockBytes = map[string][2]int64{"f32": {4, 1}, "f16": {2, 1}, "bf16": {2, 1}, "q8_0": {34, 32}, "q4_0": {18, 32},
+	"q4_1": {20, 32}, "iq4_nl": {18, 32}, "q5_0": {22, 32}, "q5_1": {24, 32}}
+
+// Every KV cache type llama.cpp's -ctk/-ctv take opens, reports itself
+// and its bytes per token in the descriptor, and generates; a quantized K
+// cache runs without flash attention too (only V needs it), and "auto"
+// turns flash attention on for a quantized V.
+func TestEveryCacheTypeGenerates(t *testing.T) {
+	path := smallModel(t)
+	shape, _ := synth.ShapeByName("small")
+	for _, typ := range CacheTypes {
+		e := openCacheTypes(t, path, typ, typ, "auto")
+		d := e.Descriptor()
+		if d.CacheTypeK != typ || d.CacheTypeV != typ {
+			t.Fatalf("%s: the descriptor says K %s, V %s", typ, d.CacheTypeK, d.CacheTypeV)
+		}
+		size := blockBytes[typ] // bytes per block of values
+		if want := int64(shape.Layers*2*shape.KVDim()) * size[0] / size[1]; d.KVBytesPerToken != want {
+			t.Errorf("%s: %d KV bytes per token, want %d", typ, d.KVBytesPerToken, want)
+		}
+		out := generate(t, e, [][]engine.Token{promptTokens(t, e, 40, typ)}, 8, 64, engine.Greedy())
+		if len(out[0]) != 8 {
+			t.Errorf("%s: generated %d tokens", typ, len(out[0]))
+		}
+		e.Close()
+	}
+	e := openCacheTypes(t, path, "q8_0", "f16", "off")
+	if out := generate(t, e, [][]engine.Token{promptTokens(t, e, 40, "k")}, 4, 64, engine.Greedy()); len(out[0]) != 4 {
+		t.Errorf("a q8_0 K cache without flash attention generated %d tokens", len(out[0]))
+	}
+}
+
+// Exported state carries its cache types: an engine of the same types
+// imports it, one of other types (either cache) refuses it instead of
+// reading its rows as its own.
+func TestStateOfAnotherCacheTypeRefused(t *testing.T) {
+	path := smallModel(t)
+	src := openCacheTypes(t, path, "q8_0", "q8_0", "")
+	prompt := promptTokens(t, src, 30, "state")
+	generate(t, src, [][]engine.Token{prompt}, 2, 64, engine.Greedy())
+	blob, err := src.Export(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := openCacheTypes(t, path, "q8_0", "q8_0", "")
+	if n, err := same.Import(0, blob); err != nil || n != len(prompt)+1 {
+		t.Fatalf("import into the same types: %d tokens, %v", n, err)
+	}
+	for _, types := range [][2]string{{"f16", "f16"}, {"q8_0", "f16"}, {"f16", "q8_0"}, {"q4_0", "q4_0"}} {
+		other := openCacheTypes(t, path, types[0], types[1], "")
+		if _, err := other.Import(0, blob); !errors.Is(err, engine.ErrState) {
+			t.Errorf("a q8_0 state imported into K %s, V %s: %v", types[0], types[1], err)
+		}
+		other.Close()
+	}
+}
