@@ -122,3 +122,32 @@ func TestStateOfAnotherCacheTypeRefused(t *testing.T) {
 		other.Close()
 	}
 }
+
+// The descriptor's KV bytes per token are what the state of one more
+// token weighs: two exported sequences 32 tokens apart differ by 32 times
+// it, plus the 12 bytes llama.cpp writes for each cell (its position and
+// one sequence id).
+func TestKVBytesPerTokenIsTheStateSize(t *testing.T) {
+	path := smallModel(t)
+	const cellMeta = 12
+	for _, types := range [][2]string{{"f16", "f16"}, {"q8_0", "q8_0"}, {"q4_0", "q4_0"}, {"q8_0", "f16"}} {
+		e := openCacheTypes(t, path, types[0], types[1], "")
+		long := promptTokens(t, e, 64, "size")
+		generate(t, e, [][]engine.Token{long[:32]}, 1, 64, engine.Greedy())
+		short, err := e.Export(0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		generate(t, e, [][]engine.Token{long}, 1, 64, engine.Greedy())
+		full, err := e.Export(0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perToken := int64(len(full)-len(short))/32 - cellMeta
+		if d := e.Descriptor(); perToken != d.KVBytesPerToken || int64(len(full)-len(short))%32 != 0 {
+			t.Errorf("K %s, V %s: the state grows by %d bytes a token (%d over 32), the descriptor says %d", types[0], types[1],
+				perToken, len(full)-len(short), d.KVBytesPerToken)
+		}
+		e.Close()
+	}
+}

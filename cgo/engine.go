@@ -114,11 +114,12 @@ var cacheTypeIDs = map[string]C.int32_t{
 
 // CheckCacheTypes refuses, by name, a K or V cache type the engine does
 // not know, and a quantized V cache with flash attention off (llama.cpp
-// reads V transposed without it, which quantized rows cannot be). Empty
-// names and mode are the defaults.
+// reads V transposed without it, which quantized rows cannot be). An
+// empty name is no type (Options' empty fields are f16 by the time Open
+// checks them); an empty mode is the default.
 func CheckCacheTypes(typeK, typeV, flashAttn string) error {
 	for _, c := range []struct{ flag, name string }{{"cache-type-k", typeK}, {"cache-type-v", typeV}} {
-		if _, ok := cacheTypeIDs[cmp.Or(c.name, "f16")]; !ok {
+		if _, ok := cacheTypeIDs[c.name]; !ok {
 			return fmt.Errorf("--%s %q: unknown KV cache type (want one of %s)", c.flag, c.name, strings.Join(CacheTypes, ", "))
 		}
 	}
