@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	sfhttp "superfluid/http"
 	"superfluid/gguf"
+	sfhttp "superfluid/http"
 	"superfluid/synth"
 )
 
