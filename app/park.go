@@ -69,7 +69,7 @@ func openPark(o Options, desc *engine.Descriptor) (*park.Store, error) {
 // Grok whatever is asked. "auto" resolves inside llama.cpp to on unless
 // some layer's attention would run on another device than its KV cache
 // (a GPU without support): on the CPU build it is always on, and a
-// quantized cache forces it on (native/engine.cpp). Where the guess is
+// quantized V cache forces it on (native/engine.cpp). Where the guess is
 // wrong, the park writer reads the layout from each exported state and
 // refuses to park it under the wrong one (a counted write error, warned
 // once), so no file ever claims a layout its state does not have.

@@ -151,3 +151,22 @@ func TestKVBytesPerTokenIsTheStateSize(t *testing.T) {
 		e.Close()
 	}
 }
+
+// The upstream route's embedding context keeps f16 cells whatever the
+// server's cache types (native/engine.cpp sf_context_params), and says so:
+// the tiny embedding model opens with q8_0 asked, though its head size
+// is no whole q8_0 block.
+func TestEmbeddingContextKeepsF16(t *testing.T) {
+	if !upstreamLlama {
+		t.Skip("the Go module's llama.cpp embeds with the configured cache types")
+	}
+	e, err := Open(Options{ModelPath: embedModel(t, "mean"), Ctx: 256, Lanes: 1, Seqs: 4, Batch: 256, UBatch: 256, Threads: 1,
+		CacheTypeK: "q8_0", CacheTypeV: "q8_0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if d := e.Descriptor(); d.CacheTypeK != "f16" || d.CacheTypeV != "f16" {
+		t.Fatalf("the embedding engine holds K %s, V %s", d.CacheTypeK, d.CacheTypeV)
+	}
+}

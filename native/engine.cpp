@@ -335,21 +335,6 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
         snprintf(msg, msg_len, "cannot load model %s (see debug log for llama.cpp's reason)", p->model_path);
         return msg;
     }
-    // ggml aborts the process on a quantized KV row that is not whole
-    // blocks; refuse such a model here instead.
-    const struct {
-        const char *cache, *which;
-        int32_t type;
-    } caches[] = {{"K", "key_length", p->type_k}, {"V", "value_length", p->type_v}};
-    for (const auto &c : caches) {
-        int32_t head = sf_head_size(e->model, c.which);
-        int64_t block = ggml_blck_size(sf_ggml_kv_type(c.type));
-        if (block > 1 && head % block != 0) {
-            snprintf(msg, msg_len, "a %s cache of type %s needs a head size divisible by %lld; this model's is %d", c.cache,
-                     ggml_type_name(sf_ggml_kv_type(c.type)), (long long)block, head);
-            return msg;
-        }
-    }
     char arch[64] = {};
     llama_model_meta_val_str(e->model, "general.architecture", arch, sizeof arch);
     e->pooling = sf_model_pooling(e->model, arch);
@@ -357,6 +342,22 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
         return "the model's pooling_type is one this engine does not pool by (mean, cls and last are)";
     }
     llama_context_params cp = sf_context_params(p, e->pooling);
+    // ggml aborts the process on a quantized KV row that is not whole
+    // blocks; refuse such a model here instead (for the types the context
+    // will hold: an embedding context's may be f16 whatever was asked).
+    const struct {
+        const char *cache, *which;
+        ggml_type type;
+    } caches[] = {{"K", "key_length", cp.type_k}, {"V", "value_length", cp.type_v}};
+    for (const auto &c : caches) {
+        int32_t head = sf_head_size(e->model, c.which);
+        int64_t block = ggml_blck_size(c.type);
+        if (block > 1 && head % block != 0) {
+            snprintf(msg, msg_len, "a %s cache of type %s needs a head size divisible by %lld; this model's is %d", c.cache,
+                     ggml_type_name(c.type), (long long)block, head);
+            return msg;
+        }
+    }
     e->ctx = llama_init_from_model(e->model, cp);
     if (e->ctx == nullptr) {
         return "cannot create a llama.cpp context with these parameters";
