@@ -143,3 +143,31 @@ func TestParkFileOfAnotherCacheTypeRefused(t *testing.T) {
 		t.Fatalf("the other type's file was not left alone: %v", err)
 	}
 }
+
+// The host tier holds each conversation's exported state, whose size
+// follows the cache types: the same requests leave q8_0 state of 34/64 of
+// f16's bytes there (to within the per-cell and per-state headers).
+func TestHostTierHoldsStateOfTheCacheTypes(t *testing.T) {
+	path := model(t, "small", "")
+	hostBytes := map[string]float64{}
+	for _, typ := range []string{"f16", "q8_0"} {
+		// One lane and two sequences: each new conversation pushes the one
+		// before out of the pool, into host memory.
+		st := startStack(t, app.Options{ModelPath: path, Ctx: 2048, Lanes: 1, Seqs: 2, CacheTypeK: typ, CacheTypeV: typ})
+		ref := newRefEngine(t, path, 256) // for its tokenizer
+		for i := range 4 {
+			body, _ := json.Marshal(map[string]any{"prompt": textTokens(t, ref.e, 100, uint64(200+i)), "n_predict": 4, "temperature": 0})
+			llamaDo[llamaCompletion](t, st, "/completion", string(body))
+		}
+		m := parkScrape(t, st)
+		entries := m[`superfluid_cache_entries{tier="host"}`]
+		if entries < 2 {
+			t.Fatalf("%s: %v conversations in host memory", typ, entries)
+		}
+		hostBytes[typ] = m["superfluid_cache_host_bytes"]
+		t.Logf("%s: %v conversations, %v bytes in host memory", typ, entries, hostBytes[typ])
+	}
+	if r := hostBytes["q8_0"] / hostBytes["f16"]; r < 0.50 || r > 0.56 {
+		t.Fatalf("host memory holds %v bytes of q8_0 state against %v of f16 (%.3f), want about 34/64", hostBytes["q8_0"], hostBytes["f16"], r)
+	}
+}
