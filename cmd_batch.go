@@ -138,9 +138,13 @@ func batchDoer(c *cli.Context, class sched.Class) (d batch.Doer, parallel int, c
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("batch: %w", err)
 	}
+	typeK, typeV, err := cacheTypes(c, c.String("flash-attn"))
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("batch: %w", err)
+	}
 	st, err := app.Load(app.Options{
 		ModelPath: path, Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Threads: c.Int("threads"),
-		Batch: c.Int("batch"), KVType: c.String("kv-type"), FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HTTP: sfhttp.Config{Version: version},
+		Batch: c.Int("batch"), CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HTTP: sfhttp.Config{Version: version},
 	})
 	if err != nil {
 		return nil, 0, nil, err

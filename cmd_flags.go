@@ -14,19 +14,39 @@ import (
 
 // engineFlags are the flags of a command that loads a model to serve many
 // requests (serve, batch): lanes (default given), context, threads, step
-// size, KV type, flash attention, the CPU threads' polling and weight
-// repacking.
+// size, KV cache types, flash attention, the CPU threads' polling and
+// weight repacking.
 func engineFlags(lanes int) []cli.Flag {
-	return []cli.Flag{
+	return append(cacheTypeFlags(), []cli.Flag{
 		&cli.IntFlag{Name: "lanes", Value: lanes, Usage: "requests decoded at once", EnvVars: env("LANES")},
 		&cli.IntFlag{Name: "ctx", Value: 16384, Usage: "context tokens, shared by every lane and the prefix cache", EnvVars: env("CTX")},
 		&cli.IntFlag{Name: "threads", Value: runtime.NumCPU(), Usage: "CPU threads", EnvVars: env("THREADS")},
 		&cli.IntFlag{Name: "batch", Usage: "most tokens one engine step carries; a newly arrived request waits at most one step", DefaultText: fmt.Sprint(cgo.DefaultBatch), EnvVars: env("BATCH")},
-		&cli.StringFlag{Name: "kv-type", Value: "f16", Usage: "KV cache type: f16, q8_0 or q4_0", EnvVars: env("KV_TYPE")},
 		&cli.StringFlag{Name: "flash-attn", Value: "on", Usage: "flash attention: on, off or auto (llama.cpp decides); on keeps decode fast while the prefix cache holds many conversations", EnvVars: env("FLASH_ATTN")},
 		&cli.IntFlag{Name: "poll", Value: cgo.DefaultPoll, Usage: "how long the CPU threads spin waiting for the next engine step before they sleep, 0 (at once) to 100, as llama.cpp's --poll; spinning keeps decode fast, sleeping frees the cores between steps", EnvVars: env("POLL")},
 		&cli.BoolFlag{Name: "no-repack", Aliases: []string{"nr"}, Usage: "keep Q4_0/Q4_K/IQ4_NL weights in the file's layout instead of a copy repacked for the CPU's kernels (less memory, slower prefill and decode), as llama-server's --no-repack", EnvVars: env("NO_REPACK")},
+	}...)
+}
+
+// cacheTypeFlags are the K and V caches' cell types, named and
+// abbreviated as llama.cpp's (-ctk, -ctv).
+func cacheTypeFlags() []cli.Flag {
+	types := strings.Join(cgo.CacheTypes, ", ")
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cache-type-k", Aliases: []string{"ctk"}, Value: "f16", Usage: "KV cache type for K: " + types + " (q8_0 takes 34/64 of f16's memory per token)", EnvVars: env("CACHE_TYPE_K")},
+		&cli.StringFlag{Name: "cache-type-v", Aliases: []string{"ctv"}, Value: "f16", Usage: "KV cache type for V: " + types + " (a quantized one needs flash attention)", EnvVars: env("CACHE_TYPE_V")},
 	}
+}
+
+// cacheTypes reads --cache-type-k and --cache-type-v, refusing an unknown
+// name (and a quantized V cache with flashAttn "off") before a model
+// loads.
+func cacheTypes(c *cli.Context, flashAttn string) (typeK, typeV string, err error) {
+	typeK, typeV = c.String("cache-type-k"), c.String("cache-type-v")
+	if err := cgo.CheckCacheTypes(typeK, typeV, flashAttn); err != nil {
+		return "", "", err
+	}
+	return typeK, typeV, nil
 }
 
 // chatTemplateFileFlag names a Jinja chat template that replaces the one

@@ -25,12 +25,12 @@ func modelCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "info",
-				Usage: "print a model's descriptor as JSON",
-				Flags: []cli.Flag{
+				Usage: "print a model's descriptor as JSON (with kv_bytes_per_token at the cache types given)",
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file or pulled model name", EnvVars: []string{"SUPERFLUID_MODEL"}},
 					dataDirFlag(),
 					modelsDirFlag(),
-				},
+				}, cacheTypeFlags()...),
 				Action: modelInfo,
 			},
 			{
@@ -55,11 +55,15 @@ func modelInfo(c *cli.Context) error {
 	if c.Args().Present() {
 		return fmt.Errorf("model info: unexpected argument %q", c.Args().First())
 	}
+	typeK, typeV, err := cacheTypes(c, "")
+	if err != nil {
+		return fmt.Errorf("model info: %w", err)
+	}
 	modelPath, err := resolveModelFlag(c)
 	if err != nil {
 		return err
 	}
-	e, err := cgo.Open(cgo.Options{ModelPath: modelPath, Ctx: 512, Lanes: 1, Seqs: 1, Batch: 32, Threads: 1})
+	e, err := cgo.Open(cgo.Options{ModelPath: modelPath, Ctx: 512, Lanes: 1, Seqs: 1, Batch: 32, Threads: 1, CacheTypeK: typeK, CacheTypeV: typeV})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func runCommand() *cli.Command {
 		Name:      "run",
 		Usage:     "generate text from a prompt and stream it to stdout",
 		ArgsUsage: " ",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "GGUF file or pulled model name", EnvVars: []string{"SUPERFLUID_MODEL"}},
 			dataDirFlag(),
 			modelsDirFlag(),
@@ -39,7 +39,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "ctx", Value: 4096, Usage: "context size in tokens"},
 			&cli.IntFlag{Name: "threads", Value: runtime.NumCPU(), Usage: "CPU threads", EnvVars: []string{"SUPERFLUID_THREADS"}},
 			&cli.IntFlag{Name: "batch", Value: 512, Usage: "prompt tokens per step"},
-		},
+		}, cacheTypeFlags()...),
 		Action: runAction,
 	}
 }
@@ -54,11 +54,16 @@ func runAction(c *cli.Context) error {
 	if c.String("chat-template-file") != "" && !c.Bool("chat") {
 		return errors.New("run: --chat-template-file renders chat prompts; add --chat")
 	}
+	typeK, typeV, err := cacheTypes(c, "")
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	modelPath, err := resolveModelFlag(c)
 	if err != nil {
 		return err
 	}
-	e, err := cgo.Open(cgo.Options{ModelPath: modelPath, Ctx: c.Int("ctx"), Lanes: 1, Seqs: 1, Batch: c.Int("batch"), Threads: c.Int("threads")})
+	e, err := cgo.Open(cgo.Options{ModelPath: modelPath, Ctx: c.Int("ctx"), Lanes: 1, Seqs: 1, Batch: c.Int("batch"), Threads: c.Int("threads"),
+		CacheTypeK: typeK, CacheTypeV: typeV})
 	if err != nil {
 		return err
 	}

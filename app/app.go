@@ -57,7 +57,8 @@ type Options struct {
 	Seqs         int    // default 4 per lane
 	Threads      int    // default: all cores
 	Batch        int    // default cgo.DefaultBatch, at least 2 per lane
-	KVType       string // default f16
+	CacheTypeK   string // the K cache's type, as llama.cpp names it; default f16
+	CacheTypeV   string // the V cache's type; default f16
 	FlashAttn    string // on (default), off or auto; see cgo.Options
 	NoRepack     bool   // weights in the file's layout, not repacked; see cgo.Options
 	Poll         int    // the CPU threads' polling level; see cgo.Options

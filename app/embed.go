@@ -51,7 +51,7 @@ func openEmbeddingStack(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelSt
 	// One call is one micro-batch whose sequences are emptied after it, so
 	// the KV pool needs room for one call's tokens and no more.
 	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: batch, Lanes: 1, Seqs: max(o.Seqs, embedSeqs),
-		Batch: batch, UBatch: batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn, Poll: o.Poll})
+		Batch: batch, UBatch: batch, Threads: o.Threads, CacheTypeK: o.CacheTypeK, CacheTypeV: o.CacheTypeV, FlashAttn: o.FlashAttn, Poll: o.Poll})
 	if err != nil {
 		return nil, err
 	}

@@ -27,9 +27,9 @@ func measuredSize(desc *engine.Descriptor, hostCache int64) int64 {
 }
 
 // estimatedSize is what the model at path would hold with o's context and
-// KV type (an embedding model's as openEmbeddingStack opens it): the tensor bytes of the file, a KV pool of o.Ctx tokens ×
-// layers × 2 (K and V) × KV heads × head size × the type's bytes, and the
-// host cache budget.
+// KV cache types (an embedding model's as openEmbeddingStack opens it):
+// the tensor bytes of the file, a KV pool of o.Ctx tokens ×
+// estimatedKVBytesPerToken, and the host cache budget.
 func estimatedSize(path string, o Options) (int64, error) {
 	if isEmbeddingModel(path) { // its context is one call's batch, and it has no cache
 		o.Ctx, o.HostCache = max(o.Batch, defaultEmbedBatch), 0
@@ -46,6 +46,15 @@ func estimatedSize(path string, o Options) (int64, error) {
 		}
 		weights += int64(n)
 	}
+	kv := int64(o.Ctx) * estimatedKVBytesPerToken(f, o.CacheTypeK, o.CacheTypeV)
+	return weights + kv + max(o.HostCache, 0), nil
+}
+
+// estimatedKVBytesPerToken is what one context token takes in the K and V
+// caches of a model file, by its header: layers × KV heads × (K head size
+// × K type's bytes + V head size × V type's bytes), as the engine's
+// descriptor reckons it once loaded.
+func estimatedKVBytesPerToken(f *gguf.File, typeK, typeV string) int64 {
 	arch, _ := f.String("general.architecture")
 	layers := ggufUint(f, arch+".block_count")
 	heads := ggufUint(f, arch+".attention.head_count")
@@ -56,8 +65,11 @@ func estimatedSize(path string, o Options) (int64, error) {
 		headK = cmp.Or(ggufUint(f, arch+".attention.key_length"), embd/heads)
 		headV = cmp.Or(ggufUint(f, arch+".attention.value_length"), embd/heads)
 	}
-	kv := int64(o.Ctx) * int64(layers*kvHeads*(headK+headV)) * kvTypeBytes(o.KVType) / 100
-	return weights + kv + max(o.HostCache, 0), nil
+	row := func(values uint64, typ string) int64 {
+		num, den := cacheTypeSize(typ)
+		return int64(values) * num / den
+	}
+	return int64(layers) * (row(kvHeads*headK, typeK) + row(kvHeads*headV, typeV))
 }
 
 func ggufUint(f *gguf.File, key string) uint64 {
@@ -70,18 +82,25 @@ func ggufUint(f *gguf.File, key string) uint64 {
 	return 0
 }
 
-// kvTypeBytes is a KV element's size in hundredths of a byte (q8_0 and
-// q4_0 carry a scale per 32 values).
-func kvTypeBytes(t string) int64 {
+// cacheTypeSize is a KV cache type's bytes per block over its values per
+// block (ggml's type sizes: the quantized types carry an f16 scale, and
+// q4_1/q5_1 a minimum, per 32 values; q5_* a 32-bit mask of high bits).
+func cacheTypeSize(t string) (bytes, values int64) {
 	switch t {
 	case "f32":
-		return 400
+		return 4, 1
 	case "q8_0":
-		return 34 * 100 / 32
-	case "q4_0":
-		return 18 * 100 / 32
+		return 34, 32
+	case "q4_0", "iq4_nl":
+		return 18, 32
+	case "q4_1":
+		return 20, 32
+	case "q5_0":
+		return 22, 32
+	case "q5_1":
+		return 24, 32
 	}
-	return 200 // f16, bf16, the default
+	return 2, 1 // f16, bf16, the default
 }
 
 // budgetShare is the fraction of the memory available at start that

@@ -60,7 +60,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		}()
 	}
 	start := time.Now()
-	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, KVType: o.KVType, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack, Poll: o.Poll})
+	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, CacheTypeK: o.CacheTypeK, CacheTypeV: o.CacheTypeV, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack, Poll: o.Poll})
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,8 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 	ms.stopSched, ms.schedDone = cancel, make(chan error, 1)
 	go func() { ms.schedDone <- sc.Run(ctx) }()
 	slog.Info("model loaded", "model", spec.Alias, "took", time.Since(start).Round(time.Millisecond), "lanes", o.Lanes, "ctx", desc.Ctx,
-		"fim", ms.Model.FIM != nil && ms.Model.FIM.Capable(), "bytes", ms.Size, "repacked_weight_bytes", eng.RepackedBytes())
+		"fim", ms.Model.FIM != nil && ms.Model.FIM.Capable(), "bytes", ms.Size, "repacked_weight_bytes", eng.RepackedBytes(),
+		"cache_type_k", desc.CacheTypeK, "cache_type_v", desc.CacheTypeV, "kv_bytes_per_token", desc.KVBytesPerToken)
 	return ms, nil
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -15,8 +16,15 @@ import (
 // lossy parking demotes f16 KV data to 8 bits, so another KV type has
 // nothing to demote, and pretending otherwise would misreport /props.
 func checkParkOptions(o Options) error {
-	if o.ParkDir != "" && o.ParkLossy && o.KVType != "" && o.KVType != "f16" {
-		return fmt.Errorf("app: --park-lossy demotes an f16 KV cache to 8 bits; the KV cache is %s, which has nothing to demote", o.KVType)
+	if o.ParkDir != "" && o.ParkLossy {
+		return checkLossyCacheTypes(cmp.Or(o.CacheTypeK, "f16"), cmp.Or(o.CacheTypeV, "f16"))
+	}
+	return nil
+}
+
+func checkLossyCacheTypes(typeK, typeV string) error {
+	if typeK != "f16" || typeV != "f16" {
+		return fmt.Errorf("app: --park-lossy demotes an f16 KV cache to 8 bits; the K cache is %s and the V cache %s, which have nothing to demote", typeK, typeV)
 	}
 	return nil
 }
@@ -33,14 +41,16 @@ func openPark(o Options, desc *engine.Descriptor) (*park.Store, error) {
 		}
 		return nil, nil
 	}
-	if o.ParkLossy && desc.KVType != "f16" {
-		return nil, fmt.Errorf("app: --park-lossy demotes an f16 KV cache to 8 bits; the KV cache is %s, which has nothing to demote", desc.KVType)
+	if o.ParkLossy {
+		if err := checkLossyCacheTypes(desc.CacheTypeK, desc.CacheTypeV); err != nil {
+			return nil, err
+		}
 	}
 	budget := o.ParkBudget
 	if budget == 0 {
 		budget = 8 << 30
 	}
-	st, err := park.Open(park.Config{Dir: o.ParkDir, Identity: desc.Identity, KVType: desc.KVType, VLayout: parkVLayout(o, desc),
+	st, err := park.Open(park.Config{Dir: o.ParkDir, Identity: desc.Identity, KVType: desc.CacheTypeK, VType: desc.CacheTypeV, VLayout: parkVLayout(o, desc),
 		Budget: max(budget, 0), Lossy: o.ParkLossy})
 	if err != nil {
 		slog.Warn("parking conversations on disk is off", "dir", o.ParkDir, "err", err)
@@ -59,7 +69,7 @@ func openPark(o Options, desc *engine.Descriptor) (*park.Store, error) {
 // Grok whatever is asked. "auto" resolves inside llama.cpp to on unless
 // some layer's attention would run on another device than its KV cache
 // (a GPU without support): on the CPU build it is always on, and a
-// quantized cache forces it on (native/engine.cpp). Where the guess is
+// quantized V cache forces it on (native/engine.cpp). Where the guess is
 // wrong, the park writer reads the layout from each exported state and
 // refuses to park it under the wrong one (a counted write error, warned
 // once), so no file ever claims a layout its state does not have.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"superfluid/gguf"
 	sfhttp "superfluid/http"
 	"superfluid/panics"
 	"superfluid/sched"
@@ -181,7 +182,9 @@ func TestRegistryUnload(t *testing.T) {
 }
 
 // The estimate a first load is decided on is close to what the loaded
-// model then measures, for each KV type.
+// model then measures, for each KV cache type; the KV bytes per token the
+// header gives are the loaded engine's exactly, and q8_0 cells take 34/64
+// of f16's.
 func TestEstimatedSizeMatchesMeasured(t *testing.T) {
 	tiny := tinyModels(t, t.TempDir(), "alpha")[0]
 	shape, err := synth.ShapeByName("small")
@@ -192,9 +195,17 @@ func TestEstimatedSizeMatchesMeasured(t *testing.T) {
 	if err := synth.Write(small, synth.Options{Shape: shape, Type: "q8_0", Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ path, kvType string }{{tiny, "f16"}, {small, "f16"}, {small, "q8_0"}, {small, "q4_0"}} {
-		o := Options{ModelPath: c.path, Lanes: 1, Ctx: 2048, Threads: 1, HostCache: 1 << 20, KVType: c.kvType}
+	perToken := map[string]int64{}
+	for _, c := range []struct{ path, typeK, typeV string }{{tiny, "f16", "f16"}, {small, "f16", "f16"}, {small, "q8_0", "q8_0"},
+		{small, "q4_0", "q4_0"}, {small, "q8_0", "f16"}, {small, "bf16", "q5_1"}} {
+		o := Options{ModelPath: c.path, Lanes: 1, Ctx: 2048, Threads: 1, HostCache: 1 << 20, CacheTypeK: c.typeK, CacheTypeV: c.typeV}
 		o.withDefaults()
+		kvType := c.typeK + "/" + c.typeV
+		f, err := gguf.Open(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		estPerToken := estimatedKVBytesPerToken(f, c.typeK, c.typeV)
 		est, err := estimatedSize(c.path, o)
 		if err != nil {
 			t.Fatal(err)
@@ -204,13 +215,24 @@ func TestEstimatedSizeMatchesMeasured(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := st.Size
+		desc := st.Engine.Descriptor()
 		if err := st.close(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s, kv %s: estimated %d bytes, measured %d", filepath.Base(c.path), c.kvType, est, got)
+		t.Logf("%s, kv %s: estimated %d bytes, measured %d; %d KV bytes per token", filepath.Base(c.path), kvType, est, got, desc.KVBytesPerToken)
 		if diff := float64(est-got) / float64(got); diff < -0.1 || diff > 0.1 {
-			t.Errorf("%s, kv %s: estimated %d bytes, measured %d (%.0f%% off)", filepath.Base(c.path), c.kvType, est, got, 100*diff)
+			t.Errorf("%s, kv %s: estimated %d bytes, measured %d (%.0f%% off)", filepath.Base(c.path), kvType, est, got, 100*diff)
 		}
+		if desc.CacheTypeK != c.typeK || desc.CacheTypeV != c.typeV || desc.KVBytesPerToken != estPerToken {
+			t.Errorf("%s, kv %s: the engine holds %s/%s at %d bytes per token, the header says %d", filepath.Base(c.path), kvType,
+				desc.CacheTypeK, desc.CacheTypeV, desc.KVBytesPerToken, estPerToken)
+		}
+		if c.path == small {
+			perToken[kvType] = desc.KVBytesPerToken
+		}
+	}
+	if f16, q8 := perToken["f16/f16"], perToken["q8_0/q8_0"]; q8*64 != f16*34 {
+		t.Errorf("q8_0 cells take %d bytes per token, f16 %d: want 34/64 of it", q8, f16)
 	}
 }
 

@@ -20,10 +20,12 @@ package cgo
 import "C"
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -34,19 +36,23 @@ import (
 // Options configure an engine.
 type Options struct {
 	ModelPath string
-	Ctx       int    // context tokens shared by all sequences; 0: the model's
-	Seqs      int    // engine sequences: lanes plus cached prefixes
-	Lanes     int    // lanes that may run at once
-	Batch     int    // most tokens a step may carry; 0: DefaultBatch
-	UBatch    int    // physical micro-batch; 0: min(Batch, 512)
-	Threads   int    // 0: all cores
-	KVType    string // "f16" (default), "q8_0", "q4_0"
+	Ctx       int // context tokens shared by all sequences; 0: the model's
+	Seqs      int // engine sequences: lanes plus cached prefixes
+	Lanes     int // lanes that may run at once
+	Batch     int // most tokens a step may carry; 0: DefaultBatch
+	UBatch    int // physical micro-batch; 0: min(Batch, 512)
+	Threads   int // 0: all cores
+	// CacheTypeK and CacheTypeV are the K and V caches' cell types, named
+	// as llama.cpp's --cache-type-k/-v name them (CacheTypes); "" is f16.
+	// q8_0 takes 34 bytes per 32 values against f16's 64.
+	CacheTypeK string
+	CacheTypeV string
 	// FlashAttn is "on" (the default), "off" or "auto" (llama.cpp decides).
 	// On the CPU its kernel skips masked KV cells, so a lane's attention
 	// costs what its own cells cost; without it every lane attends over the
 	// whole used span of the shared pool, which the prefix cache's resident
 	// conversations fill — decode then slows as the cache grows. A
-	// quantized KV cache needs it.
+	// quantized V cache needs it: "auto" turns it on, "off" is refused.
 	FlashAttn string
 	NoMmap    bool
 	// NoRepack keeps the weights in the file's layout instead of the CPU
@@ -89,16 +95,49 @@ func (o *Options) withDefaults() Options {
 	if v.Threads <= 0 {
 		v.Threads = runtime.NumCPU()
 	}
-	if v.KVType == "" {
-		v.KVType = "f16"
-	}
+	v.CacheTypeK = cmp.Or(v.CacheTypeK, "f16")
+	v.CacheTypeV = cmp.Or(v.CacheTypeV, "f16")
 	if v.FlashAttn == "" {
 		v.FlashAttn = "on"
 	}
 	return v
 }
 
-var kvTypes = map[string]C.int32_t{"f16": C.SF_KV_F16, "q8_0": C.SF_KV_Q8_0, "q4_0": C.SF_KV_Q4_0}
+// CacheTypes are the KV cache types an engine may hold, in llama.cpp's
+// order (common/arg.cpp kv_cache_types).
+var CacheTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
+
+var cacheTypeIDs = map[string]C.int32_t{
+	"f32": C.SF_KV_F32, "f16": C.SF_KV_F16, "bf16": C.SF_KV_BF16, "q8_0": C.SF_KV_Q8_0, "q4_0": C.SF_KV_Q4_0,
+	"q4_1": C.SF_KV_Q4_1, "iq4_nl": C.SF_KV_IQ4_NL, "q5_0": C.SF_KV_Q5_0, "q5_1": C.SF_KV_Q5_1,
+}
+
+// CheckCacheTypes refuses, by name, a K or V cache type the engine does
+// not know, and a quantized V cache with flash attention off (llama.cpp
+// reads V transposed without it, which quantized rows cannot be). An
+// empty name is no type (Options' empty fields are f16 by the time Open
+// checks them); an empty mode is the default.
+func CheckCacheTypes(typeK, typeV, flashAttn string) error {
+	for _, c := range []struct{ flag, name string }{{"cache-type-k", typeK}, {"cache-type-v", typeV}} {
+		if _, ok := cacheTypeIDs[c.name]; !ok {
+			return fmt.Errorf("--%s %q: unknown KV cache type (want one of %s)", c.flag, c.name, strings.Join(CacheTypes, ", "))
+		}
+	}
+	if flashAttn == "off" && QuantizedCacheType(typeV) {
+		return fmt.Errorf("--cache-type-v %s needs flash attention, and --flash-attn is off", typeV)
+	}
+	return nil
+}
+
+// QuantizedCacheType reports whether a cache type is a quantized one
+// (blocks of values with a scale), not a float type.
+func QuantizedCacheType(name string) bool {
+	switch cmp.Or(name, "f16") {
+	case "f32", "f16", "bf16":
+		return false
+	}
+	return true
+}
 
 var flashAttnModes = map[string]C.int32_t{"auto": -1, "off": 0, "on": 1}
 
@@ -137,13 +176,12 @@ var _ engine.Engine = (*Engine)(nil)
 // Open loads a model and creates its context.
 func Open(opts Options) (*Engine, error) {
 	o := opts.withDefaults()
-	kv, ok := kvTypes[o.KVType]
-	if !ok {
-		return nil, fmt.Errorf("cgo: unknown KV cache type %q (want f16, q8_0 or q4_0)", o.KVType)
-	}
 	fa, ok := flashAttnModes[o.FlashAttn]
 	if !ok {
 		return nil, fmt.Errorf("cgo: flash attention %q: want on, off or auto", o.FlashAttn)
+	}
+	if err := CheckCacheTypes(o.CacheTypeK, o.CacheTypeV, o.FlashAttn); err != nil {
+		return nil, fmt.Errorf("cgo: %w", err)
 	}
 	if _, err := os.Stat(o.ModelPath); err != nil {
 		return nil, fmt.Errorf("cgo: model: %w", err)
@@ -170,7 +208,8 @@ func Open(opts Options) (*Engine, error) {
 	p.n_batch = C.int32_t(o.Batch)
 	p.n_ubatch = C.int32_t(o.UBatch)
 	p.n_threads = C.int32_t(o.Threads)
-	p.kv_type = kv
+	p.type_k = cacheTypeIDs[o.CacheTypeK]
+	p.type_v = cacheTypeIDs[o.CacheTypeV]
 	p.flash_attn = fa
 	if !o.NoMmap {
 		p.use_mmap = 1
@@ -237,7 +276,8 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		Batch:             int(d.n_batch),
 		Embd:              int(d.n_embd),
 		Layers:            int(d.n_layer),
-		KVType:            o.KVType,
+		CacheTypeK:        C.GoString(&d.type_k[0]),
+		CacheTypeV:        C.GoString(&d.type_v[0]),
 		KVBytesPerToken:   int64(d.kv_bytes_per_token),
 		BOS:               int32(d.bos),
 		EOS:               int32(d.eos),

@@ -63,10 +63,10 @@ func BenchmarkPark(b *testing.B) {
 
 func runParkStates(b *testing.B, e *cgo.Engine, st parkState) {
 	for _, lossy := range []bool{false, true} {
-		if lossy && st.desc.KVType != "f16" {
+		if lossy && st.desc.CacheTypeK != "f16" {
 			continue
 		}
-		b.Run(fmt.Sprintf("kv=%s/tokens=%d/lossy=%v", st.desc.KVType, st.n, lossy), func(b *testing.B) {
+		b.Run(fmt.Sprintf("kv=%s/tokens=%d/lossy=%v", st.desc.CacheTypeK, st.n, lossy), func(b *testing.B) {
 			benchParkRestore(b, e, st, lossy)
 		})
 	}
@@ -93,7 +93,7 @@ type parkPrefiller struct {
 }
 
 func openParkBench(b *testing.B, path, kvt string, most int) *parkPrefiller {
-	opts := cgo.Options{ModelPath: path, Ctx: most + 2560, Lanes: 1, Seqs: 2, Batch: 512, Threads: runtime.NumCPU(), KVType: kvt}
+	opts := cgo.Options{ModelPath: path, Ctx: most + 2560, Lanes: 1, Seqs: 2, Batch: 512, Threads: runtime.NumCPU(), CacheTypeK: kvt, CacheTypeV: kvt}
 	e, err := cgo.Open(opts)
 	if err != nil {
 		b.Fatal(err)
@@ -126,7 +126,7 @@ func (pf *parkPrefiller) to(b *testing.B, n int) parkState {
 		b.Fatal(err)
 	}
 	d := pf.e.Descriptor()
-	fmt.Fprintf(os.Stderr, "BenchmarkPark: kv=%s: prefilled %d tokens in %v (%.0f tok/s)\n", d.KVType, n, pf.spent.Round(time.Millisecond), float64(n)/pf.spent.Seconds())
+	fmt.Fprintf(os.Stderr, "BenchmarkPark: kv=%s: prefilled %d tokens in %v (%.0f tok/s)\n", d.CacheTypeK, n, pf.spent.Round(time.Millisecond), float64(n)/pf.spent.Seconds())
 	return parkState{n: n, blob: blob, prefill: pf.spent, desc: d, tokens: pf.prompt[:n]}
 }
 
@@ -144,7 +144,7 @@ func (pf *parkPrefiller) retire(b *testing.B) {
 // rename), then restores it per iteration: Load (read, verify, decompress)
 // and Import into sequence 1.
 func benchParkRestore(b *testing.B, e *cgo.Engine, st parkState, lossy bool) {
-	cfg := park.Config{Dir: b.TempDir(), Identity: st.desc.Identity, KVType: st.desc.KVType, VLayout: park.VRows, Lossy: lossy}
+	cfg := park.Config{Dir: b.TempDir(), Identity: st.desc.Identity, KVType: st.desc.CacheTypeK, VType: st.desc.CacheTypeV, VLayout: park.VRows, Lossy: lossy}
 	s, err := park.Open(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -461,7 +461,7 @@ func TestParkBudgetKeepsTheDirectoryUnderIt(t *testing.T) {
 
 func TestParkLossy(t *testing.T) {
 	fx := fixture(t)
-	if _, err := app.Start("127.0.0.1:0", app.Options{ModelPath: tinyModel(t), KVType: "q8_0", ParkDir: t.TempDir(), ParkLossy: true}); err == nil || !strings.Contains(err.Error(), "nothing to demote") {
+	if _, err := app.Start("127.0.0.1:0", app.Options{ModelPath: tinyModel(t), CacheTypeK: "q8_0", CacheTypeV: "q8_0", ParkDir: t.TempDir(), ParkLossy: true}); err == nil || !strings.Contains(err.Error(), "nothing to demote") {
 		t.Fatalf("lossy parking of a q8_0 cache: %v", err)
 	}
 	dir := t.TempDir()

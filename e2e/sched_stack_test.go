@@ -83,7 +83,7 @@ func newSchedStack(t testing.TB, c stackConfig) *schedStack {
 	kc := c.kv
 	kc.Seqs = desc.Seqs
 	if c.parkDir != "" {
-		store, err := park.Open(park.Config{Dir: c.parkDir, Identity: desc.Identity, KVType: desc.KVType, VLayout: park.VRows})
+		store, err := park.Open(park.Config{Dir: c.parkDir, Identity: desc.Identity, KVType: desc.CacheTypeK, VType: desc.CacheTypeV, VLayout: park.VRows})
 		if err != nil {
 			raw.Close()
 			t.Fatal(err)

@@ -2,16 +2,20 @@ package engine
 
 // Descriptor describes an open model and the engine around it.
 type Descriptor struct {
-	Architecture      string  `json:"architecture"`
-	Vocab             int     `json:"vocab_size"`
-	Ctx               int     `json:"context"`
-	CtxTrain          int     `json:"context_train"`
-	Seqs              int     `json:"max_sequences"`
-	Lanes             int     `json:"max_lanes"`
-	Batch             int     `json:"batch"`
-	Embd              int     `json:"embedding"`
-	Layers            int     `json:"layers"`
-	KVType            string  `json:"kv_type"`
+	Architecture string `json:"architecture"`
+	Vocab        int    `json:"vocab_size"`
+	Ctx          int    `json:"context"`
+	CtxTrain     int    `json:"context_train"`
+	Seqs         int    `json:"max_sequences"`
+	Lanes        int    `json:"max_lanes"`
+	Batch        int    `json:"batch"`
+	Embd         int    `json:"embedding"`
+	Layers       int    `json:"layers"`
+	// CacheTypeK and CacheTypeV are the K and V caches' cell types as
+	// llama.cpp names them (f16, q8_0, ...); KVBytesPerToken is what one
+	// context token takes in both, every layer's.
+	CacheTypeK        string  `json:"cache_type_k"`
+	CacheTypeV        string  `json:"cache_type_v"`
 	KVBytesPerToken   int64   `json:"kv_bytes_per_token"`
 	BOS               Token   `json:"bos"`
 	EOS               Token   `json:"eos"`

@@ -120,6 +120,12 @@ func writeModelMetrics(b *strings.Builder, loaded []LoadedModel) {
 	for _, lm := range loaded {
 		fmt.Fprintf(b, "superfluid_model_bytes{model=%q} %d\n", lm.Model.Name, lm.Size)
 	}
+	b.WriteString("# HELP superfluid_model_kv_bytes_per_token KV cache bytes one context token takes (K and V, every layer), at the model's cache types.\n# TYPE superfluid_model_kv_bytes_per_token gauge\n")
+	for _, lm := range loaded {
+		if d := lm.Model.Desc; d != nil {
+			fmt.Fprintf(b, "superfluid_model_kv_bytes_per_token{model=%q,cache_type_k=%q,cache_type_v=%q} %d\n", lm.Model.Name, d.CacheTypeK, d.CacheTypeV, d.KVBytesPerToken)
+		}
+	}
 	b.WriteString("# HELP superfluid_model_requests_in_flight Requests holding a loaded model.\n# TYPE superfluid_model_requests_in_flight gauge\n")
 	for _, lm := range loaded {
 		fmt.Fprintf(b, "superfluid_model_requests_in_flight{model=%q} %d\n", lm.Model.Name, lm.InFlight)

@@ -20,7 +20,7 @@ type fakeEngine struct {
 }
 
 func newFakeEngine(n int) *fakeEngine {
-	return &fakeEngine{seqs: make([][]engine.Token, n), desc: engine.Descriptor{Seqs: n, PartialTruncation: true, Identity: "fake model", KVType: "f16"}}
+	return &fakeEngine{seqs: make([][]engine.Token, n), desc: engine.Descriptor{Seqs: n, PartialTruncation: true, Identity: "fake model", CacheTypeK: "f16", CacheTypeV: "f16"}}
 }
 
 func (f *fakeEngine) Descriptor() *engine.Descriptor { return &f.desc }

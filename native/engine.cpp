@@ -115,15 +115,27 @@ int32_t sf_load_backends(const char *dir) {
         [](const char *) { return (int32_t)0; });
 }
 
+// The ggml type of an enum sf_kv_type value; GGML_TYPE_COUNT for none.
 static ggml_type sf_ggml_kv_type(int32_t t) {
     switch (t) {
-    case SF_KV_Q8_0:
-        return GGML_TYPE_Q8_0;
-    case SF_KV_Q4_0:
-        return GGML_TYPE_Q4_0;
-    default:
-        return GGML_TYPE_F16;
+    case SF_KV_F16: return GGML_TYPE_F16;
+    case SF_KV_Q8_0: return GGML_TYPE_Q8_0;
+    case SF_KV_Q4_0: return GGML_TYPE_Q4_0;
+    case SF_KV_F32: return GGML_TYPE_F32;
+    case SF_KV_BF16: return GGML_TYPE_BF16;
+    case SF_KV_Q4_1: return GGML_TYPE_Q4_1;
+    case SF_KV_Q5_0: return GGML_TYPE_Q5_0;
+    case SF_KV_Q5_1: return GGML_TYPE_Q5_1;
+    case SF_KV_IQ4_NL: return GGML_TYPE_IQ4_NL;
+    default: return GGML_TYPE_COUNT;
     }
+}
+
+// The code exported state records for a K and V type pair: the type alone
+// when both caches share it (what states held before the two could
+// differ, so earlier park files of one type stay readable), else both.
+static int32_t sf_kv_state_code(int32_t type_k, int32_t type_v) {
+    return type_k == type_v ? type_k : type_k | (type_v + 1) << 8;
 }
 
 // Reads one general.sampling.* value; false when the key is absent or its
@@ -161,6 +173,21 @@ static void sf_read_recommended(sf_engine *e) {
     }
 }
 
+// The model's K or V head size ("key_length" or "value_length"): the GGUF's
+// <arch>.attention.<which> where it says, else n_embd / n_head, as
+// llama.cpp reads it.
+static int32_t sf_head_size(const llama_model *m, const char *which) {
+    char arch[64] = {};
+    llama_model_meta_val_str(m, "general.architecture", arch, sizeof arch);
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.%s", arch, which);
+    double v = 0;
+    if (sf_meta_number(m, key, &v) && v >= 1 && v <= 1 << 20) {
+        return (int32_t)v;
+    }
+    return llama_model_n_embd(m) / std::max(1, llama_model_n_head(m));
+}
+
 static void sf_fill_descriptor_cache(sf_engine *e) {
     char buf[64] = {};
     if (llama_model_meta_val_str(e->model, "general.architecture", buf, sizeof buf) > 0) {
@@ -177,13 +204,11 @@ static void sf_fill_descriptor_cache(sf_engine *e) {
         e->max_piece_bytes = std::max(e->max_piece_bytes, n < 0 ? -n : n);
     }
     sf_read_recommended(e);
-    // K and V rows per layer: head_dim * n_head_kv values each.
-    int32_t n_embd = llama_model_n_embd(e->model);
-    int32_t n_head = std::max(1, llama_model_n_head(e->model));
+    // K and V rows per layer: head size * n_head_kv values each.
     int32_t n_head_kv = llama_model_n_head_kv(e->model);
-    int64_t kv_dim = (int64_t)(n_embd / n_head) * n_head_kv;
-    ggml_type t = sf_ggml_kv_type(e->kv_type);
-    e->kv_bytes_per_token = (int64_t)llama_model_n_layer(e->model) * 2 * (int64_t)ggml_row_size(t, kv_dim);
+    int64_t k_row = (int64_t)ggml_row_size(e->type_k, (int64_t)sf_head_size(e->model, "key_length") * n_head_kv);
+    int64_t v_row = (int64_t)ggml_row_size(e->type_v, (int64_t)sf_head_size(e->model, "value_length") * n_head_kv);
+    e->kv_bytes_per_token = (int64_t)llama_model_n_layer(e->model) * (k_row + v_row);
 }
 
 static const char *sf_validate_open(const sf_open_params *p) {
@@ -205,11 +230,13 @@ static const char *sf_validate_open(const sf_open_params *p) {
     if (p->poll < -1 || p->poll > 100) {
         return "poll must be within [0, 100], or -1 for no thread pool";
     }
-    if (p->kv_type < SF_KV_F16 || p->kv_type > SF_KV_Q4_0) {
+    if (sf_ggml_kv_type(p->type_k) == GGML_TYPE_COUNT || sf_ggml_kv_type(p->type_v) == GGML_TYPE_COUNT) {
         return "unknown KV cache type";
     }
-    if (p->kv_type != SF_KV_F16 && p->flash_attn == 0) {
-        return "a quantized KV cache needs flash attention";
+    if (ggml_is_quantized(sf_ggml_kv_type(p->type_v)) && p->flash_attn == 0) {
+        // llama.cpp's attention without flash attention reads V transposed,
+        // which a quantized row cannot be.
+        return "a quantized V cache needs flash attention";
     }
     return nullptr;
 }
@@ -232,11 +259,11 @@ static llama_context_params sf_context_params(const sf_open_params *p, int32_t p
     int32_t threads = p->n_threads > 0 ? p->n_threads : 1;
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
-    cp.type_k = sf_ggml_kv_type(p->kv_type);
-    cp.type_v = sf_ggml_kv_type(p->kv_type);
+    cp.type_k = sf_ggml_kv_type(p->type_k);
+    cp.type_v = sf_ggml_kv_type(p->type_v);
     int32_t fa = p->flash_attn;
-    if (fa < 0 && p->kv_type != SF_KV_F16) {
-        fa = 1;
+    if (fa < 0 && ggml_is_quantized(cp.type_v)) {
+        fa = 1; // as llama.cpp resolves it: "auto" could not turn it off
     }
     cp.flash_attn_type = fa < 0 ? LLAMA_FLASH_ATTN_TYPE_AUTO
                          : fa == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED
@@ -308,24 +335,30 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
         snprintf(msg, msg_len, "cannot load model %s (see debug log for llama.cpp's reason)", p->model_path);
         return msg;
     }
-    if (p->kv_type != SF_KV_F16) {
-        // ggml aborts the process on a quantized KV row that is not whole
-        // blocks; refuse such a model here instead.
-        int32_t head_dim = llama_model_n_embd(e->model) / std::max(1, llama_model_n_head(e->model));
-        int64_t block = ggml_blck_size(sf_ggml_kv_type(p->kv_type));
-        if (block > 1 && head_dim % block != 0) {
-            snprintf(msg, msg_len, "a quantized KV cache needs a head dimension divisible by %lld; this model's is %d",
-                     (long long)block, head_dim);
-            return msg;
-        }
-    }
     char arch[64] = {};
     llama_model_meta_val_str(e->model, "general.architecture", arch, sizeof arch);
     e->pooling = sf_model_pooling(e->model, arch);
     if (e->pooling < 0) {
         return "the model's pooling_type is one this engine does not pool by (mean, cls and last are)";
     }
-    e->ctx = llama_init_from_model(e->model, sf_context_params(p, e->pooling));
+    llama_context_params cp = sf_context_params(p, e->pooling);
+    // ggml aborts the process on a quantized KV row that is not whole
+    // blocks; refuse such a model here instead (for the types the context
+    // will hold: an embedding context's may be f16 whatever was asked).
+    const struct {
+        const char *cache, *which;
+        ggml_type type;
+    } caches[] = {{"K", "key_length", cp.type_k}, {"V", "value_length", cp.type_v}};
+    for (const auto &c : caches) {
+        int32_t head = sf_head_size(e->model, c.which);
+        int64_t block = ggml_blck_size(c.type);
+        if (block > 1 && head % block != 0) {
+            snprintf(msg, msg_len, "a %s cache of type %s needs a head size divisible by %lld; this model's is %d", c.cache,
+                     ggml_type_name(c.type), (long long)block, head);
+            return msg;
+        }
+    }
+    e->ctx = llama_init_from_model(e->model, cp);
     if (e->ctx == nullptr) {
         return "cannot create a llama.cpp context with these parameters";
     }
@@ -346,7 +379,9 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
 #else
     e->n_embd = llama_model_n_embd(e->model);
 #endif
-    e->kv_type = p->kv_type;
+    e->kv_type = sf_kv_state_code(p->type_k, p->type_v);
+    e->type_k = cp.type_k;
+    e->type_v = cp.type_v;
     memcpy(e->model_id, p->model_id, sizeof e->model_id);
     e->seq_lane.assign((size_t)e->n_seq_max, -1);
     e->batch = llama_batch_init(e->n_batch, 0, 1);
@@ -415,6 +450,8 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->n_embd = llama_model_n_embd(e->model);
     d->n_layer = llama_model_n_layer(e->model);
     d->kv_bytes_per_token = e->kv_bytes_per_token;
+    snprintf(d->type_k, sizeof d->type_k, "%s", ggml_type_name(e->type_k));
+    snprintf(d->type_v, sizeof d->type_v, "%s", ggml_type_name(e->type_v));
     d->bos = llama_vocab_bos(e->vocab);
     d->eos = llama_vocab_eos(e->vocab);
     d->eot = llama_vocab_eot(e->vocab);

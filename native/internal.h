@@ -130,7 +130,11 @@ struct sf_engine {
     int32_t n_batch = 0;
     int32_t max_lanes = 0;
     int32_t n_vocab = 0;
+    // The K and V cache types pair's code that exported state carries
+    // (sf_kv_state_code), and the types the context holds.
     int32_t kv_type = SF_KV_F16;
+    ggml_type type_k = GGML_TYPE_F16;
+    ggml_type type_v = GGML_TYPE_F16;
     int32_t max_piece_bytes = 0;  // the longest token piece, special tokens spelled out
     // The GGUF's <arch>.pooling_type (enum llama_pooling_type); not NONE
     // makes an embedding engine: the context pools, sf_embed runs, sf_tick

@@ -63,7 +63,12 @@ enum sf_finish {
     SF_FINISH_GRAMMAR = 5    /* the lane's grammar is complete: nothing more may follow */
 };
 
-enum sf_kv_type { SF_KV_F16 = 0, SF_KV_Q8_0 = 1, SF_KV_Q4_0 = 2 };
+/* KV cache cell types, as llama.cpp's --cache-type-k/-v name them. The
+ * values are stable: exported state records them (seq.cpp). */
+enum sf_kv_type {
+    SF_KV_F16 = 0, SF_KV_Q8_0 = 1, SF_KV_Q4_0 = 2, SF_KV_F32 = 3, SF_KV_BF16 = 4,
+    SF_KV_Q4_1 = 5, SF_KV_Q5_0 = 6, SF_KV_Q5_1 = 7, SF_KV_IQ4_NL = 8
+};
 
 typedef struct sf_open_params {
     const char *model_path;
@@ -72,8 +77,9 @@ typedef struct sf_open_params {
     int32_t n_batch;     /* most tokens one step may carry */
     int32_t n_ubatch;    /* physical micro-batch */
     int32_t n_threads;
-    int32_t kv_type;     /* enum sf_kv_type */
-    int32_t flash_attn;  /* -1 auto, 0 off, 1 on */
+    int32_t type_k;      /* enum sf_kv_type of the K cache */
+    int32_t type_v;      /* enum sf_kv_type of the V cache; a quantized one needs flash attention */
+    int32_t flash_attn;  /* -1 auto (on when type_v is quantized), 0 off, 1 on */
     int32_t use_mmap;
     int32_t max_lanes;   /* lanes that may be admitted at once */
     int32_t n_gpu_layers;/* layers offloaded to a GPU backend, if one is loaded */
@@ -221,7 +227,12 @@ typedef struct sf_desc {
     int32_t n_batch;
     int32_t n_embd;
     int32_t n_layer;
+    /* K and V cache bytes one context token takes, every layer's, at the
+     * cache types the context was created with (type_k, type_v: ggml's
+     * names; an embedding engine may hold f16 whatever was asked). */
     int64_t kv_bytes_per_token;
+    char type_k[16];
+    char type_v[16];
     int32_t bos, eos, eot;
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep; /* -1: absent */
     int32_t add_bos;

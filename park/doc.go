@@ -3,18 +3,19 @@
 // covers, so that a returning turn — even after a restart — imports it
 // instead of prefilling its whole prompt again.
 //
-// A park file is a header (format, model identity, KV type, V cache
-// layout, the token list and its sha256, encoding, lengths, a checksum over
+// A park file is a header (format, model identity, K and V cache types, V
+// cache layout, the token list and its sha256, encoding, lengths, a checksum over
 // the compressed payload and one over the header itself) followed by the
 // payload. The token list sits in the header so that start-up can index
 // the directory by reading headers only: a 2,000-token header is 8 KB, its
 // payload 20 MB.
 //
-// The state's identity is the model, the KV type and the V layout
-// (transposed unless flash attention runs; a state of one layout does not
-// import into a cache of the other). Each identity parks in its own
+// The state's identity is the model, the K and V cache types and the V
+// layout (transposed unless flash attention runs; a state of one layout
+// does not import into a cache of the other). Each identity parks in its own
 // subdirectory of the park directory, named for people to read: the
-// identity's first 12 hex digits, the KV type and the layout, e.g.
+// identity's first 12 hex digits, the cache types (one name when K and V
+// share it, else "q8_0-f16") and the layout, e.g.
 // "5f2b9c0e7d41-f16-vrows" (Subdir). Servers of several models share the
 // default directory, at the same time if need be — the lock is per
 // subdirectory — and none touches another's files. The byte budget is per

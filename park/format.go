@@ -25,12 +25,13 @@ import (
 //	 10     2  zero
 //	 12     4  token count n
 //	 16    32  model identity (engine.Descriptor.Identity, decoded)
-//	 48     8  KV cache type, ASCII, NUL-padded
+//	 48     8  K cache type (and V's, unless bytes 108-115 say), ASCII, NUL-padded
 //	 56    32  sha256 of the token list (n little-endian int32)
 //	 88     8  raw length: the exported blob's size once decoded
 //	 96     8  payload length: the compressed bytes after the header
 //	104     4  CRC-32C of the payload
-//	108    20  zero
+//	108     8  V cache type when it is not K's, ASCII, NUL-padded; else zero
+//	116    12  zero
 //	128    4n  the token list
 //	128+4n  4  CRC-32C of bytes [0, 128+4n)
 //	132+4n  …  payload
@@ -41,6 +42,10 @@ import (
 // cryptographic hash: it detects every burst of up to 32 flipped bits,
 // runs at memory speed (SSE4.2), and the threat is damage, not forgery —
 // the directory is the user's own.
+//
+// The V cache type is written only when it differs from K's, so a cache of
+// one type writes what builds before the two could differ wrote and read
+// (those refuse a file with it set as from a newer build).
 //
 // Version 1 had no V layout (byte 9 was zero): such a file may hold
 // either layout, so it is read only to migrate it (migrate.go), which
@@ -74,7 +79,8 @@ type Header struct {
 	Level       uint8
 	VLayout     VLayout // none in a legacy header
 	Model       [32]byte
-	KVType      string
+	KVType      string // the K cache's type
+	VType       string // the V cache's type, when not KVType
 	Tokens      []engine.Token
 	TokenDigest [32]byte
 	RawLen      uint64
@@ -86,6 +92,12 @@ type Header struct {
 func (h *Header) Len() int64 { return headerLen(len(h.Tokens)) }
 
 func headerLen(n int) int64 { return fixedLen + 4*int64(n) + 4 }
+
+// CacheTypes names the K and V cache types as Config.CacheTypes does.
+func (h *Header) CacheTypes() string {
+	c := Config{KVType: h.KVType, VType: h.VType}
+	return c.CacheTypes()
+}
 
 // Lossy reports whether the payload was demoted.
 func (h *Header) Lossy() bool { return h.Flags&FlagLossy != 0 }
@@ -104,6 +116,9 @@ func appendHeader(dst []byte, h *Header) []byte {
 	binary.LittleEndian.PutUint32(fixed[12:], uint32(len(h.Tokens)))
 	copy(fixed[16:48], h.Model[:])
 	copy(fixed[48:56], h.KVType)
+	if h.VType != h.KVType {
+		copy(fixed[108:116], h.VType)
+	}
 	h.TokenDigest = TokenDigest(h.Tokens)
 	copy(fixed[56:88], h.TokenDigest[:])
 	binary.LittleEndian.PutUint64(fixed[88:], h.RawLen)
@@ -189,7 +204,7 @@ func readHeader(r io.Reader, size int64) (*Header, error) {
 	}
 	// Checked after the checksum: a damaged byte is a header refusal, while
 	// a well-formed header with these set is a file from a newer build.
-	if fixed[6] != codecZstd || fixed[7]&^knownFlags != 0 || fixed[7] == knownFlags || !allZero(fixed[10:12]) || !allZero(fixed[108:128]) {
+	if fixed[6] != codecZstd || fixed[7]&^knownFlags != 0 || fixed[7] == knownFlags || !allZero(fixed[10:12]) || !allZero(fixed[116:128]) {
 		return nil, refuseForeign(ReasonFormat, "unknown codec %d or flags %#x (lossy and shuffled never go together)", fixed[6], fixed[7])
 	}
 	layout := VLayout(fixed[9])
@@ -199,6 +214,7 @@ func readHeader(r io.Reader, size int64) (*Header, error) {
 	h := &Header{Version: version, Flags: fixed[7], Level: fixed[8], VLayout: layout}
 	copy(h.Model[:], fixed[16:48])
 	h.KVType = strings.TrimRight(string(fixed[48:56]), "\x00")
+	h.VType = strings.TrimRight(string(fixed[108:116]), "\x00")
 	copy(h.TokenDigest[:], fixed[56:88])
 	h.RawLen = binary.LittleEndian.Uint64(fixed[88:])
 	h.PayloadLen = binary.LittleEndian.Uint64(fixed[96:])

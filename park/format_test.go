@@ -17,18 +17,20 @@ func TestRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		kv     string
+		v      string // the V cache's type; "": kv's
 		blob   []byte
 		shuffl bool
 		layout VLayout
 	}{
-		{"f16 shuffled", "f16", stateBlob(300, 2, 64, true, ggmlF16, 1), true, VTransposed},
-		{"f16 odd length", "f16", append(stateBlob(10, 1, 8, false, ggmlF16, 2), 7), true, VRows},
-		{"q8_0 plain", "q8_0", stateBlob(300, 2, 68, false, 8, 3), false, VRows},
+		{"f16 shuffled", "f16", "", stateBlob(300, 2, 64, true, ggmlF16, 1), true, VTransposed},
+		{"f16 odd length", "f16", "f16", append(stateBlob(10, 1, 8, false, ggmlF16, 2), 7), true, VRows},
+		{"q8_0 plain", "q8_0", "", stateBlob(300, 2, 68, false, 8, 3), false, VRows},
+		{"q8_0 K, f16 V", "q8_0", "f16", stateBlob(300, 2, 68, false, 8, 3), false, VRows},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := testConfig(dir)
-			cfg.KVType, cfg.VLayout = tc.kv, tc.layout
+			cfg.KVType, cfg.VType, cfg.VLayout = tc.kv, tc.v, tc.layout
 			s := open(t, cfg)
 			tk := toks(100, 300)
 			if !s.Put(tk, tc.blob, nil) {
@@ -46,9 +48,25 @@ func TestRoundTrip(t *testing.T) {
 			if !bytes.Equal(got, tc.blob) {
 				t.Fatal("restored state differs from the parked one")
 			}
-			b, _ := os.ReadFile(filepath.Join(dir, Subdir(testIdentity, tc.kv, tc.layout), Name(tk)))
+			types := tc.kv
+			if tc.v != "" && tc.v != tc.kv {
+				types += "-" + tc.v
+			}
+			b, err := os.ReadFile(filepath.Join(dir, Subdir(testIdentity, types, tc.layout), Name(tk)))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if (b[7]&FlagShuffle != 0) != tc.shuffl || VLayout(b[9]) != tc.layout {
 				t.Fatalf("flags %#x", b[7])
+			}
+			// The V type is written only when it is not K's: a file of one
+			// type is what builds before the two could differ wrote.
+			wantV := ""
+			if types != tc.kv {
+				wantV = tc.v
+			}
+			if v := string(bytes.TrimRight(b[108:116], "\x00")); v != wantV || string(bytes.TrimRight(b[48:56], "\x00")) != tc.kv {
+				t.Fatalf("K type field %q, V type field %q", b[48:56], v)
 			}
 			if st := s.Stats(); st.Loads.Load() != 1 || st.LoadRaw.Load() != int64(len(tc.blob)) || st.LoadBytes.Load() != int64(len(b)) {
 				t.Fatalf("load stats %d %d %d", st.Loads.Load(), st.LoadRaw.Load(), st.LoadBytes.Load())
@@ -107,6 +125,8 @@ func TestRefusals(t *testing.T) {
 		}},
 		{name: "another model", reason: ReasonModel, atOpen: true, foreign: true, cfg: func(c *Config) { c.Identity = "another model" }},
 		{name: "another KV type", reason: ReasonKVType, atOpen: true, foreign: true, cfg: func(c *Config) { c.KVType = "q8_0" }},
+		{name: "another V type", reason: ReasonKVType, atOpen: true, foreign: true, cfg: func(c *Config) { c.VType = "q8_0" }},
+		{name: "another K type", reason: ReasonKVType, atOpen: true, foreign: true, cfg: func(c *Config) { c.KVType, c.VType = "q4_0", "f16" }},
 		{name: "another V layout", reason: ReasonVLayout, atOpen: true, foreign: true, cfg: func(c *Config) { c.VLayout = VRows }},
 		{name: "renamed", reason: ReasonTokens, atOpen: true, damage: func(t *testing.T, p string) {
 			if err := os.Rename(p, filepath.Join(filepath.Dir(p), Name(toks(1, 3)))); err != nil {
@@ -158,7 +178,7 @@ func TestRefusals(t *testing.T) {
 			cfg := testConfig(dir)
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
-				sub := filepath.Join(dir, Subdir(cfg.Identity, cfg.KVType, cfg.VLayout))
+				sub := filepath.Join(dir, Subdir(cfg.Identity, cfg.CacheTypes(), cfg.VLayout))
 				os.MkdirAll(sub, 0o755)
 				if err := os.Rename(path, filepath.Join(sub, Name(tk))); err != nil {
 					t.Fatal(err)
@@ -261,6 +281,9 @@ func TestConfigValidation(t *testing.T) {
 		"no V layout":   {Dir: t.TempDir(), Identity: "x", KVType: "f16"},
 		"bad V layout":  {Dir: t.TempDir(), Identity: "x", KVType: "f16", VLayout: 7},
 		"path KV type":  {Dir: t.TempDir(), Identity: "x", KVType: "../f16", VLayout: VRows},
+		"path V type":   {Dir: t.TempDir(), Identity: "x", KVType: "f16", VType: "a/b", VLayout: VRows},
+		"dashed V type": {Dir: t.TempDir(), Identity: "x", KVType: "f16", VType: "q8-0", VLayout: VRows},
+		"lossy q8_0 V":  {Dir: t.TempDir(), Identity: "x", KVType: "f16", VType: "q8_0", VLayout: VRows, Lossy: true},
 		"empty KV type": {Dir: t.TempDir(), Identity: "x", VLayout: VRows},
 	} {
 		if s, err := Open(c); err == nil {

@@ -98,7 +98,7 @@ func (s *Store) migrateFile(name string) (bool, error) {
 		return false, err
 	}
 	h, err := readHeader(bufio.NewReaderSize(f, 64<<10), st.Size())
-	if err != nil || h.Model != s.model || h.KVType != s.cfg.KVType || hex.EncodeToString(h.TokenDigest[:])+".park" != name {
+	if err != nil || h.Model != s.model || h.CacheTypes() != s.cfg.CacheTypes() || hex.EncodeToString(h.TokenDigest[:])+".park" != name {
 		return false, nil
 	}
 	switch h.Version {

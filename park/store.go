@@ -26,11 +26,13 @@ type Config struct {
 	// models share one park directory without touching each other's files.
 	Dir string
 	// Identity is the model's identity (engine.Descriptor.Identity),
-	// KVType its KV cache type and VLayout its V cache layout: together
-	// the identity of the state parked, and the subdirectory's name. Files
-	// written under any other are refused and left alone.
+	// KVType its K cache type (and V's, unless VType names another) and
+	// VLayout its V cache layout: together the identity of the state
+	// parked, and the subdirectory's name. Files written under any other
+	// are refused and left alone.
 	Identity string
 	KVType   string
+	VType    string // "": KVType's
 	VLayout  VLayout
 	// Budget bounds this identity's park files in bytes, least recently
 	// used out first; 0: unbounded. It is per identity, not for the whole
@@ -55,14 +57,17 @@ func (c *Config) validate() error {
 		return errors.New("park: no directory")
 	case c.Identity == "":
 		return errors.New("park: no model identity")
-	case c.KVType == "" || len(c.KVType) > 8 || strings.ContainsAny(c.KVType, `/\.`):
-		return fmt.Errorf("park: KV type %q: want a name of 1 to 8 bytes", c.KVType)
+	case !cacheTypeName(c.KVType) || c.VType != "" && !cacheTypeName(c.VType):
+		return fmt.Errorf("park: KV types %q and %q: want names of 1 to 8 bytes", c.KVType, c.VType)
 	case !c.VLayout.valid():
 		return fmt.Errorf("park: V layout %s: want %s or %s", c.VLayout, VRows, VTransposed)
 	case c.Budget < 0 || c.QueueLen < 0 || c.QueueBytes < 0:
 		return errors.New("park: negative budget or queue bound")
-	case c.Lossy && c.KVType != "f16":
-		return fmt.Errorf("park: lossy parking demotes an f16 KV cache to 8 bits; this cache is %s already, there is nothing to demote", c.KVType)
+	case c.Lossy && c.CacheTypes() != "f16":
+		return fmt.Errorf("park: lossy parking demotes an f16 KV cache to 8 bits; this cache is %s already, there is nothing to demote", c.CacheTypes())
+	}
+	if c.VType == c.KVType {
+		c.VType = ""
 	}
 	if c.QueueLen == 0 {
 		c.QueueLen = 8
@@ -74,6 +79,21 @@ func (c *Config) validate() error {
 		c.Logger = slog.Default()
 	}
 	return nil
+}
+
+// cacheTypeName reports whether s can name a cache type in a header's 8
+// bytes and a subdirectory's name.
+func cacheTypeName(s string) bool {
+	return s != "" && len(s) <= 8 && !strings.ContainsAny(s, "/\\.-\x00")
+}
+
+// CacheTypes names the K and V cache types: one name when they are the
+// same, else "K-V" (e.g. "q8_0-f16").
+func (c *Config) CacheTypes() string {
+	if c.VType == "" || c.VType == c.KVType {
+		return c.KVType
+	}
+	return c.KVType + "-" + c.VType
 }
 
 // modelID is the 32-byte identity stored in headers: the Identity's bytes
@@ -147,7 +167,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(cfg.Dir, Subdir(cfg.Identity, cfg.KVType, cfg.VLayout))
+	dir := filepath.Join(cfg.Dir, Subdir(cfg.Identity, cfg.CacheTypes(), cfg.VLayout))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("park: %w", err)
 	}
@@ -352,8 +372,8 @@ func (s *Store) check(h *Header, name string) error {
 	if h.Model != s.model {
 		return refuseForeign(ReasonModel, "written for model %x, this is %x", h.Model[:6], s.model[:6])
 	}
-	if h.KVType != s.cfg.KVType {
-		return refuseForeign(ReasonKVType, "written from a %s KV cache, this one is %s", h.KVType, s.cfg.KVType)
+	if h.CacheTypes() != s.cfg.CacheTypes() {
+		return refuseForeign(ReasonKVType, "written from a %s KV cache, this one is %s", h.CacheTypes(), s.cfg.CacheTypes())
 	}
 	if h.VLayout != s.cfg.VLayout {
 		return refuseForeign(ReasonVLayout, "written from a cache with V layout %s, this one is %s", h.VLayout, s.cfg.VLayout)

@@ -120,7 +120,7 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 	if l, err := stateVLayout(j.blob); err == nil && l != s.cfg.VLayout {
 		return nil, fmt.Errorf("park: the engine exported a state with V layout %s, this store parks %s: not parked", l, s.cfg.VLayout)
 	}
-	h := Header{Level: uint8(level), VLayout: s.cfg.VLayout, Model: s.model, KVType: s.cfg.KVType, Tokens: j.tokens, RawLen: uint64(len(j.blob))}
+	h := Header{Level: uint8(level), VLayout: s.cfg.VLayout, Model: s.model, KVType: s.cfg.KVType, VType: s.cfg.VType, Tokens: j.tokens, RawLen: uint64(len(j.blob))}
 	src := j.blob
 	if s.cfg.Lossy {
 		d, err := demote(s.wDemoted[:0], j.blob)
@@ -132,7 +132,7 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 			s.stats.LossyFalls.Add(1)
 		}
 	}
-	if h.Flags&FlagLossy == 0 && s.cfg.KVType == "f16" {
+	if h.Flags&FlagLossy == 0 && s.cfg.CacheTypes() == "f16" {
 		h.Flags |= FlagShuffle
 	}
 	payload := s.enc.encode(src, h.Flags)
