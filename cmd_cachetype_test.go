@@ -22,19 +22,25 @@ func TestBadCacheTypesRefusedByName(t *testing.T) {
 		env  string // SUPERFLUID_CACHE_TYPE_V, when set
 		args []string
 		want string
+		// oldEnv is SUPERFLUID_KV_TYPE, the variable before K and V were apart.
+		oldEnv string
 	}{
-		{"run", "", []string{"run", "--model", testModel, "--prompt", "x", "--cache-type-k", "q2"}, `--cache-type-k "q2"`},
-		{"run, short", "", []string{"run", "--model", testModel, "--prompt", "x", "-ctv", "Q8_0"}, `--cache-type-v "Q8_0"`},
-		{"serve", "", []string{"serve", "--model", testModel, "--port", "0", "--cache-type-v", "q8"}, `--cache-type-v "q8"`},
-		{"serve, flash attention off", "", []string{"serve", "--model", testModel, "--port", "0", "-ctv", "q8_0", "--flash-attn", "off"}, "--cache-type-v q8_0 needs flash attention"},
-		{"batch", "", []string{"batch", "--model", testModel, "-o", filepath.Join(dir, "out.jsonl"), "-ctk", "int8", in}, `--cache-type-k "int8"`},
-		{"model info", "", []string{"model", "info", "--model", testModel, "-ctk", ""}, `--cache-type-k ""`},
-		{"environment", "f12", []string{"run", "--model", testModel, "--prompt", "x"}, `--cache-type-v "f12"`},
+		{"run", "", []string{"run", "--model", testModel, "--prompt", "x", "--cache-type-k", "q2"}, `--cache-type-k "q2"`, ""},
+		{"run, short", "", []string{"run", "--model", testModel, "--prompt", "x", "-ctv", "Q8_0"}, `--cache-type-v "Q8_0"`, ""},
+		{"serve", "", []string{"serve", "--model", testModel, "--port", "0", "--cache-type-v", "q8"}, `--cache-type-v "q8"`, ""},
+		{"serve, flash attention off", "", []string{"serve", "--model", testModel, "--port", "0", "-ctv", "q8_0", "--flash-attn", "off"}, "--cache-type-v q8_0 needs flash attention", ""},
+		{"batch", "", []string{"batch", "--model", testModel, "-o", filepath.Join(dir, "out.jsonl"), "-ctk", "int8", in}, `--cache-type-k "int8"`, ""},
+		{"model info", "", []string{"model", "info", "--model", testModel, "-ctk", ""}, `--cache-type-k ""`, ""},
+		{"environment", "f12", []string{"run", "--model", testModel, "--prompt", "x"}, `--cache-type-v "f12"`, ""},
+		{"the old variable", "", []string{"serve", "--model", testModel, "--port", "0"}, `SUPERFLUID_KV_TYPE="q8_0" is no longer read`, "q8_0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.env != "" {
 				t.Setenv("SUPERFLUID_CACHE_TYPE_V", c.env)
+			}
+			if c.oldEnv != "" {
+				t.Setenv("SUPERFLUID_KV_TYPE", c.oldEnv)
 			}
 			_, _, err := runCLI(c.args...)
 			if err == nil || !strings.Contains(err.Error(), c.want) {

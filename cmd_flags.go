@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -43,6 +44,11 @@ func cacheTypeFlags() []cli.Flag {
 // loads.
 func cacheTypes(c *cli.Context, flashAttn string) (typeK, typeV string, err error) {
 	typeK, typeV = c.String("cache-type-k"), c.String("cache-type-v")
+	// The one type the cache had before both were named: set in a
+	// service's environment it would otherwise be dropped without a word.
+	if old, ok := os.LookupEnv("SUPERFLUID_KV_TYPE"); ok {
+		return "", "", fmt.Errorf("SUPERFLUID_KV_TYPE=%q is no longer read: set SUPERFLUID_CACHE_TYPE_K and SUPERFLUID_CACHE_TYPE_V (or --cache-type-k/--cache-type-v)", old)
+	}
 	if err := cgo.CheckCacheTypes(typeK, typeV, flashAttn); err != nil {
 		return "", "", err
 	}
