@@ -1,0 +1,396 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// The calls the source rewrite (sandbox_source.go) points a template at so
+// that each render is counted against its budget. They are template
+// variables made afresh for every render, bound to that render's budget;
+// where one replaces an engine builtin (range, *, join, replace, indent,
+// str.format) it gives the builtin's result, after checking its size
+// before building it.
+const (
+	bodyCall     = "_sf_body"     // {% if _sf_body(text, vars…) %}{% endif %} opening a loop, macro or call body
+	printCall    = "_sf_print"    // {{ (x)|_sf_print }}
+	setCall      = "_sf_set"      // {% set a = (x)|_sf_set %}
+	mulCall      = "_sf_mul"      // a * b
+	joinFilter   = "_sf_join"     // x|join
+	replaceCall  = "_sf_replace"  // x|replace, x.replace(…)
+	indentFilter = "_sf_indent"   // x|indent
+	formatCall   = "_sf_format"   // s.format(…)
+	rangeCall    = "range"        // shadows the engine's range
+	iterCall     = iterableFilter // for x in (xs)|_sf_iterable
+)
+
+type callFn = func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error)
+
+// budgetCalls returns the calls bound to b, by the names the rewritten
+// template uses.
+func budgetCalls(b *budget) map[string]jinja.Value {
+	calls := map[string]callFn{
+		bodyCall:     b.bodyCall,
+		printCall:    b.printCall,
+		setCall:      b.setCall,
+		mulCall:      b.mulCall,
+		joinFilter:   b.joinCall,
+		replaceCall:  b.replaceCall,
+		indentFilter: b.indentCall,
+		formatCall:   b.formatCall,
+		rangeCall:    b.rangeCall,
+		iterCall:     b.iterCall,
+	}
+	vals := make(map[string]jinja.Value, len(calls))
+	for name, fn := range calls {
+		vals[name] = jinja.NewCallable(name, fn)
+	}
+	return vals
+}
+
+// bodyCall opens every run of a loop, macro or call-block body: args[0] is
+// the body's literal text length, which the run may write, and the rest
+// are the values the body was handed (loop variables, macro parameters),
+// which must stay within the value bounds so that recursion cannot double
+// a value at every level.
+func (b *budget) bodyCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if err := b.depth(); err != nil {
+		return jinja.Undefined(), err
+	}
+	if err := b.step(1); err != nil {
+		return jinja.Undefined(), err
+	}
+	if len(args) > 0 && args[0].IsInt() {
+		if err := b.output(args[0].AsInt()); err != nil {
+			return jinja.Undefined(), err
+		}
+	}
+	for _, v := range args[min(1, len(args)):] {
+		if err := b.checkValue(v); err != nil {
+			return jinja.Undefined(), err
+		}
+	}
+	return jinja.Undefined(), nil
+}
+
+// printCall counts what {{ x }} writes, measured before the engine prints
+// it (a nested value's printed form can be far larger than its memory).
+func (b *budget) printCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.Undefined(), nil
+	}
+	v := args[0]
+	if b.err != nil {
+		return jinja.Undefined(), b.err
+	}
+	size := int64(len(printedScalar(v)))
+	if v.IsList() || v.IsDict() {
+		var depth int64
+		size, depth = valueSize(v, b.lim.OutputBytes-b.out, b.lim.ValueDepth)
+		if depth > b.lim.ValueDepth {
+			return jinja.Undefined(), b.fail(BoundValueDepth, b.lim.ValueDepth)
+		}
+	}
+	if err := b.output(size); err != nil {
+		return jinja.Undefined(), err
+	}
+	return v, nil
+}
+
+// setCall checks a value being stored: what is stored is what a loop can
+// grow from one iteration to the next.
+func (b *budget) setCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.Undefined(), nil
+	}
+	if err := b.checkValue(args[0]); err != nil {
+		return jinja.Undefined(), err
+	}
+	return args[0], nil
+}
+
+// iterCall is the for loop's iterable check (iterable) plus a step for
+// every item the loop is handed, charged before the loop starts.
+func (b *budget) iterCall(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	v, err := iterable(args, kwargs)
+	if err != nil {
+		return v, err
+	}
+	var n int64
+	switch {
+	case v.IsList():
+		n = int64(v.AsList().Len())
+	case v.IsDict():
+		n = int64(v.AsDict().Len())
+	case v.IsString():
+		n = int64(len(v.AsString()))
+	}
+	if err := b.step(n); err != nil {
+		return jinja.Undefined(), err
+	}
+	return v, nil
+}
+
+// rangeCall is the engine's range (one to three integer arguments, a zero
+// step refused) with its length checked before the list is made.
+func (b *budget) rangeCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	start, step := int64(0), int64(1)
+	var stop int64
+	switch len(args) {
+	case 1:
+		stop = toInt(args[0])
+	case 2, 3:
+		start, stop = toInt(args[0]), toInt(args[1])
+		if len(args) == 3 {
+			step = toInt(args[2])
+		}
+	default:
+		return jinja.Undefined(), fmt.Errorf("range: expected 1-3 arguments, got %d", len(args))
+	}
+	if step == 0 {
+		return jinja.Undefined(), errors.New("range: step must not be zero")
+	}
+	n := rangeLen(start, stop, step)
+	if n > uint64(b.lim.RangeItems) {
+		return jinja.Undefined(), b.fail(BoundRangeItems, b.lim.RangeItems)
+	}
+	if err := b.step(int64(n)); err != nil {
+		return jinja.Undefined(), err
+	}
+	items := make([]jinja.Value, n)
+	for i := range items {
+		items[i] = jinja.NewInt(start + int64(i)*step)
+	}
+	return jinja.NewList(items), nil
+}
+
+// rangeLen is the number of items range(start, stop, step) has, computed
+// in unsigned arithmetic so that no distance between two int64s overflows.
+func rangeLen(start, stop, step int64) uint64 {
+	switch {
+	case step > 0 && stop > start:
+		return (uint64(stop)-uint64(start)-1)/uint64(step) + 1
+	case step < 0 && stop < start:
+		return (uint64(start)-uint64(stop)-1)/(-uint64(step)) + 1
+	}
+	return 0
+}
+
+// mulCall is the engine's * : a string times an integer repeats it (a
+// negative count gives "", as in Python), a float on either side is a
+// float product and anything else an integer one.
+func (b *budget) mulCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 {
+		return jinja.Undefined(), errors.New("*: expected two operands")
+	}
+	x, y := args[0], args[1]
+	switch {
+	case x.IsString() && y.IsInt():
+		s, n := x.AsString(), max(y.AsInt(), 0)
+		if s != "" && n > b.lim.ValueBytes/int64(len(s)) {
+			return jinja.Undefined(), b.fail(BoundValueBytes, b.lim.ValueBytes)
+		}
+		return jinja.NewString(strings.Repeat(s, int(n))), nil
+	case x.IsFloat() || y.IsFloat():
+		return jinja.NewFloat(toFloat(x) * toFloat(y)), nil
+	}
+	return jinja.NewInt(toInt(x) * toInt(y)), nil
+}
+
+// joinCall is the join filter: join(sep) or join(d=sep), attribute= to
+// join one key of each dict; a value that is not a list prints as itself.
+// The result's size is added up before it is built.
+func (b *budget) joinCall(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.NewString(""), nil
+	}
+	if !args[0].IsList() {
+		return b.printedChecked(args[0])
+	}
+	sep := ""
+	if len(args) > 1 {
+		sep = printedScalar(args[1])
+	}
+	if d, ok := kwargs["d"]; ok {
+		sep = printedScalar(d)
+	}
+	attr := ""
+	if a, ok := kwargs["attribute"]; ok {
+		attr = printedScalar(a)
+	}
+	items := args[0].AsList().Items
+	parts := make([]string, len(items))
+	var total int64
+	for i, item := range items {
+		if attr != "" && item.IsDict() {
+			if v, ok := item.AsDict().Get(attr); ok {
+				item = v
+			}
+		}
+		part, err := b.printedChecked(item)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		parts[i] = part.AsString()
+		if total += int64(len(parts[i]) + len(sep)); total > b.lim.ValueBytes {
+			return jinja.Undefined(), b.fail(BoundValueBytes, b.lim.ValueBytes)
+		}
+	}
+	return jinja.NewString(strings.Join(parts, sep)), nil
+}
+
+// replaceCall is the replace filter, x|replace(old, new[, count]) (count=
+// as a keyword too), and the string method x.replace(…) the rewrite turns
+// into it. An empty old inserts new between every character, so the size
+// is worked out first.
+func (b *budget) replaceCall(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 3 {
+		return jinja.NewString(""), errors.New("replace: expected at least 3 arguments")
+	}
+	s, old, repl := printedScalar(args[0]), printedScalar(args[1]), printedScalar(args[2])
+	count := -1
+	if len(args) > 3 {
+		count = int(toInt(args[3]))
+	}
+	if c, ok := kwargs["count"]; ok {
+		count = int(toInt(c))
+	}
+	n := strings.Count(s, old) // for old == "": runes + 1, as Replace inserts
+	if count >= 0 {
+		n = min(n, count)
+	}
+	if err := b.value(int64(len(s)) + int64(n)*int64(len(repl)-len(old))); err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewString(strings.Replace(s, old, repl, count)), nil
+}
+
+// indentCall is the indent filter: indent(width=4, first=False), width
+// and first positional or keyword; blank lines stay blank.
+func (b *budget) indentCall(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.NewString(""), nil
+	}
+	s := printedScalar(args[0])
+	width := int64(4)
+	if len(args) > 1 {
+		width = toInt(args[1])
+	}
+	if w, ok := kwargs["width"]; ok {
+		width = toInt(w)
+	}
+	first := len(args) > 2 && args[2].IsTruthy()
+	if f, ok := kwargs["first"]; ok {
+		first = f.IsTruthy()
+	}
+	if width < 0 {
+		return jinja.Undefined(), errors.New("indent: negative width")
+	}
+	lines := strings.Split(s, "\n")
+	if width > 0 && int64(len(lines)) > (b.lim.ValueBytes-int64(len(s)))/width {
+		return jinja.Undefined(), b.fail(BoundValueBytes, b.lim.ValueBytes)
+	}
+	pad := strings.Repeat(" ", int(width))
+	for i, line := range lines {
+		if line != "" && (i > 0 || first) {
+			lines[i] = pad + line
+		}
+	}
+	return jinja.NewString(strings.Join(lines, "\n")), nil
+}
+
+// formatCall is the engine's str.format: for each argument i, every "{i}"
+// and then the first "{}" become its text. Each replacement's size is
+// checked before it is made.
+func (b *budget) formatCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.Undefined(), nil
+	}
+	out := printedScalar(args[0])
+	for i, arg := range args[1:] {
+		text := printedScalar(arg)
+		hole := fmt.Sprintf("{%d}", i)
+		grow := int64(strings.Count(out, hole))*int64(len(text)-len(hole)) + int64(len(text))
+		if err := b.value(int64(len(out)) + grow); err != nil {
+			return jinja.Undefined(), err
+		}
+		out = strings.ReplaceAll(out, hole, text)
+		out = strings.Replace(out, "{}", text, 1)
+	}
+	return jinja.NewString(out), nil
+}
+
+// printedChecked is v's printed text, with a list or dict measured
+// against ValueBytes before the engine expands it.
+func (b *budget) printedChecked(v jinja.Value) (jinja.Value, error) {
+	if v.IsList() || v.IsDict() {
+		if err := b.checkValue(v); err != nil {
+			return jinja.Undefined(), err
+		}
+		return jinja.NewString(v.String()), nil
+	}
+	return jinja.NewString(printedScalar(v)), nil
+}
+
+// printedScalar is how the engine prints v: none and undefined as "",
+// booleans as Python's, floats with %g; a list or dict prints as the
+// engine writes it, so callers measure those first.
+func printedScalar(v jinja.Value) string {
+	switch {
+	case v.IsUndefined() || v.IsNone():
+		return ""
+	case v.IsBool():
+		if v.AsBool() {
+			return "True"
+		}
+		return "False"
+	case v.IsInt():
+		return fmt.Sprintf("%d", v.AsInt())
+	case v.IsFloat():
+		return fmt.Sprintf("%g", v.AsFloat())
+	case v.IsString():
+		return v.AsString()
+	}
+	return v.String()
+}
+
+// toInt and toFloat convert as the engine's arithmetic does: numbers and
+// booleans by value, a string by its leading number, anything else 0.
+func toInt(v jinja.Value) int64 {
+	switch {
+	case v.IsInt():
+		return v.AsInt()
+	case v.IsFloat():
+		return int64(v.AsFloat())
+	case v.IsBool():
+		if v.AsBool() {
+			return 1
+		}
+	case v.IsString():
+		var n int64
+		fmt.Sscanf(v.AsString(), "%d", &n)
+		return n
+	}
+	return 0
+}
+
+func toFloat(v jinja.Value) float64 {
+	switch {
+	case v.IsFloat():
+		return v.AsFloat()
+	case v.IsInt():
+		return float64(v.AsInt())
+	case v.IsBool():
+		if v.AsBool() {
+			return 1
+		}
+	case v.IsString():
+		var f float64
+		fmt.Sscanf(v.AsString(), "%f", &f)
+		return f
+	}
+	return 0
+}
