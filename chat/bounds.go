@@ -248,6 +248,21 @@ func valueSize(v jinja.Value, maxSize, maxDepth int64) (size, depth int64) {
 	return size, depth
 }
 
+// builtBytesPerStep is how many bytes an operation may build for one step:
+// a step stands for a loop iteration's worth of work, and copying 4 KiB
+// costs about that.
+const builtBytesPerStep = 4 << 10
+
+// built refuses a value of size bytes about to be built beyond
+// ValueBytes, and charges its building to the step count, so that many
+// large values built in a row meet the Steps bound.
+func (b *budget) built(size int64) error {
+	if err := b.value(size); err != nil {
+		return err
+	}
+	return b.step(size / builtBytesPerStep)
+}
+
 // depth refuses a stack deeper than StackFrames. runtime.Callers with a
 // skip of StackFrames fills its one slot only when there are more frames
 // than that; it walks at most StackFrames frames to find out, so the cost

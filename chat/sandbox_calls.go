@@ -19,6 +19,8 @@ const (
 	printCall    = "_sf_print"    // {{ (x)|_sf_print }}
 	setCall      = "_sf_set"      // {% set a = (x)|_sf_set %}
 	mulCall      = "_sf_mul"      // a * b
+	addCall      = "_sf_add"      // a + b
+	catCall      = "_sf_cat"      // a ~ b
 	joinFilter   = "_sf_join"     // x|join
 	replaceCall  = "_sf_replace"  // x|replace, x.replace(…)
 	indentFilter = "_sf_indent"   // x|indent
@@ -37,6 +39,8 @@ func budgetCalls(b *budget) map[string]jinja.Value {
 		printCall:    b.printCall,
 		setCall:      b.setCall,
 		mulCall:      b.mulCall,
+		addCall:      b.addCall,
+		catCall:      b.catCall,
 		joinFilter:   b.joinCall,
 		replaceCall:  b.replaceCall,
 		indentFilter: b.indentCall,
@@ -86,8 +90,10 @@ func (b *budget) printCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.
 	if b.err != nil {
 		return jinja.Undefined(), b.err
 	}
-	size := int64(len(printedScalar(v)))
-	if v.IsList() || v.IsDict() {
+	var size int64
+	if !v.IsList() && !v.IsDict() {
+		size = int64(len(printedScalar(v)))
+	} else {
 		var depth int64
 		size, depth = valueSize(v, b.lim.OutputBytes-b.out, b.lim.ValueDepth)
 		if depth > b.lim.ValueDepth {
@@ -101,7 +107,10 @@ func (b *budget) printCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.
 }
 
 // setCall checks a value being stored: what is stored is what a loop can
-// grow from one iteration to the next.
+// grow from one iteration to the next. For an attribute set, args[1] is
+// the object set on, which the value must not contain: a value holding
+// itself is infinitely deep, and the engine prints and compares values by
+// recursion.
 func (b *budget) setCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) == 0 {
 		return jinja.Undefined(), nil
@@ -109,7 +118,34 @@ func (b *budget) setCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Va
 	if err := b.checkValue(args[0]); err != nil {
 		return jinja.Undefined(), err
 	}
+	if len(args) > 1 && args[1].IsDict() && contains(args[0], args[1].AsDict(), b.lim.ValueBytes) {
+		return jinja.Undefined(), b.fail(BoundValueDepth, b.lim.ValueDepth)
+	}
 	return args[0], nil
+}
+
+// contains reports whether v holds the dict d anywhere, visiting at most
+// budget lists and dicts (checkValue has bounded the value's size).
+func contains(v jinja.Value, d *jinja.Dict, budget int64) bool {
+	stack := []jinja.Value{v}
+	for ; len(stack) > 0 && budget > 0; budget-- {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch {
+		case v.IsList():
+			stack = append(stack, v.AsList().Items...)
+		case v.IsDict():
+			if v.AsDict() == d {
+				return true
+			}
+			for _, k := range v.AsDict().Keys {
+				if e, ok := v.AsDict().Get(k); ok && (e.IsList() || e.IsDict()) {
+					stack = append(stack, e)
+				}
+			}
+		}
+	}
+	return false
 }
 
 // iterCall is the for loop's iterable check (iterable) plus a step for
@@ -193,11 +229,60 @@ func (b *budget) mulCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Va
 		if s != "" && n > b.lim.ValueBytes/int64(len(s)) {
 			return jinja.Undefined(), b.fail(BoundValueBytes, b.lim.ValueBytes)
 		}
+		if err := b.built(int64(len(s)) * n); err != nil {
+			return jinja.Undefined(), err
+		}
 		return jinja.NewString(strings.Repeat(s, int(n))), nil
 	case x.IsFloat() || y.IsFloat():
 		return jinja.NewFloat(toFloat(x) * toFloat(y)), nil
 	}
 	return jinja.NewInt(toInt(x) * toInt(y)), nil
+}
+
+// addCall is the engine's + : with a string on either side both print and
+// join, two lists concatenate, else a float or integer sum.
+func (b *budget) addCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 {
+		return jinja.Undefined(), errors.New("+: expected two operands")
+	}
+	x, y := args[0], args[1]
+	switch {
+	case x.IsString() || y.IsString():
+		return b.concat(x, y)
+	case x.IsList() && y.IsList():
+		xs, ys := x.AsList().Items, y.AsList().Items
+		if err := b.built(2 * int64(len(xs)+len(ys))); err != nil {
+			return jinja.Undefined(), err
+		}
+		return jinja.NewList(append(append(make([]jinja.Value, 0, len(xs)+len(ys)), xs...), ys...)), nil
+	case x.IsFloat() || y.IsFloat():
+		return jinja.NewFloat(toFloat(x) + toFloat(y)), nil
+	}
+	return jinja.NewInt(toInt(x) + toInt(y)), nil
+}
+
+// catCall is the engine's ~ : both sides printed and joined.
+func (b *budget) catCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 {
+		return jinja.Undefined(), errors.New("~: expected two operands")
+	}
+	return b.concat(args[0], args[1])
+}
+
+// concat prints x and y (a list or dict measured first) and joins them.
+func (b *budget) concat(x, y jinja.Value) (jinja.Value, error) {
+	xs, err := b.printedChecked(x)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	ys, err := b.printedChecked(y)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	if err := b.built(int64(len(xs.AsString()) + len(ys.AsString()))); err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewString(xs.AsString() + ys.AsString()), nil
 }
 
 // joinCall is the join filter: join(sep) or join(d=sep), attribute= to
@@ -239,6 +324,9 @@ func (b *budget) joinCall(args []jinja.Value, kwargs map[string]jinja.Value) (ji
 			return jinja.Undefined(), b.fail(BoundValueBytes, b.lim.ValueBytes)
 		}
 	}
+	if err := b.built(total); err != nil {
+		return jinja.Undefined(), err
+	}
 	return jinja.NewString(strings.Join(parts, sep)), nil
 }
 
@@ -262,7 +350,7 @@ func (b *budget) replaceCall(args []jinja.Value, kwargs map[string]jinja.Value) 
 	if count >= 0 {
 		n = min(n, count)
 	}
-	if err := b.value(int64(len(s)) + int64(n)*int64(len(repl)-len(old))); err != nil {
+	if err := b.built(int64(len(s)) + int64(n)*int64(len(repl)-len(old))); err != nil {
 		return jinja.Undefined(), err
 	}
 	return jinja.NewString(strings.Replace(s, old, repl, count)), nil
@@ -293,6 +381,9 @@ func (b *budget) indentCall(args []jinja.Value, kwargs map[string]jinja.Value) (
 	if width > 0 && int64(len(lines)) > (b.lim.ValueBytes-int64(len(s)))/width {
 		return jinja.Undefined(), b.fail(BoundValueBytes, b.lim.ValueBytes)
 	}
+	if err := b.built(int64(len(s)) + int64(len(lines))*width); err != nil {
+		return jinja.Undefined(), err
+	}
 	pad := strings.Repeat(" ", int(width))
 	for i, line := range lines {
 		if line != "" && (i > 0 || first) {
@@ -314,7 +405,7 @@ func (b *budget) formatCall(args []jinja.Value, _ map[string]jinja.Value) (jinja
 		text := printedScalar(arg)
 		hole := fmt.Sprintf("{%d}", i)
 		grow := int64(strings.Count(out, hole))*int64(len(text)-len(hole)) + int64(len(text))
-		if err := b.value(int64(len(out)) + grow); err != nil {
+		if err := b.built(int64(len(out)) + grow); err != nil {
 			return jinja.Undefined(), err
 		}
 		out = strings.ReplaceAll(out, hole, text)

@@ -255,7 +255,13 @@ func rewriteSet(inner string) string {
 	if !ok || strings.TrimSpace(value) == "" {
 		return renameInExpr(inner)
 	}
-	return target + "= (" + renameInExpr(value) + ")|" + setCall + " "
+	// Setting an attribute is the one way to make a value contain itself
+	// (ns.x = ns): the owner goes along, so that the check can refuse it.
+	owner := ""
+	if ns, _, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(target), "set")), "."); ok {
+		owner = "(" + strings.TrimSpace(ns) + ")"
+	}
+	return target + "= (" + renameInExpr(value) + ")|" + setCall + owner + " "
 }
 
 var (
@@ -377,11 +383,93 @@ var looser = map[string]bool{
 	"+": true, "-": true, "~": true, "==": true, "!=": true, "<": true, "<=": true, ">": true, ">=": true,
 	",": true, ":": true, "=": true,
 	"and": true, "or": true, "not": true, "in": true, "is": true, "if": true, "else": true, "elif": true,
-	"for": true, "set": true, "recursive": true, "macro": true, "call": true, "filter": true, "do": true,
+	"recursive": true,
 }
 
 // mulLevel are the operators of *'s own level, left-associative.
 var mulLevel = map[string]bool{"*": true, "/": true, "//": true, "%": true}
+
+// rewriteArith points the operators that can build a larger value than
+// their operands at the sized calls: *, then +, then ~, innermost level
+// first so that each pass sees the tighter ones as calls already.
+func rewriteArith(s string) string {
+	s = rewriteMul(s)
+	s = rewriteChain(s, "+", addCall, map[string]bool{"+": true, "-": true})
+	return rewriteChain(s, "~", catCall, map[string]bool{"+": true, "-": true, "~": true})
+}
+
+// rewriteChain turns every a op b of tag text into call(a, b), for an
+// operator of the additive or concatenation level; tighter lists the
+// operators of that level and tighter ones among those looser than *.
+// The left operand runs back to the last looser operator at its depth (so
+// chains nest as the engine groups them, left first), the right one on to
+// the next operator of its level or looser; a sign where an operand is
+// expected is unary and stays inside.
+func rewriteChain(s, op, call string, tighter map[string]bool) string {
+	// The right operand ends at an operator of op's level or looser; for ~
+	// the additive operators are tighter and belong to it.
+	ends := func(t string) bool { return looser[t] && !(op == "~" && (t == "+" || t == "-")) }
+	skip := 0 // an operator missing an operand is left for the engine to refuse
+	for range strings.Count(s, op) {
+		toks := tokens(s)
+		at, seen := -1, 0
+		for i, t := range toks {
+			if t.text == op {
+				if seen == skip {
+					at = i
+					break
+				}
+				seen++
+			}
+		}
+		if at < 0 {
+			return s
+		}
+		from := at - 1
+		depth := 0
+	left:
+		for ; from >= 0; from-- {
+			switch t := toks[from].text; {
+			case t == ")" || t == "]" || t == "}":
+				depth++
+			case t == "(" || t == "[" || t == "{":
+				if depth == 0 {
+					break left
+				}
+				depth--
+			case depth == 0 && looser[t] && !tighter[t]:
+				break left
+			}
+		}
+		from++
+		to, operand := at+1, false
+	right:
+		for to < len(toks) {
+			switch t := toks[to].text; {
+			case t == "(" || t == "[" || t == "{":
+				to, operand = closing(toks, to), true
+				continue
+			case t == ")" || t == "]" || t == "}":
+				break right
+			case (t == "-" || t == "+") && !operand: // a sign
+			case ends(t):
+				break right
+			case isIdent(t[0]) || t[0] == '\'' || t[0] == '"':
+				operand = true
+			default:
+				operand = false
+			}
+			to++
+		}
+		if from == at || !operand {
+			skip++
+			continue
+		}
+		l, r := s[toks[from].start:toks[at].start], s[toks[at+1].start:toks[to-1].end]
+		s = s[:toks[from].start] + call + "(" + strings.TrimSpace(l) + ", " + r + ")" + s[toks[to-1].end:]
+	}
+	return s
+}
 
 // rewriteMul turns every a * b of tag text into _sf_mul(a, b), keeping the
 // engine's precedence: the left operand runs back to the last looser
