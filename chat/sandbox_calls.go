@@ -190,6 +190,7 @@ func (b *budget) rangeCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.
 		return jinja.Undefined(), errors.New("range: step must not be zero")
 	}
 	n := rangeLen(start, stop, step)
+	b.peakRange = max(b.peakRange, int64(min(n, 1<<62)))
 	if n > uint64(b.lim.RangeItems) {
 		return jinja.Undefined(), b.fail(BoundRangeItems, b.lim.RangeItems)
 	}

@@ -146,8 +146,15 @@ func (t *Template) Exact(r Request) (string, error) {
 // of it. A panic in the engine becomes an error: one bad template or
 // request must not take the server down (the bounds keep the engine from
 // the stack overflow and the allocation no recover could catch).
-func (t *Template) exec(r Request) (out string, err error) {
-	b := newBudget(&t.limits)
+func (t *Template) exec(r Request) (string, error) {
+	out, _, err := t.execCounted(r)
+	return out, err
+}
+
+// execCounted is exec, returning the render's budget too (tests read what
+// real templates use of it).
+func (t *Template) execCounted(r Request) (out string, b *budget, err error) {
+	b = newBudget(&t.limits)
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = "", fmt.Errorf("%w: %v", errEnginePanic, r)
@@ -161,7 +168,7 @@ func (t *Template) exec(r Request) (out string, err error) {
 	for k, raw := range r.Kwargs {
 		v, err := jsonValue(raw)
 		if err != nil {
-			return "", fmt.Errorf("template variable %q: %w", k, err)
+			return "", b, fmt.Errorf("template variable %q: %w", k, err)
 		}
 		vars[k] = v
 	}
@@ -173,7 +180,7 @@ func (t *Template) exec(r Request) (out string, err error) {
 	}
 	msgs, err := messageValues(r.Messages)
 	if err != nil {
-		return "", err
+		return "", b, err
 	}
 	vars["messages"] = msgs
 	vars["add_generation_prompt"] = jinja.NewBool(r.AddGenerationPrompt)
@@ -181,12 +188,13 @@ func (t *Template) exec(r Request) (out string, err error) {
 		tools := make([]jinja.Value, len(r.Tools))
 		for i, raw := range r.Tools {
 			if tools[i], err = jsonValue(raw); err != nil || !tools[i].IsDict() {
-				return "", fmt.Errorf("tool %d: %w", i, ErrBadTool)
+				return "", b, fmt.Errorf("tool %d: %w", i, ErrBadTool)
 			}
 		}
 		vars["tools"] = jinja.NewList(tools)
 	}
-	return t.engine.RenderValues(vars)
+	out, err = t.engine.RenderValues(vars)
+	return out, b, err
 }
 
 // compile checks src against the static bounds, rewrites it for the
