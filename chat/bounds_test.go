@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardanlabs/jinja"
 )
 
 // wantBound checks that err is a *BoundError for bound.
@@ -61,6 +63,7 @@ func TestTemplatesBeyondABoundAreRefused(t *testing.T) {
 		{"a value holding itself", "{% set ns = namespace(a=1) %}{% set ns.self = ns %}{{ ns }}", Limits{}, BoundValueDepth},
 		{"a value holding itself through a list", "{% set ns = namespace(a=1) %}{% set ns.l = [1, [ns]] %}", Limits{}, BoundValueDepth},
 		{"deeply nested data", "{% set ns = namespace(x=1) %}{% for i in range(3000) %}{% set ns.x = [ns.x] %}{% endfor %}", Limits{ValueDepth: 1000}, BoundValueDepth},
+		{"slice far past the end", "{{ messages[1000000000000::-1] }}{{ messages[:1000000000000:2] }}{% for i in range(100000) %}{{ 'é'[-9223372036854775807:9223372036854775807] }}{% endfor %}", Limits{Steps: 150000}, BoundSteps},
 		{"render time", "{% for i in range(10) %}{% endfor %}", Limits{Time: time.Nanosecond}, BoundTime},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,10 +92,11 @@ func TestRenderBeyondABoundFailsThatRenderOnly(t *testing.T) {
 }
 
 // The calls that replace engine builtins give the builtins' results within
-// the bounds.
+// the bounds: each template renders as written and as the engine alone
+// renders it, unrewritten.
 func TestSizedCallsMatchTheEngine(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
-		{"{{ 'ab' * 3 }}|{{ 2 * 3 }}|{{ 1.5 * 2 }}|{{ 'a' * -1 }}", "ababab|6|3|"},
+		{"{{ 'ab' * 3 }}|{{ 2 * 3 }}|{{ 1.5 * 2 }}|{{ 'a' * 0 }}", "ababab|6|3|"},
 		{"{{ 1 + 2 * 3 }}|{{ 7 - 2 + 1 }}|{{ 'a' + 'b' ~ 1 + 2 }}|{{ [1] + [2] }}", "7|6|ab3|[1, 2]"},
 		{"{{ 8 / 2 * 3 }}|{{ 2 * 3 ** 2 }}|{{ -2 * 3 }}|{{ 2 * -3 }}", "12|18|-6|-6"},
 		{"{{ 'x' ~ 'yz'|upper * 2 }}|{{ ('a' ~ 'b') * 2 }}|{{ [1, 2]|join('-') }}", "xYZYZ|abab|1-2"},
@@ -101,12 +105,31 @@ func TestSizedCallsMatchTheEngine(t *testing.T) {
 		{"{{ 'a\nb\n\nc'|indent(2) }}|{{ 'a\nb'|indent(width=1, first=true) }}", "a\n  b\n\n  c| a\n b"},
 		{"{% set d = {'k': 'v'} %}{{ [d, d]|join(',', attribute='k') }}", "v,v"},
 		{"{% set x = 1 if 2 * 2 == 4 else 0 %}{{ x }}{% if 'a' * 2 in 'aaa' %}!{% endif %}", "1!"},
+		{"{% set l = [0, 1, 2, 3, 4, 5] %}{{ l[1:] }}{{ l[::-1] }}{{ l[-2:] }}{{ l[1:5:2] }}{{ l[-1:-5:-2] }}{{ l[10::-3] }}{{ l[:-10:-4] }}", "[1, 2, 3, 4, 5][5, 4, 3, 2, 1, 0][4, 5][1, 3][5, 3][4, 1][5, 1]"}, // l[10::-3] is [4, 1]: the engine does not clamp the start (Python gives [5, 2]),
+		{"{% set s = 'héllo' %}{{ s[1:] }}|{{ s[::-1] }}|{{ s[::2] }}|{{ 'abc'[::-1] }}|{{ 'abcdef'[-100:100:2] }}|{{ s[0] }}", "éllo|olléh|hlo|cba|ace|h"},
+		{"{{ [1, 2, 3][:][0] }}{{ {'a': [1, 2]}['a'][1:] }}{{ ([1, 2] + [3])[1:] }}", "1[2][2, 3]"},
 	} {
 		tmpl := mustParse(t, tc.src, Options{})
 		got, err := tmpl.Render([]Message{{Role: RoleUser, Content: "x"}}, false)
 		if err != nil || got != tc.want {
 			t.Errorf("%s: got %q, %v; want %q", tc.src, got, err, tc.want)
 		}
+		engine, err := jinja.Compile(tc.src)
+		if err != nil {
+			t.Fatalf("%s: the engine: %v", tc.src, err)
+		}
+		if direct, err := engine.RenderValues(nil); err != nil || direct != tc.want {
+			t.Errorf("%s: the engine alone renders %q, %v; want %q", tc.src, direct, err, tc.want)
+		}
+	}
+}
+
+// A negative repetition count gives "", as in Python, where the engine
+// panics.
+func TestNegativeRepetitionIsEmpty(t *testing.T) {
+	tmpl := mustParse(t, "[{{ 'a' * -3 }}]", Options{})
+	if got, err := tmpl.Render([]Message{{Role: RoleUser, Content: "x"}}, false); err != nil || got != "[]" {
+		t.Fatalf("got %q, %v", got, err)
 	}
 }
 

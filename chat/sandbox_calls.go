@@ -25,6 +25,7 @@ const (
 	replaceCall  = "_sf_replace"  // x|replace, x.replace(…)
 	indentFilter = "_sf_indent"   // x|indent
 	formatCall   = "_sf_format"   // s.format(…)
+	sliceCall    = "_sf_slice"    // x[a:b:c]
 	rangeCall    = "range"        // shadows the engine's range
 	iterCall     = iterableFilter // for x in (xs)|_sf_iterable
 )
@@ -45,6 +46,7 @@ func budgetCalls(b *budget) map[string]jinja.Value {
 		replaceCall:  b.replaceCall,
 		indentFilter: b.indentCall,
 		formatCall:   b.formatCall,
+		sliceCall:    b.sliceCall,
 		rangeCall:    b.rangeCall,
 		iterCall:     b.iterCall,
 	}
@@ -413,6 +415,112 @@ func (b *budget) formatCall(args []jinja.Value, _ map[string]jinja.Value) (jinja
 		out = strings.Replace(out, "{}", text, 1)
 	}
 	return jinja.NewString(out), nil
+}
+
+// sliceCall is the engine's slice x[start:stop:step] of a list or a string
+// (by characters), args[1] the mask of which parts were written. The
+// engine's rules: a step of 0 is 1; unwritten start and stop run the whole
+// way in the step's direction; a negative start or stop counts once from
+// the end; then every index from start towards stop, stop excluded, that
+// falls inside x is taken. Only those indices are visited here.
+func (b *budget) sliceCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 2 || !args[1].IsString() {
+		return jinja.Undefined(), errors.New("slice: malformed")
+	}
+	x, mask, parts := args[0], args[1].AsString(), args[2:]
+	part := func(k int) (int64, bool) {
+		if len(mask) <= k || mask[k] != '1' {
+			return 0, false
+		}
+		n := strings.Count(mask[:k], "1")
+		if n >= len(parts) {
+			return 0, false
+		}
+		return toInt(parts[n]), true
+	}
+	var length int64
+	var runes []rune
+	switch {
+	case x.IsList():
+		length = int64(x.AsList().Len())
+	case x.IsString():
+		runes = []rune(x.AsString())
+		length = int64(len(runes))
+	default:
+		return jinja.Undefined(), nil
+	}
+	step, ok := part(2)
+	if !ok || step == 0 {
+		step = 1
+	}
+	start, stop := int64(0), length
+	if step < 0 {
+		start, stop = length-1, -length-1
+	}
+	if v, ok := part(0); ok {
+		if start = v; start < 0 {
+			start += length
+		}
+	}
+	if v, ok := part(1); ok {
+		if stop = v; stop < 0 {
+			stop += length
+		}
+	}
+	idx := sliceIndices(start, stop, step, length)
+	if err := b.step(int64(len(idx))); err != nil {
+		return jinja.Undefined(), err
+	}
+	if x.IsList() {
+		items := make([]jinja.Value, len(idx))
+		for k, i := range idx {
+			items[k] = x.AsList().Items[i]
+		}
+		return jinja.NewList(items), nil
+	}
+	out := make([]rune, len(idx))
+	for k, i := range idx {
+		out[k] = runes[i]
+	}
+	return jinja.NewString(string(out)), nil
+}
+
+// sliceIndices lists the indices start, start+step, … short of stop that
+// lie in [0, length), without visiting the others: the first is found by
+// arithmetic (in unsigned, so that no distance overflows) and the walk
+// ends at the edge of x.
+func sliceIndices(start, stop, step, length int64) []int64 {
+	var idx []int64
+	if step > 0 {
+		i := start
+		if start < 0 {
+			d := uint64(0) - uint64(start)
+			i = int64((uint64(step) - d%uint64(step)) % uint64(step))
+		}
+		for ; i < min(stop, length); i += step {
+			idx = append(idx, i)
+			if step > length-i {
+				break
+			}
+		}
+		return idx
+	}
+	astep := uint64(0) - uint64(step)
+	i := start
+	if start > length-1 {
+		if length == 0 {
+			return nil
+		}
+		d := uint64(start) - uint64(length-1)
+		i = length - 1 - int64((astep-d%astep)%astep)
+	}
+	for ; i > max(stop, -1); i -= int64(astep) {
+		idx = append(idx, i)
+		if astep > uint64(i) {
+			break
+		}
+	}
+	return idx
 }
 
 // printedChecked is v's printed text, with a list or dict measured

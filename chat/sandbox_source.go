@@ -586,3 +586,70 @@ func closing(toks []token, open int) int {
 	}
 	return len(toks)
 }
+
+// rewriteSlices turns every subscript slice x[a:b:c] of tag text into
+// x|_sf_slice('mask', a, b, c), the mask saying which of the three parts
+// are written. The engine's slicing walks every index from start to stop
+// unclamped, and sizes its result by that distance, so a slice such as
+// x[:10**12:2] would hang or exhaust memory; the call walks only the
+// indices that fall inside x.
+func rewriteSlices(s string) string {
+	for range strings.Count(s, ":") {
+		toks := tokens(s)
+		open, close := -1, -1
+		var colons []int
+		for i, t := range toks {
+			if t.text != "[" || i == 0 || !endsOperand(toks[i-1].text) {
+				continue
+			}
+			end := closing(toks, i) - 1
+			if end >= len(toks) || toks[end].text != "]" {
+				continue
+			}
+			colons = colons[:0]
+			depth := 0
+			for j := i + 1; j < end; j++ {
+				switch toks[j].text {
+				case "(", "[", "{":
+					depth++
+				case ")", "]", "}":
+					depth--
+				case ":":
+					if depth == 0 {
+						colons = append(colons, j)
+					}
+				}
+			}
+			if len(colons) == 1 || len(colons) == 2 {
+				open, close = i, end
+				break
+			}
+		}
+		if open < 0 {
+			return s
+		}
+		bounds := append(append([]int{open}, colons...), close)
+		mask, args := "", []string{}
+		for k := 0; k+1 < len(bounds); k++ {
+			part := strings.TrimSpace(s[toks[bounds[k]].end:toks[bounds[k+1]].start])
+			if part == "" {
+				mask += "0"
+				continue
+			}
+			mask += "1"
+			args = append(args, part)
+		}
+		call := "|" + sliceCall + "('" + mask + "'"
+		for _, a := range args {
+			call += ", " + a
+		}
+		s = s[:toks[open].start] + call + ")" + s[toks[close].end:]
+	}
+	return s
+}
+
+// endsOperand says whether a token can end an operand, so that a "[" after
+// it is a subscript rather than a list.
+func endsOperand(t string) bool {
+	return t == ")" || t == "]" || t == "}" || t[0] == '\'' || t[0] == '"' || isIdent(t[0]) && !looser[t]
+}

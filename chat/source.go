@@ -78,7 +78,7 @@ func literalEnd(s string, i int) int {
 // checked (rewriteFor), and in the code outside string literals own
 // filters are renamed and mutating method calls refused.
 func renameInExpr(tag string) string {
-	tag = rewriteArith(rewriteFor(tag))
+	tag = rewriteArith(rewriteSlices(rewriteFor(tag)))
 	var b strings.Builder
 	for _, seg := range splitStrings(tag) {
 		if seg.literal {
