@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"superfluid/app"
+	"superfluid/gguf"
+	"superfluid/synth"
 )
 
 // A chat template given with --chat-template-file that crosses a sandbox
@@ -52,4 +54,31 @@ func TestChatTemplateFileBeyondABoundIsRefusedAtLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The same holds for the template a model file carries (a pulled model's
+// is loaded the same way): the model loads without it, and chat requests
+// are answered 400 with the reason.
+func TestGGUFChatTemplateBeyondABoundIsRefusedAtLoad(t *testing.T) {
+	tmpl, err := gguf.ValueOf("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape, err := synth.ShapeByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "recursive-template.gguf")
+	if err := synth.Write(path, synth.Options{Shape: shape, Type: "f16", Seed: 11, Metadata: []gguf.KV{{Key: "tokenizer.chat_template", Value: tmpl}}}); err != nil {
+		t.Fatal(err)
+	}
+	st := startStack(t, app.Options{ModelPath: path})
+	raw := postJSONTo(t, st, "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hi"}}}, 400, nil)
+	msg := errorMessage(t, "/v1/chat/completions", raw)
+	for _, want := range []string{"the model's chat template was refused at load", "recursion depth"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q does not say %q", msg, want)
+		}
+	}
+	postJSONTo(t, st, "/completion", map[string]any{"prompt": "Hello", "n_predict": 3}, 200, nil)
 }
