@@ -110,6 +110,7 @@ const (
 	BoundValueDepth  = "value depth"
 	BoundRangeItems  = "range length"
 	BoundTime        = "render time"
+	BoundSandbox     = "sandbox"
 )
 
 // ErrBound is matched (errors.Is) by every *BoundError.
@@ -118,12 +119,20 @@ var ErrBound = errors.New("chat template exceeds a bound")
 // BoundError is a template crossing one of its Limits, while parsing or
 // rendering. Bound is one of the Bound constants and Limit its value (in
 // the bound's unit: bytes, levels, frames, steps, items, milliseconds).
+//
+// A template the sandbox cannot instrument (it uses a name the rewrite
+// reserves, or takes a method it must size without calling it) is refused
+// the same way, with Bound BoundSandbox and Detail saying what it did.
 type BoundError struct {
-	Bound string
-	Limit int64
+	Bound  string
+	Limit  int64
+	Detail string
 }
 
 func (e *BoundError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("chat template refused by its %s: %s", e.Bound, e.Detail)
+	}
 	return fmt.Sprintf("chat template exceeds its %s bound (%d)", e.Bound, e.Limit)
 }
 

@@ -154,8 +154,14 @@ func checkSource(pieces []piece, lim *Limits) (map[int]int, error) {
 		if len(p.inner) > lim.TagBytes {
 			return nil, &BoundError{Bound: BoundTagBytes, Limit: int64(lim.TagBytes)}
 		}
+		if p.kind == '#' || inRaw && keyword(p.inner) != "endraw" {
+			continue
+		}
+		if err := checkNames(p.inner); err != nil {
+			return nil, err
+		}
 		if p.kind != '%' {
-			if p.kind == '{' && !inRaw && bracketDepth(p.inner) > lim.Nesting {
+			if bracketDepth(p.inner) > lim.Nesting {
 				return nil, &BoundError{Bound: BoundNesting, Limit: int64(lim.Nesting)}
 			}
 			continue
@@ -187,6 +193,26 @@ func checkSource(pieces []piece, lim *Limits) (map[int]int, error) {
 		bodyText[o.at] = o.text
 	}
 	return bodyText, nil
+}
+
+// reservedPrefix starts the names of the sandbox's calls; a template
+// defining one (a macro _sf_body) would take the place of the call.
+const reservedPrefix = "_sf_"
+
+// checkNames refuses a tag the rewrite could not make safe: one using a
+// reserved name, or taking a sized string method without calling it (the
+// rewrite replaces calls, so a method taken as a value would run unsized).
+func checkNames(inner string) error {
+	toks := tokens(inner)
+	for i, t := range toks {
+		switch {
+		case strings.HasPrefix(t.text, reservedPrefix):
+			return &BoundError{Bound: BoundSandbox, Detail: "the name " + t.text + " is reserved"}
+		case (t.text == "replace" || t.text == "format") && i > 0 && toks[i-1].text == "." && (i+1 == len(toks) || toks[i+1].text != "("):
+			return &BoundError{Bound: BoundSandbox, Detail: "the string method " + t.text + " is taken without being called"}
+		}
+	}
+	return nil
 }
 
 // bracketDepth is the deepest nesting of brackets in a tag, outside
