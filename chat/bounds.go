@@ -21,14 +21,19 @@ import (
 // 64-turn one with tool calls (TestRealTemplatesStayWithinBounds measures
 // it, holds each figure to a tenth of its bound and prints them with -v):
 // at most 16.3 KiB of source, a 5.6 KiB tag, blocks nested 10 deep and
-// brackets 4, recursion of 124 frames, 5,667 steps, 678 KiB of output, a
-// 6.6 KiB value and a range of 65.
+// brackets 4, 126 operators and brackets in a tag, recursion of 124
+// frames, 5,909 steps, 678 KiB of output, a 6.6 KiB value and a range of
+// 65.
 type Limits struct {
 	// SourceBytes bounds the template text; TagBytes one {{ }} or {% %}
 	// tag in it; Nesting the depth of nested blocks (if, for, macro, …)
 	// and of brackets inside one tag. Together they bound the engine's
 	// recursive parse and its recursion over an expression.
 	SourceBytes, TagBytes, Nesting int
+	// Operators bounds the operators, brackets and subscripts in one tag:
+	// the rewrite nests each * + ~ and slice as a call, so this bounds how
+	// deeply the rewritten expression nests.
+	Operators int
 	// StackFrames bounds recursion while rendering (macro calls, call
 	// blocks, recursive loops), measured where it costs: the Go stack
 	// frames under a macro or loop body when it starts.
@@ -61,6 +66,7 @@ var DefaultLimits = Limits{
 	SourceBytes: 1 << 20,
 	TagBytes:    64 << 10,
 	Nesting:     128,
+	Operators:   2048,
 	StackFrames: 4000,
 	Steps:       4_000_000,
 	OutputBytes: 32 << 20,
@@ -86,6 +92,7 @@ func (l Limits) withDefaults() Limits {
 	pick(&l.SourceBytes, d.SourceBytes)
 	pick(&l.TagBytes, d.TagBytes)
 	pick(&l.Nesting, d.Nesting)
+	pick(&l.Operators, d.Operators)
 	pick(&l.StackFrames, d.StackFrames)
 	pick64(&l.Steps, d.Steps)
 	pick64(&l.OutputBytes, d.OutputBytes)
@@ -103,6 +110,7 @@ const (
 	BoundSourceBytes = "source size"
 	BoundTagBytes    = "tag size"
 	BoundNesting     = "nesting depth"
+	BoundOperators   = "operators per tag"
 	BoundRecursion   = "recursion depth"
 	BoundSteps       = "step count"
 	BoundOutputBytes = "output size"

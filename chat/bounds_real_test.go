@@ -11,6 +11,7 @@ import (
 // realUse is the most any real template uses of each bound.
 type realUse struct {
 	source, tag, blocks, brackets int
+	operators                     int
 	frames                        int
 	steps, output, value, rng     int64
 }
@@ -51,8 +52,9 @@ func TestRealTemplatesStayWithinBounds(t *testing.T) {
 		}
 		src := string(b)
 		most.source = max(most.source, len(src))
-		tag, blocks, brackets := sourceUse(scanPieces(src))
+		tag, blocks, brackets, operators := sourceUse(scanPieces(src))
 		most.tag, most.blocks, most.brackets = max(most.tag, tag), max(most.blocks, blocks), max(most.brackets, brackets)
+		most.operators = max(most.operators, operators)
 
 		opts := spec.options(t, name)
 		tmpl, err := Parse(src, opts)
@@ -69,8 +71,8 @@ func TestRealTemplatesStayWithinBounds(t *testing.T) {
 			most.frames = max(most.frames, framesNeeded(t, src, opts, r, want))
 		}
 	}
-	t.Logf("most any real template uses: source %d bytes, tag %d bytes, block nesting %d, bracket nesting %d, recursion %d frames, %d steps, %d bytes of output, a value of %d bytes, a range of %d",
-		most.source, most.tag, most.blocks, most.brackets, most.frames, most.steps, most.output, most.value, most.rng)
+	t.Logf("most any real template uses: source %d bytes, tag %d bytes, block nesting %d, bracket nesting %d, %d operators in a tag, recursion %d frames, %d steps, %d bytes of output, a value of %d bytes, a range of %d",
+		most.source, most.tag, most.blocks, most.brackets, most.operators, most.frames, most.steps, most.output, most.value, most.rng)
 	d := DefaultLimits
 	for _, c := range []struct {
 		name        string
@@ -79,6 +81,7 @@ func TestRealTemplatesStayWithinBounds(t *testing.T) {
 		{BoundSourceBytes, int64(most.source), int64(d.SourceBytes)},
 		{BoundTagBytes, int64(most.tag), int64(d.TagBytes)},
 		{BoundNesting, int64(max(most.blocks, most.brackets)), int64(d.Nesting)},
+		{BoundOperators, int64(most.operators), int64(d.Operators)},
 		{BoundRecursion, int64(most.frames), int64(d.StackFrames)},
 		{BoundSteps, most.steps, d.Steps},
 		{BoundOutputBytes, most.output, d.OutputBytes},
@@ -92,15 +95,17 @@ func TestRealTemplatesStayWithinBounds(t *testing.T) {
 }
 
 // sourceUse measures the static figures of scanned source: the longest
-// tag, the deepest block nesting and the deepest bracket nesting in a tag.
-func sourceUse(pieces []piece) (tag, blocks, brackets int) {
+// tag, the deepest block nesting, and the deepest bracket nesting and the
+// most operators in a tag.
+func sourceUse(pieces []piece) (tag, blocks, brackets, operators int) {
 	depth := 0
 	for _, p := range pieces {
 		if p.kind == 't' {
 			continue
 		}
 		tag = max(tag, len(p.inner))
-		brackets = max(brackets, bracketDepth(p.inner))
+		nest, ops := exprShape(p.inner)
+		brackets, operators = max(brackets, nest), max(operators, ops)
 		if p.kind != '%' {
 			continue
 		}
@@ -112,7 +117,7 @@ func sourceUse(pieces []piece) (tag, blocks, brackets int) {
 			depth--
 		}
 	}
-	return tag, blocks, brackets
+	return tag, blocks, brackets, operators
 }
 
 // framesNeeded finds, by bisection, the least StackFrames bound under

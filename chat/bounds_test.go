@@ -38,6 +38,7 @@ func TestTemplatesBeyondABoundAreRefused(t *testing.T) {
 		{"nested brackets", "{{ " + strings.Repeat("(", 200) + "1" + strings.Repeat(")", 200) + " }}", Limits{}, BoundNesting},
 		{"nested blocks", strings.Repeat("{% if true %}", 200) + strings.Repeat("{% endif %}", 200), Limits{}, BoundNesting},
 		{"deeply nested source", strings.Repeat("{{ [", 1) + strings.Repeat("[", 30000) + strings.Repeat("]", 30001) + " }}", Limits{}, BoundNesting},
+		{"a long operator chain", "{{ a" + strings.Repeat(" ~ a", 3000) + " }}", Limits{}, BoundOperators},
 		{"macro recursion", "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", Limits{}, BoundRecursion},
 		{"mutual recursion", "{% macro f(n) %}{{ g(n) }}{% endmacro %}{% macro g(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", Limits{}, BoundRecursion},
 		{"call block recursion", "{% macro m() %}{{ caller() }}{% endmacro %}{% macro f() %}{% call m() %}{{ f() }}{% endcall %}{% endmacro %}{{ f() }}", Limits{}, BoundRecursion},

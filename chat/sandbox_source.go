@@ -160,10 +160,14 @@ func checkSource(pieces []piece, lim *Limits) (map[int]int, error) {
 		if err := checkNames(p.inner); err != nil {
 			return nil, err
 		}
+		depth, ops := exprShape(p.inner)
+		switch {
+		case depth > lim.Nesting:
+			return nil, &BoundError{Bound: BoundNesting, Limit: int64(lim.Nesting)}
+		case ops > lim.Operators:
+			return nil, &BoundError{Bound: BoundOperators, Limit: int64(lim.Operators)}
+		}
 		if p.kind != '%' {
-			if bracketDepth(p.inner) > lim.Nesting {
-				return nil, &BoundError{Bound: BoundNesting, Limit: int64(lim.Nesting)}
-			}
 			continue
 		}
 		kw := keyword(p.inner)
@@ -174,9 +178,6 @@ func checkSource(pieces []piece, lim *Limits) (map[int]int, error) {
 		case kw == "raw":
 			inRaw = true
 			continue
-		}
-		if bracketDepth(p.inner) > lim.Nesting {
-			return nil, &BoundError{Bound: BoundNesting, Limit: int64(lim.Nesting)}
 		}
 		switch {
 		case opens[kw] || isBlockSet(p.inner):
@@ -215,20 +216,23 @@ func checkNames(inner string) error {
 	return nil
 }
 
-// bracketDepth is the deepest nesting of brackets in a tag, outside
-// string literals.
-func bracketDepth(inner string) int {
-	depth, deepest := 0, 0
+// exprShape measures a tag: the deepest nesting of its brackets and the
+// number of its operators and brackets, outside string literals.
+func exprShape(inner string) (depth, ops int) {
+	d := 0
 	for _, t := range tokens(inner) {
 		switch t.text {
 		case "(", "[", "{":
-			depth++
-			deepest = max(deepest, depth)
+			d++
+			depth = max(depth, d)
+			ops++
 		case ")", "]", "}":
-			depth--
+			d--
+		case "+", "-", "*", "/", "//", "%", "**", "~":
+			ops++
 		}
 	}
-	return deepest
+	return depth, ops
 }
 
 // rewriteSource rewrites the scanned source for the sandbox (see the top
@@ -354,328 +358,4 @@ func paramNames(list string) []string {
 		}
 	}
 	return names
-}
-
-// token is one lexical token of tag text: a word or number, a string
-// literal, an operator or a bracket.
-type token struct {
-	text       string
-	start, end int
-}
-
-// twoCharOps are the operators of two characters; every other operator
-// character is a token of its own.
-var twoCharOps = []string{"**", "//", "==", "!=", "<=", ">="}
-
-// tokens cuts tag text into tokens, string literals whole.
-func tokens(s string) []token {
-	var out []token
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-			continue
-		case c == '\'' || c == '"':
-			end := min(literalEnd(s, i)+1, len(s))
-			out = append(out, token{s[i:end], i, end})
-			i = end
-			continue
-		case isIdent(c):
-			j := i
-			for j < len(s) && isIdent(s[j]) {
-				j++
-			}
-			out = append(out, token{s[i:j], i, j})
-			i = j
-			continue
-		}
-		n := 1
-		for _, op := range twoCharOps {
-			if strings.HasPrefix(s[i:], op) {
-				n = 2
-				break
-			}
-		}
-		out = append(out, token{s[i : i+n], i, i + n})
-		i += n
-	}
-	return out
-}
-
-// looser are the operators and words that bind less tightly than * (or
-// separate expressions): a * operand never spans one at its own depth.
-var looser = map[string]bool{
-	"+": true, "-": true, "~": true, "==": true, "!=": true, "<": true, "<=": true, ">": true, ">=": true,
-	",": true, ":": true, "=": true,
-	"and": true, "or": true, "not": true, "in": true, "is": true, "if": true, "else": true, "elif": true,
-	"recursive": true,
-}
-
-// mulLevel are the operators of *'s own level, left-associative.
-var mulLevel = map[string]bool{"*": true, "/": true, "//": true, "%": true}
-
-// rewriteArith points the operators that can build a larger value than
-// their operands at the sized calls: *, then +, then ~, innermost level
-// first so that each pass sees the tighter ones as calls already.
-func rewriteArith(s string) string {
-	s = rewriteMul(s)
-	s = rewriteChain(s, "+", addCall, map[string]bool{"+": true, "-": true})
-	return rewriteChain(s, "~", catCall, map[string]bool{"+": true, "-": true, "~": true})
-}
-
-// rewriteChain turns every a op b of tag text into call(a, b), for an
-// operator of the additive or concatenation level; tighter lists the
-// operators of that level and tighter ones among those looser than *.
-// The left operand runs back to the last looser operator at its depth (so
-// chains nest as the engine groups them, left first), the right one on to
-// the next operator of its level or looser; a sign where an operand is
-// expected is unary and stays inside.
-func rewriteChain(s, op, call string, tighter map[string]bool) string {
-	// The right operand ends at an operator of op's level or looser; for ~
-	// the additive operators are tighter and belong to it.
-	ends := func(t string) bool { return looser[t] && !(op == "~" && (t == "+" || t == "-")) }
-	skip := 0 // an operator missing an operand is left for the engine to refuse
-	for range strings.Count(s, op) {
-		toks := tokens(s)
-		at, seen := -1, 0
-		for i, t := range toks {
-			if t.text == op {
-				if seen == skip {
-					at = i
-					break
-				}
-				seen++
-			}
-		}
-		if at < 0 {
-			return s
-		}
-		from := at - 1
-		depth := 0
-	left:
-		for ; from >= 0; from-- {
-			switch t := toks[from].text; {
-			case t == ")" || t == "]" || t == "}":
-				depth++
-			case t == "(" || t == "[" || t == "{":
-				if depth == 0 {
-					break left
-				}
-				depth--
-			case depth == 0 && looser[t] && !tighter[t]:
-				break left
-			}
-		}
-		from++
-		to, operand := at+1, false
-	right:
-		for to < len(toks) {
-			switch t := toks[to].text; {
-			case t == "(" || t == "[" || t == "{":
-				to, operand = closing(toks, to), true
-				continue
-			case t == ")" || t == "]" || t == "}":
-				break right
-			case (t == "-" || t == "+") && !operand: // a sign
-			case ends(t):
-				break right
-			case isIdent(t[0]) || t[0] == '\'' || t[0] == '"':
-				operand = true
-			default:
-				operand = false
-			}
-			to++
-		}
-		if from == at || !operand {
-			skip++
-			continue
-		}
-		l, r := s[toks[from].start:toks[at].start], s[toks[at+1].start:toks[to-1].end]
-		s = s[:toks[from].start] + call + "(" + strings.TrimSpace(l) + ", " + r + ")" + s[toks[to-1].end:]
-	}
-	return s
-}
-
-// rewriteMul turns every a * b of tag text into _sf_mul(a, b), keeping the
-// engine's precedence: the left operand runs back to the last looser
-// operator at its depth (so a / b * c is _sf_mul(a / b, c)), the right
-// one is a power of unary, postfixed atoms (filters included). Each pass
-// rewrites the first * left, so chains nest as the engine groups them.
-func rewriteMul(s string) string {
-	skip := 0 // a * missing an operand is left for the engine to refuse
-	for range strings.Count(s, "*") {
-		toks := tokens(s)
-		at, seen := -1, 0
-		for i, t := range toks {
-			if t.text == "*" {
-				if seen == skip {
-					at = i
-					break
-				}
-				seen++
-			}
-		}
-		if at < 0 {
-			return s
-		}
-		from, to := mulLeft(toks, at), mulRight(toks, at)
-		if from == at || to == at+1 {
-			skip++
-			continue
-		}
-		l, r := s[toks[from].start:toks[at].start], s[toks[at+1].start:toks[to-1].end]
-		s = s[:toks[from].start] + mulCall + "(" + strings.TrimSpace(l) + ", " + r + ")" + s[toks[to-1].end:]
-	}
-	return s
-}
-
-// mulLeft is the index of the first token of the left operand of the *
-// at toks[at].
-func mulLeft(toks []token, at int) int {
-	depth := 0
-	i := at - 1
-	for ; i >= 0; i-- {
-		switch t := toks[i].text; {
-		case t == ")" || t == "]" || t == "}":
-			depth++
-		case t == "(" || t == "[" || t == "{":
-			if depth == 0 {
-				return i + 1
-			}
-			depth--
-		case depth == 0 && looser[t]:
-			return i + 1
-		}
-	}
-	return 0
-}
-
-// mulRight is the index just past the right operand of the * at toks[at]:
-// unary signs, an atom, its postfixes (.name, calls, subscripts, filters
-// with their arguments), and once more after a **.
-func mulRight(toks []token, at int) int {
-	i := at + 1
-	operand := func() bool {
-		for i < len(toks) && (toks[i].text == "-" || toks[i].text == "+") {
-			i++
-		}
-		if i >= len(toks) {
-			return false
-		}
-		switch t := toks[i].text; {
-		case t == "(" || t == "[" || t == "{":
-			i = closing(toks, i)
-		case isIdent(t[0]) || t[0] == '\'' || t[0] == '"':
-			i++
-		default:
-			return false
-		}
-		for i < len(toks) {
-			switch toks[i].text {
-			case ".", "|":
-				i++
-				if i < len(toks) && isIdent(toks[i].text[0]) {
-					i++
-				}
-			case "(", "[":
-				i = closing(toks, i)
-			default:
-				return true
-			}
-		}
-		return true
-	}
-	if !operand() {
-		return at + 1
-	}
-	if i < len(toks) && toks[i].text == "**" {
-		i++
-		operand()
-	}
-	return i
-}
-
-// closing is the index just past the bracket that closes toks[open], or
-// len(toks) when none does.
-func closing(toks []token, open int) int {
-	depth := 0
-	for i := open; i < len(toks); i++ {
-		switch toks[i].text {
-		case "(", "[", "{":
-			depth++
-		case ")", "]", "}":
-			if depth--; depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return len(toks)
-}
-
-// rewriteSlices turns every subscript slice x[a:b:c] of tag text into
-// x|_sf_slice('mask', a, b, c), the mask saying which of the three parts
-// are written. The engine's slicing walks every index from start to stop
-// unclamped, and sizes its result by that distance, so a slice such as
-// x[:10**12:2] would hang or exhaust memory; the call walks only the
-// indices that fall inside x.
-func rewriteSlices(s string) string {
-	for range strings.Count(s, ":") {
-		toks := tokens(s)
-		open, close := -1, -1
-		var colons []int
-		for i, t := range toks {
-			if t.text != "[" || i == 0 || !endsOperand(toks[i-1].text) {
-				continue
-			}
-			end := closing(toks, i) - 1
-			if end >= len(toks) || toks[end].text != "]" {
-				continue
-			}
-			colons = colons[:0]
-			depth := 0
-			for j := i + 1; j < end; j++ {
-				switch toks[j].text {
-				case "(", "[", "{":
-					depth++
-				case ")", "]", "}":
-					depth--
-				case ":":
-					if depth == 0 {
-						colons = append(colons, j)
-					}
-				}
-			}
-			if len(colons) == 1 || len(colons) == 2 {
-				open, close = i, end
-				break
-			}
-		}
-		if open < 0 {
-			return s
-		}
-		bounds := append(append([]int{open}, colons...), close)
-		mask, args := "", []string{}
-		for k := 0; k+1 < len(bounds); k++ {
-			part := strings.TrimSpace(s[toks[bounds[k]].end:toks[bounds[k+1]].start])
-			if part == "" {
-				mask += "0"
-				continue
-			}
-			mask += "1"
-			args = append(args, part)
-		}
-		call := "|" + sliceCall + "('" + mask + "'"
-		for _, a := range args {
-			call += ", " + a
-		}
-		s = s[:toks[open].start] + call + ")" + s[toks[close].end:]
-	}
-	return s
-}
-
-// endsOperand says whether a token can end an operand, so that a "[" after
-// it is a subscript rather than a list.
-func endsOperand(t string) bool {
-	return t == ")" || t == "]" || t == "}" || t[0] == '\'' || t[0] == '"' || isIdent(t[0]) && !looser[t]
 }
