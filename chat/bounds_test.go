@@ -65,6 +65,8 @@ func TestTemplatesBeyondABoundAreRefused(t *testing.T) {
 		{"a value holding itself through a list", "{% set ns = namespace(a=1) %}{% set ns.l = [1, [ns]] %}", Limits{}, BoundValueDepth},
 		{"deeply nested data", "{% set ns = namespace(x=1) %}{% for i in range(3000) %}{% set ns.x = [ns.x] %}{% endfor %}", Limits{ValueDepth: 1000}, BoundValueDepth},
 		{"slice far past the end", "{{ messages[1000000000000::-1] }}{{ messages[:1000000000000:2] }}{% for i in range(100000) %}{{ 'é'[-9223372036854775807:9223372036854775807] }}{% endfor %}", Limits{Steps: 150000}, BoundSteps},
+		{"shared values stringified", "{% set ns = namespace(x='a' * 1000000) %}{% set l = [ns.x, ns.x, ns.x, ns.x, ns.x, ns.x, ns.x, ns.x] %}{{ [l, l, l, l, l, l]|string|length }}", Limits{}, BoundValueBytes},
+		{"shared values in JSON", "{% set ns = namespace(x='a' * 1000000) %}{% set l = [ns.x, ns.x, ns.x, ns.x, ns.x, ns.x, ns.x, ns.x] %}{{ [l, l, l, l, l, l]|tojson|length }}", Limits{}, BoundValueBytes},
 		{"a reserved name", "{% macro _sf_body() %}{% endmacro %}{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", Limits{}, BoundSandbox},
 		{"a method taken uncalled", "{% set r = 'ab'.replace %}{{ r('', 'x' * 1000) }}", Limits{}, BoundSandbox},
 		{"render time", "{% for i in range(10) %}{% endfor %}", Limits{Time: time.Nanosecond}, BoundTime},

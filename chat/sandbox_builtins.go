@@ -364,6 +364,27 @@ func sliceIndices(start, stop, step, length int64) []int64 {
 	return idx
 }
 
+// stringCall is the string filter: v's printed text, a list or dict
+// measured before the engine expands it.
+func (b *budget) stringCall(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.NewString(""), nil
+	}
+	return b.printedChecked(args[0])
+}
+
+// tojsonCall is tojsonFilter on a value measured first: JSON is its
+// printed form give or take punctuation and indentation, which is bounded
+// per item (indent at most 64), so the measure bounds what is encoded.
+func (b *budget) tojsonCall(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) > 0 {
+		if err := b.checkValue(args[0]); err != nil {
+			return jinja.Undefined(), err
+		}
+	}
+	return tojsonFilter(args, kwargs)
+}
+
 // printedChecked is v's printed text, with a list or dict measured
 // against ValueBytes before the engine expands it.
 func (b *budget) printedChecked(v jinja.Value) (jinja.Value, error) {

@@ -9,19 +9,21 @@ import "github.com/ardanlabs/jinja"
 // str.format) it gives the builtin's result, after checking its size
 // before building it.
 const (
-	bodyCall     = "_sf_body"     // {% if _sf_body(text, vars…) %}{% endif %} opening a loop, macro or call body
-	printCall    = "_sf_print"    // {{ (x)|_sf_print }}
-	setCall      = "_sf_set"      // {% set a = (x)|_sf_set %}
-	mulCall      = "_sf_mul"      // a * b
-	addCall      = "_sf_add"      // a + b
-	catCall      = "_sf_cat"      // a ~ b
-	joinFilter   = "_sf_join"     // x|join
-	replaceCall  = "_sf_replace"  // x|replace, x.replace(…)
-	indentFilter = "_sf_indent"   // x|indent
-	formatCall   = "_sf_format"   // s.format(…)
-	sliceCall    = "_sf_slice"    // x[a:b:c]
-	rangeCall    = "range"        // shadows the engine's range
-	iterCall     = iterableFilter // for x in (xs)|_sf_iterable
+	bodyCall         = "_sf_body"     // {% if _sf_body(text, vars…) %}{% endif %} opening a loop, macro or call body
+	printCall        = "_sf_print"    // {{ (x)|_sf_print }}
+	setCall          = "_sf_set"      // {% set a = (x)|_sf_set %}
+	mulCall          = "_sf_mul"      // a * b
+	addCall          = "_sf_add"      // a + b
+	catCall          = "_sf_cat"      // a ~ b
+	joinFilter       = "_sf_join"     // x|join
+	replaceCall      = "_sf_replace"  // x|replace, x.replace(…)
+	indentFilter     = "_sf_indent"   // x|indent
+	formatCall       = "_sf_format"   // s.format(…)
+	sliceCall        = "_sf_slice"    // x[a:b:c]
+	stringFilter     = "_sf_string"   // x|string
+	tojsonFilterName = "_sf_tojson"   // x|tojson (tojson.go), sized first
+	rangeCall        = "range"        // shadows the engine's range
+	iterCall         = iterableFilter // for x in (xs)|_sf_iterable
 )
 
 type callFn = func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error)
@@ -30,19 +32,21 @@ type callFn = func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Val
 // template uses.
 func budgetCalls(b *budget) map[string]jinja.Value {
 	calls := map[string]callFn{
-		bodyCall:     b.bodyCall,
-		printCall:    b.printCall,
-		setCall:      b.setCall,
-		mulCall:      b.mulCall,
-		addCall:      b.addCall,
-		catCall:      b.catCall,
-		joinFilter:   b.joinCall,
-		replaceCall:  b.replaceCall,
-		indentFilter: b.indentCall,
-		formatCall:   b.formatCall,
-		sliceCall:    b.sliceCall,
-		rangeCall:    b.rangeCall,
-		iterCall:     b.iterCall,
+		bodyCall:         b.bodyCall,
+		printCall:        b.printCall,
+		setCall:          b.setCall,
+		mulCall:          b.mulCall,
+		addCall:          b.addCall,
+		catCall:          b.catCall,
+		joinFilter:       b.joinCall,
+		replaceCall:      b.replaceCall,
+		indentFilter:     b.indentCall,
+		formatCall:       b.formatCall,
+		sliceCall:        b.sliceCall,
+		stringFilter:     b.stringCall,
+		tojsonFilterName: b.tojsonCall,
+		rangeCall:        b.rangeCall,
+		iterCall:         b.iterCall,
 	}
 	vals := make(map[string]jinja.Value, len(calls))
 	for name, fn := range calls {

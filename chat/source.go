@@ -35,7 +35,7 @@ func prepareSource(src string, lim *Limits) (string, error) {
 // engine, under the names the rewritten template calls them by. The engine
 // looks a filter it lacks up among the template's variables, so renaming
 // `x | tojson(...)` to `x | _sf_tojson(...)` inside tags is all it takes.
-var ownFilters = map[string]string{"tojson": "_sf_tojson", "join": joinFilter, "replace": replaceCall, "indent": indentFilter}
+var ownFilters = map[string]string{"tojson": tojsonFilterName, "join": joinFilter, "replace": replaceCall, "indent": indentFilter, "string": stringFilter}
 
 // Names of the filters the rewrites below insert; they are template
 // variables too (see globals).

@@ -218,14 +218,13 @@ func compile(src string, lim *Limits) (tmpl *jinja.Template, err error) {
 // comes back as a *RaiseError the caller can tell apart and show.
 func globals(opts Options) map[string]jinja.Value {
 	return map[string]jinja.Value{
-		"bos_token":          jinja.NewString(opts.BOS),
-		"eos_token":          jinja.NewString(opts.EOS),
-		"tools":              jinja.None(),
-		"documents":          jinja.None(),
-		"raise_exception":    jinja.NewCallable("raise_exception", raiseException),
-		"strftime_now":       jinja.NewCallable("strftime_now", strftimeNow(opts.Now)),
-		ownFilters["tojson"]: jinja.NewCallable("tojson", tojsonFilter),
-		unsafeFilter:         jinja.NewCallable(unsafeFilter, unsafeMethod),
+		"bos_token":       jinja.NewString(opts.BOS),
+		"eos_token":       jinja.NewString(opts.EOS),
+		"tools":           jinja.None(),
+		"documents":       jinja.None(),
+		"raise_exception": jinja.NewCallable("raise_exception", raiseException),
+		"strftime_now":    jinja.NewCallable("strftime_now", strftimeNow(opts.Now)),
+		unsafeFilter:      jinja.NewCallable(unsafeFilter, unsafeMethod),
 	}
 }
 
