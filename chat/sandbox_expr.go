@@ -18,46 +18,74 @@ type token struct {
 	start, end int
 }
 
-// twoCharOps are the operators of two characters; every other operator
-// character is a token of its own.
+// twoCharOps are the operators of two characters; the other operator and
+// bracket characters are tokens of their own, and any other character the
+// engine's tokenizer skips, as it does whitespace.
 var twoCharOps = []string{"**", "//", "==", "!=", "<=", ">="}
 
-// tokens cuts tag text into tokens, string literals whole.
+const oneCharOps = ",.:()[]{}|~+-*/%<>="
+
+// tokens cuts tag text into tokens as the engine's tokenizer does (a
+// token it sees and this did not would escape the rewrite): string
+// literals whole, numbers (an integer, or digits.digits with an optional
+// exponent), names, operators; other characters are skipped.
 func tokens(s string) []token {
 	var out []token
 	for i := 0; i < len(s); {
 		c := s[i]
+		start := i
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case c == '\'' || c == '"':
+			i = min(literalEnd(s, i)+1, len(s))
+		case c >= '0' && c <= '9':
+			i = numberEnd(s, i)
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			for i < len(s) && isIdent(s[i]) {
+				i++
+			}
+		case i+1 < len(s) && isTwoCharOp(s[i], s[i+1]):
+			i += 2
+		case strings.IndexByte(oneCharOps, c) >= 0:
+			i++
+		default: // whitespace, and what the engine ignores
 			i++
 			continue
-		case c == '\'' || c == '"':
-			end := min(literalEnd(s, i)+1, len(s))
-			out = append(out, token{s[i:end], i, end})
-			i = end
-			continue
-		case isIdent(c):
-			j := i
-			for j < len(s) && isIdent(s[j]) {
-				j++
-			}
-			out = append(out, token{s[i:j], i, j})
-			i = j
-			continue
 		}
-		n := 1
-		if i+1 < len(s) {
-			for _, op := range twoCharOps {
-				if s[i] == op[0] && s[i+1] == op[1] {
-					n = 2
-					break
-				}
-			}
-		}
-		out = append(out, token{s[i : i+n], i, i + n})
-		i += n
+		out = append(out, token{s[start:i], start, i})
 	}
 	return out
+}
+
+func isTwoCharOp(a, b byte) bool {
+	for _, op := range twoCharOps {
+		if a == op[0] && b == op[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// numberEnd is the end of the number starting at s[i]: digits, then
+// optionally "." and digits and an exponent, as the engine reads them.
+func numberEnd(s string, i int) int {
+	digits := func() {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	digits()
+	if i+1 < len(s) && s[i] == '.' && s[i+1] >= '0' && s[i+1] <= '9' {
+		i++
+		digits()
+		if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+			i++
+			if i < len(s) && (s[i] == '+' || s[i] == '-') {
+				i++
+			}
+			digits()
+		}
+	}
+	return i
 }
 
 // looser are the operators and words that bind less tightly than * (or

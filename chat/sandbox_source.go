@@ -98,6 +98,39 @@ func scanPieces(src string) []piece {
 	return out
 }
 
+// sanitizeCode turns every character of the code in {{ }} and {% %} tags
+// (outside raw blocks and string literals) that the engine's tokenizer
+// skips into a space, which it skips alike: the rewrite's own tokenizer
+// and patterns then see the tokens the engine sees, with no stray byte
+// hiding an operator or a filter name from them ("| join" written with a
+// control character in place of the space).
+func sanitizeCode(pieces []piece) {
+	inRaw := false
+	for i, p := range pieces {
+		if p.kind == 't' || p.kind == '#' {
+			continue
+		}
+		kw := keyword(p.inner)
+		if inRaw {
+			inRaw = !(p.kind == '%' && kw == "endraw")
+			continue
+		}
+		inRaw = p.kind == '%' && kw == "raw"
+		b := []byte(p.inner)
+		for j := 0; j < len(b); j++ {
+			switch c := b[j]; {
+			case c == '\'' || c == '"':
+				j = literalEnd(p.inner, j)
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r' || isIdent(c) || strings.IndexByte(oneCharOps, c) >= 0:
+			case c == '!' && j+1 < len(b) && b[j+1] == '=':
+			default:
+				b[j] = ' '
+			}
+		}
+		pieces[i].inner = string(b)
+	}
+}
+
 // tag writes p back with inner in place of its own text.
 func (p piece) tag(b *strings.Builder, inner string) {
 	b.WriteByte('{')

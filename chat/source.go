@@ -24,6 +24,7 @@ func prepareSource(src string, lim *Limits) (string, error) {
 		src = newlines.Replace(src)
 	}
 	pieces := scanPieces(strings.TrimSuffix(src, "\n"))
+	sanitizeCode(pieces)
 	bodyText, err := checkSource(pieces, lim)
 	if err != nil {
 		return "", err
