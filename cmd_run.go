@@ -97,12 +97,12 @@ func runAction(c *cli.Context) error {
 func renderPrompt(modelPath, templateFile string, e *cgo.Engine, text string, asChat bool) ([]engine.Token, error) {
 	addSpecial := true
 	if asChat {
-		tmpl, err := app.LoadChatTemplate(modelPath, templateFile, e.Descriptor(), e)
+		tmpl, refused, err := app.LoadChatTemplate(modelPath, templateFile, e.Descriptor(), e)
 		if err != nil {
 			return nil, fmt.Errorf("run: %w", err)
 		}
 		if tmpl == nil {
-			return nil, errors.New("run: the model's chat template cannot be used (see the warning above); drop --chat")
+			return nil, fmt.Errorf("run: %w; drop --chat", refused)
 		}
 		text, err = tmpl.Render([]chat.Message{{Role: chat.RoleUser, Content: text}}, true)
 		if err != nil {

@@ -248,14 +248,17 @@ func (s *Stack) load(o Options) error {
 // LoadChatTemplate parses the chat template prompts are rendered with:
 // the file templateFile names when it is set, else the model's own (ChatML
 // when it has none). A template named on the command line that does not
-// parse is an error naming the file: the operator asked for it. The
-// model's own template failing leaves chat endpoints answering 400 (nil
-// template, a warning logged) rather than rendering garbage, since the
-// completion endpoints still work. An override replaces desc.ChatTemplate,
-// so what /props shows and the reasoning-block check see the template in
-// use. `superfluid run --chat` renders through it too, so the CLI and the
-// server prompt alike.
-func LoadChatTemplate(path, templateFile string, desc *engine.Descriptor, eng *cgo.Engine) (*chat.Template, error) {
+// parse is an error naming the file: the operator asked for it. A template
+// that cannot be used is refused instead, the model then served without
+// one: the model's own failing to parse, or any template crossing a
+// sandbox bound (chat.ErrBound: its text, or the trial renders Parse makes)
+// — a template is model metadata anyone can publish, and a pulled model
+// must not take the server down. refused says why, a warning is logged, and
+// chat endpoints answer 400 with the reason, since the completion endpoints
+// still work. An override replaces desc.ChatTemplate, so what /props shows
+// and the reasoning-block check see the template in use. `superfluid run
+// --chat` renders through it too, so the CLI and the server prompt alike.
+func LoadChatTemplate(path, templateFile string, desc *engine.Descriptor, eng *cgo.Engine) (tmpl *chat.Template, refused, err error) {
 	src, opts := chat.ChatML, chat.Options{}
 	if f, err := gguf.Open(path); err == nil {
 		if s, o, ok := chat.FromGGUF(f); ok {
@@ -267,7 +270,7 @@ func LoadChatTemplate(path, templateFile string, desc *engine.Descriptor, eng *c
 	if templateFile != "" {
 		b, err := os.ReadFile(templateFile)
 		if err != nil {
-			return nil, fmt.Errorf("chat template file: %w", err)
+			return nil, nil, fmt.Errorf("chat template file: %w", err)
 		}
 		src = string(b)
 	}
@@ -276,17 +279,22 @@ func LoadChatTemplate(path, templateFile string, desc *engine.Descriptor, eng *c
 		opts.BOS = string(eng.AppendPiece(nil, desc.BOS, true))
 	}
 	t, err := chat.Parse(src, opts)
-	if err != nil {
+	switch {
+	case err != nil && templateFile != "" && !errors.Is(err, chat.ErrBound):
+		return nil, nil, fmt.Errorf("chat template file %s: %w", templateFile, err)
+	case err != nil:
+		source := "the model's chat template"
 		if templateFile != "" {
-			return nil, fmt.Errorf("chat template file %s: %w", templateFile, err)
+			source = "chat template file " + templateFile
 		}
-		slog.Warn("the model's chat template cannot be used; chat endpoints will refuse requests", "err", err)
-		return nil, nil
+		refused = fmt.Errorf("%s was refused at load: %w", source, err)
+		slog.Warn("serving the model without a chat template; chat endpoints will refuse requests", "model", path, "reason", refused)
+		return nil, refused, nil
 	}
 	if templateFile != "" {
 		desc.ChatTemplate = src
 	}
-	return t, nil
+	return t, nil, nil
 }
 
 func loadFIM(desc *engine.Descriptor, eng *cgo.Engine) *fim.Builder {

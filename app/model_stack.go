@@ -66,7 +66,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 	}
 	desc := eng.Descriptor()
 	tuneGC()
-	tmpl, err := LoadChatTemplate(spec.Path, o.ChatTemplateFile, desc, eng)
+	tmpl, tmplRefused, err := LoadChatTemplate(spec.Path, o.ChatTemplateFile, desc, eng)
 	if err != nil {
 		eng.Close()
 		return nil, err
@@ -93,7 +93,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 	}
 	ms = &modelStack{Engine: eng, Cache: cache, Sched: sc, Size: measuredSize(desc, o.HostCache), turn: turn}
 	ms.Model = &sfhttp.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc, Cache: cacheMetrics{cache}}
-	ms.Model.Chat = tmpl
+	ms.Model.Chat, ms.Model.ChatRefused = tmpl, tmplRefused
 	ms.Model.FIM = loadFIM(desc, eng)
 	ctx, cancel := context.WithCancel(context.Background())
 	ms.stopSched, ms.schedDone = cancel, make(chan error, 1)

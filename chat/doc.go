@@ -57,8 +57,8 @@
 //
 // Every error Render returns means the conversation cannot be rendered with
 // this template (the template raised an exception, a role is unknown, the
-// template uses a construct the engine lacks): the HTTP layer answers it with
-// a 400 and keeps serving. Render never returns partial output with an
+// template uses a construct the engine lacks, the render crossed a sandbox
+// bound): the HTTP layer answers it with a 400 and keeps serving. Render never returns partial output with an
 // error, and a panic inside the engine is recovered and returned as an error.
 //
 // Parse fails on malformed template text and on a template that cannot
@@ -68,6 +68,19 @@
 // # Trust
 //
 // Message contents are data: they are never parsed as template text, so a
-// user cannot inject Jinja. The template itself is model metadata and is
-// trusted to terminate; rendering has no time or memory limit of its own.
+// user cannot inject Jinja. The template itself is model metadata anyone
+// can publish (a pulled GGUF, a --chat-template-file) and is not trusted:
+// it runs sandboxed. Parse refuses source beyond its static Limits (size,
+// tag size, nesting, which bound the engine's recursive parse), and every
+// render counts what it does — steps (loop iterations, items, macro
+// entries), recursion in stack frames, output bytes, the size and depth of
+// every value built, range lengths, wall-clock time — stopping with a
+// *BoundError (errors.Is ErrBound) naming the bound at the first it
+// crosses. The engine has no hooks, so sandbox_source.go rewrites the
+// template as the engine's scanner cuts it: bodies open with a call to the
+// render's budget, prints and sets pass through checks, and the operations
+// that can build more than they are given (*, +, ~, slices, range, join,
+// replace, indent, str.format) are pointed at sized versions that give the
+// engine's results. Parse's trial renders run under the same bounds, so a
+// template that cannot greet within them is refused when the model loads.
 package chat

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -97,12 +98,53 @@ func FuzzRewriteSource(f *testing.F) {
 	f.Add("{{ \"unterminated")
 	f.Fuzz(func(t *testing.T, src string) {
 		if !strings.Contains(src, "{") {
-			if got := rewriteFilters(src); got != src {
+			want := strings.TrimSuffix(newlines.Replace(src+"\n"), "\n") // line endings alone change
+			if got, err := prepareSource(src+"\n", &DefaultLimits); err == nil && got != want {
 				t.Fatalf("text without tags changed: %q -> %q", src, got)
 			}
 		}
 		if _, err := Parse(src, Options{}); errors.Is(err, errEnginePanic) {
 			t.Fatalf("engine panicked on %q: %v", src, err)
+		}
+	})
+}
+
+// sandboxFuzzLimits are small bounds, so that the fuzzer reaches them
+// quickly and the worst a template can do stays cheap.
+var sandboxFuzzLimits = Limits{Steps: 20000, OutputBytes: 1 << 16, ValueBytes: 1 << 16, ValueDepth: 500, RangeItems: 10000, StackFrames: 1500, Time: 2 * time.Second}
+
+// FuzzSandbox renders arbitrary template text with arbitrary messages
+// under small limits: a template must render or fail with an error,
+// never crash the process (a stack overflow or an exhausted heap would end
+// the fuzzer), and what it renders stays within the output bound (plus the
+// template's own top-level text, which a render writes at most once).
+func FuzzSandbox(f *testing.F) {
+	for _, src := range []string{
+		ChatML,
+		"{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}",
+		"{% for i in range(10000000000) %}{{ i }}{% endfor %}",
+		"{{ 'a' * 1000000000000 }}",
+		"{% set ns = namespace(s='a') %}{% for m in messages %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{% endfor %}{{ ns.s }}",
+		"{% set ns = namespace(x=1) %}{% set ns.y = [ns] %}{{ ns }}",
+		"{% macro m() %}{{ caller() }}{% endmacro %}{% macro f(s) %}{% call m() %}{{ f(s ~ s) }}{% endcall %}{% endmacro %}{{ f('x') }}",
+		"{% for m in messages %}{{ m.content * 100000 }}{{ m.content|replace('', m.content) }}{% endfor %}",
+		"{{ messages[10000000000::-3] }}{{ (messages[0].content * 10)[::7] }}{{ range(5)|join(messages[0].content * 1000) }}",
+		"{% for m in messages %}{% for n in messages %}{% for o in messages %}{{ m.content ~ n.content ~ o.content }}{% endfor %}{% endfor %}{% endfor %}",
+	} {
+		f.Add(src, "hello", uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, src, content string, n uint8) {
+		tmpl, err := Parse(src, Options{BOS: "<s>", EOS: "</s>", Limits: sandboxFuzzLimits})
+		if err != nil {
+			return
+		}
+		msgs := make([]Message, int(n)%32+1)
+		for i := range msgs {
+			msgs[i] = Message{Role: []string{RoleUser, RoleAssistant}[i%2], Content: content}
+		}
+		out, err := tmpl.Exact(Request{Messages: msgs, AddGenerationPrompt: true})
+		if err == nil && int64(len(out)) > sandboxFuzzLimits.OutputBytes+int64(len(src)) {
+			t.Fatalf("rendered %d bytes, beyond the %d-byte output bound and the template's %d bytes", len(out), sandboxFuzzLimits.OutputBytes, len(src))
 		}
 	})
 }

@@ -8,24 +8,35 @@ import (
 // newlines maps every line ending to "\n".
 var newlines = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
-// normalizeSource prepares template text for the engine: it does what
-// Jinja's lexer does before reading a template and the engine leaves out
-// (line endings become "\n", a single trailing newline is dropped, as with
-// keep_trailing_newline off in transformers; templates stored in
-// tokenizer_config.json often end in a newline that would otherwise reach
-// the prompt), and it points the filters the engine gets wrong at ours.
-func normalizeSource(src string) string {
+// prepareSource turns template text into what the engine compiles: it
+// does what Jinja's lexer does before reading a template and the engine
+// leaves out (line endings become "\n", a single trailing newline is
+// dropped, as with keep_trailing_newline off in transformers; templates
+// stored in tokenizer_config.json often end in a newline that would
+// otherwise reach the prompt), checks the static bounds, points the filters
+// the engine gets wrong at ours and adds the sandbox's calls
+// (sandbox_source.go).
+func prepareSource(src string, lim *Limits) (string, error) {
+	if len(src) > lim.SourceBytes {
+		return "", &BoundError{Bound: BoundSourceBytes, Limit: int64(lim.SourceBytes)}
+	}
 	if strings.Contains(src, "\r") {
 		src = newlines.Replace(src)
 	}
-	return rewriteFilters(strings.TrimSuffix(src, "\n"))
+	pieces := scanPieces(strings.TrimSuffix(src, "\n"))
+	sanitizeCode(pieces)
+	bodyText, err := checkSource(pieces, lim)
+	if err != nil {
+		return "", err
+	}
+	return rewriteSource(pieces, bodyText), nil
 }
 
 // ownFilters are the filters rendered by this package rather than the
 // engine, under the names the rewritten template calls them by. The engine
 // looks a filter it lacks up among the template's variables, so renaming
 // `x | tojson(...)` to `x | _sf_tojson(...)` inside tags is all it takes.
-var ownFilters = map[string]string{"tojson": "_sf_tojson"}
+var ownFilters = map[string]string{"tojson": tojsonFilterName, "join": joinFilter, "replace": replaceCall, "indent": indentFilter, "string": stringFilter}
 
 // Names of the filters the rewrites below insert; they are template
 // variables too (see globals).
@@ -41,76 +52,13 @@ const (
 // does.
 var mutatorCall = regexp.MustCompile(`\.\s*(append|extend|insert|pop|remove|clear|sort|reverse|update|setdefault|popitem|add|discard|difference_update|intersection_update|symmetric_difference_update)\s*\(\s*(\))?`)
 
+// sizedMethod matches a call of a string method whose result can be far
+// larger than its arguments; it is rewritten to the sized filter of the
+// same arguments, `s.replace(a, b)` to `s|_sf_replace(a, b)`.
+var sizedMethod = regexp.MustCompile(`\.\s*(replace|format)\s*\(`)
+
 // filterUse matches a filter application: the bar, spaces, and the name.
 var filterUse = regexp.MustCompile(`\|\s*([A-Za-z_][A-Za-z0-9_]*)\b`)
-
-// rewriteFilters renames uses of ownFilters in the expressions of src's
-// {{ }} and {% %} tags, leaving text, comments, raw blocks and string
-// literals alone.
-func rewriteFilters(src string) string {
-	var b strings.Builder
-	for {
-		open := strings.IndexByte(src, '{')
-		if open < 0 || open+1 >= len(src) {
-			b.WriteString(src)
-			return b.String()
-		}
-		var closer string
-		switch src[open+1] {
-		case '{':
-			closer = "}}"
-		case '%':
-			closer = "%}"
-		case '#':
-			closer = "#}"
-		default:
-			b.WriteString(src[:open+1])
-			src = src[open+1:]
-			continue
-		}
-		b.WriteString(src[:open+2])
-		src = src[open+2:]
-		end := tagEnd(src, closer)
-		tag := src[:end]
-		src = src[end:]
-		if closer == "#}" {
-			b.WriteString(tag)
-			continue
-		}
-		b.WriteString(renameInExpr(tag))
-		if closer == "%}" && isRawOpen(tag) {
-			i := rawEnd.FindStringIndex(src)
-			if i == nil {
-				b.WriteString(src)
-				return b.String()
-			}
-			b.WriteString(src[:i[0]])
-			src = src[i[0]:]
-		}
-	}
-}
-
-var (
-	rawOpen = regexp.MustCompile(`^[-+]?\s*raw\s*[-+]?$`)
-	rawEnd  = regexp.MustCompile(`\{%[-+]?\s*endraw\s*[-+]?%\}`)
-)
-
-func isRawOpen(tag string) bool { return rawOpen.MatchString(tag) }
-
-// tagEnd returns the index of closer in src past string literals, or
-// len(src) for an unterminated tag (the engine then reports it).
-func tagEnd(src, closer string) int {
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch {
-		case c == '\'' || c == '"':
-			i = literalEnd(src, i)
-		case strings.HasPrefix(src[i:], closer):
-			return i
-		}
-	}
-	return len(src)
-}
 
 // literalEnd is the index of the quote closing the string literal that
 // opens at s[i] (backslash escapes skipped), or len(s) when it never closes.
@@ -131,7 +79,7 @@ func literalEnd(s string, i int) int {
 // checked (rewriteFor), and in the code outside string literals own
 // filters are renamed and mutating method calls refused.
 func renameInExpr(tag string) string {
-	tag = rewriteFor(tag)
+	tag = rewriteArith(rewriteSlices(rewriteFor(tag)))
 	var b strings.Builder
 	for _, seg := range splitStrings(tag) {
 		if seg.literal {
@@ -152,6 +100,7 @@ func renameInExpr(tag string) string {
 			}
 			return "|" + unsafeFilter + "('" + sub[1] + "', "
 		})
+		code = sizedMethod.ReplaceAllString(code, "|_sf_$1(")
 		b.WriteString(code)
 	}
 	return b.String()

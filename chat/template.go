@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ type Options struct {
 	// Now is the clock strftime_now reads; nil means time.Now. Tests fix it
 	// so that templates printing today's date render the same every day.
 	Now func() time.Time
+
+	// Limits bound parsing and every render (see Limits); zero fields take
+	// DefaultLimits.
+	Limits Limits
 }
 
 // Template is a parsed chat template. It is immutable after Parse: any
@@ -36,6 +41,7 @@ type Options struct {
 type Template struct {
 	engine *jinja.Template
 	opts   Options
+	limits Limits
 	// globals are the variables every render sees besides messages and
 	// add_generation_prompt; read-only after Parse.
 	globals map[string]jinja.Value
@@ -55,22 +61,37 @@ var probeTool = json.RawMessage(`{"type": "function", "function": {"name": "prob
 // malformed template text and on a template that cannot render a single
 // user message with a generation prompt, the least any chat template must
 // do, so that a broken template is found when the model loads.
+//
+// A template crossing one of its Limits, in its text or in any of these
+// trial renders, is refused with an error wrapping a *BoundError: a
+// template that cannot stay within its bounds for a greeting is not one to
+// serve.
 func Parse(src string, opts Options) (*Template, error) {
-	engine, err := compile(src)
+	lim := opts.Limits.withDefaults()
+	engine, err := compile(src, &lim)
 	if err != nil {
 		return nil, fmt.Errorf("chat: parse: %w", err)
 	}
-	t := &Template{engine: engine, opts: opts, globals: globals(opts)}
+	t := &Template{engine: engine, opts: opts, limits: lim, globals: globals(opts)}
 	hello := Request{Messages: []Message{{Role: RoleUser, Content: "Hello"}}, AddGenerationPrompt: true}
 	if _, err := t.exec(hello); err != nil {
+		if errors.Is(err, ErrBound) {
+			return nil, fmt.Errorf("chat: parse: trial render: %w", err)
+		}
 		// Some templates are made for tool use alone (Hermes 2 Pro's
 		// tool_use template loops over tools unconditionally).
 		hello.Tools = []json.RawMessage{probeTool}
 		if _, toolErr := t.exec(hello); toolErr != nil {
+			if errors.Is(toolErr, ErrBound) {
+				return nil, fmt.Errorf("chat: parse: trial render with a tool: %w", toolErr)
+			}
 			return nil, fmt.Errorf("chat: parse: template cannot render a single user message: %w", err)
 		}
 	}
 	out, err := t.exec(Request{Messages: []Message{{Role: RoleSystem, Content: probeText}, {Role: RoleUser, Content: "Hello"}}, Tools: hello.Tools})
+	if errors.Is(err, ErrBound) {
+		return nil, fmt.Errorf("chat: parse: trial render with a system message: %w", err)
+	}
 	t.system = err == nil && strings.Contains(out, probeText)
 	return t, nil
 }
@@ -120,28 +141,46 @@ func (t *Template) Exact(r Request) (string, error) {
 	return out, nil
 }
 
-// exec runs the engine on msgs as they are. A panic in the engine becomes
-// an error: one bad template or request must not take the server down.
-func (t *Template) exec(r Request) (out string, err error) {
+// exec runs the engine on msgs as they are, on a fresh budget. A bound
+// crossed is returned as the *BoundError it is, whatever the engine made
+// of it. A panic in the engine becomes an error: one bad template or
+// request must not take the server down (the bounds keep the engine from
+// the stack overflow and the allocation no recover could catch).
+func (t *Template) exec(r Request) (string, error) {
+	out, _, err := t.execCounted(r)
+	return out, err
+}
+
+// execCounted is exec, returning the render's budget too (tests read what
+// real templates use of it).
+func (t *Template) execCounted(r Request) (out string, b *budget, err error) {
+	b = newBudget(&t.limits)
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = "", fmt.Errorf("%w: %v", errEnginePanic, r)
 		}
+		if b.err != nil {
+			out, err = "", b.err
+		}
 	}()
-	vars := make(map[string]jinja.Value, len(t.globals)+len(r.Kwargs)+3)
+	calls := budgetCalls(b)
+	vars := make(map[string]jinja.Value, len(t.globals)+len(calls)+len(r.Kwargs)+3)
 	for k, raw := range r.Kwargs {
 		v, err := jsonValue(raw)
 		if err != nil {
-			return "", fmt.Errorf("template variable %q: %w", k, err)
+			return "", b, fmt.Errorf("template variable %q: %w", k, err)
 		}
 		vars[k] = v
 	}
 	for k, v := range t.globals {
 		vars[k] = v
 	}
+	for k, v := range calls {
+		vars[k] = v
+	}
 	msgs, err := messageValues(r.Messages)
 	if err != nil {
-		return "", err
+		return "", b, err
 	}
 	vars["messages"] = msgs
 	vars["add_generation_prompt"] = jinja.NewBool(r.AddGenerationPrompt)
@@ -149,22 +188,29 @@ func (t *Template) exec(r Request) (out string, err error) {
 		tools := make([]jinja.Value, len(r.Tools))
 		for i, raw := range r.Tools {
 			if tools[i], err = jsonValue(raw); err != nil || !tools[i].IsDict() {
-				return "", fmt.Errorf("tool %d: %w", i, ErrBadTool)
+				return "", b, fmt.Errorf("tool %d: %w", i, ErrBadTool)
 			}
 		}
 		vars["tools"] = jinja.NewList(tools)
 	}
-	return t.engine.RenderValues(vars)
+	out, err = t.engine.RenderValues(vars)
+	return out, b, err
 }
 
-// compile parses src, turning an engine panic into an error like exec does.
-func compile(src string) (tmpl *jinja.Template, err error) {
+// compile checks src against the static bounds, rewrites it for the
+// sandbox and parses it, turning an engine panic into an error like exec
+// does.
+func compile(src string, lim *Limits) (tmpl *jinja.Template, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			tmpl, err = nil, fmt.Errorf("%w: %v", errEnginePanic, r)
 		}
 	}()
-	return jinja.Compile(normalizeSource(src))
+	prepared, err := prepareSource(src, lim)
+	if err != nil {
+		return nil, err
+	}
+	return jinja.Compile(prepared)
 }
 
 // globals builds the variables transformers passes besides the messages.
@@ -172,15 +218,13 @@ func compile(src string) (tmpl *jinja.Template, err error) {
 // comes back as a *RaiseError the caller can tell apart and show.
 func globals(opts Options) map[string]jinja.Value {
 	return map[string]jinja.Value{
-		"bos_token":          jinja.NewString(opts.BOS),
-		"eos_token":          jinja.NewString(opts.EOS),
-		"tools":              jinja.None(),
-		"documents":          jinja.None(),
-		"raise_exception":    jinja.NewCallable("raise_exception", raiseException),
-		"strftime_now":       jinja.NewCallable("strftime_now", strftimeNow(opts.Now)),
-		ownFilters["tojson"]: jinja.NewCallable("tojson", tojsonFilter),
-		unsafeFilter:         jinja.NewCallable(unsafeFilter, unsafeMethod),
-		iterableFilter:       jinja.NewCallable(iterableFilter, iterable),
+		"bos_token":       jinja.NewString(opts.BOS),
+		"eos_token":       jinja.NewString(opts.EOS),
+		"tools":           jinja.None(),
+		"documents":       jinja.None(),
+		"raise_exception": jinja.NewCallable("raise_exception", raiseException),
+		"strftime_now":    jinja.NewCallable("strftime_now", strftimeNow(opts.Now)),
+		unsafeFilter:      jinja.NewCallable(unsafeFilter, unsafeMethod),
 	}
 }
 

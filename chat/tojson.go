@@ -16,7 +16,7 @@ import (
 // ensure_ascii=False, indent=None, separators=None, sort_keys=False). The
 // engine's own tojson ignores ensure_ascii and, under indent, sorts keys and
 // escapes <, > and &, so the template's tojson is renamed to this one (see
-// rewriteFilters). Arguments may be positional, in json.dumps's order.
+// renameInExpr). Arguments may be positional, in json.dumps's order.
 func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) == 0 {
 		return jinja.Undefined(), errors.New("tojson: no value")

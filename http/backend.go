@@ -47,4 +47,8 @@ type Model struct {
 	Chat  *chat.Template // nil when the model has no usable chat template
 	FIM   *fim.Builder   // nil when the vocabulary cannot fill in the middle
 	Cache CacheView      // may be nil
+	// ChatRefused says why Chat is nil when a template was refused at load
+	// (it failed to parse, or crossed a sandbox bound); chat requests are
+	// answered 400 with it.
+	ChatRefused error
 }

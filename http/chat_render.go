@@ -18,7 +18,7 @@ import (
 // template's own message, which says what to change.
 func chatPrompt(m *Model, r chat.Request) (string, error) {
 	if m.Chat == nil {
-		return "", badRequest("the model has no chat template; use the completion endpoints")
+		return "", noChatTemplate(m, "use the completion endpoints")
 	}
 	if err := checkPromptBytes(m, "messages", requestBytes(r)); err != nil {
 		return "", err
@@ -31,6 +31,16 @@ func chatPrompt(m *Model, r chat.Request) (string, error) {
 		return "", badRequest("the model's chat template cannot render this conversation: %v", err)
 	}
 	return text, nil
+}
+
+// noChatTemplate is the 400 for a chat request to a model served without a
+// chat template, with the reason it was refused at load when it was, and
+// what to do instead.
+func noChatTemplate(m *Model, instead string) error {
+	if m.ChatRefused != nil {
+		return badRequest("the model has no usable chat template (%v); %s", m.ChatRefused, instead)
+	}
+	return badRequest("the model has no chat template; %s", instead)
 }
 
 // requestBytes is how much text r carries into the template, which is

@@ -186,7 +186,7 @@ func ollamaTemplatedPrompt(m *Model, req *ollamaGenerateRequest) ([]engine.Token
 		return nil, err
 	}
 	if m.Chat == nil {
-		return nil, badRequest("the model has no chat template; send the prompt with \"raw\": true")
+		return nil, noChatTemplate(m, `send the prompt with "raw": true`)
 	}
 	text, err := chatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true})
 	if err != nil {
