@@ -18,6 +18,8 @@ type parkEntry struct {
 	node *node
 	name string // the park file's name
 	used uint64
+	// ckptPos are the positions of the checkpoints the file holds.
+	ckptPos []int
 }
 
 // indexParked makes the park directory's files entries, oldest first so
@@ -72,9 +74,20 @@ func (c *Cache) dropPark(p *parkEntry) {
 
 // restorable reports whether a parked entry can seed a prompt sharing
 // depth of its tokens: restoring a longer stream and cutting it back needs
-// an engine that can truncate inside a sequence.
+// an engine that can truncate inside a sequence, a sliding window whose
+// cells may still reach back there (resumeAt decides), or a checkpoint.
 func (c *Cache) restorable(p *parkEntry, depth int) bool {
-	return depth >= p.node.depth || c.eng.Descriptor().PartialTruncation
+	d := c.eng.Descriptor()
+	switch {
+	case depth >= p.node.depth, d.Partial == engine.PartialNone && d.PartialTruncation, d.Partial == engine.PartialSWA:
+		return true
+	}
+	for _, pos := range p.ckptPos {
+		if pos > 0 && pos <= depth {
+			return true
+		}
+	}
+	return false
 }
 
 // seedFromPark restores a parked stream into seq and cuts it to depth
@@ -127,8 +140,10 @@ func (c *Cache) importParked(seq int32, p *parkEntry, toks []engine.Token, depth
 		return 0
 	}
 	if err == nil && n > depth {
-		if terr := c.eng.Truncate(seq, depth); terr != nil {
-			err = fmt.Errorf("cutting the restored state to %d tokens: %w", depth, terr)
+		// A cut the state cannot take leaves the file in the index: it
+		// still serves its whole stream.
+		if depth = c.resumeAt(seq, depth, nil); depth == 0 {
+			return 0
 		}
 	}
 	if err != nil {

@@ -44,13 +44,17 @@ func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32
 	}
 	c.leased[seq] = true
 	n, matched := c.tree.match(tokens)
-	cd := c.candidates(n, matched)
+	cd := c.candidates(n, matched, nil)
 	limit := len(tokens) - 1
 	pk := min(cd.parkDepth, limit)
 	if cd.park == nil || pk <= max(min(cd.resDepth, limit), min(cd.hostDepth, limit)) || pk < c.cfg.MinParkTokens {
 		// Memory seeds it, or what the disk shares is not worth reading
 		// (shorter than a stream worth parking).
 		cached = c.seed(seq, tokens, limit, false)
+		if !c.sound(seq, cached) {
+			cached = 0
+			delete(c.inherit, seq)
+		}
 		c.countAcquire(tokens, cached)
 		return seq, cached, false, nil
 	}
@@ -89,6 +93,10 @@ func (c *Cache) FinishRestore(seq int32) int {
 	// The entry may have left the index while its file was read (swept,
 	// superseded): the state read is still the stream's.
 	got := c.importParked(seq, r.entry, r.toks, r.depth, r.blob, r.err, r.read)
+	if !c.sound(seq, got) {
+		got = 0
+		delete(c.inherit, seq)
+	}
 	c.countAcquire(r.toks, got)
 	c.publishGauges()
 	return got

@@ -44,6 +44,13 @@ constexpr float SF_MAX_PENALTY = 1e6f;
 // becomes -inf), so a broken model's inf cannot meet a -inf ban.
 constexpr float SF_MAX_LOGIT = 1e30f;
 
+// Checkpoints of partial state (seq.cpp): one every SF_CKPT_EVERY prompt
+// tokens and one at the prompt's end, the last SF_CKPT_MAX kept per
+// sequence. Measured (cgo TestCheckpointCost): see the values' comment in
+// seq.cpp.
+constexpr int32_t SF_CKPT_EVERY = 512;
+constexpr int32_t SF_CKPT_MAX = 16;
+
 // build_info.cpp: the refusal of a model whose architecture the compiled
 // llama.cpp does not know, or null.
 const char *sf_unknown_arch(const char *path, char *msg, size_t msg_len);
@@ -119,6 +126,16 @@ struct sf_pool {
 // none (ggml then starts threads per graph).
 sf_pool *sf_pool_get(int32_t threads, int32_t poll);
 
+// A checkpoint of a sequence's partial state at pos tokens (seq.cpp).
+struct sf_ckpt {
+    int32_t pos = 0;
+    std::vector<uint8_t> blob;  // header + llama.cpp's PARTIAL_ONLY state
+};
+
+// seq.cpp: checkpoints a lane's sequence after a prefill step, when the
+// policy (sf_desc.ckpt_every, the prompt's end) says so.
+void sf_ckpt_after_prefill(sf_engine *e, const sf_lane *l, bool completes);
+
 struct sf_engine {
     llama_model *model = nullptr;
     llama_context *ctx = nullptr;
@@ -138,6 +155,9 @@ struct sf_engine {
     int32_t pooling = LLAMA_POOLING_TYPE_NONE;
     int32_t n_embd = 0;  // floats in one pooled vector
     uint8_t model_id[32] = {};
+    int32_t partial = SF_PARTIAL_NONE;  // enum sf_partial
+    int32_t n_swa = 0;
+    std::vector<std::vector<sf_ckpt>> ckpts;  // per sequence, ascending pos
 
     // Lane slots (max_lanes of them, never reallocated, so lane pointers
     // stay valid): admitting moves a lane staged by validation into a free
