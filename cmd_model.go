@@ -35,10 +35,10 @@ func modelCommand() *cli.Command {
 			},
 			{
 				Name:  "synth",
-				Usage: "write a synthetic llama-architecture model with seeded random weights",
+				Usage: "write a synthetic model (llama or a named architecture) with seeded random weights",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "shape", Value: "tiny", Usage: "tiny, small or 0.5b"},
-					&cli.StringFlag{Name: "arch", Value: "llama", Usage: "architecture: " + strings.Join(synth.ArchNames(), ", ") + " (gemma4 loads only on an upstream llama.cpp build)"},
+					&cli.StringFlag{Name: "arch", Value: "llama", Usage: "architecture: " + strings.Join(synth.ArchNames(), ", ") + " (gemma4: sliding window; qwen35: hybrid attention and gated delta net; qwen3moe: 8 experts, 2 used; qwen35moe: both)"},
 					&cli.StringFlag{Name: "vocab", Usage: "graft the tokenizer of this vocab-only GGUF (default: a built-in byte-level BPE with ChatML and FIM tokens)"},
 					&cli.StringFlag{Name: "type", Value: "f16", Usage: "weight type: f16, q8_0 or q4_0"},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},

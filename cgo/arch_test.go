@@ -2,8 +2,10 @@ package cgo
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"superfluid/engine"
 	"superfluid/synth"
@@ -12,12 +14,19 @@ import (
 // archModel writes a tiny synthetic model of one architecture.
 func archModel(t *testing.T, arch string) string {
 	t.Helper()
+	return archModelWithVocab(t, arch, "")
+}
+
+// archModelWithVocab writes a tiny synthetic model of one architecture
+// with the tokenizer of vocabFile ("" the built-in one).
+func archModelWithVocab(t *testing.T, arch, vocabFile string) string {
+	t.Helper()
 	shape, err := synth.ShapeByName("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), arch+".gguf")
-	if err := synth.Write(path, synth.Options{Shape: shape, Type: "f16", Seed: 7, Arch: arch}); err != nil {
+	if err := synth.Write(path, synth.Options{Shape: shape, Type: "f16", Seed: 7, Arch: arch, VocabFile: vocabFile}); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -25,6 +34,13 @@ func archModel(t *testing.T, arch string) string {
 
 // generateGreedy opens path and decodes 16 greedy tokens after a short prompt.
 func generateGreedy(t *testing.T, path string) []engine.Token {
+	t.Helper()
+	toks, _ := generateGreedyText(t, path)
+	return toks
+}
+
+// generateGreedyText is generateGreedy with the tokens' text.
+func generateGreedyText(t *testing.T, path string) ([]engine.Token, string) {
 	t.Helper()
 	e, err := Open(Options{ModelPath: path, Ctx: 1024, Lanes: 1, Seqs: 4, Batch: 256, Threads: 1})
 	if err != nil {
@@ -35,7 +51,7 @@ func generateGreedy(t *testing.T, path string) []engine.Token {
 	if len(out[0]) != 16 {
 		t.Fatalf("generated %d tokens, want 16", len(out[0]))
 	}
-	return out[0]
+	return out[0], e.Detokenize(out[0], false)
 }
 
 // Both engines know llama, qwen2 and qwen3: each loads and generates, and
@@ -58,22 +74,82 @@ func TestArchitecturesBothEnginesKnow(t *testing.T) {
 	}
 }
 
-// gemma4 (2026) is known only to an upstream llama.cpp build: there it loads
-// and generates; on the Go module's llama.cpp it is refused with a message
-// naming the architecture, the compiled commit and how to build a newer one.
-func TestArchitectureOnlyUpstreamKnows(t *testing.T) {
-	path := archModel(t, "gemma4")
-	if upstreamLlama {
-		generateGreedy(t, path)
-		return
+// The 2026 families synth writes: sliding window (gemma4), hybrids of
+// attention and gated delta nets (qwen35, qwen35moe), mixture of experts
+// (qwen3moe, qwen35moe). hybrid: the descriptor must say a sequence cannot
+// be cut anywhere (recurrent state); moduleKnows: the Go module's older
+// llama.cpp (ENGINE=module) loads it too.
+var currentArches = []struct {
+	arch        string
+	hybrid      bool
+	moduleKnows bool
+}{
+	{"gemma4", false, false},
+	{"qwen35", true, false},
+	{"qwen35moe", true, false},
+	{"qwen3moe", false, true},
+}
+
+// On the current engine each 2026 family loads, its descriptor names it
+// and says whether it is hybrid, and it generates, the same greedy tokens
+// from a second engine. On the Go module's llama.cpp an architecture it
+// does not know is refused with a message naming the architecture, the
+// compiled commit and how to build the current one.
+func TestArchitecturesOfTheCurrentEngine(t *testing.T) {
+	for _, c := range currentArches {
+		t.Run(c.arch, func(t *testing.T) {
+			path := archModel(t, c.arch)
+			e, err := Open(Options{ModelPath: path, Ctx: 512, Lanes: 1, Seqs: 2, Threads: 1})
+			if !upstreamLlama && !c.moduleKnows {
+				if err == nil {
+					e.Close()
+					t.Fatalf("the Go module's llama.cpp opened a %s model", c.arch)
+				}
+				for _, want := range []string{`"` + c.arch + `"`, LlamaCommit(), "make"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("refusal %q does not mention %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			d := e.Descriptor()
+			e.Close()
+			if d.Architecture != c.arch {
+				t.Errorf("descriptor architecture %q, want %q", d.Architecture, c.arch)
+			}
+			if d.PartialTruncation == c.hybrid {
+				t.Errorf("descriptor partial_truncation %v for a model whose hybrid is %v", d.PartialTruncation, c.hybrid)
+			}
+			first := generateGreedy(t, path)
+			if second := generateGreedy(t, path); !slices.Equal(first, second) {
+				t.Fatalf("greedy output differs between two engines:\n%v\n%v", first, second)
+			}
+			if len(slices.Compact(slices.Clone(first))) < 4 {
+				t.Errorf("greedy output is a handful of repeated tokens: %v", first)
+			}
+		})
 	}
-	_, err := Open(Options{ModelPath: path, Ctx: 512, Lanes: 1, Seqs: 2, Threads: 1})
-	if err == nil {
-		t.Fatal("the Go module's llama.cpp opened a gemma4 model")
+}
+
+// With Qwen3's real tokenizer grafted (the vocabulary Qwen3.5 and the
+// Qwen3 MoE models share but for Qwen3.5's added tokens), each Qwen family
+// loads, its descriptor counts that vocabulary, and greedy decoding yields
+// plain text.
+func TestArchitecturesWithTheQwen3Vocabulary(t *testing.T) {
+	if !upstreamLlama {
+		t.Skip("the 2026 families need the current engine")
 	}
-	for _, want := range []string{`"gemma4"`, LlamaCommit(), "LLAMA_CPP_DIR="} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("refusal %q does not mention %q", err, want)
-		}
+	vocab := sharedModel(t, "ggml-vocab-qwen3.gguf")
+	for _, arch := range []string{"qwen35", "qwen35moe", "qwen3moe"} {
+		t.Run(arch, func(t *testing.T) {
+			path := archModelWithVocab(t, arch, vocab)
+			toks, text := generateGreedyText(t, path)
+			if !utf8.ValidString(text) || strings.ContainsRune(text, utf8.RuneError) || strings.TrimSpace(text) == "" {
+				t.Fatalf("greedy text %q (tokens %v) is not plain text", text, toks)
+			}
+		})
 	}
 }

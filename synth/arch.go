@@ -12,9 +12,11 @@ import (
 // (general.architecture and the metadata key prefix), the keys beyond the
 // llama ones, and the tensors beyond the llama layout in each layer.
 //
-// llama, qwen2 and qwen3 load in every llama.cpp we build against; gemma4
-// (2026) only in a current upstream one, so a test can show the current
-// engine loading it and the Go module's refusing it by name.
+// llama, qwen2 and qwen3 load in every llama.cpp we build against; the 2026
+// families — gemma4 (sliding window), qwen35 (hybrid: attention beside
+// gated delta nets), qwen3moe and qwen35moe (mixture of experts) — only in
+// a current one (the default engine), so a test can show the Go module's
+// older llama.cpp refusing them by name.
 type arch struct {
 	name string
 	// keys adds the architecture's own metadata.
@@ -23,6 +25,14 @@ type arch struct {
 	layer func(w *gguf.Writer, p string, l int, s Shape)
 	// global adds tensors outside the layers.
 	global func(w *gguf.Writer, s Shape)
+	// block, when set, writes all of layer l in place of the llama layout
+	// (and layer): for architectures whose layers differ in kind (hybrid)
+	// or whose FFN is not one dense block (mixture of experts).
+	block func(w *gguf.Writer, g gen, p string, l int, s Shape)
+	// validate refuses shapes the architecture cannot be written at.
+	validate func(s Shape) error
+	// hybrid: some layers are recurrent (RecurrentLayers says which).
+	hybrid bool
 }
 
 var arches = map[string]arch{
@@ -70,6 +80,31 @@ var arches = map[string]arch{
 		global: func(w *gguf.Writer, s Shape) {
 			w.AddTensor(filled("rope_freqs.weight", s.HeadDim()/2, 1))
 		}},
+	// Qwen3.5 (dense FFN) and Qwen3.5-MoE: hybrids (hybrid.go).
+	"qwen35": {name: "qwen35", hybrid: true, keys: qwen35Keys, validate: validateQwen35,
+		block: qwen35Block(qwen35DenseFFN)},
+	"qwen35moe": {name: "qwen35moe", hybrid: true,
+		keys: func(w *gguf.Writer, p string, s Shape) {
+			qwen35Keys(w, p, s)
+			moeKeys(w, p, s)
+			w.Set(p+".expert_shared_feed_forward_length", uint32(expertWidth(s)))
+		},
+		validate: func(s Shape) error {
+			if err := validateQwen35(s); err != nil {
+				return err
+			}
+			return validateMoE(s)
+		},
+		block: qwen35Block(qwen35MoEFFN)},
+	// Qwen3-MoE (Qwen3-30B-A3B's layout): Qwen3's attention, experts for
+	// the FFN (moe.go).
+	"qwen3moe": {name: "qwen3moe",
+		keys: func(w *gguf.Writer, p string, s Shape) {
+			w.Set(p+".attention.key_length", uint32(s.HeadDim()))
+			w.Set(p+".attention.value_length", uint32(s.HeadDim()))
+			moeKeys(w, p, s)
+		},
+		validate: validateMoE, block: qwen3moeBlock},
 }
 
 // ArchNames lists the architectures Write can generate, sorted.

@@ -81,18 +81,16 @@ func addTensors(w *gguf.Writer, s Shape, a arch, voc *vocab, g gen) {
 		return 1
 	}
 	w.AddTensor(g.matrix("token_embd.weight", s.Embd, voc.size, embdStd, suppressed))
-	inv := func(fanIn int) float64 { return 1 / math.Sqrt(float64(fanIn)) }
 	for l := 0; l < s.Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
+		if a.block != nil {
+			a.block(w, g, p, l, s)
+			continue
+		}
 		w.AddTensor(ones(p+"attn_norm.weight", s.Embd))
-		w.AddTensor(g.matrix(p+"attn_q.weight", s.Embd, s.Embd, inv(s.Embd), nil))
-		w.AddTensor(g.matrix(p+"attn_k.weight", s.Embd, s.KVDim(), inv(s.Embd), nil))
-		w.AddTensor(g.matrix(p+"attn_v.weight", s.Embd, s.KVDim(), inv(s.Embd), nil))
-		w.AddTensor(g.matrix(p+"attn_output.weight", s.Embd, s.Embd, attnOutGain*inv(s.Embd), nil))
+		attention(w, g, p, s, s.Embd)
 		w.AddTensor(ones(p+"ffn_norm.weight", s.Embd))
-		w.AddTensor(g.matrix(p+"ffn_gate.weight", s.Embd, s.FFN, inv(s.Embd), nil))
-		w.AddTensor(g.matrix(p+"ffn_up.weight", s.Embd, s.FFN, inv(s.Embd), nil))
-		w.AddTensor(g.matrix(p+"ffn_down.weight", s.FFN, s.Embd, ffnDownGain*inv(s.FFN), nil))
+		denseFFN(w, g, p, s, "", s.FFN)
 		if a.layer != nil {
 			a.layer(w, p, l, s)
 		}
@@ -101,6 +99,26 @@ func addTensors(w *gguf.Writer, s Shape, a arch, voc *vocab, g gen) {
 	if a.global != nil {
 		a.global(w, s)
 	}
+}
+
+// inv is the standard deviation that keeps a matrix's output at unit scale.
+func inv(fanIn int) float64 { return 1 / math.Sqrt(float64(fanIn)) }
+
+// attention writes the llama attention projections; qOut is Q's width
+// (twice the heads' width where Q also carries a gate, as Qwen3.5's does).
+func attention(w *gguf.Writer, g gen, p string, s Shape, qOut int) {
+	w.AddTensor(g.matrix(p+"attn_q.weight", s.Embd, qOut, inv(s.Embd), nil))
+	w.AddTensor(g.matrix(p+"attn_k.weight", s.Embd, s.KVDim(), inv(s.Embd), nil))
+	w.AddTensor(g.matrix(p+"attn_v.weight", s.Embd, s.KVDim(), inv(s.Embd), nil))
+	w.AddTensor(g.matrix(p+"attn_output.weight", s.Embd, s.Embd, attnOutGain*inv(s.Embd), nil))
+}
+
+// denseFFN writes a gated (SwiGLU) feed-forward block of width ff; suffix
+// names a variant ("_shexp" for a shared expert).
+func denseFFN(w *gguf.Writer, g gen, p string, s Shape, suffix string, ff int) {
+	w.AddTensor(g.matrix(p+"ffn_gate"+suffix+".weight", s.Embd, ff, inv(s.Embd), nil))
+	w.AddTensor(g.matrix(p+"ffn_up"+suffix+".weight", s.Embd, ff, inv(s.Embd), nil))
+	w.AddTensor(g.matrix(p+"ffn_down"+suffix+".weight", ff, s.Embd, ffnDownGain*inv(ff), nil))
 }
 
 // vocabLabel names the vocabulary in the metadata, for provenance.

@@ -1,5 +1,5 @@
 // Package synth generates deterministic synthetic models (llama, qwen2,
-// qwen3, gemma4 architectures): random weights in the exact tensor layout
+// qwen3, gemma4, qwen35, qwen35moe, qwen3moe architectures): random weights in the exact tensor layout
 // llama.cpp loads, with a
 // built-in byte-level BPE vocabulary or one grafted from a vocab-only GGUF.
 // They exercise the inference server at realistic sizes without shipping

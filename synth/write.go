@@ -18,7 +18,7 @@ type Options struct {
 	Type string
 	Seed uint64
 	// Arch is the architecture: "llama" (default when empty), "qwen2",
-	// "qwen3" or "gemma4" (ArchNames).
+	// "qwen3", "gemma4", "qwen35", "qwen35moe" or "qwen3moe" (ArchNames).
 	Arch string
 	// Pooling makes an embedding model: "mean", "cls" or "last" is written
 	// as <arch>.pooling_type (PoolingTypes); "" or "none" writes no key,
@@ -89,6 +89,11 @@ func Write(path string, o Options) error {
 	a, err := archByName(o.Arch)
 	if err != nil {
 		return err
+	}
+	if a.validate != nil {
+		if err := a.validate(s); err != nil {
+			return err
+		}
 	}
 	if _, _, err := poolingType(o.Pooling); err != nil {
 		return err
