@@ -49,21 +49,31 @@ func runLane(t testing.TB, e *Engine, seq int32, prompt []engine.Token, cached, 
 }
 
 // A sliding-window model's stream, exported and imported, has lost the
-// cells before its last window: a cut far back is refused by MinCut, and a
-// checkpoint the engine took while prefilling resumes the stream there
-// with the output of a cold run. The checkpoints' sizes and what they save
-// are logged (the figures behind SF_CKPT_EVERY).
-func TestSlidingWindowResumesFromACheckpoint(t *testing.T) {
+// cells before its last window, and a hybrid model's recurrent state is
+// only at its end: a cut far back is refused by MinCut, and a checkpoint
+// the engine took while prefilling resumes the stream there with the
+// output of a cold run. The checkpoints' sizes and what they save are
+// logged (the figures behind SF_CKPT_EVERY).
+func TestPartialStateResumesFromACheckpoint(t *testing.T) {
 	if !upstreamLlama {
-		t.Skip("gemma4 needs the upstream llama.cpp")
+		t.Skip("gemma4 and qwen35 need the upstream llama.cpp")
 	}
-	e, err := Open(Options{ModelPath: archModel(t, "gemma4"), Ctx: 4096, Lanes: 1, Seqs: 4, Batch: 512, Threads: 1})
+	for _, tc := range []struct {
+		arch    string
+		partial engine.Partial
+	}{{"gemma4", engine.PartialSWA}, {"qwen35", engine.PartialRecurrent}} {
+		t.Run(tc.arch, func(t *testing.T) { resumeFromCheckpoint(t, tc.arch, tc.partial) })
+	}
+}
+
+func resumeFromCheckpoint(t *testing.T, arch string, partial engine.Partial) {
+	e, err := Open(Options{ModelPath: archModel(t, arch), Ctx: 4096, Lanes: 1, Seqs: 4, Batch: 512, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	d := e.Descriptor()
-	if d.Partial != engine.PartialSWA || d.SlidingWindow <= 0 || d.PartialTruncation || d.CheckpointEvery <= 0 {
+	if d.Partial != partial || (partial == engine.PartialSWA) != (d.SlidingWindow > 0) || d.PartialTruncation || d.CheckpointEvery <= 0 {
 		t.Fatalf("descriptor: partial %q, window %d, truncation %v, every %d", d.Partial, d.SlidingWindow, d.PartialTruncation, d.CheckpointEvery)
 	}
 	stream := promptTokens(t, e, 1400, "window")
@@ -86,8 +96,8 @@ func TestSlidingWindowResumesFromACheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("gemma4 tiny: window %d, checkpoints at %v, %d bytes each (stream state %d bytes for %d tokens); cold prefill of %d tokens %v",
-		d.SlidingWindow, pos, len(cps[0].Blob), len(blob), e.SeqLen(0), len(stream), cold)
+	t.Logf("%s tiny: window %d, checkpoints at %v, %d bytes each (stream state %d bytes for %d tokens); cold prefill of %d tokens %v",
+		arch, d.SlidingWindow, pos, len(cps[0].Blob), len(blob), e.SeqLen(0), len(stream), cold)
 
 	if err := e.Free(0); err != nil {
 		t.Fatal(err)
