@@ -444,7 +444,7 @@ func (c *Cache) evict(e *entry, whole bool) {
 			break
 		}
 		if !c.host.fits(len(blob)) {
-			c.parkBlob(e.node, blob, false) // too big for host memory: to disk
+			c.parkBlob(e.node, blob, e.ckpts, false) // too big for host memory: to disk
 			break
 		}
 		c.host.add(&c.tree, e.node, blob, e.ckpts, c.clock, e.touched)

@@ -242,3 +242,34 @@ func TestMergeCheckpointsKeepsTheLatest(t *testing.T) {
 		t.Fatal("a checkpoint after the depth")
 	}
 }
+
+// Checkpoints are parked with their stream and resume it after a restart.
+func TestParkedCheckpointsResumeAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	w := newWindowEngine(4, 100)
+	c, err := New(w, Config{Seqs: 4, Park: openPark(t, dir), MinHostTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := seqOf(1, 1000)
+	serveWindow(t, c, w, base, 300, 600, 900)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w = newWindowEngine(4, 100)
+	c, err = New(w, Config{Seqs: 4, Park: openPark(t, dir), MinHostTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if cached := serveWindow(t, c, w, cat(base[:700], seqOf(5000, 10))); cached != 600 {
+		t.Fatalf("after a restart, diverging at 700: cached %d, want the parked checkpoint at 600", cached)
+	}
+	if c.Stats().ParkHits.Load() != 1 || c.Stats().CheckpointResumes.Load() != 1 {
+		t.Fatalf("park hits %d, checkpoint resumes %d", c.Stats().ParkHits.Load(), c.Stats().CheckpointResumes.Load())
+	}
+	// The resumed lane's stream carries the parked checkpoints on.
+	if cached := serveWindow(t, c, w, cat(base[:400], seqOf(6000, 10))); cached != 300 {
+		t.Fatalf("diverging at 400: cached %d, want 300", cached)
+	}
+}

@@ -22,6 +22,7 @@ type restore struct {
 	depth int            // how many of them the prompt shares
 	done  chan struct{}  // closed when blob or err is set
 	blob  []byte
+	ckpts []engine.Checkpoint
 	err   error
 	read  time.Duration
 }
@@ -69,7 +70,7 @@ func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32
 			hook(len(r.toks))
 		}
 		start := time.Now()
-		r.blob, r.err = c.loadParked(r.toks, buf)
+		r.blob, r.ckpts, r.err = c.loadParked(r.toks, buf)
 		r.read = time.Since(start)
 		close(r.done)
 		if ready != nil {
@@ -92,7 +93,7 @@ func (c *Cache) FinishRestore(seq int32) int {
 	delete(c.restores, seq)
 	// The entry may have left the index while its file was read (swept,
 	// superseded): the state read is still the stream's.
-	got := c.importParked(seq, r.entry, r.toks, r.depth, r.blob, r.err, r.read)
+	got := c.importParked(seq, r.entry, r.toks, r.depth, r.blob, r.ckpts, r.err, r.read)
 	if !c.sound(seq, got) {
 		got = 0
 		delete(c.inherit, seq)
