@@ -1,11 +1,13 @@
 package cgo
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"superfluid/engine"
+	"superfluid/synth"
 )
 
 // runLane admits a greedy lane on seq whose first cached prompt tokens the
@@ -163,5 +165,65 @@ func resumeFromCheckpoint(t *testing.T, arch string, partial engine.Partial) {
 	}
 	if got, _ := runLane(t, e, 3, prompt, cp.Pos, 12, 512); !slices.Equal(got, want) {
 		t.Fatalf("copied and resumed at %d: %v, cold %v", cp.Pos, got, want)
+	}
+}
+
+// BenchmarkCheckpoint measures, per family and shape, what a checkpoint
+// costs (bytes, time to take and to restore) against what it saves (the
+// prefill of the tokens between checkpoints, at the depth of a
+// conversation): the figures SF_CKPT_EVERY and SF_CKPT_MAX are chosen by.
+//
+//	go test -run '^$' -bench Checkpoint -benchtime 1x ./cgo/
+func BenchmarkCheckpoint(b *testing.B) {
+	if !upstreamLlama {
+		b.Skip("gemma4 and qwen35 need the upstream llama.cpp")
+	}
+	for _, arch := range []string{"gemma4", "qwen35"} {
+		for _, shapeName := range []string{"small", "0.5b"} {
+			b.Run(arch+"/"+shapeName, func(b *testing.B) {
+				shape, err := synth.ShapeByName(shapeName)
+				if err != nil {
+					b.Fatal(err)
+				}
+				path := filepath.Join(b.TempDir(), arch+".gguf")
+				if err := synth.Write(path, synth.Options{Shape: shape, Type: "f16", Seed: 7, Arch: arch}); err != nil {
+					b.Fatal(err)
+				}
+				e, err := Open(Options{ModelPath: path, Ctx: 4096, Lanes: 1, Seqs: 2, Batch: 512, Threads: 2})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				stream := promptTokens(b, e, 2048, "bench")
+				for range b.N {
+					e.Free(0)
+					e.TakeCheckpoints(0)
+					_, prefill := runLane(b, e, 0, stream, 0, 1, 512)
+					cps, err := e.TakeCheckpoints(0)
+					if err != nil || len(cps) == 0 {
+						b.Fatalf("checkpoints: %d, %v", len(cps), err)
+					}
+					blob, err := e.Export(0, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					cp := cps[len(cps)-2] // inside the stream
+					e.Free(1)
+					e.Import(1, blob)
+					start := time.Now()
+					if err := e.RestoreCheckpoint(1, cp); err != nil {
+						b.Fatal(err)
+					}
+					restore := time.Since(start)
+					perToken := prefill / time.Duration(len(stream))
+					b.ReportMetric(float64(len(cp.Blob)), "ckpt-bytes")
+					b.ReportMetric(float64(len(blob))/float64(len(stream)), "stream-bytes/token")
+					b.ReportMetric(float64(restore.Microseconds()), "restore-us")
+					b.ReportMetric(float64(perToken.Microseconds())*float64(e.Descriptor().CheckpointEvery)/1000, "prefill-ms/spacing")
+					b.Logf("%s %s: checkpoint %d bytes (stream %d bytes for %d tokens), restore %v, cold prefill %v (%v/token): a checkpoint every %d tokens saves up to %v",
+						arch, shapeName, len(cp.Blob), len(blob), len(stream), restore, prefill, perToken, e.Descriptor().CheckpointEvery, perToken*time.Duration(e.Descriptor().CheckpointEvery))
+				}
+			})
+		}
 	}
 }

@@ -164,5 +164,26 @@ func (c *Cache) takeCheckpoints(seq int32, n int) []engine.Checkpoint {
 	if err != nil {
 		slog.Warn("prefix cache: taking checkpoints failed", "err", err)
 	}
-	return checkpointsUpTo(mergeCheckpoints(inherited, own, maxEntryCheckpoints), n)
+	return thinCheckpoints(checkpointsUpTo(mergeCheckpoints(inherited, own, maxEntryCheckpoints), n), c.eng.Descriptor().CheckpointEvery/2)
+}
+
+// thinCheckpoints drops checkpoints less than gap after the one kept
+// before them, keeping the last: a conversation of many short turns
+// leaves one at every turn's end, and a checkpoint costs as much as
+// hundreds of tokens of the stream itself (SF_CKPT_EVERY in native/), so
+// a stream keeps at most about two per CheckpointEvery tokens, and its last.
+func thinCheckpoints(cps []engine.Checkpoint, gap int) []engine.Checkpoint {
+	if gap <= 0 || len(cps) < 2 {
+		return cps
+	}
+	out := make([]engine.Checkpoint, 0, len(cps))
+	for i, cp := range cps {
+		// The last stays whatever its gap: the latest turn's end, where
+		// the next turn most likely leaves the stream.
+		if len(out) > 0 && cp.Pos-out[len(out)-1].Pos < gap && i != len(cps)-1 {
+			continue
+		}
+		out = append(out, cp)
+	}
+	return out
 }

@@ -273,3 +273,17 @@ func TestParkedCheckpointsResumeAfterARestart(t *testing.T) {
 		t.Fatalf("diverging at 400: cached %d, want 300", cached)
 	}
 }
+
+func TestThinCheckpointsKeepsTwoPerSpacingAndTheLast(t *testing.T) {
+	var cps []engine.Checkpoint
+	for _, p := range []int{100, 150, 700, 710, 1300, 1320} {
+		cps = append(cps, checkpointAt(p))
+	}
+	var got []int
+	for _, cp := range thinCheckpoints(cps, 512) {
+		got = append(got, cp.Pos)
+	}
+	if !slices.Equal(got, []int{100, 700, 1300, 1320}) {
+		t.Fatalf("kept %v", got)
+	}
+}

@@ -235,9 +235,7 @@ static int32_t sf_seq_min_cut_impl(const sf_engine *e, int32_t seq) {
     return pos_min + e->n_swa;
 }
 
-// Why these values (measured on the synthetic models, cgo
-// TestCheckpointCost): see SF_CKPT_EVERY in internal.h and the report in
-// ARCHITECTURE.md ("Partial state").
+// The spacing and the bound are measured: see SF_CKPT_EVERY (internal.h).
 void sf_ckpt_after_prefill(sf_engine *e, const sf_lane *l, bool completes) {
     if (e->partial == SF_PARTIAL_NONE) {
         return;
