@@ -49,14 +49,18 @@ constexpr float SF_MAX_LOGIT = 1e30f;
 // sequence. Measured (cgo BenchmarkCheckpoint, synthetic f16 models): a
 // checkpoint is the state of 410 (gemma4 small, 1.05 MB; 0.5b, 3.2 MB) to
 // 590-850 (qwen35 small, 0.86 MB; 0.5b, 4.5 MB) tokens of the stream
-// itself, and restores in 1-32 ms where re-prefilling 1,024 tokens takes
-// ~0.3 s (small) to ~5 s (0.5b) on this machine's two cores. Every 512
-// tokens would double a cached stream's bytes; every 1,024 adds 40-85%
-// and loses at most 1,024 tokens of prefill (512 on average) on a
-// divergence between checkpoints. 16 cover the last 16k tokens of a
-// prompt; the prompt's end always has one (a next turn that re-renders
+// itself, and restores in 1-32 ms, where re-prefilling 512 tokens takes
+// ~0.17 s (small) to ~2.6 s (0.5b) on this machine's two cores unloaded.
+// A divergence loses what lies between it and the checkpoint before it:
+// on issue 22's gemma4 edit (4,532 tokens, diverging at 3,928, the stream
+// evicted to host memory, which keeps only the last window), every 1,024
+// reused 68%, every 512 80% (llama-server 87%). So 512: checkpoints then
+// add about the stream's own bytes again (the host tier counts them in
+// its budget, and kv keeps at most about two per 512 tokens), for at most
+// 512 tokens (256 on average) of prefill lost. 16 cover the last 8k
+// tokens of a prompt; its end always has one (a next turn that re-renders
 // the reply resumes there).
-constexpr int32_t SF_CKPT_EVERY = 1024;
+constexpr int32_t SF_CKPT_EVERY = 512;
 constexpr int32_t SF_CKPT_MAX = 16;
 
 // build_info.cpp: the refusal of a model whose architecture the compiled
