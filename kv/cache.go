@@ -443,7 +443,7 @@ func (c *Cache) evict(e *entry, whole bool) {
 			slog.Warn("prefix cache: export to host memory failed", "err", err)
 			break
 		}
-		if !c.host.fits(len(blob)) {
+		if !c.host.fits(len(blob) + int(checkpointBytes(e.ckpts))) {
 			c.parkBlob(e.node, blob, e.ckpts, false) // too big for host memory: to disk
 			break
 		}
