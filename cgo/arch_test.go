@@ -120,8 +120,8 @@ func TestArchitecturesOfTheCurrentEngine(t *testing.T) {
 			if d.Architecture != c.arch {
 				t.Errorf("descriptor architecture %q, want %q", d.Architecture, c.arch)
 			}
-			if d.PartialTruncation == c.hybrid {
-				t.Errorf("descriptor partial_truncation %v for a model whose hybrid is %v", d.PartialTruncation, c.hybrid)
+			if (d.Partial == engine.PartialRecurrent) != c.hybrid || d.PartialTruncation != (d.Partial == engine.PartialNone) {
+				t.Errorf("descriptor partial state %q, partial_truncation %v for a model whose hybrid is %v", d.Partial, d.PartialTruncation, c.hybrid)
 			}
 			first := generateGreedy(t, path)
 			if second := generateGreedy(t, path); !slices.Equal(first, second) {

@@ -8,6 +8,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"superfluid/engine"
 )
 
 // CopyPrefix makes dst hold the first n tokens of src. With the unified KV
@@ -104,4 +106,66 @@ func (e *Engine) PlainPrefill(promptLen int) (int64, error) {
 		return 0, fmt.Errorf("cgo: plain prefill failed with status %d", -ns)
 	}
 	return ns, nil
+}
+
+func partialOf(p C.int32_t) engine.Partial {
+	switch p {
+	case C.SF_PARTIAL_SWA:
+		return engine.PartialSWA
+	case C.SF_PARTIAL_RECURRENT:
+		return engine.PartialRecurrent
+	}
+	return engine.PartialNone
+}
+
+var _ engine.PartialCuts = (*Engine)(nil)
+
+// MinCut is the shortest length seq may be cut or copied to with its
+// state whole (engine.PartialCuts); -1 for a bad sequence.
+func (e *Engine) MinCut(seq int32) int {
+	if e.e == nil {
+		return -1
+	}
+	return int(C.sf_seq_min_cut(e.e, C.int32_t(seq)))
+}
+
+// TakeCheckpoints copies out the checkpoints the engine took of seq and
+// drops them from the engine.
+func (e *Engine) TakeCheckpoints(seq int32) ([]engine.Checkpoint, error) {
+	if e.e == nil {
+		return nil, errClosed
+	}
+	var n C.int32_t
+	if err := e.err("checkpoints", C.sf_seq_checkpoints(e.e, C.int32_t(seq), nil, 0, &n)); err != nil || n == 0 {
+		return nil, err
+	}
+	pos := make([]int32, int(n))
+	if err := e.err("checkpoints", C.sf_seq_checkpoints(e.e, C.int32_t(seq), (*C.int32_t)(unsafe.Pointer(&pos[0])), n, &n)); err != nil {
+		return nil, err
+	}
+	out := make([]engine.Checkpoint, 0, len(pos))
+	for i, p := range pos {
+		var needed C.size_t
+		if rc := C.sf_seq_checkpoint_get(e.e, C.int32_t(seq), C.int32_t(i), nil, 0, &needed); rc != C.SF_ERR_BUFFER {
+			return nil, e.err("checkpoint", rc)
+		}
+		blob := make([]byte, int(needed))
+		if err := e.err("checkpoint", C.sf_seq_checkpoint_get(e.e, C.int32_t(seq), C.int32_t(i), (*C.uint8_t)(unsafe.Pointer(&blob[0])), needed, &needed)); err != nil {
+			return nil, err
+		}
+		out = append(out, engine.Checkpoint{Pos: int(p), Blob: blob})
+	}
+	return out, e.err("checkpoints clear", C.sf_seq_checkpoints_clear(e.e, C.int32_t(seq)))
+}
+
+// RestoreCheckpoint resumes seq at cp.Pos (engine.PartialCuts).
+func (e *Engine) RestoreCheckpoint(seq int32, cp engine.Checkpoint) error {
+	if e.e == nil {
+		return errClosed
+	}
+	var ptr *C.uint8_t
+	if len(cp.Blob) > 0 {
+		ptr = (*C.uint8_t)(unsafe.Pointer(&cp.Blob[0]))
+	}
+	return e.err("restore checkpoint", C.sf_seq_restore_checkpoint(e.e, C.int32_t(seq), C.int32_t(cp.Pos), ptr, C.size_t(len(cp.Blob))))
 }

@@ -25,9 +25,18 @@ type Descriptor struct {
 	FIM               FIM     `json:"fim"`
 	ChatTemplate      string  `json:"chat_template"`
 	PartialTruncation bool    `json:"partial_truncation"`
-	Params            uint64  `json:"parameters"`
-	ModelBytes        uint64  `json:"model_bytes"`
-	Identity          string  `json:"identity"` // digest of the model file
+	// Partial is what a cut can lose (PartialNone: nothing, and then
+	// PartialTruncation holds); SlidingWindow the window in tokens.
+	Partial       Partial `json:"partial_state,omitempty"`
+	SlidingWindow int     `json:"sliding_window,omitempty"`
+	// The engine checkpoints partial state every CheckpointEvery prompt
+	// tokens and at a prompt's end, keeping the last CheckpointMax per
+	// sequence (0: it takes none).
+	CheckpointEvery int    `json:"checkpoint_every,omitempty"`
+	CheckpointMax   int    `json:"checkpoint_max,omitempty"`
+	Params          uint64 `json:"parameters"`
+	ModelBytes      uint64 `json:"model_bytes"`
+	Identity        string `json:"identity"` // digest of the model file
 	// Recommended is what the model file recommends for sampling
 	// (general.sampling.* in the GGUF); see SamplingDefaults.
 	Recommended ModelSampling `json:"recommended_sampling"`

@@ -88,6 +88,9 @@ type entry struct {
 	node    *node
 	used    uint64    // the cache clock when last matched or published
 	touched time.Time // the wall clock then, for idle parking
+	// ckpts are the stream's checkpoints of partial state (partial.go),
+	// ascending; nil for a model without partial state.
+	ckpts []engine.Checkpoint
 }
 
 // Cache is the prefix cache over an engine's sequences. It implements
@@ -114,6 +117,10 @@ type Cache struct {
 	restores map[int32]*restore
 	loadMu   sync.Mutex
 	readers  sync.WaitGroup
+
+	// inherit holds, per leased sequence, the checkpoints of the entry its
+	// seed came from, up to the seed (partial.go).
+	inherit map[int32][]engine.Checkpoint
 }
 
 // New returns a cache managing sequences [0, cfg.Seqs) of eng, all of which
@@ -122,7 +129,7 @@ func New(eng engine.Engine, cfg Config) (*Cache, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Cache{eng: eng, cfg: cfg, leased: map[int32]bool{}, entries: map[int32]*entry{}, parked: map[string]*parkEntry{}, restores: map[int32]*restore{}}
+	c := &Cache{eng: eng, cfg: cfg, leased: map[int32]bool{}, entries: map[int32]*entry{}, parked: map[string]*parkEntry{}, restores: map[int32]*restore{}, inherit: map[int32][]engine.Checkpoint{}}
 	c.host.budget = cfg.HostBytes
 	for s := cfg.Seqs - 1; s >= 0; s-- {
 		c.free = append(c.free, int32(s))
@@ -151,6 +158,10 @@ func (c *Cache) Acquire(tokens []engine.Token) (int32, int, error) {
 	if limit > 0 {
 		cached = c.seed(seq, tokens, limit, true)
 	}
+	if !c.sound(seq, cached) {
+		cached = 0
+		delete(c.inherit, seq)
+	}
 	c.countAcquire(tokens, cached)
 	return seq, cached, nil
 }
@@ -170,32 +181,64 @@ func (c *Cache) countAcquire(tokens []engine.Token, cached int) {
 // the longest match wins, resident before host memory before disk on a
 // tie (cheapest first). A host or parked entry that fails is dropped (or,
 // parked but refused by the engine, skipped) and the next best tried.
+//
+// An entry that cannot be cut there and has no checkpoint before it
+// (partial.go) is passed over for the next best, a shorter prefix.
 func (c *Cache) seed(seq int32, tokens []engine.Token, limit int, fromPark bool) int {
-	for range 4 {
+	tried := map[any]bool{}
+	for range 6 {
 		n, matched := c.tree.match(tokens)
-		cd := c.candidates(n, matched)
+		cd := c.candidates(n, matched, tried)
 		res, host, pk := min(cd.resDepth, limit), min(cd.hostDepth, limit), min(cd.parkDepth, limit)
 		switch {
 		case fromPark && cd.park != nil && pk > max(res, host):
 			if got := c.seedFromPark(seq, cd.park, pk); got > 0 {
 				return got
 			}
+			tried[cd.park] = true
 		case cd.host != nil && host > res:
 			if got := c.seedFromHost(seq, cd.host, host); got > 0 {
 				return got
 			}
+			tried[cd.host] = true
 		case cd.res != nil && res > 0:
-			if err := c.eng.CopyPrefix(cd.res.seq, seq, res); err != nil {
-				slog.Warn("prefix cache: copy failed, admitting cold", "err", err)
-				return 0
+			if got := c.seedFromResident(seq, cd.res, res); got > 0 {
+				return got
 			}
-			cd.res.used, cd.res.touched = c.clock, c.cfg.Now()
-			return res
+			tried[cd.res] = true
 		default:
 			return 0
 		}
 	}
 	return 0
+}
+
+// seedFromResident makes seq hold the first depth tokens of e's stream
+// (shared cells), or the tokens up to e's last checkpoint before depth
+// when a cut at depth is not valid; 0 when neither can be had.
+func (c *Cache) seedFromResident(seq int32, e *entry, depth int) int {
+	if depth < e.node.depth && !c.cutValid(e.seq, depth) {
+		cp, ok := latestCheckpoint(e.ckpts, depth)
+		if !ok {
+			c.stats.CutRefusals.Add(1)
+			return 0
+		}
+		if err := c.eng.CopyPrefix(e.seq, seq, cp.Pos); err != nil {
+			slog.Warn("prefix cache: copy failed, admitting cold", "err", err)
+			c.eng.Free(seq)
+			return 0
+		}
+		depth = c.resumeFromCheckpoint(seq, cp.Pos, e.ckpts)
+		if depth == 0 {
+			return 0
+		}
+	} else if err := c.eng.CopyPrefix(e.seq, seq, depth); err != nil {
+		slog.Warn("prefix cache: copy failed, admitting cold", "err", err)
+		return 0
+	}
+	e.used, e.touched = c.clock, c.cfg.Now()
+	c.inherit[seq] = checkpointsUpTo(e.ckpts, depth)
+	return depth
 }
 
 // candidates are the best entry of each tier sharing a prefix with a
@@ -212,14 +255,14 @@ type candidates struct {
 // candidates finds the best resident, host and parked entries sharing a
 // prefix with the walked tokens: below the deepest node reached they share
 // all matched tokens; below an ancestor, the ancestor's depth.
-func (c *Cache) candidates(n *node, matched int) candidates {
+func (c *Cache) candidates(n *node, matched int, tried map[any]bool) candidates {
 	var cd candidates
 	depth := matched
 	for at := n; at != nil && at != &c.tree.root && (cd.res == nil || cd.host == nil || cd.park == nil); at = at.parent {
 		if at != n {
 			depth = at.depth
 		}
-		r, h, p := at.find(func(p *parkEntry) bool { return c.restorable(p, depth) })
+		r, h, p := at.find(func(p *parkEntry) bool { return c.restorable(p, depth) }, tried)
 		if cd.res == nil && r != nil {
 			cd.res, cd.resDepth = r, depth
 		}
@@ -237,18 +280,23 @@ func (c *Cache) candidates(n *node, matched int) candidates {
 // on failure the sequence is emptied and the lane starts cold.
 func (c *Cache) seedFromHost(seq int32, h *hostEntry, depth int) int {
 	n, err := c.eng.Import(seq, h.blob)
-	if err == nil && n > depth {
-		err = c.eng.Truncate(seq, depth)
-	}
 	if err != nil {
 		slog.Warn("prefix cache: host entry refused, admitting cold", "err", err)
 		c.host.remove(&c.tree, h)
 		c.eng.Free(seq)
 		return 0
 	}
+	got := min(n, depth)
+	if n > depth {
+		// A refused cut keeps the entry: it still serves its whole stream.
+		if got = c.resumeAt(seq, depth, h.ckpts); got == 0 {
+			return 0
+		}
+	}
 	h.used, h.touched = c.clock, c.cfg.Now()
 	c.stats.HostHits.Add(1)
-	return min(n, depth)
+	c.inherit[seq] = checkpointsUpTo(h.ckpts, got)
+	return got
 }
 
 // countHits marks the nodes a match covered, so eviction knows which
@@ -271,6 +319,7 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 	delete(c.leased, seq)
 	delete(c.restores, seq) // a restore in flight for a lane that left
 	defer c.tidy()
+	ckpts := c.takeCheckpoints(seq, len(tokens))
 	if len(tokens) == 0 {
 		c.freeSeq(seq)
 		return
@@ -280,26 +329,31 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 		// The stream is already cached (here or inside a longer entry).
 		if existing != nil {
 			existing.used, existing.touched = c.clock, c.cfg.Now()
+			existing.ckpts = mergeCheckpoints(existing.ckpts, ckpts, maxEntryCheckpoints)
 		}
 		c.freeSeq(seq)
 		c.tree.prune(n)
 		return
 	}
-	e := &entry{seq: seq, node: n, used: c.clock, touched: c.cfg.Now()}
+	e := &entry{seq: seq, node: n, used: c.clock, touched: c.cfg.Now(), ckpts: ckpts}
 	n.resident = e
 	c.entries[seq] = e
 	c.stats.Published.Add(1)
 	// Entries that are strict prefixes of this one add nothing now.
+	// Their checkpoints are this stream's too.
 	if h := n.host; h != nil {
+		e.ckpts = mergeCheckpoints(h.ckpts, e.ckpts, maxEntryCheckpoints)
 		c.host.remove(&c.tree, h)
 	}
 	for at := n.parent; at != nil && at != &c.tree.root; at = at.parent {
 		if old := at.resident; old != nil {
+			e.ckpts = mergeCheckpoints(old.ckpts, e.ckpts, maxEntryCheckpoints)
 			at.resident = nil
 			delete(c.entries, old.seq)
 			c.freeSeq(old.seq)
 		}
 		if h := at.host; h != nil {
+			e.ckpts = mergeCheckpoints(h.ckpts, e.ckpts, maxEntryCheckpoints)
 			c.host.remove(&c.tree, h)
 		}
 	}
@@ -389,11 +443,11 @@ func (c *Cache) evict(e *entry, whole bool) {
 			slog.Warn("prefix cache: export to host memory failed", "err", err)
 			break
 		}
-		if !c.host.fits(len(blob)) {
-			c.parkBlob(e.node, blob, false) // too big for host memory: to disk
+		if !c.host.fits(len(blob) + int(checkpointBytes(e.ckpts))) {
+			c.parkBlob(e.node, blob, e.ckpts, false) // too big for host memory: to disk
 			break
 		}
-		c.host.add(&c.tree, e.node, blob, c.clock, e.touched)
+		c.host.add(&c.tree, e.node, blob, e.ckpts, c.clock, e.touched)
 		c.stats.HostExports.Add(1)
 	case e.node.host == nil:
 		c.parkSeq(e.node, e.seq, false)
@@ -404,9 +458,10 @@ func (c *Cache) evict(e *entry, whole bool) {
 	}
 	old := e.node
 	old.resident = nil
-	if s := keep; s != nil && s.resident == nil && !s.coveredBelow(e) {
+	if s := keep; s != nil && s.resident == nil && !s.coveredBelow(e) && c.cutValid(e.seq, s.depth) {
 		if err := c.eng.Truncate(e.seq, s.depth); err == nil {
 			e.node = s
+			e.ckpts = checkpointsUpTo(e.ckpts, s.depth)
 			s.resident = e
 			c.tree.prune(old)
 			return

@@ -29,5 +29,9 @@
 // strict prefix of another is dropped at once — the longer entry serves every
 // prompt the shorter one would, with the same cells.
 //
+// Sliding-window and hybrid models cannot be cut anywhere: partial.go
+// cuts only where the engine allows and resumes from checkpoints of the
+// partial state elsewhere, else falls back to a shorter prefix or cold.
+//
 // One goroutine (the scheduler's) owns a Cache; nothing here locks.
 package kv

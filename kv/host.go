@@ -1,11 +1,16 @@
 package kv
 
-import "time"
+import (
+	"time"
+
+	"superfluid/engine"
+)
 
 // hostEntry is an evicted stream's exported state kept in host memory.
 type hostEntry struct {
 	node    *node
 	blob    []byte
+	ckpts   []engine.Checkpoint // the stream's checkpoints (partial.go)
 	used    uint64
 	touched time.Time // wall clock of the last use, for idle parking
 }
@@ -23,17 +28,17 @@ type hostTier struct {
 
 func (t *hostTier) fits(n int) bool { return int64(n) <= t.budget }
 
-func (t *hostTier) add(tree *radix, n *node, blob []byte, clock uint64, now time.Time) {
+func (t *hostTier) add(tree *radix, n *node, blob []byte, ckpts []engine.Checkpoint, clock uint64, now time.Time) {
 	if !t.fits(len(blob)) {
 		return
 	}
 	if n.host != nil {
 		t.remove(tree, n.host)
 	}
-	h := &hostEntry{node: n, blob: blob, used: clock, touched: now}
+	h := &hostEntry{node: n, blob: blob, ckpts: ckpts, used: clock, touched: now}
 	n.host = h
 	t.entries = append(t.entries, h)
-	t.bytes += int64(len(blob))
+	t.bytes += h.size()
 	for t.bytes > t.budget {
 		oldest := t.entries[0]
 		for _, e := range t.entries[1:] {
@@ -55,9 +60,12 @@ func (t *hostTier) remove(tree *radix, h *hostEntry) {
 			break
 		}
 	}
-	t.bytes -= int64(len(h.blob))
+	t.bytes -= h.size()
 	if h.node.host == h {
 		h.node.host = nil
 		tree.prune(h.node)
 	}
 }
+
+// size is what h holds in host memory: its state and its checkpoints.
+func (h *hostEntry) size() int64 { return int64(len(h.blob)) + checkpointBytes(h.ckpts) }

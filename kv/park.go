@@ -18,6 +18,8 @@ type parkEntry struct {
 	node *node
 	name string // the park file's name
 	used uint64
+	// ckptPos are the positions of the checkpoints the file holds.
+	ckptPos []int
 }
 
 // indexParked makes the park directory's files entries, oldest first so
@@ -33,7 +35,7 @@ func (c *Cache) indexParked() {
 		}
 		c.clock++
 		n := c.tree.insert(m.Tokens)
-		p := &parkEntry{node: n, name: m.Name, used: c.clock}
+		p := &parkEntry{node: n, name: m.Name, used: c.clock, ckptPos: m.Checkpoints}
 		n.park = p
 		c.parked[m.Name] = p
 	}
@@ -72,9 +74,20 @@ func (c *Cache) dropPark(p *parkEntry) {
 
 // restorable reports whether a parked entry can seed a prompt sharing
 // depth of its tokens: restoring a longer stream and cutting it back needs
-// an engine that can truncate inside a sequence.
+// an engine that can truncate inside a sequence, a sliding window whose
+// cells may still reach back there (resumeAt decides), or a checkpoint.
 func (c *Cache) restorable(p *parkEntry, depth int) bool {
-	return depth >= p.node.depth || c.eng.Descriptor().PartialTruncation
+	d := c.eng.Descriptor()
+	switch {
+	case depth >= p.node.depth, d.Partial == engine.PartialNone && d.PartialTruncation, d.Partial == engine.PartialSWA:
+		return true
+	}
+	for _, pos := range p.ckptPos {
+		if pos > 0 && pos <= depth {
+			return true
+		}
+	}
+	return false
 }
 
 // seedFromPark restores a parked stream into seq and cuts it to depth
@@ -91,23 +104,24 @@ func (c *Cache) restorable(p *parkEntry, depth int) bool {
 func (c *Cache) seedFromPark(seq int32, p *parkEntry, depth int) int {
 	start := time.Now()
 	toks := p.node.path()
-	blob, err := c.loadParked(toks, c.restoreBuf)
-	return c.importParked(seq, p, toks, depth, blob, err, time.Since(start))
+	blob, ckpts, err := c.loadParked(toks, c.restoreBuf)
+	return c.importParked(seq, p, toks, depth, blob, ckpts, err, time.Since(start))
 }
 
 // loadParked reads, verifies and decompresses the stream parked for toks.
 // The store decodes with one scratch buffer, so loads take turns; any
 // goroutine.
-func (c *Cache) loadParked(toks []engine.Token, dst []byte) ([]byte, error) {
+func (c *Cache) loadParked(toks []engine.Token, dst []byte) ([]byte, []engine.Checkpoint, error) {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
-	return c.park.Load(toks, dst)
+	return c.park.LoadWith(toks, dst)
 }
 
-// importParked imports what loadParked returned for p (blob or err, read
-// in read) into seq and cuts it to depth tokens; 0 when the read or the
-// import failed, seq then empty. Owner goroutine.
-func (c *Cache) importParked(seq int32, p *parkEntry, toks []engine.Token, depth int, blob []byte, err error, read time.Duration) int {
+// importParked imports what loadParked returned for p (blob and its
+// checkpoints, or err, read in read) into seq and cuts it to depth tokens
+// (or resumes it at a checkpoint before); 0 when the read or the import
+// failed, seq then empty. Owner goroutine.
+func (c *Cache) importParked(seq int32, p *parkEntry, toks []engine.Token, depth int, blob []byte, ckpts []engine.Checkpoint, err error, read time.Duration) int {
 	start := time.Now()
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -127,9 +141,14 @@ func (c *Cache) importParked(seq int32, p *parkEntry, toks []engine.Token, depth
 		return 0
 	}
 	if err == nil && n > depth {
-		if terr := c.eng.Truncate(seq, depth); terr != nil {
-			err = fmt.Errorf("cutting the restored state to %d tokens: %w", depth, terr)
+		// A cut the state cannot take leaves the file in the index: it
+		// still serves its whole stream.
+		if depth = c.resumeAt(seq, depth, ckpts); depth == 0 {
+			return 0
 		}
+	}
+	if err == nil {
+		c.inherit[seq] = checkpointsUpTo(ckpts, depth)
 	}
 	if err != nil {
 		c.park.Unusable(toks, err)
@@ -178,15 +197,19 @@ func (c *Cache) parkSeq(n *node, seq int32, wait bool) bool {
 		slog.Warn("prefix cache: export for parking failed", "err", err)
 		return false
 	}
-	return c.parkBlob(n, blob, wait)
+	var ckpts []engine.Checkpoint
+	if e := c.entries[seq]; e != nil {
+		ckpts = e.ckpts
+	}
+	return c.parkBlob(n, blob, ckpts, wait)
 }
 
 // parkHost is the host tier's word that its budget pushes h out.
-func (c *Cache) parkHost(h *hostEntry) { c.parkBlob(h.node, h.blob, false) }
+func (c *Cache) parkHost(h *hostEntry) { c.parkBlob(h.node, h.blob, h.ckpts, false) }
 
 // parkBlob queues n's exported state for parking. Parked strict prefixes
 // of n go once n's file is written: n serves every prompt they would.
-func (c *Cache) parkBlob(n *node, blob []byte, wait bool) bool {
+func (c *Cache) parkBlob(n *node, blob []byte, ckpts []engine.Checkpoint, wait bool) bool {
 	if c.park == nil || n.depth < c.cfg.MinParkTokens {
 		return false
 	}
@@ -200,14 +223,13 @@ func (c *Cache) parkBlob(n *node, blob []byte, wait bool) bool {
 		}
 	}
 	toks := n.path()
-	put := c.park.Put
-	if wait {
-		put = c.park.PutWait
-	}
-	if !put(toks, blob, supersedes) {
+	if !c.park.PutWith(toks, blob, ckpts, supersedes, wait) {
 		return false
 	}
 	p := &parkEntry{node: n, name: park.Name(toks), used: c.clock}
+	for _, cp := range ckpts {
+		p.ckptPos = append(p.ckptPos, cp.Pos)
+	}
 	n.park = p
 	c.parked[p.name] = p
 	c.stats.Parks.Add(1)
@@ -243,7 +265,7 @@ func (c *Cache) parkIdle(now time.Time) {
 		if now.Sub(h.touched) < idle || pinned[h.node] > 0 {
 			continue
 		}
-		if h.node.depth >= c.cfg.MinParkTokens && !c.parkBlob(h.node, h.blob, false) {
+		if h.node.depth >= c.cfg.MinParkTokens && !c.parkBlob(h.node, h.blob, h.ckpts, false) {
 			continue
 		}
 		c.host.remove(&c.tree, h)
@@ -278,7 +300,7 @@ func (c *Cache) Close() error {
 	hs := slices.Clone(c.host.entries)
 	slices.SortFunc(hs, func(a, b *hostEntry) int { return cmp.Compare(b.used, a.used) })
 	for _, h := range hs {
-		c.parkBlob(h.node, h.blob, true)
+		c.parkBlob(h.node, h.blob, h.ckpts, true)
 	}
 	err := c.park.Close()
 	c.publishGauges()

@@ -100,20 +100,21 @@ func (n *node) path() []engine.Token {
 }
 
 // find returns the most recently used resident, host and parked entries
-// at or below n; usable says which parked entries may be restored.
-func (n *node) find(usable func(*parkEntry) bool) (*entry, *hostEntry, *parkEntry) {
+// at or below n, leaving out those tried (already found unable to seed
+// this prompt); usable says which parked entries may be restored.
+func (n *node) find(usable func(*parkEntry) bool, tried map[any]bool) (*entry, *hostEntry, *parkEntry) {
 	var best *entry
 	var bestHost *hostEntry
 	var bestPark *parkEntry
 	var walk func(*node)
 	walk = func(at *node) {
-		if e := at.resident; e != nil && (best == nil || e.used > best.used) {
+		if e := at.resident; e != nil && !tried[e] && (best == nil || e.used > best.used) {
 			best = e
 		}
-		if h := at.host; h != nil && (bestHost == nil || h.used > bestHost.used) {
+		if h := at.host; h != nil && !tried[h] && (bestHost == nil || h.used > bestHost.used) {
 			bestHost = h
 		}
-		if p := at.park; p != nil && usable(p) && (bestPark == nil || p.used > bestPark.used) {
+		if p := at.park; p != nil && !tried[p] && usable(p) && (bestPark == nil || p.used > bestPark.used) {
 			bestPark = p
 		}
 		for _, c := range at.children {

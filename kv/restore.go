@@ -23,6 +23,7 @@ type restore struct {
 	depth int            // how many of them the prompt shares
 	done  chan struct{}  // closed when blob or err is set
 	blob  []byte
+	ckpts []engine.Checkpoint
 	err   error
 	read  time.Duration
 }
@@ -45,13 +46,17 @@ func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32
 	}
 	c.leased[seq] = true
 	n, matched := c.tree.match(tokens)
-	cd := c.candidates(n, matched)
+	cd := c.candidates(n, matched, nil)
 	limit := len(tokens) - 1
 	pk := min(cd.parkDepth, limit)
 	if cd.park == nil || pk <= max(min(cd.resDepth, limit), min(cd.hostDepth, limit)) || pk < c.cfg.MinParkTokens {
 		// Memory seeds it, or what the disk shares is not worth reading
 		// (shorter than a stream worth parking).
 		cached = c.seed(seq, tokens, limit, false)
+		if !c.sound(seq, cached) {
+			cached = 0
+			delete(c.inherit, seq)
+		}
 		c.countAcquire(tokens, cached)
 		return seq, cached, false, nil
 	}
@@ -79,13 +84,13 @@ func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32
 func (c *Cache) readRestore(r *restore, buf []byte) {
 	defer func() {
 		if v := recover(); v != nil {
-			r.blob, r.err = nil, panics.Recovered(panics.Restore, v, "tokens", len(r.toks))
+			r.blob, r.ckpts, r.err = nil, nil, panics.Recovered(panics.Restore, v, "tokens", len(r.toks))
 		}
 	}()
 	if hook := c.cfg.BeforeRestoreRead; hook != nil {
 		hook(len(r.toks))
 	}
-	r.blob, r.err = c.loadParked(r.toks, buf)
+	r.blob, r.ckpts, r.err = c.loadParked(r.toks, buf)
 }
 
 // FinishRestore imports the stream read for seq (whose read has ended:
@@ -101,7 +106,11 @@ func (c *Cache) FinishRestore(seq int32) int {
 	delete(c.restores, seq)
 	// The entry may have left the index while its file was read (swept,
 	// superseded): the state read is still the stream's.
-	got := c.importParked(seq, r.entry, r.toks, r.depth, r.blob, r.err, r.read)
+	got := c.importParked(seq, r.entry, r.toks, r.depth, r.blob, r.ckpts, r.err, r.read)
+	if !c.sound(seq, got) {
+		got = 0
+		delete(c.inherit, seq)
+	}
 	c.countAcquire(r.toks, got)
 	c.publishGauges()
 	return got

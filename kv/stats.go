@@ -15,6 +15,14 @@ type Stats struct {
 	HostEntries    atomic.Int64
 	HostBytes      atomic.Int64
 
+	// Partial state (partial.go): seeds resumed from a checkpoint; cuts
+	// the model's state could not take, served by a shorter prefix or
+	// cold; seeded sequences that did not hold what the seed said, reset
+	// to cold before admission.
+	CheckpointResumes atomic.Int64
+	CutRefusals       atomic.Int64
+	SeedMismatches    atomic.Int64
+
 	// The disk tier (package park counts files, bytes and refusals).
 	Parks                atomic.Int64 // streams the cache queued for parking
 	ParkHits             atomic.Int64 // warm prefixes restored from disk

@@ -384,6 +384,13 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     e->type_v = cp.type_v;
     memcpy(e->model_id, p->model_id, sizeof e->model_id);
     e->seq_lane.assign((size_t)e->n_seq_max, -1);
+    e->ckpts.resize((size_t)e->n_seq_max);
+    if (llama_model_is_recurrent(e->model) || llama_model_is_hybrid(e->model)) {
+        e->partial = SF_PARTIAL_RECURRENT;
+    } else if (llama_model_n_swa(e->model) > 0) {
+        e->partial = SF_PARTIAL_SWA;
+        e->n_swa = llama_model_n_swa(e->model);
+    }
     e->batch = llama_batch_init(e->n_batch, 0, 1);
     e->row_lane.assign((size_t)e->n_batch, nullptr);
     e->slots.resize((size_t)e->max_lanes);
@@ -462,7 +469,11 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->fim_rep = llama_vocab_fim_rep(e->vocab);
     d->fim_sep = llama_vocab_fim_sep(e->vocab);
     d->add_bos = llama_vocab_get_add_bos(e->vocab) ? 1 : 0;
-    d->partial_truncation = (llama_model_is_recurrent(e->model) || llama_model_is_hybrid(e->model)) ? 0 : 1;
+    d->partial_truncation = e->partial == SF_PARTIAL_NONE ? 1 : 0;
+    d->partial = e->partial;
+    d->n_swa = e->n_swa;
+    d->ckpt_every = e->partial != SF_PARTIAL_NONE ? SF_CKPT_EVERY : 0;
+    d->ckpt_max = e->partial != SF_PARTIAL_NONE ? SF_CKPT_MAX : 0;
     d->n_eog = (int32_t)e->eog.size();
     d->eog = e->eog.data();
     d->chat_template = e->chat_template.c_str();

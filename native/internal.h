@@ -44,6 +44,25 @@ constexpr float SF_MAX_PENALTY = 1e6f;
 // becomes -inf), so a broken model's inf cannot meet a -inf ban.
 constexpr float SF_MAX_LOGIT = 1e30f;
 
+// Checkpoints of partial state (seq.cpp): one every SF_CKPT_EVERY prompt
+// tokens and one at the prompt's end, the last SF_CKPT_MAX kept per
+// sequence. Measured (cgo BenchmarkCheckpoint, synthetic f16 models): a
+// checkpoint is the state of 410 (gemma4 small, 1.05 MB; 0.5b, 3.2 MB) to
+// 590-850 (qwen35 small, 0.86 MB; 0.5b, 4.5 MB) tokens of the stream
+// itself, and restores in 1-32 ms, where re-prefilling 512 tokens takes
+// ~0.17 s (small) to ~2.6 s (0.5b) on this machine's two cores unloaded.
+// A divergence loses what lies between it and the checkpoint before it:
+// on issue 22's gemma4 edit (4,532 tokens, diverging at 3,928, the stream
+// evicted to host memory, which keeps only the last window), every 1,024
+// reused 68%, every 512 80% (llama-server 87%). So 512: checkpoints then
+// add about the stream's own bytes again (the host tier counts them in
+// its budget, and kv keeps at most about two per 512 tokens), for at most
+// 512 tokens (256 on average) of prefill lost. 16 cover the last 8k
+// tokens of a prompt; its end always has one (a next turn that re-renders
+// the reply resumes there).
+constexpr int32_t SF_CKPT_EVERY = 512;
+constexpr int32_t SF_CKPT_MAX = 16;
+
 // build_info.cpp: the refusal of a model whose architecture the compiled
 // llama.cpp does not know, or null.
 const char *sf_unknown_arch(const char *path, char *msg, size_t msg_len);
@@ -119,6 +138,16 @@ struct sf_pool {
 // none (ggml then starts threads per graph).
 sf_pool *sf_pool_get(int32_t threads, int32_t poll);
 
+// A checkpoint of a sequence's partial state at pos tokens (seq.cpp).
+struct sf_ckpt {
+    int32_t pos = 0;
+    std::vector<uint8_t> blob;  // header + llama.cpp's PARTIAL_ONLY state
+};
+
+// seq.cpp: checkpoints a lane's sequence after a prefill step, when the
+// policy (sf_desc.ckpt_every, the prompt's end) says so.
+void sf_ckpt_after_prefill(sf_engine *e, const sf_lane *l, bool completes);
+
 struct sf_engine {
     llama_model *model = nullptr;
     llama_context *ctx = nullptr;
@@ -142,6 +171,9 @@ struct sf_engine {
     int32_t pooling = LLAMA_POOLING_TYPE_NONE;
     int32_t n_embd = 0;  // floats in one pooled vector
     uint8_t model_id[32] = {};
+    int32_t partial = SF_PARTIAL_NONE;  // enum sf_partial
+    int32_t n_swa = 0;
+    std::vector<std::vector<sf_ckpt>> ckpts;  // per sequence, ascending pos
 
     // Lane slots (max_lanes of them, never reallocated, so lane pointers
     // stay valid): admitting moves a lane staged by validation into a free

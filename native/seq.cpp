@@ -20,6 +20,11 @@ struct sf_state_header {
 
 constexpr uint32_t SF_STATE_VERSION = 1;
 
+// Checkpoint blobs carry the same header under their own magic, so that a
+// checkpoint is never imported as a whole sequence nor the reverse.
+constexpr char SF_MAGIC_STATE[4] = {'S', 'F', 'K', 'V'};
+constexpr char SF_MAGIC_CKPT[4] = {'S', 'F', 'C', 'P'};
+
 uint64_t fnv1a(const uint8_t *p, size_t n) {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) {
@@ -44,6 +49,56 @@ int check_idle(sf_engine *e, int32_t seq, const char *op) {
                        (long long)e->seq_lane[(size_t)seq]);
     }
     return SF_OK;
+}
+
+// Checks a blob's header (magic, version, model, KV type, length, checksum)
+// and returns its payload in *body; op names the caller in the message.
+int check_blob(sf_engine *e, const uint8_t *data, size_t len, const char magic[4], const char *op,
+               sf_state_header *h) {
+    if (data == nullptr || len < sizeof *h) {
+        return sf_fail(e, SF_ERR_STATE, "%s: %zu bytes are too few for a state header", op, len);
+    }
+    memcpy(h, data, sizeof *h);
+    if (memcmp(h->magic, magic, 4) != 0 || h->version != SF_STATE_VERSION) {
+        return sf_fail(e, SF_ERR_STATE, "%s: not superfluid %s (bad magic or version)", op,
+                       magic == SF_MAGIC_CKPT ? "checkpoint" : "KV state");
+    }
+    if (memcmp(h->model_id, e->model_id, sizeof h->model_id) != 0) {
+        return sf_fail(e, SF_ERR_STATE, "%s: the state belongs to another model", op);
+    }
+    if (h->kv_type != e->kv_type) {
+        return sf_fail(e, SF_ERR_STATE, "%s: the state has KV type %d, the engine %d", op, h->kv_type, e->kv_type);
+    }
+    if (h->payload_len != len - sizeof *h) {
+        return sf_fail(e, SF_ERR_STATE, "%s: header says %llu payload bytes, %zu present", op,
+                       (unsigned long long)h->payload_len, len - sizeof *h);
+    }
+    if (fnv1a(data + sizeof *h, (size_t)h->payload_len) != h->checksum) {
+        return sf_fail(e, SF_ERR_STATE, "%s: checksum mismatch", op);
+    }
+    if (h->n_tokens > (uint32_t)e->n_ctx) {
+        return sf_fail(e, SF_ERR_CONTEXT, "%s: %u tokens exceed the context of %d", op, h->n_tokens, e->n_ctx);
+    }
+    return SF_OK;
+}
+
+void fill_header(const sf_engine *e, uint8_t *out, const char magic[4], uint32_t n_tokens, size_t payload) {
+    sf_state_header h{};
+    memcpy(h.magic, magic, 4);
+    h.version = SF_STATE_VERSION;
+    memcpy(h.model_id, e->model_id, sizeof h.model_id);
+    h.kv_type = e->kv_type;
+    h.n_tokens = n_tokens;
+    h.payload_len = payload;
+    h.checksum = fnv1a(out + sizeof h, payload);
+    memcpy(out, &h, sizeof h);
+}
+
+void drop_ckpts_from(sf_engine *e, int32_t seq, int32_t pos) {
+    auto &v = e->ckpts[(size_t)seq];
+    while (!v.empty() && v.back().pos > pos) {
+        v.pop_back();
+    }
 }
 
 }  // namespace
@@ -73,6 +128,7 @@ static int sf_seq_copy_impl(sf_engine *e, int32_t src, int32_t dst, int32_t n_to
         return sf_fail(e, SF_ERR_INVALID, "copy: %d tokens of a sequence holding %d", n_tokens, have);
     }
     llama_memory_seq_rm(e->mem, dst, -1, -1);
+    e->ckpts[(size_t)dst].clear();
     if (n_tokens > 0) {
         llama_memory_seq_cp(e->mem, src, dst, 0, n_tokens);
     }
@@ -92,6 +148,7 @@ static int sf_seq_truncate_impl(sf_engine *e, int32_t seq, int32_t n_keep) {
     if (!llama_memory_seq_rm(e->mem, seq, n_keep, -1)) {
         return sf_fail(e, SF_ERR_UNSUPPORTED, "truncate: this model's memory cannot be cut at %d", n_keep);
     }
+    drop_ckpts_from(e, seq, n_keep);
     return SF_OK;
 }
 
@@ -103,6 +160,7 @@ static int sf_seq_free_impl(sf_engine *e, int32_t seq) {
         return rc;
     }
     llama_memory_seq_rm(e->mem, seq, -1, -1);
+    e->ckpts[(size_t)seq].clear();
     return SF_OK;
 }
 
@@ -123,16 +181,8 @@ static int sf_seq_export_impl(sf_engine *e, int32_t seq, uint8_t *out, size_t ca
     if (wrote == 0 || wrote > payload) {
         return sf_fail(e, SF_ERR_STATE, "export: llama.cpp wrote %zu of %zu bytes", wrote, payload);
     }
-    sf_state_header h{};
-    memcpy(h.magic, "SFKV", 4);
-    h.version = SF_STATE_VERSION;
-    memcpy(h.model_id, e->model_id, sizeof h.model_id);
-    h.kv_type = e->kv_type;
-    h.n_tokens = (uint32_t)sf_seq_length_impl(e, seq);
-    h.payload_len = wrote;
-    h.checksum = fnv1a(body, wrote);
-    memcpy(out, &h, sizeof h);
-    *needed = sizeof h + wrote;
+    fill_header(e, out, SF_MAGIC_STATE, (uint32_t)sf_seq_length_impl(e, seq), wrote);
+    *needed = sizeof(sf_state_header) + wrote;
     return SF_OK;
 }
 
@@ -144,31 +194,12 @@ static int sf_seq_import_impl(sf_engine *e, int32_t seq, const uint8_t *data, si
         return rc;
     }
     sf_state_header h{};
-    if (data == nullptr || len < sizeof h) {
-        return sf_fail(e, SF_ERR_STATE, "import: %zu bytes are too few for a state header", len);
-    }
-    memcpy(&h, data, sizeof h);
-    if (memcmp(h.magic, "SFKV", 4) != 0 || h.version != SF_STATE_VERSION) {
-        return sf_fail(e, SF_ERR_STATE, "import: not superfluid KV state (bad magic or version)");
-    }
-    if (memcmp(h.model_id, e->model_id, sizeof h.model_id) != 0) {
-        return sf_fail(e, SF_ERR_STATE, "import: the state belongs to another model");
-    }
-    if (h.kv_type != e->kv_type) {
-        return sf_fail(e, SF_ERR_STATE, "import: the state has KV type %d, the engine %d", h.kv_type, e->kv_type);
-    }
-    if (h.payload_len != len - sizeof h) {
-        return sf_fail(e, SF_ERR_STATE, "import: header says %llu payload bytes, %zu present",
-                       (unsigned long long)h.payload_len, len - sizeof h);
+    if (int rc = check_blob(e, data, len, SF_MAGIC_STATE, "import", &h)) {
+        return rc;
     }
     const uint8_t *body = data + sizeof h;
-    if (fnv1a(body, (size_t)h.payload_len) != h.checksum) {
-        return sf_fail(e, SF_ERR_STATE, "import: checksum mismatch");
-    }
-    if (h.n_tokens > (uint32_t)e->n_ctx) {
-        return sf_fail(e, SF_ERR_CONTEXT, "import: %u tokens exceed the context of %d", h.n_tokens, e->n_ctx);
-    }
     llama_memory_seq_rm(e->mem, seq, -1, -1);
+    e->ckpts[(size_t)seq].clear();
     size_t read = llama_state_seq_set_data(e->ctx, body, (size_t)h.payload_len, seq);
     if (read == 0) {
         llama_memory_seq_rm(e->mem, seq, -1, -1);
@@ -182,7 +213,175 @@ static int sf_seq_import_impl(sf_engine *e, int32_t seq, const uint8_t *data, si
     return SF_OK;
 }
 
+static int32_t sf_seq_min_cut_impl(const sf_engine *e, int32_t seq) {
+    int32_t len = sf_seq_length_impl(e, seq);
+    if (len <= 0 || e->partial == SF_PARTIAL_NONE) {
+        return len < 0 ? -1 : 0;
+    }
+    if (e->partial == SF_PARTIAL_RECURRENT) {
+        return len;
+    }
+    // A sliding-window layer's token at p reads the cells of the last
+    // n_swa positions; llama.cpp reuses cells that left every window, so
+    // a cut at p keeps its window only if the cells from pos_min on still
+    // cover [p - n_swa, p) (llama-server: pos_min > max(0, n_past - n_swa)
+    // forces a re-process).
+    llama_pos pos_min = llama_memory_seq_pos_min(e->mem, seq);
+    if (pos_min <= 0) {
+        return 0;
+    }
+    // Above len: even the sequence's end has lost part of its window (a
+    // copy or cut made without this test); it cannot be continued.
+    return pos_min + e->n_swa;
+}
+
+// The spacing and the bound are measured: see SF_CKPT_EVERY (internal.h).
+void sf_ckpt_after_prefill(sf_engine *e, const sf_lane *l, bool completes) {
+    if (e->partial == SF_PARTIAL_NONE) {
+        return;
+    }
+    auto &v = e->ckpts[(size_t)l->seq];
+    int32_t pos = (int32_t)l->prefilled;
+    int32_t last = v.empty() ? 0 : v.back().pos;
+    if (pos <= last || (!completes && pos < last + SF_CKPT_EVERY)) {
+        return;
+    }
+    const llama_state_seq_flags flags = LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY;
+    size_t payload = llama_state_seq_get_size_ext(e->ctx, l->seq, flags);
+    if (payload == 0) {
+        return;
+    }
+    sf_ckpt c;
+    c.pos = pos;
+    c.blob.resize(sizeof(sf_state_header) + payload);
+    size_t wrote = llama_state_seq_get_data_ext(e->ctx, c.blob.data() + sizeof(sf_state_header), payload, l->seq, flags);
+    if (wrote == 0 || wrote > payload) {
+        return;  // no checkpoint: a later divergence falls back further
+    }
+    c.blob.resize(sizeof(sf_state_header) + wrote);
+    fill_header(e, c.blob.data(), SF_MAGIC_CKPT, (uint32_t)pos, wrote);
+    if ((int32_t)v.size() >= SF_CKPT_MAX) {
+        v.erase(v.begin());  // the oldest: divergences cluster near a stream's end
+    }
+    v.push_back(std::move(c));
+}
+
+static int sf_seq_checkpoints_impl(sf_engine *e, int32_t seq, int32_t *pos, int32_t cap, int32_t *n) {
+    if (e == nullptr || n == nullptr || cap < 0 || (pos == nullptr && cap > 0)) {
+        return SF_ERR_INVALID;
+    }
+    if (int rc = check_seq(e, seq, "checkpoints")) {
+        return rc;
+    }
+    const auto &v = e->ckpts[(size_t)seq];
+    *n = (int32_t)v.size();
+    for (int32_t i = 0; i < cap && i < *n; i++) {
+        pos[i] = v[(size_t)i].pos;
+    }
+    return SF_OK;
+}
+
+static int sf_seq_checkpoint_get_impl(sf_engine *e, int32_t seq, int32_t i, uint8_t *out, size_t cap,
+                                      size_t *needed) {
+    if (e == nullptr || needed == nullptr) {
+        return SF_ERR_INVALID;
+    }
+    if (int rc = check_seq(e, seq, "checkpoint")) {
+        return rc;
+    }
+    const auto &v = e->ckpts[(size_t)seq];
+    if (i < 0 || (size_t)i >= v.size()) {
+        return sf_fail(e, SF_ERR_INVALID, "checkpoint: %d of %zu", i, v.size());
+    }
+    const auto &b = v[(size_t)i].blob;
+    *needed = b.size();
+    if (out == nullptr || cap < b.size()) {
+        return sf_fail(e, SF_ERR_BUFFER, "checkpoint: needs %zu bytes, has %zu", b.size(), cap);
+    }
+    memcpy(out, b.data(), b.size());
+    return SF_OK;
+}
+
+static int sf_seq_restore_checkpoint_impl(sf_engine *e, int32_t seq, int32_t n_keep, const uint8_t *data,
+                                          size_t len) {
+    if (e == nullptr) {
+        return SF_ERR_INVALID;
+    }
+    if (int rc = check_idle(e, seq, "restore checkpoint")) {
+        return rc;
+    }
+    sf_state_header h{};
+    if (int rc = check_blob(e, data, len, SF_MAGIC_CKPT, "restore checkpoint", &h)) {
+        return rc;
+    }
+    // The length is not checked before: a sliding-window model's length
+    // is its window's, which a copy of n_keep tokens may not hold yet.
+    if (n_keep <= 0 || (uint32_t)n_keep != h.n_tokens) {
+        return sf_fail(e, SF_ERR_INVALID, "restore checkpoint: a checkpoint at %u, keeping %d", h.n_tokens, n_keep);
+    }
+    // The partial state first: it replaces the sequence's own (the
+    // recurrent state at the stream's end, the sliding-window cells), after
+    // which the recurrent part holds nothing past n_keep and the cut below
+    // only has full-attention cells left to drop.
+    const auto fail = [&](const char *why) {
+        llama_memory_seq_rm(e->mem, seq, -1, -1);
+        e->ckpts[(size_t)seq].clear();
+        return sf_fail(e, SF_ERR_STATE, "restore checkpoint at %d: %s", n_keep, why);
+    };
+    size_t read = llama_state_seq_set_data_ext(e->ctx, data + sizeof h, (size_t)h.payload_len, seq,
+                                               LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+    if (read == 0) {
+        return fail("llama.cpp refused the state (see debug log)");
+    }
+    if (!llama_memory_seq_rm(e->mem, seq, n_keep, -1)) {
+        return fail("the memory cannot be cut there");
+    }
+    drop_ckpts_from(e, seq, n_keep);
+    if (sf_seq_length_impl(e, seq) != n_keep || sf_seq_min_cut_impl(e, seq) > n_keep) {
+        return fail("the restored state does not end there");
+    }
+    return SF_OK;
+}
+
 // The ABI: each call inside the exception guard.
+int32_t sf_seq_min_cut(const sf_engine *e, int32_t seq) {
+    return sf_guard([&] { return sf_seq_min_cut_impl(e, seq); }, [](const char *) { return (int32_t)-1; });
+}
+
+int sf_seq_checkpoints(sf_engine *e, int32_t seq, int32_t *pos, int32_t cap, int32_t *n) {
+    return sf_guard([&] { return sf_seq_checkpoints_impl(e, seq, pos, cap, n); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "checkpoints: %s", msg); });
+}
+
+int sf_seq_checkpoint_get(sf_engine *e, int32_t seq, int32_t i, uint8_t *out, size_t cap, size_t *needed) {
+    return sf_guard([&] { return sf_seq_checkpoint_get_impl(e, seq, i, out, cap, needed); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "checkpoint: %s", msg); });
+}
+
+int sf_seq_checkpoints_clear(sf_engine *e, int32_t seq) {
+    return sf_guard(
+        [&] {
+            if (e == nullptr) {
+                return (int)SF_ERR_INVALID;
+            }
+            if (int rc = check_seq(e, seq, "checkpoints clear")) {
+                return rc;
+            }
+            e->ckpts[(size_t)seq].clear();
+            return (int)SF_OK;
+        },
+        [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "checkpoints clear: %s", msg); });
+}
+
+int sf_seq_restore_checkpoint(sf_engine *e, int32_t seq, int32_t n_keep, const uint8_t *data, size_t len) {
+    return sf_guard([&] { return sf_seq_restore_checkpoint_impl(e, seq, n_keep, data, len); },
+                    [&](const char *msg) {
+                        if (e != nullptr && seq >= 0 && seq < e->n_seq_max) {
+                            llama_memory_seq_rm(e->mem, seq, -1, -1);
+                        }
+                        return sf_fail(e, SF_ERR_EXCEPTION, "restore checkpoint: %s", msg);
+                    });
+}
 int32_t sf_seq_length(const sf_engine *e, int32_t seq) {
     return sf_guard([&] { return sf_seq_length_impl(e, seq); }, [](const char *) { return (int32_t)-1; });
 }

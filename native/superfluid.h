@@ -255,7 +255,22 @@ typedef struct sf_desc {
      * engine runs sf_embed and refuses sf_tick. */
     int32_t pooling;
     int32_t n_embd_pooled; /* floats in one pooled vector (sf_embed's stride) */
+    /* enum sf_partial: what of the model's memory cannot be cut at any
+     * position (partial_truncation is 1 only for SF_PARTIAL_NONE); which
+     * cuts are valid for a sequence now, sf_seq_min_cut says. */
+    int32_t partial;
+    int32_t n_swa;         /* the sliding window in tokens; 0: none */
+    /* The engine checkpoints a prefilling lane's partial state every
+     * ckpt_every prompt tokens and at the prompt's end, keeping the last
+     * ckpt_max per sequence (sf_seq_checkpoints); 0: it takes none. */
+    int32_t ckpt_every;
+    int32_t ckpt_max;
 } sf_desc;
+
+/* Memory a cut can lose: SWA, the cells of a sliding-window layer that
+ * left the window (llama.cpp reuses them); RECURRENT, a recurrent layer's
+ * state, which exists only at the sequence's end. */
+enum sf_partial { SF_PARTIAL_NONE = 0, SF_PARTIAL_SWA = 1, SF_PARTIAL_RECURRENT = 2 };
 
 /* How an embedding model pools its tokens' vectors into one (llama.cpp's
  * enum llama_pooling_type, as <arch>.pooling_type stores it). */
@@ -342,6 +357,36 @@ int32_t sf_seq_length(const sf_engine *e, int32_t seq);
  * its size. With cap too small it returns SF_ERR_BUFFER and writes nothing. */
 int sf_seq_export(sf_engine *e, int32_t seq, uint8_t *out, size_t cap, size_t *needed);
 int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens);
+
+/* The shortest length seq can be cut (sf_seq_truncate) or copied
+ * (sf_seq_copy) to with its state whole: any length from it up to the
+ * sequence's own is valid, a shorter one is not. 0 for a model without
+ * partial state; for a sliding window, pos_min + n_swa once the cells
+ * before pos_min are gone (llama-server's test) — more than the length
+ * when even the end's window is incomplete, so the sequence cannot be
+ * continued at all; for recurrent state, the sequence's length. -1 for a
+ * bad sequence. */
+int32_t sf_seq_min_cut(const sf_engine *e, int32_t seq);
+
+/* Checkpoints: the partial state (llama.cpp's PARTIAL_ONLY export: the
+ * sliding-window cells or the recurrent state) of a sequence at a prompt
+ * position, taken by sf_tick as lanes prefill (sf_desc.ckpt_every). A
+ * checkpoint is a self-describing blob like sf_seq_export's. The list
+ * belongs to the sequence: emptied by sf_seq_free, sf_seq_import and as
+ * the target of sf_seq_copy, cut by sf_seq_truncate.
+ * sf_seq_checkpoints writes up to cap positions (ascending) and sets *n to
+ * how many there are; sf_seq_checkpoint_get copies checkpoint i as
+ * sf_seq_export does (SF_ERR_BUFFER with *needed when cap is short);
+ * sf_seq_checkpoints_clear drops them (the cache has taken them). */
+int sf_seq_checkpoints(sf_engine *e, int32_t seq, int32_t *pos, int32_t cap, int32_t *n);
+int sf_seq_checkpoint_get(sf_engine *e, int32_t seq, int32_t i, uint8_t *out, size_t cap, size_t *needed);
+int sf_seq_checkpoints_clear(sf_engine *e, int32_t seq);
+/* Resumes seq at a checkpoint: seq must hold at least the checkpoint's
+ * n_keep tokens with their full-attention cells (a copy or import of the
+ * stream it was taken from); its partial state is replaced by the
+ * checkpoint's and everything from n_keep on is cut. On failure seq is
+ * emptied. */
+int sf_seq_restore_checkpoint(sf_engine *e, int32_t seq, int32_t n_keep, const uint8_t *data, size_t len);
 
 /* The CPU features ggml's CPU backend was built with, "NAME=VALUE;…". */
 int32_t sf_cpu_features(char *out, int32_t cap);

@@ -435,6 +435,10 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
         l->prefilled += p->prefills[i].count;
         l->n_past += p->prefills[i].count;
         ev->timings.prefill_tokens += p->prefills[i].count;
+        // Before the lane's first token joins the sequence: a checkpoint
+        // at the prompt's end is what a next turn re-rendering this reply
+        // resumes from.
+        sf_ckpt_after_prefill(e, l, l->prefilled == l->prompt.size());
     }
     for (int32_t i = 0; i < e->batch.n_tokens; i++) {
         sf_lane *l = e->row_lane[(size_t)i];

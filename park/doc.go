@@ -6,7 +6,10 @@
 // A park file is a header (format, model identity, K and V cache types, V
 // cache layout, the token list and its sha256, encoding, lengths, a checksum over
 // the compressed payload and one over the header itself) followed by the
-// payload. The token list sits in the header so that start-up can index
+// payload — and, since format version 3, by the stream's checkpoints of
+// partial state (a sliding-window or hybrid model's; kv/partial.go), each
+// a record in the checksummed header and a payload of its own. Version 2
+// files (no checkpoints) are still read. The token list sits in the header so that start-up can index
 // the directory by reading headers only: a 2,000-token header is 8 KB, its
 // payload 20 MB.
 //
@@ -30,8 +33,9 @@
 // Nothing unverified reaches the engine. A truncated file, a flipped byte
 // anywhere, a token list that does not match its digest or its name, a
 // state whose V layout is not its header's: each is refused with a reason,
-// counted, removed, and the caller prefills cold. A sound file of another
-// format version (version 1 did not record the V layout) or another
+// counted, removed, and the caller prefills cold; a damaged checkpoint
+// refuses its whole file. A sound file of another format version
+// (version 1 did not record the V layout; a newer one) or another
 // identity, found in this identity's subdirectory, is refused and counted
 // but left alone. A refused name is remembered: a later match does not
 // read, checksum or decompress it again, and neither does one the engine

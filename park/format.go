@@ -17,12 +17,12 @@ import (
 //
 //	off  size  field
 //	  0     4  magic "SFPK"
-//	  4     2  format version (2)
+//	  4     2  format version (3)
 //	  6     1  codec (1: zstd)
 //	  7     1  flags (bit 0: lossy 8-bit demotion, bit 1: 2-byte shuffle)
 //	  8     1  zstd encoder level (klauspost EncoderLevel)
 //	  9     1  V cache layout (VLayout: 1 rows, 2 transposed)
-//	 10     2  zero
+//	 10     2  checkpoint count k (version 3; zero before)
 //	 12     4  token count n
 //	 16    32  model identity (engine.Descriptor.Identity, decoded)
 //	 48     8  K cache type (and V's, unless bytes 108-115 say), ASCII, NUL-padded
@@ -33,8 +33,19 @@ import (
 //	108     8  V cache type when it is not K's, ASCII, NUL-padded; else zero
 //	116    12  zero
 //	128    4n  the token list
-//	128+4n  4  CRC-32C of bytes [0, 128+4n)
-//	132+4n  …  payload
+//	128+4n 32k the checkpoint table, one record per checkpoint:
+//	            kind (1: partial state) u8, flags u8 (shuffle only), 2 zero,
+//	            position u32 (tokens the state covers, ascending, in [1, n]),
+//	            raw length u64, payload length u64, CRC-32C u32, 4 zero
+//	H = 128+4n+32k
+//	  H     4  CRC-32C of bytes [0, H)
+//	H+4     …  payload, then each checkpoint's payload in table order
+//
+// Checkpoints (version 3) are the seeds' extra state spaces: the partial
+// state (sliding-window cells, recurrent state) at positions inside the
+// stream, so that a prompt leaving the parked stream there resumes
+// without the cut the state cannot take (kv/partial.go). Each is
+// compressed alone (zstd, shuffled like the main payload), never demoted.
 //
 // The header checksum makes any damaged header byte (a token, a length, the
 // identity) a refusal at start-up without reading the payload; the payload
@@ -49,13 +60,19 @@ import (
 //
 // Version 1 had no V layout (byte 9 was zero): such a file may hold
 // either layout, so it is read only to migrate it (migrate.go), which
-// learns the layout from the payload's first bytes.
+// learns the layout from the payload's first bytes. Version 2 had no
+// checkpoints (bytes 10-11 zero): read as a version 3 file without any.
 const (
-	magic         = "SFPK"
-	formatVersion = 2
-	legacyVersion = 1
-	codecZstd     = 1
-	fixedLen      = 128
+	magic            = "SFPK"
+	formatVersion    = 3
+	spacelessVersion = 2
+	legacyVersion    = 1
+	spaceLen         = 32
+	spaceCheckpoint  = 1
+	// MaxCheckpoints bounds the table a header may declare.
+	MaxCheckpoints = 256
+	codecZstd      = 1
+	fixedLen       = 128
 	// MaxTokens bounds the token count a header may declare, so that a
 	// damaged count cannot make the reader allocate gigabytes.
 	MaxTokens = 1 << 22
@@ -86,12 +103,40 @@ type Header struct {
 	RawLen      uint64
 	PayloadLen  uint64
 	PayloadCRC  uint32
+	Checkpoints []Space
+}
+
+// Space is a checkpoint's record in the header.
+type Space struct {
+	Pos        uint32
+	Flags      uint8
+	RawLen     uint64
+	PayloadLen uint64
+	PayloadCRC uint32
 }
 
 // Len is the header's size on disk.
-func (h *Header) Len() int64 { return headerLen(len(h.Tokens)) }
+func (h *Header) Len() int64 { return headerLen(len(h.Tokens), len(h.Checkpoints)) }
 
-func headerLen(n int) int64 { return fixedLen + 4*int64(n) + 4 }
+// checkpointPositions are the positions of h's checkpoints.
+func (h *Header) checkpointPositions() []int {
+	var out []int
+	for _, sp := range h.Checkpoints {
+		out = append(out, int(sp.Pos))
+	}
+	return out
+}
+
+// spacesLen is the bytes of payload the checkpoints take after the main one.
+func (h *Header) spacesLen() uint64 {
+	var n uint64
+	for _, sp := range h.Checkpoints {
+		n += sp.PayloadLen
+	}
+	return n
+}
+
+func headerLen(n, k int) int64 { return fixedLen + 4*int64(n) + spaceLen*int64(k) + 4 }
 
 // CacheTypes names the K and V cache types as Config.CacheTypes does.
 func (h *Header) CacheTypes() string {
@@ -113,6 +158,7 @@ func appendHeader(dst []byte, h *Header) []byte {
 	fixed[7] = h.Flags
 	fixed[8] = h.Level
 	fixed[9] = byte(h.VLayout)
+	binary.LittleEndian.PutUint16(fixed[10:], uint16(len(h.Checkpoints)))
 	binary.LittleEndian.PutUint32(fixed[12:], uint32(len(h.Tokens)))
 	copy(fixed[16:48], h.Model[:])
 	copy(fixed[48:56], h.KVType)
@@ -126,6 +172,16 @@ func appendHeader(dst []byte, h *Header) []byte {
 	binary.LittleEndian.PutUint32(fixed[104:], h.PayloadCRC)
 	dst = append(dst, fixed[:]...)
 	dst = appendTokens(dst, h.Tokens)
+	for _, sp := range h.Checkpoints {
+		var rec [spaceLen]byte
+		rec[0] = spaceCheckpoint
+		rec[1] = sp.Flags
+		binary.LittleEndian.PutUint32(rec[4:], sp.Pos)
+		binary.LittleEndian.PutUint64(rec[8:], sp.RawLen)
+		binary.LittleEndian.PutUint64(rec[16:], sp.PayloadLen)
+		binary.LittleEndian.PutUint32(rec[24:], sp.PayloadCRC)
+		dst = append(dst, rec[:]...)
+	}
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
@@ -183,14 +239,21 @@ func readHeader(r io.Reader, size int64) (*Header, error) {
 		return nil, refuseForeign(ReasonFormat, "not a park file (magic %q)", fixed[0:4])
 	}
 	version := binary.LittleEndian.Uint16(fixed[4:])
-	if version != formatVersion && version != legacyVersion {
-		return nil, refuseForeign(ReasonFormat, "format version %d, this build reads %d", version, formatVersion)
+	if version != formatVersion && version != spacelessVersion && version != legacyVersion {
+		return nil, refuseForeign(ReasonFormat, "format version %d, this build reads %d and %d", version, formatVersion, spacelessVersion)
 	}
 	n := binary.LittleEndian.Uint32(fixed[12:])
 	if n == 0 || n > MaxTokens {
 		return nil, refuse(ReasonHeader, "token count %d outside [1, %d]", n, MaxTokens)
 	}
-	hl := headerLen(int(n))
+	k := 0
+	if version == formatVersion {
+		k = int(binary.LittleEndian.Uint16(fixed[10:]))
+	}
+	if k > MaxCheckpoints {
+		return nil, refuse(ReasonHeader, "%d checkpoints, at most %d", k, MaxCheckpoints)
+	}
+	hl := headerLen(int(n), k)
 	if size < hl {
 		return nil, refuse(ReasonTruncated, "a %d-token header needs %d bytes, the file has %d", n, hl, size)
 	}
@@ -204,11 +267,11 @@ func readHeader(r io.Reader, size int64) (*Header, error) {
 	}
 	// Checked after the checksum: a damaged byte is a header refusal, while
 	// a well-formed header with these set is a file from a newer build.
-	if fixed[6] != codecZstd || fixed[7]&^knownFlags != 0 || fixed[7] == knownFlags || !allZero(fixed[10:12]) || !allZero(fixed[116:128]) {
+	if fixed[6] != codecZstd || fixed[7]&^knownFlags != 0 || fixed[7] == knownFlags || (version != formatVersion && !allZero(fixed[10:12])) || !allZero(fixed[116:128]) {
 		return nil, refuseForeign(ReasonFormat, "unknown codec %d or flags %#x (lossy and shuffled never go together)", fixed[6], fixed[7])
 	}
 	layout := VLayout(fixed[9])
-	if (version == formatVersion) != layout.valid() || (version == legacyVersion && layout != 0) {
+	if (version != legacyVersion) != layout.valid() || (version == legacyVersion && layout != 0) {
 		return nil, refuseForeign(ReasonFormat, "format version %d with V layout byte %d", version, fixed[9])
 	}
 	h := &Header{Version: version, Flags: fixed[7], Level: fixed[8], VLayout: layout}
@@ -229,13 +292,43 @@ func readHeader(r io.Reader, size int64) (*Header, error) {
 	if h.RawLen == 0 || h.RawLen > maxRaw {
 		return nil, refuse(ReasonHeader, "raw length %d", h.RawLen)
 	}
-	if h.PayloadLen > uint64(size-hl) {
-		return nil, refuse(ReasonTruncated, "payload of %d bytes, %d present", h.PayloadLen, size-hl)
+	if err := readSpaces(h, rest[4*int(n):len(rest)-4]); err != nil {
+		return nil, err
 	}
-	if h.PayloadLen < uint64(size-hl) {
-		return nil, refuse(ReasonTruncated, "%d bytes after a %d-byte payload", uint64(size-hl)-h.PayloadLen, h.PayloadLen)
+	body := h.PayloadLen + h.spacesLen()
+	if h.PayloadLen > uint64(size-hl) || h.spacesLen() > uint64(size-hl) || body > uint64(size-hl) {
+		return nil, refuse(ReasonTruncated, "payloads of %d bytes, %d present", body, size-hl)
+	}
+	if body < uint64(size-hl) {
+		return nil, refuse(ReasonTruncated, "%d bytes after %d bytes of payload", uint64(size-hl)-body, body)
 	}
 	return h, nil
+}
+
+// readSpaces reads the checkpoint table into h, refusing a record that
+// names an unknown kind or flag, a position outside the stream or out of
+// order, or a length no state has.
+func readSpaces(h *Header, table []byte) error {
+	last := uint32(0)
+	for i := 0; i+spaceLen <= len(table); i += spaceLen {
+		rec := table[i : i+spaceLen]
+		sp := Space{
+			Pos: binary.LittleEndian.Uint32(rec[4:]), Flags: rec[1],
+			RawLen: binary.LittleEndian.Uint64(rec[8:]), PayloadLen: binary.LittleEndian.Uint64(rec[16:]),
+			PayloadCRC: binary.LittleEndian.Uint32(rec[24:]),
+		}
+		switch {
+		case rec[0] != spaceCheckpoint || sp.Flags&^FlagShuffle != 0 || !allZero(rec[2:4]) || !allZero(rec[28:32]):
+			return refuseForeign(ReasonFormat, "checkpoint %d: unknown kind %d or flags %#x", i/spaceLen, rec[0], sp.Flags)
+		case sp.Pos <= last || sp.Pos > uint32(len(h.Tokens)):
+			return refuse(ReasonHeader, "checkpoint %d at %d: positions ascend within [1, %d]", i/spaceLen, sp.Pos, len(h.Tokens))
+		case sp.RawLen == 0 || sp.RawLen > maxRaw || sp.PayloadLen > maxRaw:
+			return refuse(ReasonHeader, "checkpoint %d: raw length %d, payload %d", i/spaceLen, sp.RawLen, sp.PayloadLen)
+		}
+		last = sp.Pos
+		h.Checkpoints = append(h.Checkpoints, sp)
+	}
+	return nil
 }
 
 func allZero(b []byte) bool {

@@ -136,7 +136,7 @@ func TestRefusals(t *testing.T) {
 		{name: "digest does not match the tokens", reason: ReasonTokens, atOpen: true, damage: func(t *testing.T, p string) {
 			mutate(t, p, func(b []byte) []byte {
 				binary.LittleEndian.PutUint32(b[fixedLen:], 77) // a token changed, the header checksum redone
-				hl := int(headerLen(len(tk)))
+				hl := int(headerLen(len(tk), 0))
 				binary.LittleEndian.PutUint32(b[hl-4:], crc32c(b[:hl-4]))
 				return b
 			})
@@ -158,7 +158,7 @@ func TestRefusals(t *testing.T) {
 		}},
 		{name: "payload that does not decode", reason: ReasonDecode, damage: func(t *testing.T, p string) {
 			mutate(t, p, func(b []byte) []byte {
-				hl := int(headerLen(len(tk)))
+				hl := int(headerLen(len(tk), 0))
 				bad := zstdOf([]byte("far too short"))
 				b = append(b[:hl], bad...)
 				binary.LittleEndian.PutUint64(b[96:], uint64(len(bad)))
@@ -237,7 +237,7 @@ func toVersion1(b []byte) []byte {
 
 // resum recomputes a park file's header checksum.
 func resum(b []byte) []byte {
-	hl := int(headerLen(int(binary.LittleEndian.Uint32(b[12:]))))
+	hl := int(headerLen(int(binary.LittleEndian.Uint32(b[12:])), int(binary.LittleEndian.Uint16(b[10:]))))
 	binary.LittleEndian.PutUint32(b[hl-4:], crc32c(b[:hl-4]))
 	return b
 }

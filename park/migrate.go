@@ -102,7 +102,7 @@ func (s *Store) migrateFile(name string) (bool, error) {
 		return false, nil
 	}
 	switch h.Version {
-	case formatVersion: // moved by a start that stopped before the rename
+	case formatVersion, spacelessVersion: // moved by a start that stopped before the rename
 		if h.VLayout != s.cfg.VLayout {
 			return false, nil
 		}

@@ -114,6 +114,8 @@ type Meta struct {
 	Bytes   int64
 	ModTime time.Time // last written or restored: the sweep's order
 	Lossy   bool
+	// Checkpoints are the positions of the checkpoints the file holds.
+	Checkpoints []int
 }
 
 // job is a write waiting for (or in) the writer.
@@ -121,7 +123,17 @@ type job struct {
 	name       string
 	tokens     []engine.Token
 	blob       []byte
+	ckpts      []engine.Checkpoint
 	supersedes []string
+}
+
+// bytes is what the job holds in the queue.
+func (j *job) bytes() int64 {
+	n := int64(len(j.blob))
+	for _, cp := range j.ckpts {
+		n += int64(len(cp.Blob))
+	}
+	return n
 }
 
 // Store is a park directory. See the package comment for who may call what.
@@ -231,26 +243,46 @@ func (s *Store) List() []Meta {
 // written: the caller must not modify it. Once written, the files named in
 // supersedes (strict prefixes of tokens) are removed. Owner only.
 func (s *Store) Put(tokens []engine.Token, blob []byte, supersedes []string) bool {
-	return s.put(tokens, blob, supersedes, false)
+	return s.PutWith(tokens, blob, nil, supersedes, false)
 }
 
 // PutWait is Put waiting for room in the queue instead of dropping: for
 // shutdown, when nothing waits on the caller. Owner only.
 func (s *Store) PutWait(tokens []engine.Token, blob []byte, supersedes []string) bool {
-	return s.put(tokens, blob, supersedes, true)
+	return s.PutWith(tokens, blob, nil, supersedes, true)
 }
 
-func (s *Store) put(tokens []engine.Token, blob []byte, supersedes []string, wait bool) bool {
+// PutWith is Put (PutWait when wait) parking the stream's checkpoints
+// beside its state: those at positions in [1, len(tokens)], ascending,
+// at most MaxCheckpoints (the last kept). Owner only.
+func (s *Store) PutWith(tokens []engine.Token, blob []byte, ckpts []engine.Checkpoint, supersedes []string, wait bool) bool {
+	return s.put(tokens, blob, usableCheckpoints(ckpts, len(tokens)), supersedes, wait)
+}
+
+func usableCheckpoints(ckpts []engine.Checkpoint, n int) []engine.Checkpoint {
+	var out []engine.Checkpoint
+	for _, cp := range ckpts {
+		if cp.Pos > 0 && cp.Pos <= n && len(cp.Blob) > 0 && (len(out) == 0 || cp.Pos > out[len(out)-1].Pos) {
+			out = append(out, cp)
+		}
+	}
+	if len(out) > MaxCheckpoints {
+		out = out[len(out)-MaxCheckpoints:]
+	}
+	return out
+}
+
+func (s *Store) put(tokens []engine.Token, blob []byte, ckpts []engine.Checkpoint, supersedes []string, wait bool) bool {
 	if s.closed || len(tokens) == 0 || len(blob) == 0 {
 		return false
 	}
-	j := &job{name: Name(tokens), tokens: tokens, blob: blob, supersedes: supersedes}
+	j := &job{name: Name(tokens), tokens: tokens, blob: blob, ckpts: ckpts, supersedes: supersedes}
 	s.mu.Lock()
 	if _, bad := s.refused[j.name]; s.pending[j.name] != nil || (s.index[j.name] != nil && !bad) {
 		s.mu.Unlock()
 		return true
 	}
-	if !wait && s.queuedBytes+int64(len(blob)) > s.cfg.QueueBytes {
+	if !wait && s.queuedBytes+j.bytes() > s.cfg.QueueBytes {
 		s.mu.Unlock()
 		s.stats.Dropped.Add(1)
 		return false
@@ -265,7 +297,7 @@ func (s *Store) put(tokens []engine.Token, blob []byte, supersedes []string, wai
 		}
 	}
 	s.pending[j.name] = j
-	s.queuedBytes += int64(len(blob))
+	s.queuedBytes += j.bytes()
 	s.mu.Unlock()
 	if wait {
 		s.jobs <- j // the writer takes jobs without s.mu held here
@@ -282,19 +314,26 @@ func (s *Store) put(tokens []engine.Token, blob []byte, supersedes []string, wai
 // Load of it returns the refusal without reading anything. A file that is
 // gone returns an fs.ErrNotExist error. Owner only.
 func (s *Store) Load(tokens []engine.Token, dst []byte) ([]byte, error) {
+	raw, _, err := s.LoadWith(tokens, dst)
+	return raw, err
+}
+
+// LoadWith is Load returning the stream's parked checkpoints too
+// (ascending; each blob its own). Owner only.
+func (s *Store) LoadWith(tokens []engine.Token, dst []byte) ([]byte, []engine.Checkpoint, error) {
 	name := Name(tokens)
 	s.mu.Lock()
 	if j := s.pending[name]; j != nil {
 		s.mu.Unlock()
-		return append(dst[:0], j.blob...), nil
+		return append(dst[:0], j.blob...), j.ckpts, nil
 	}
 	r, bad := s.refused[name]
 	s.mu.Unlock()
 	if bad {
-		return nil, refuse(r, "refused earlier in this run; not read again")
+		return nil, nil, refuse(r, "refused earlier in this run; not read again")
 	}
 	start := time.Now()
-	raw, h, size, err := s.readFile(name, tokens, dst)
+	raw, ckpts, h, size, err := s.readFile(name, tokens, dst)
 	if cap(s.dec.scratch) > keepBuffers {
 		s.dec.scratch = nil
 	}
@@ -304,7 +343,7 @@ func (s *Store) Load(tokens []engine.Token, dst []byte) ([]byte, error) {
 		} else {
 			s.forget(name, false)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	now := time.Now()
 	_ = os.Chtimes(filepath.Join(s.dir, name), now, now) // the sweep's recency
@@ -312,29 +351,50 @@ func (s *Store) Load(tokens []engine.Token, dst []byte) ([]byte, error) {
 	if m := s.index[name]; m != nil {
 		m.ModTime = now
 	} else { // a file another process wrote since start-up
-		s.addLocked(&Meta{Name: name, Tokens: h.Tokens, Bytes: size, ModTime: now, Lossy: h.Lossy()})
+		s.addLocked(&Meta{Name: name, Tokens: h.Tokens, Bytes: size, ModTime: now, Lossy: h.Lossy(), Checkpoints: h.checkpointPositions()})
 	}
 	s.mu.Unlock()
 	s.stats.Loads.Add(1)
 	s.stats.LoadBytes.Add(size)
 	s.stats.LoadRaw.Add(int64(len(raw)))
 	s.stats.LoadNanos.Add(int64(time.Since(start)))
-	return raw, nil
+	return raw, ckpts, nil
 }
 
-func (s *Store) readFile(name string, tokens []engine.Token, dst []byte) ([]byte, *Header, int64, error) {
+func (s *Store) readFile(name string, tokens []engine.Token, dst []byte) ([]byte, []engine.Checkpoint, *Header, int64, error) {
 	s.stats.Reads.Add(1)
 	f, err := os.Open(filepath.Join(s.dir, name))
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("park: %w", err)
+		return nil, nil, nil, 0, fmt.Errorf("park: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("park: %w", err)
+		return nil, nil, nil, 0, fmt.Errorf("park: %w", err)
 	}
 	raw, h, err := s.decodeFile(f, st.Size(), name, tokens, dst)
-	return raw, h, st.Size(), err
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	ckpts, err := s.decodeCheckpoints(f, h)
+	return raw, ckpts, h, st.Size(), err
+}
+
+// decodeCheckpoints verifies and decodes the checkpoints after the main
+// payload; damage to any refuses the file, as damage to the payload does.
+func (s *Store) decodeCheckpoints(r io.ReaderAt, h *Header) ([]engine.Checkpoint, error) {
+	off := h.Len() + int64(h.PayloadLen)
+	var out []engine.Checkpoint
+	for _, sp := range h.Checkpoints {
+		ph := Header{Flags: sp.Flags, RawLen: sp.RawLen, PayloadLen: sp.PayloadLen, PayloadCRC: sp.PayloadCRC}
+		raw, err := s.dec.decode(nil, &ph, io.NewSectionReader(r, off, int64(sp.PayloadLen)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, engine.Checkpoint{Pos: int(sp.Pos), Blob: raw})
+		off += int64(sp.PayloadLen)
+	}
+	return out, nil
 }
 
 // decodeFile verifies a whole park file of size bytes and decodes its
@@ -366,8 +426,8 @@ func (s *Store) decodeFile(r io.ReaderAt, size int64, name string, tokens []engi
 // check compares what the header says the file is with what this store
 // serves.
 func (s *Store) check(h *Header, name string) error {
-	if h.Version != formatVersion {
-		return refuseForeign(ReasonFormat, "format version %d, from before the V layout was recorded; this build reads %d", h.Version, formatVersion)
+	if h.Version != formatVersion && h.Version != spacelessVersion {
+		return refuseForeign(ReasonFormat, "format version %d, from before the V layout was recorded; this build reads %d and %d", h.Version, formatVersion, spacelessVersion)
 	}
 	if h.Model != s.model {
 		return refuseForeign(ReasonModel, "written for model %x, this is %x", h.Model[:6], s.model[:6])

@@ -33,7 +33,7 @@ func (s *Store) write(j *job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pending, j.name)
-	s.queuedBytes -= int64(len(j.blob))
+	s.queuedBytes -= j.bytes()
 	if err != nil {
 		s.gone = append(s.gone, j.name)
 		switch {
@@ -135,11 +135,23 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 	if h.Flags&FlagLossy == 0 && s.cfg.CacheTypes() == "f16" {
 		h.Flags |= FlagShuffle
 	}
+	// The checkpoints first (encode's result lives until its next call):
+	// each compressed alone, shuffled as the main payload is.
+	var spaces [][]byte
+	for _, cp := range j.ckpts {
+		flags := h.Flags & FlagShuffle
+		p := bytes.Clone(s.enc.encode(cp.Blob, flags))
+		spaces = append(spaces, p)
+		h.Checkpoints = append(h.Checkpoints, Space{Pos: uint32(cp.Pos), Flags: flags, RawLen: uint64(len(cp.Blob)), PayloadLen: uint64(len(p)), PayloadCRC: crc32c(p)})
+	}
 	payload := s.enc.encode(src, h.Flags)
 	h.PayloadLen = uint64(len(payload))
 	h.PayloadCRC = crc32c(payload)
 	s.wHeader = appendHeader(s.wHeader[:0], &h)
 	size := int64(len(s.wHeader) + len(payload))
+	for _, p := range spaces {
+		size += int64(len(p))
+	}
 	if s.cfg.Budget > 0 && size > s.cfg.Budget {
 		return nil, errTooBig
 	}
@@ -156,7 +168,7 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 			os.Remove(tmp)
 		}
 	}()
-	err = s.writeAll(f, s.wHeader, payload)
+	err = s.writeAll(f, append([][]byte{s.wHeader, payload}, spaces...)...)
 	// The sweep orders files by modification time, which restores set with
 	// the fine-grained clock; set it the same way here, since the kernel
 	// stamps writes with a coarser one (a few milliseconds behind).
@@ -174,7 +186,7 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("park: %w", err)
 	}
-	return &Meta{Name: j.name, Tokens: j.tokens, Bytes: size, ModTime: now, Lossy: h.Lossy()}, nil
+	return &Meta{Name: j.name, Tokens: j.tokens, Bytes: size, ModTime: now, Lossy: h.Lossy(), Checkpoints: h.checkpointPositions()}, nil
 }
 
 func (s *Store) writeAll(f *os.File, parts ...[]byte) error {

@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"superfluid/app"
+	"superfluid/cgo"
+	"superfluid/engine"
+	"superfluid/synth"
+)
+
+// Sliding-window (gemma4) and hybrid (qwen35) models through the server:
+// a prompt that leaves a cached one far back — more than the window, and
+// anywhere for a recurrent state — is answered 200 from the cached prefix
+// the model's state allows (a checkpoint's), with a lone run's output; the
+// next turn is warm; after a restart the conversation is warm from disk.
+// Issue 22: gemma4 answered 500 to such a prompt.
+func TestPartialStateFamiliesReuseDivergingPrompts(t *testing.T) {
+	if cgo.LlamaSource() != "upstream source tree" {
+		t.Skip("gemma4 and qwen35 need the upstream llama.cpp")
+	}
+	for _, arch := range []string{"gemma4", "qwen35"} {
+		t.Run(arch, func(t *testing.T) { partialStateTurns(t, arch) })
+	}
+}
+
+// archModelFile writes (once per test binary) a tiny synthetic model of arch.
+func archModelFile(t testing.TB, arch string) string {
+	t.Helper()
+	modelMu.Lock()
+	defer modelMu.Unlock()
+	key := "tiny|arch=" + arch
+	if p, ok := modelMemo[key]; ok {
+		return p
+	}
+	s, err := synth.ShapeByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(modelDir, fmt.Sprintf("tiny-%s.gguf", arch))
+	if err := synth.Write(path, synth.Options{Shape: s, Type: "f16", Seed: 11, Arch: arch}); err != nil {
+		t.Fatal(err)
+	}
+	modelMemo[key] = path
+	return path
+}
+
+func partialStateTurns(t *testing.T, arch string) {
+	path := archModelFile(t, arch)
+	ref := newRefEngine(t, path, 4096)
+	const predict = 8
+	complete := func(st *parkStack, prompt []engine.Token) llamaCompletion {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"prompt": prompt, "n_predict": predict, "temperature": 0, "return_tokens": true, "cache_prompt": true})
+		return llamaDo[llamaCompletion](t, st.Stack, "/completion", string(body))
+	}
+	dir := t.TempDir()
+	st := startParkStack(t, app.Options{ModelPath: path, Lanes: 4, ParkDir: dir})
+	every := ref.e.Descriptor().CheckpointEvery
+
+	base := textTokens(t, ref.e, 1400, 1)
+	complete(st, base)
+	div := len(base) * 85 / 100
+	edited := joinTokens(base[:div], textTokens(t, ref.e, 120, 2))
+	r := complete(st, edited)
+	t.Logf("%s: diverging at %d of %d: %d cached, prompt %.1f ms for %d tokens", arch, div, len(base), r.Timings.CacheN, r.Timings.PromptMS, r.Timings.PromptN)
+	if r.Timings.CacheN < div/every*every || r.Timings.CacheN > div {
+		t.Errorf("diverging at %d: %d cached, want at least the checkpoint at %d", div, r.Timings.CacheN, div/every*every)
+	}
+	expectAlone(t, ref, "the edited prompt", edited, r.Tokens, predict)
+
+	turn2 := joinTokens(edited, r.Tokens, textTokens(t, ref.e, 60, 3))
+	r2 := complete(st, turn2)
+	t.Logf("%s: second turn: %d of %d cached, prompt %.1f ms", arch, r2.Timings.CacheN, len(turn2), r2.Timings.PromptMS)
+	if r2.Timings.CacheN < len(edited) {
+		t.Errorf("second turn: %d cached, want at least the %d-token first turn", r2.Timings.CacheN, len(edited))
+	}
+	expectAlone(t, ref, "the second turn", turn2, r2.Tokens, predict)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = startParkStack(t, app.Options{ModelPath: path, Lanes: 4, ParkDir: dir})
+	turn3 := joinTokens(turn2, r2.Tokens, textTokens(t, ref.e, 40, 4))
+	r3 := complete(st, turn3)
+	t.Logf("%s: after a restart: %d of %d cached, prompt %.1f ms", arch, r3.Timings.CacheN, len(turn3), r3.Timings.PromptMS)
+	if r3.Timings.CacheN < len(turn2) {
+		t.Errorf("after a restart: %d cached, want at least the %d-token second turn", r3.Timings.CacheN, len(turn2))
+	}
+	expectAlone(t, ref, "the turn after a restart", turn3, r3.Tokens, predict)
+
+	// Diverging far back into what was restored from disk.
+	div2 := len(turn2) * 85 / 100
+	edited2 := joinTokens(turn2[:div2], textTokens(t, ref.e, 50, 5))
+	r4 := complete(st, edited2)
+	t.Logf("%s: after a restart, diverging at %d of %d: %d cached", arch, div2, len(turn2), r4.Timings.CacheN)
+	if r4.Timings.CacheN < div2/every*every || r4.Timings.CacheN > div2 {
+		t.Errorf("after a restart, diverging at %d: %d cached, want at least the parked checkpoint at %d", div2, r4.Timings.CacheN, div2/every*every)
+	}
+	expectAlone(t, ref, "the prompt diverging after a restart", edited2, r4.Tokens, predict)
+}

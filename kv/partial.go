@@ -1,0 +1,189 @@
+package kv
+
+import (
+	"log/slog"
+	"slices"
+
+	"superfluid/engine"
+)
+
+// Partial state (engine.PartialCuts). A sliding-window model's cells leave
+// the window and a hybrid model's recurrent state exists only at a
+// stream's end, so a cached stream cannot always be cut where a prompt
+// leaves it. The cache cuts only where the engine says a cut is valid
+// (MinCut); elsewhere it resumes from the stream's last checkpoint at or
+// before the divergence — the partial state the engine took as the
+// stream was prefilled, kept with the entry in host memory — and where
+// there is none it falls back to a shorter prefix or a cold prefill,
+// counted (Stats.CutRefusals). A request is never failed for it.
+//
+// Checkpoints follow their stream: a lane seeded from an entry inherits
+// the entry's checkpoints up to the seed, adds those the engine took of
+// its own prompt, and publishes them all with its stream; an evicted
+// entry's go with it to host memory.
+
+// maxEntryCheckpoints bounds the checkpoints one entry keeps (the engine
+// keeps its own CheckpointMax per sequence; inherited ones add to those).
+const maxEntryCheckpoints = 32
+
+// cutter returns the engine's cuts, nil when every cut is valid.
+func (c *Cache) cutter() engine.PartialCuts {
+	if c.eng.Descriptor().Partial == engine.PartialNone {
+		return nil
+	}
+	pc, _ := c.eng.(engine.PartialCuts)
+	return pc
+}
+
+// cutValid reports whether seq, holding more than keep tokens, may be cut
+// (or copied) to keep tokens.
+func (c *Cache) cutValid(seq int32, keep int) bool {
+	pc := c.cutter()
+	return pc == nil || keep >= pc.MinCut(seq)
+}
+
+// latestCheckpoint is the last checkpoint at or before depth.
+func latestCheckpoint(cps []engine.Checkpoint, depth int) (engine.Checkpoint, bool) {
+	for i := len(cps) - 1; i >= 0; i-- {
+		if cps[i].Pos > 0 && cps[i].Pos <= depth {
+			return cps[i], true
+		}
+	}
+	return engine.Checkpoint{}, false
+}
+
+// checkpointsUpTo returns the checkpoints at or before depth (shared, not
+// copied: checkpoints are never modified).
+func checkpointsUpTo(cps []engine.Checkpoint, depth int) []engine.Checkpoint {
+	i := len(cps)
+	for i > 0 && cps[i-1].Pos > depth {
+		i--
+	}
+	return cps[:i:i]
+}
+
+// mergeCheckpoints joins two ascending lists, b winning on an equal Pos
+// (the newer state of the same stream), keeping the last max.
+func mergeCheckpoints(a, b []engine.Checkpoint, max int) []engine.Checkpoint {
+	if len(a) == 0 && len(b) <= max {
+		return b
+	}
+	out := make([]engine.Checkpoint, 0, len(a)+len(b))
+	out = append(out, a...)
+	for _, cp := range b {
+		i, found := slices.BinarySearchFunc(out, cp.Pos, func(x engine.Checkpoint, p int) int { return x.Pos - p })
+		if found {
+			out[i] = cp
+		} else {
+			out = slices.Insert(out, i, cp)
+		}
+	}
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
+
+func checkpointBytes(cps []engine.Checkpoint) int64 {
+	var n int64
+	for _, cp := range cps {
+		n += int64(len(cp.Blob))
+	}
+	return n
+}
+
+// resumeAt makes seq, which holds more than depth tokens of the stream
+// cps were taken of, hold its first depth tokens or fewer: cut there when
+// that is valid, else resumed at the last checkpoint before it. It
+// returns how many tokens seq holds (0: none, seq emptied: the caller
+// prefills cold) and counts the fallbacks.
+func (c *Cache) resumeAt(seq int32, depth int, cps []engine.Checkpoint) int {
+	if c.cutValid(seq, depth) {
+		if err := c.eng.Truncate(seq, depth); err != nil {
+			slog.Warn("prefix cache: cutting a restored stream failed, admitting cold", "err", err)
+			c.eng.Free(seq)
+			c.stats.CutRefusals.Add(1)
+			return 0
+		}
+		return depth
+	}
+	return c.resumeFromCheckpoint(seq, depth, cps)
+}
+
+// resumeFromCheckpoint resumes seq (holding at least the checkpoint's
+// tokens of its stream) at the last checkpoint at or before depth.
+func (c *Cache) resumeFromCheckpoint(seq int32, depth int, cps []engine.Checkpoint) int {
+	cp, ok := latestCheckpoint(cps, depth)
+	if !ok {
+		c.eng.Free(seq)
+		c.stats.CutRefusals.Add(1)
+		return 0
+	}
+	if err := c.cutter().RestoreCheckpoint(seq, cp); err != nil {
+		slog.Warn("prefix cache: a checkpoint was refused, admitting cold", "pos", cp.Pos, "err", err)
+		c.eng.Free(seq)
+		c.stats.CutRefusals.Add(1)
+		return 0
+	}
+	c.stats.CheckpointResumes.Add(1)
+	return cp.Pos
+}
+
+// sound is the last check before a seeded sequence goes to a lane: it
+// holds exactly the tokens the seed says and can be continued there. A
+// seed that fails it (an engine whose state disagrees with what the cache
+// believed) is emptied and the lane prefills cold, counted: never a
+// request failed at admission.
+func (c *Cache) sound(seq int32, cached int) bool {
+	if cached == 0 {
+		return true
+	}
+	ok := c.eng.SeqLen(seq) == cached
+	if pc := c.cutter(); ok && pc != nil {
+		ok = pc.MinCut(seq) <= cached
+	}
+	if !ok {
+		slog.Warn("prefix cache: a seeded sequence does not hold what the seed says; admitting cold", "seq", seq, "cached", cached, "holds", c.eng.SeqLen(seq))
+		c.eng.Free(seq)
+		c.stats.SeedMismatches.Add(1)
+	}
+	return ok
+}
+
+// takeCheckpoints collects what seq's stream of n tokens carries: the
+// checkpoints its seed inherited and those the engine took as it
+// prefilled.
+func (c *Cache) takeCheckpoints(seq int32, n int) []engine.Checkpoint {
+	inherited := c.inherit[seq]
+	delete(c.inherit, seq)
+	pc := c.cutter()
+	if pc == nil {
+		return nil
+	}
+	own, err := pc.TakeCheckpoints(seq)
+	if err != nil {
+		slog.Warn("prefix cache: taking checkpoints failed", "err", err)
+	}
+	return thinCheckpoints(checkpointsUpTo(mergeCheckpoints(inherited, own, maxEntryCheckpoints), n), c.eng.Descriptor().CheckpointEvery/2)
+}
+
+// thinCheckpoints drops checkpoints less than gap after the one kept
+// before them, keeping the last: a conversation of many short turns
+// leaves one at every turn's end, and a checkpoint costs as much as
+// hundreds of tokens of the stream itself (SF_CKPT_EVERY in native/), so
+// a stream keeps at most about two per CheckpointEvery tokens, and its last.
+func thinCheckpoints(cps []engine.Checkpoint, gap int) []engine.Checkpoint {
+	if gap <= 0 || len(cps) < 2 {
+		return cps
+	}
+	out := make([]engine.Checkpoint, 0, len(cps))
+	for i, cp := range cps {
+		// The last stays whatever its gap: the latest turn's end, where
+		// the next turn most likely leaves the stream.
+		if len(out) > 0 && cp.Pos-out[len(out)-1].Pos < gap && i != len(cps)-1 {
+			continue
+		}
+		out = append(out, cp)
+	}
+	return out
+}

@@ -1,0 +1,289 @@
+package kv
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"superfluid/engine"
+)
+
+// windowEngine is a sliding-window fake: a sequence holds its window's
+// cells only for its last window tokens (as llama.cpp reuses the cells
+// that left every window), so a copy or cut below MinCut leaves a
+// sequence holding nothing, as the native engine's did before the cache
+// knew (issue 22). Checkpoints are the test's to place.
+type windowEngine struct {
+	*fakeEngine
+	window  int
+	minCut  []int                 // per sequence
+	broken  []bool                // cut below the window: holds its tokens' full cells, reports none
+	ckpts   [][]engine.Checkpoint // what the engine took as lanes prefilled
+	restore int                   // checkpoint restores
+}
+
+func newWindowEngine(n, window int) *windowEngine {
+	f := newFakeEngine(n)
+	f.desc.PartialTruncation = false
+	f.desc.Partial = engine.PartialSWA
+	f.desc.SlidingWindow = window
+	return &windowEngine{fakeEngine: f, window: window, minCut: make([]int, n), broken: make([]bool, n), ckpts: make([][]engine.Checkpoint, n)}
+}
+
+func (w *windowEngine) MinCut(seq int32) int { return w.minCut[seq] }
+
+func (w *windowEngine) TakeCheckpoints(seq int32) ([]engine.Checkpoint, error) {
+	cps := w.ckpts[seq]
+	w.ckpts[seq] = nil
+	return cps, nil
+}
+
+func (w *windowEngine) RestoreCheckpoint(seq int32, cp engine.Checkpoint) error {
+	if string(cp.Blob) != fmt.Sprint("cp@", cp.Pos) || len(w.seqs[seq]) < cp.Pos {
+		w.Free(seq)
+		return engine.ErrState
+	}
+	w.restore++
+	w.seqs[seq] = w.seqs[seq][:cp.Pos]
+	w.minCut[seq] = 0
+	w.broken[seq] = false
+	return nil
+}
+
+// The window's cells are only there for the stream's last window tokens.
+func (w *windowEngine) settle(seq int32) { w.minCut[seq] = max(0, len(w.seqs[seq])-w.window) }
+
+func (w *windowEngine) CopyPrefix(src, dst int32, n int) error {
+	if err := w.fakeEngine.CopyPrefix(src, dst, n); err != nil {
+		return err
+	}
+	w.broken[dst] = n < w.minCut[src] // the native engine's copy held 0 tokens
+	w.minCut[dst] = w.minCut[src]
+	return nil
+}
+
+func (w *windowEngine) SeqLen(seq int32) int {
+	if w.broken[seq] {
+		return 0
+	}
+	return w.fakeEngine.SeqLen(seq)
+}
+
+func (w *windowEngine) Truncate(seq int32, keep int) error {
+	if keep < w.minCut[seq] && keep < len(w.seqs[seq]) {
+		w.broken[seq] = true
+	}
+	return w.fakeEngine.Truncate(seq, keep)
+}
+
+func (w *windowEngine) Free(seq int32) error {
+	w.minCut[seq] = 0
+	w.broken[seq] = false
+	w.ckpts[seq] = nil
+	return w.fakeEngine.Free(seq)
+}
+
+func (w *windowEngine) Import(seq int32, data []byte) (int, error) {
+	n, err := w.fakeEngine.Import(seq, data)
+	w.settle(seq)
+	return n, err
+}
+
+func checkpointAt(pos int) engine.Checkpoint {
+	return engine.Checkpoint{Pos: pos, Blob: []byte(fmt.Sprint("cp@", pos))}
+}
+
+// serveWindow is serve for the window engine: the lane's prefill leaves
+// the window's cells at the stream's end and the checkpoints given.
+func serveWindow(t *testing.T, c *Cache, w *windowEngine, prompt []engine.Token, cps ...int) int {
+	t.Helper()
+	seq, cached, err := c.Acquire(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.seqs[seq]; !slices.Equal(got, prompt[:cached]) {
+		t.Fatalf("sequence holds %d tokens, want the %d-token prefix", len(got), cached)
+	}
+	if cached > 0 && w.SeqLen(seq) != cached {
+		t.Fatalf("the sequence reports %d tokens, the seed %d", w.SeqLen(seq), cached)
+	}
+	w.fill(seq, prompt)
+	w.settle(seq)
+	for _, p := range cps {
+		w.ckpts[seq] = append(w.ckpts[seq], checkpointAt(p))
+	}
+	c.Release(seq, prompt)
+	return cached
+}
+
+// A prompt leaving a cached stream further back than the window reaches
+// is admitted cold, counted, never refused; one leaving it within the
+// window is cut there.
+func TestWindowCutRefusedFallsBackCold(t *testing.T) {
+	w := newWindowEngine(4, 100)
+	c, _ := New(w, Config{Seqs: 4})
+	base := seqOf(1, 1000)
+	serveWindow(t, c, w, base)
+	if cached := serveWindow(t, c, w, cat(base[:500], seqOf(5000, 50))); cached != 0 {
+		t.Fatalf("diverging 500 tokens back: cached %d, want a cold prefill", cached)
+	}
+	if n := c.Stats().CutRefusals.Load(); n != 1 {
+		t.Fatalf("%d cut refusals counted, want 1", n)
+	}
+	if cached := serveWindow(t, c, w, cat(base[:950], seqOf(6000, 50))); cached != 950 {
+		t.Fatalf("diverging inside the window: cached %d, want 950", cached)
+	}
+	if n := c.Stats().SeedMismatches.Load(); n != 0 {
+		t.Fatalf("%d seeds did not hold what they said", n)
+	}
+}
+
+// The refused cut falls back to a shorter cached prefix when one is
+// resident: another stream sharing less.
+func TestWindowCutRefusedFallsBackToAShorterEntry(t *testing.T) {
+	w := newWindowEngine(4, 100)
+	c, _ := New(w, Config{Seqs: 4})
+	system := seqOf(1, 300)
+	serveWindow(t, c, w, cat(system, seqOf(1000, 10))) // whole: a cut at 300 is valid
+	long := cat(system, seqOf(2000, 700))
+	serveWindow(t, c, w, long)
+	if cached := serveWindow(t, c, w, cat(long[:600], seqOf(3000, 10))); cached != 300 {
+		t.Fatalf("cached %d, want the 300 tokens the short entry can give", cached)
+	}
+}
+
+// A divergence before the window resumes from the last checkpoint at or
+// before it; the lane's stream carries the checkpoints on, so the next
+// divergence further back resumes too.
+func TestDivergingPromptResumesFromACheckpoint(t *testing.T) {
+	w := newWindowEngine(4, 100)
+	c, _ := New(w, Config{Seqs: 4})
+	base := seqOf(1, 1000)
+	serveWindow(t, c, w, base, 256, 512, 768, 1000)
+	second := cat(base[:600], seqOf(5000, 200))
+	if cached := serveWindow(t, c, w, second, 800); cached != 512 {
+		t.Fatalf("diverging at 600: cached %d, want the checkpoint at 512", cached)
+	}
+	if c.Stats().CheckpointResumes.Load() != 1 || w.restore != 1 || c.Stats().CutRefusals.Load() != 0 {
+		t.Fatalf("resumes %d, restores %d, refusals %d", c.Stats().CheckpointResumes.Load(), w.restore, c.Stats().CutRefusals.Load())
+	}
+	// The second stream inherited 256 and 512 from the first.
+	if cached := serveWindow(t, c, w, cat(second[:650], seqOf(7000, 10))); cached != 512 {
+		t.Fatalf("diverging at 650 of the second stream: cached %d, want 512", cached)
+	}
+	if cached := serveWindow(t, c, w, cat(second[:300], seqOf(8000, 10))); cached != 256 {
+		t.Fatalf("diverging at 300: cached %d, want 256", cached)
+	}
+}
+
+// Checkpoints follow an entry into host memory and resume from there.
+func TestHostEntryResumesFromACheckpoint(t *testing.T) {
+	w := newWindowEngine(2, 100)
+	c, _ := New(w, Config{Seqs: 2, HostBytes: 1 << 20, MinHostTokens: 16})
+	base := seqOf(1, 1000)
+	serveWindow(t, c, w, base, 400, 800)
+	s1, _, _ := c.Acquire(seqOf(20000, 5))
+	s2, _, _ := c.Acquire(seqOf(30000, 5))
+	c.Release(s1, nil)
+	c.Release(s2, nil)
+	if got := tiers(c); got["host"] != 1 {
+		t.Fatalf("tiers %v, want the stream in host memory", got)
+	}
+	if cached := serveWindow(t, c, w, cat(base[:850], seqOf(5000, 10))); cached != 800 {
+		t.Fatalf("cached %d from host memory, want the checkpoint at 800", cached)
+	}
+	// Without a checkpoint before the divergence: cold, and the host
+	// entry stays for the prompts it can serve.
+	if cached := serveWindow(t, c, w, cat(base[:300], seqOf(6000, 10))); cached != 0 {
+		t.Fatalf("cached %d, want cold", cached)
+	}
+	if c.Stats().CutRefusals.Load() == 0 {
+		t.Fatal("the refused cut was not counted")
+	}
+}
+
+// brokenCopyEngine's copies hold nothing: the engine disagrees with what
+// the cache believed.
+type brokenCopyEngine struct{ *fakeEngine }
+
+func (b brokenCopyEngine) CopyPrefix(src, dst int32, n int) error {
+	b.seqs[dst] = nil
+	return nil
+}
+
+// A seed that does not hold what it says is reset before admission: the
+// lane prefills cold, counted, and the plan never names cached tokens the
+// sequence lacks.
+func TestUnsoundSeedIsAdmittedCold(t *testing.T) {
+	f := newFakeEngine(4)
+	c, _ := New(brokenCopyEngine{f}, Config{Seqs: 4})
+	base := seqOf(1, 200)
+	serve(t, c, f, base, nil)
+	seq, cached, err := c.Acquire(cat(base, seqOf(900, 5)))
+	if err != nil || cached != 0 || len(f.seqs[seq]) != 0 {
+		t.Fatalf("cached %d holding %d, err %v: want a cold admission", cached, len(f.seqs[seq]), err)
+	}
+	if c.Stats().SeedMismatches.Load() != 1 {
+		t.Fatal("the mismatch was not counted")
+	}
+}
+
+func TestMergeCheckpointsKeepsTheLatest(t *testing.T) {
+	a := []engine.Checkpoint{checkpointAt(1), checkpointAt(3)}
+	b := []engine.Checkpoint{checkpointAt(2), {Pos: 3, Blob: []byte("new")}, checkpointAt(4)}
+	got := mergeCheckpoints(a, b, 3)
+	if len(got) != 3 || got[0].Pos != 2 || got[1].Pos != 3 || string(got[1].Blob) != "new" || got[2].Pos != 4 {
+		t.Fatalf("merged %v", got)
+	}
+	if cp, ok := latestCheckpoint(got, 3); !ok || cp.Pos != 3 {
+		t.Fatalf("latest at 3: %v %v", cp, ok)
+	}
+	if _, ok := latestCheckpoint(got, 1); ok {
+		t.Fatal("a checkpoint after the depth")
+	}
+}
+
+// Checkpoints are parked with their stream and resume it after a restart.
+func TestParkedCheckpointsResumeAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	w := newWindowEngine(4, 100)
+	c, err := New(w, Config{Seqs: 4, Park: openPark(t, dir), MinHostTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := seqOf(1, 1000)
+	serveWindow(t, c, w, base, 300, 600, 900)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w = newWindowEngine(4, 100)
+	c, err = New(w, Config{Seqs: 4, Park: openPark(t, dir), MinHostTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if cached := serveWindow(t, c, w, cat(base[:700], seqOf(5000, 10))); cached != 600 {
+		t.Fatalf("after a restart, diverging at 700: cached %d, want the parked checkpoint at 600", cached)
+	}
+	if c.Stats().ParkHits.Load() != 1 || c.Stats().CheckpointResumes.Load() != 1 {
+		t.Fatalf("park hits %d, checkpoint resumes %d", c.Stats().ParkHits.Load(), c.Stats().CheckpointResumes.Load())
+	}
+	// The resumed lane's stream carries the parked checkpoints on.
+	if cached := serveWindow(t, c, w, cat(base[:400], seqOf(6000, 10))); cached != 300 {
+		t.Fatalf("diverging at 400: cached %d, want 300", cached)
+	}
+}
+
+func TestThinCheckpointsKeepsTwoPerSpacingAndTheLast(t *testing.T) {
+	var cps []engine.Checkpoint
+	for _, p := range []int{100, 150, 700, 710, 1300, 1320} {
+		cps = append(cps, checkpointAt(p))
+	}
+	var got []int
+	for _, cp := range thinCheckpoints(cps, 512) {
+		got = append(got, cp.Pos)
+	}
+	if !slices.Equal(got, []int{100, 700, 1300, 1320}) {
+		t.Fatalf("kept %v", got)
+	}
+}
