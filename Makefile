@@ -86,7 +86,7 @@ export CGO_CPPFLAGS = $(LLAMA_INC)
 export CGO_CFLAGS   = -O3 $(NATIVE_SIMD)
 export CGO_CXXFLAGS = -O3 $(NATIVE_SIMD)
 
-.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench bench-engine bench-satellite models clean deps llama-libs engine-test
+.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench bench-engine bench-satellite bench-families models clean deps llama-libs engine-test
 
 all: build
 
@@ -183,6 +183,15 @@ bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
 # SATELLITE=one|two runs one setup). Run it on a quiet machine.
 bench-satellite: build $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
 	MODELS=$(MODELS) bench/satellite.sh $(or $(SATELLITE),both)
+
+# Issue 22's family benchmark: on dense, MoE, sliding-window, hybrid and
+# hybrid-MoE synthetic models, the cached share and time to first token of
+# a conversation edited after 85% of its opening, and of its second turn;
+# beside llama-server from the same llama.cpp tree when LLAMA_SERVER names
+# its binary (bench/families.sh says what it runs; ARCHS=… picks families).
+# Run it on a quiet machine.
+bench-families: build
+	LLAMA_SERVER=$(LLAMA_SERVER) bench/families.sh $(ARCHS)
 
 models: $(MODELS)/synth-tiny-f16.gguf $(MODELS)/synth-0.5b-q8_0.gguf
 
