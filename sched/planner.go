@@ -21,6 +21,7 @@ type planner struct {
 	// prefill until one has.
 	shortReplyReleased bool
 	batch              int // the engine's most tokens per step
+	ubatch             int // its micro-batch: a step's efficient size
 	stats              *counters
 
 	queues [NumClasses][]*job
@@ -93,8 +94,16 @@ func (r *ready) clear() {
 }
 
 func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
-	return &planner{cfg: cfg, batch: d.Batch, stats: stats, bgDivisor: cfg.BackgroundDivisor}
+	ubatch := d.UBatch
+	if ubatch <= 0 {
+		ubatch = min(d.Batch, defaultUBatch)
+	}
+	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), stats: stats, bgDivisor: cfg.BackgroundDivisor}
 }
+
+// defaultUBatch is an engine's micro-batch when its descriptor names none
+// (llama.cpp's default).
+const defaultUBatch = 512
 
 // liveLanes is the lanes holding a slot past this step: a finishing lane
 // retires before anything is admitted, so its slot is already free.
@@ -219,6 +228,10 @@ func (p *planner) joinerWaits() bool {
 	}
 	return false
 }
+
+// alone reports whether one lane runs and no request waits for one: its
+// prompt holds up nobody but a request yet to come.
+func (p *planner) alone() bool { return p.liveLanes() == 1 && p.queued() == 0 }
 
 // othersElsewhere is Turn.others for this engine: false, false without
 // an arbiter.
