@@ -229,15 +229,15 @@ func BenchmarkPrefill(b *testing.B) {
 
 // BenchmarkPrefillUBatch prefills a 2,000-token prompt in one plain
 // llama_decode call at micro-batches from 64 (what `serve --batch 64` steps
-// are) to 512 (llama-bench's and llama-server's default), alternating them:
-// the cost of small steps in the kernels themselves, with nothing of
-// superfluid's around them. Reported: tokens/s of each and each one's ratio
-// to 512's.
+// were) through 512 (llama-bench's and llama-server's default, and
+// DefaultUBatch) to 2048, alternating them: the cost of small steps in the
+// kernels themselves, with nothing of superfluid's around them. Reported:
+// tokens/s of each and each one's ratio to 512's.
 func BenchmarkPrefillUBatch(b *testing.B) {
 	path := benchModel(b)
 	const promptLen = 2000
 	reps := benchReps(3)
-	ubatches := []int{64, 128, 256, 512}
+	ubatches := []int{64, 128, 256, 512, 1024, 2048}
 	engines := make([]*Engine, len(ubatches))
 	for i, u := range ubatches {
 		e, err := Open(Options{ModelPath: path, Ctx: 4096, Lanes: 1, Seqs: 1, Batch: 2048, UBatch: u, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA")})
@@ -261,11 +261,11 @@ func BenchmarkPrefillUBatch(b *testing.B) {
 			inTurn(r, runs...)
 		}
 	}
-	last := len(ubatches) - 1
+	ref := slices.Index(ubatches, 512)
 	for i, u := range ubatches {
 		b.ReportMetric(median(rates[i]), fmt.Sprintf("ubatch%d-tok/s", u))
-		if i < last {
-			b.ReportMetric(median(ratios(rates[i], rates[last])), fmt.Sprintf("ubatch%d/512", u))
+		if i != ref {
+			b.ReportMetric(median(ratios(rates[i], rates[ref])), fmt.Sprintf("ubatch%d/512", u))
 		}
 	}
 }
