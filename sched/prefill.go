@@ -13,15 +13,15 @@ package sched
 
 const (
 	// prefillTailFloor: the tail cap never cuts the rest of a step below
-	// this many tokens. It binds on batches above it (512 on a GPU); a
-	// CPU's 64-token step has no tail to cut.
+	// this many tokens. It binds on steps above it (a 512-token
+	// micro-batch or more); a 64-token step has no tail to cut.
 	prefillTailFloor = 256
 
 	// joinWaitSecs bounds the prefill of a step a newcomer could join
 	// after (a lane is free, or a Chat/FIM request could take one): it
 	// waits for the step in flight, so this bounds that wait. A step never
-	// goes below joinWaitMinTokens for it (the CPU's whole 64-token batch:
-	// smaller steps lose more throughput than they save a newcomer).
+	// goes below joinWaitMinTokens for it (smaller steps lose more
+	// throughput than they save a newcomer).
 	joinWaitSecs      = 0.5
 	joinWaitMinTokens = 64
 	// joinWaitGrain: the bound is rounded down to whole steps of this many
@@ -42,9 +42,8 @@ const (
 	// starvedShareDivisor: while a Chat or FIM prompt waits, starving lanes
 	// of worse classes (which rank ahead of it) take at most this fraction
 	// of the step between them. They still move, so a stream of editor
-	// requests cannot starve them, but at the CPU's 64-token steps a
-	// starving lane that filled the step alone would halve the waiting
-	// prompt's speed.
+	// requests cannot starve them, but a starving lane that filled the
+	// step alone would halve the waiting prompt's speed.
 	starvedShareDivisor = 4
 )
 
