@@ -59,8 +59,12 @@
 // micro-batches (the engine's n_ubatch, which llama_decode splits a step
 // into and beyond which a bigger step gains little) within two seconds,
 // at least one; a request arriving waits out that step (one 512-token
-// micro-batch of the 0.5b model on the 2-core CPU, about 2 s). Until a
-// step has taught the cost, a step is one micro-batch. The
+// micro-batch of the 0.5b model on the 2-core CPU, about 2 s). While this
+// engine, or another sharing the arbiter, carried Chat or FIM work within
+// the last 10 s (a person at work: an editor's next completion comes
+// within seconds), a step prefilling only Agent and Background prompts
+// fits 0.15 s (see "Several engines"). Until a step has taught the cost,
+// a step is one micro-batch. The
 // seconds come from a cost model of a step's rows: a prompt token's
 // attention reads every position before it, so a row at depth d costs
 // about a + b·d (the tiny model's 512-token steps over one 1,500-token

@@ -44,8 +44,22 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 	if !pl.Empty() {
 		p.stats.ticks.Add(1)
 	}
+	if p.stepInteractiveDecode || p.stepInteractivePrefill(pl) {
+		p.lastInteractive = now
+	}
 	p.stepRows, p.stepDepth = p.planShape(pl)
 	return pl
+}
+
+// stepInteractivePrefill reports whether the plan carries a Chat or FIM
+// prompt's chunk.
+func (p *planner) stepInteractivePrefill(pl *engine.Plan) bool {
+	for i := range pl.Prefills {
+		if l := p.find(pl.Prefills[i].Lane); l != nil && l.job.class.interactive() {
+			return true
+		}
+	}
+	return false
 }
 
 // decoders is the lanes that put a token into this step: every lane whose
@@ -98,7 +112,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 	room := max(0, p.batch-len(decoders))
 	budget, growMax := 0, 0
 	if prefill {
-		budget, growMax = p.stepPrefillBudget(room, decoders)
+		budget, growMax = p.stepPrefillBudget(room, decoders, now)
 	}
 	p.stats.prefillBudgetLive.Store(int64(budget))
 	order := p.order[:0]
@@ -200,8 +214,12 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 //     engine's efficient size: whole micro-batches within soloWaitSecs,
 //     at least one.
 //
-// Until a step has taught the cost, one micro-batch.
-func (p *planner) stepPrefillBudget(room int, decoders []*lane) (budget, growMax int) {
+// Either way, while this engine carried Chat or FIM work within the last
+// interactiveWindow (a person at work here: an editor's next completion
+// comes within seconds), a step prefilling only Agent and Background
+// prompts fits interactiveWaitSecs, as beside another engine's. Until a
+// step has taught the cost, one micro-batch.
+func (p *planner) stepPrefillBudget(room int, decoders []*lane, now time.Time) (budget, growMax int) {
 	budget = room
 	if p.cfg.PrefillBudget > 0 {
 		budget = min(budget, p.cfg.PrefillBudget)
@@ -217,13 +235,15 @@ func (p *planner) stepPrefillBudget(room int, decoders []*lane) (budget, growMax
 	}
 	depth := p.deepestPrompt()
 	joined, interactive := p.othersElsewhere()
-	if !joined && !interactiveDecodes && !(p.joinerWaits() && !p.alone()) {
-		return min(budget, soloTokens(&p.prefillCost, depth, beside, p.ubatch)), room
-	}
-	budget = min(budget, joinWaitTokens(&p.prefillCost, depth, beside))
+	interactive = interactive || !p.lastInteractive.IsZero() && now.Sub(p.lastInteractive) < interactiveWindow
 	growMax = room
-	if interactiveDecodes {
-		growMax = budget
+	if !joined && !interactiveDecodes && !(p.joinerWaits() && !p.alone()) {
+		budget = min(budget, soloTokens(&p.prefillCost, depth, beside, p.ubatch))
+	} else {
+		budget = min(budget, joinWaitTokens(&p.prefillCost, depth, beside))
+		if interactiveDecodes {
+			growMax = budget
+		}
 	}
 	if interactive {
 		if c, ok := bestWaitingPrompt(p.lanes); ok && !c.interactive() {

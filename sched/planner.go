@@ -43,6 +43,9 @@ type planner struct {
 	decodeOwed float64
 	// stepInteractiveDecode: a Chat or FIM lane decodes in the step of plan.
 	stepInteractiveDecode bool
+	// lastInteractive is when a plan last carried a Chat or FIM lane's
+	// prompt or token: a person at work on this engine.
+	lastInteractive time.Time
 	// bgDivisor throttles Agent and Background decoding to one step in N.
 	bgDivisor int
 	// elsewhere reports whether another engine shares the machine, whose
