@@ -270,6 +270,42 @@ func BenchmarkPrefillUBatch(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeUBatch decodes through sf_tick at 1 and 8 streams on two
+// contexts over the same file, n_batch 64 with n_ubatch 64 (serve's old
+// default) and n_batch 2048 with n_ubatch 512 (its default now),
+// alternating them: what the bigger micro-batch's compute buffer costs a
+// decode step, if anything. Reported: tokens/s of each and new/old paired
+// per round.
+func BenchmarkDecodeUBatch(b *testing.B) {
+	path := benchModel(b)
+	const promptLen, n = 8, 48 // eight prompts fit the old batch of 64
+	reps := benchReps(5)
+	open := func(batch, ubatch int) *Engine {
+		e, err := Open(Options{ModelPath: path, Ctx: 4096, Lanes: 8, Seqs: 8, Batch: batch, UBatch: ubatch, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { e.Close() })
+		return e
+	}
+	old, cur := open(64, 64), open(2048, 512)
+	for _, lanes := range []int{1, 8} {
+		var rOld, rCur []float64
+		rate := func(e *Engine) float64 {
+			spent, _ := tickDecode(b, e, lanes, promptLen, n)
+			return float64(lanes*n) / spent.Seconds()
+		}
+		for range b.N {
+			for r := range reps {
+				inTurn(r, func() { rOld = append(rOld, rate(old)) }, func() { rCur = append(rCur, rate(cur)) })
+			}
+		}
+		b.ReportMetric(median(rOld), fmt.Sprintf("b64u64-%dx-tok/s", lanes))
+		b.ReportMetric(median(rCur), fmt.Sprintf("b2048u512-%dx-tok/s", lanes))
+		b.ReportMetric(median(ratios(rCur, rOld)), fmt.Sprintf("new/old-%dx", lanes))
+	}
+}
+
 // BenchmarkPrefillRepack measures what the CPU backend's weight repacking
 // is worth (SF_BENCH_MODEL should be Q4_0: `make bench-engine` generates
 // synth-0.5b-q4_0.gguf; Q8_0 and F16 are not repacked on x86): a
