@@ -144,7 +144,7 @@ func batchDoer(c *cli.Context, class sched.Class) (d batch.Doer, parallel int, c
 	}
 	st, err := app.Load(app.Options{
 		ModelPath: path, Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Threads: c.Int("threads"),
-		Batch: c.Int("batch"), CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HTTP: sfhttp.Config{Version: version},
+		Batch: c.Int("batch"), UBatch: c.Int("ubatch"), CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HTTP: sfhttp.Config{Version: version},
 	})
 	if err != nil {
 		return nil, 0, nil, err

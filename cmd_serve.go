@@ -122,7 +122,7 @@ func serveAction(c *cli.Context) error {
 		ModelPath: models[0].Path, Alias: c.String("alias"), Models: models[1:], ModelsDir: modelsDir(c),
 		MaxModels: c.Int("max-models"), MemoryBudget: budget, KeepAlive: keepAlive(c.Duration("keep-alive")), FIMModelPath: fimPath,
 		Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
-		Threads: c.Int("threads"), Batch: c.Int("batch"), CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HostCache: hostCache,
+		Threads: c.Int("threads"), Batch: c.Int("batch"), UBatch: c.Int("ubatch"), CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HostCache: hostCache,
 		ChatTemplateFile: c.String("chat-template-file"),
 		ParkDir:          dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),

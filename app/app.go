@@ -56,7 +56,8 @@ type Options struct {
 	Ctx          int    // default 16384
 	Seqs         int    // default 4 per lane
 	Threads      int    // default: all cores
-	Batch        int    // default cgo.DefaultBatch, at least 2 per lane
+	Batch        int    // a step's cap; 0: cgo's default for a generation model, 512 for an embedding one
+	UBatch       int    // the engine's micro-batch; default cgo.DefaultUBatch
 	CacheTypeK   string // the K cache's type, as llama.cpp names it; default f16
 	CacheTypeV   string // the V cache's type; default f16
 	FlashAttn    string // on (default), off or auto; see cgo.Options
@@ -208,10 +209,6 @@ func (o *Options) withDefaults() {
 	}
 	if o.Seqs <= 0 {
 		o.Seqs = 4 * o.Lanes
-	}
-	if o.Batch <= 0 {
-		// Room for every lane's decode token and as much prompt beside.
-		o.Batch = max(cgo.DefaultBatch, 2*o.Lanes)
 	}
 	if o.HostCache == 0 {
 		o.HostCache = 1 << 30

@@ -60,7 +60,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		}()
 	}
 	start := time.Now()
-	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, Threads: o.Threads, CacheTypeK: o.CacheTypeK, CacheTypeV: o.CacheTypeV, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack, Poll: o.Poll})
+	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, UBatch: o.UBatch, Threads: o.Threads, CacheTypeK: o.CacheTypeK, CacheTypeV: o.CacheTypeV, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack, Poll: o.Poll})
 	if err != nil {
 		return nil, err
 	}

@@ -229,15 +229,15 @@ func BenchmarkPrefill(b *testing.B) {
 
 // BenchmarkPrefillUBatch prefills a 2,000-token prompt in one plain
 // llama_decode call at micro-batches from 64 (what `serve --batch 64` steps
-// are) to 512 (llama-bench's and llama-server's default), alternating them:
-// the cost of small steps in the kernels themselves, with nothing of
-// superfluid's around them. Reported: tokens/s of each and each one's ratio
-// to 512's.
+// were) through 512 (llama-bench's and llama-server's default, and
+// DefaultUBatch) to 2048, alternating them: the cost of small steps in the
+// kernels themselves, with nothing of superfluid's around them. Reported:
+// tokens/s of each and each one's ratio to 512's.
 func BenchmarkPrefillUBatch(b *testing.B) {
 	path := benchModel(b)
 	const promptLen = 2000
 	reps := benchReps(3)
-	ubatches := []int{64, 128, 256, 512}
+	ubatches := []int{64, 128, 256, 512, 1024, 2048}
 	engines := make([]*Engine, len(ubatches))
 	for i, u := range ubatches {
 		e, err := Open(Options{ModelPath: path, Ctx: 4096, Lanes: 1, Seqs: 1, Batch: 2048, UBatch: u, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA")})
@@ -261,12 +261,48 @@ func BenchmarkPrefillUBatch(b *testing.B) {
 			inTurn(r, runs...)
 		}
 	}
-	last := len(ubatches) - 1
+	ref := slices.Index(ubatches, 512)
 	for i, u := range ubatches {
 		b.ReportMetric(median(rates[i]), fmt.Sprintf("ubatch%d-tok/s", u))
-		if i < last {
-			b.ReportMetric(median(ratios(rates[i], rates[last])), fmt.Sprintf("ubatch%d/512", u))
+		if i != ref {
+			b.ReportMetric(median(ratios(rates[i], rates[ref])), fmt.Sprintf("ubatch%d/512", u))
 		}
+	}
+}
+
+// BenchmarkDecodeUBatch decodes through sf_tick at 1 and 8 streams on two
+// contexts over the same file, n_batch 64 with n_ubatch 64 (serve's old
+// default) and n_batch 2048 with n_ubatch 512 (its default now),
+// alternating them: what the bigger micro-batch's compute buffer costs a
+// decode step, if anything. Reported: tokens/s of each and new/old paired
+// per round.
+func BenchmarkDecodeUBatch(b *testing.B) {
+	path := benchModel(b)
+	const promptLen, n = 8, 48 // eight prompts fit the old batch of 64
+	reps := benchReps(5)
+	open := func(batch, ubatch int) *Engine {
+		e, err := Open(Options{ModelPath: path, Ctx: 4096, Lanes: 8, Seqs: 8, Batch: batch, UBatch: ubatch, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { e.Close() })
+		return e
+	}
+	old, cur := open(64, 64), open(2048, 512)
+	for _, lanes := range []int{1, 8} {
+		var rOld, rCur []float64
+		rate := func(e *Engine) float64 {
+			spent, _ := tickDecode(b, e, lanes, promptLen, n)
+			return float64(lanes*n) / spent.Seconds()
+		}
+		for range b.N {
+			for r := range reps {
+				inTurn(r, func() { rOld = append(rOld, rate(old)) }, func() { rCur = append(rCur, rate(cur)) })
+			}
+		}
+		b.ReportMetric(median(rOld), fmt.Sprintf("b64u64-%dx-tok/s", lanes))
+		b.ReportMetric(median(rCur), fmt.Sprintf("b2048u512-%dx-tok/s", lanes))
+		b.ReportMetric(median(ratios(rCur, rOld)), fmt.Sprintf("new/old-%dx", lanes))
 	}
 }
 

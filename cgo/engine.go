@@ -39,8 +39,8 @@ type Options struct {
 	Ctx       int // context tokens shared by all sequences; 0: the model's
 	Seqs      int // engine sequences: lanes plus cached prefixes
 	Lanes     int // lanes that may run at once
-	Batch     int // most tokens a step may carry; 0: DefaultBatch
-	UBatch    int // physical micro-batch; 0: min(Batch, 512)
+	Batch     int // most tokens a step may carry (n_batch); 0: DefaultBatch
+	UBatch    int // micro-batch llama_decode splits a step into (n_ubatch); 0: min(Batch, DefaultUBatch)
 	Threads   int // 0: all cores
 	// CacheTypeK and CacheTypeV are the K and V caches' cell types, named
 	// as llama.cpp's --cache-type-k/-v name them (CacheTypes); "" is f16.
@@ -70,6 +70,11 @@ type Options struct {
 	Poll int
 }
 
+// DefaultUBatch is the micro-batch unless told otherwise: llama.cpp's and
+// llama-server's default, at which the CPU's prefill rate levels off
+// (BenchmarkPrefillUBatch).
+const DefaultUBatch = 512
+
 // DefaultPoll is llama.cpp's polling level. On this project's 2-core
 // machine one decode stream ran 1.00-1.07x as fast with it as with ggml's
 // threads per step, and never slower (BenchmarkThreadPool).
@@ -90,7 +95,11 @@ func (o *Options) withDefaults() Options {
 		v.Seqs = 2 * v.Lanes
 	}
 	if v.Batch <= 0 {
-		v.Batch = DefaultBatch
+		// Room for every lane's decode token and as much prompt beside.
+		v.Batch = max(DefaultBatch, 2*v.Lanes)
+	}
+	if v.UBatch <= 0 {
+		v.UBatch = min(v.Batch, DefaultUBatch)
 	}
 	if v.Threads <= 0 {
 		v.Threads = runtime.NumCPU()
@@ -274,6 +283,7 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		Seqs:              int(d.n_seq_max),
 		Lanes:             o.Lanes,
 		Batch:             int(d.n_batch),
+		UBatch:            min(o.UBatch, int(d.n_batch)), // as llama.cpp clamps it
 		Embd:              int(d.n_embd),
 		Layers:            int(d.n_layer),
 		CacheTypeK:        C.GoString(&d.type_k[0]),

@@ -95,6 +95,32 @@ func TestOpenReportsDescriptor(t *testing.T) {
 	}
 }
 
+// The descriptor reports the batch and micro-batch as llama.cpp clamps
+// them: the batch to the context, the micro-batch to the batch; by default
+// a micro-batch of DefaultUBatch under a batch of DefaultBatch.
+func TestOpenReportsBatchAndMicroBatch(t *testing.T) {
+	for _, c := range []struct {
+		ctx, batch, ubatch int
+		wantB, wantU       int
+	}{
+		{4096, 0, 0, DefaultBatch, DefaultUBatch},
+		{1024, 0, 0, 1024, DefaultUBatch},
+		{1024, 256, 0, 256, 256},
+		{4096, 2048, 1024, 2048, 1024},
+		{4096, 128, 512, 128, 128},
+	} {
+		e, err := Open(Options{ModelPath: tinyModel(t), Ctx: c.ctx, Lanes: 1, Seqs: 1, Batch: c.batch, UBatch: c.ubatch, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := e.Descriptor()
+		if d.Batch != c.wantB || d.UBatch != c.wantU {
+			t.Errorf("ctx %d, batch %d, ubatch %d: descriptor batch %d, ubatch %d; want %d, %d", c.ctx, c.batch, c.ubatch, d.Batch, d.UBatch, c.wantB, c.wantU)
+		}
+		e.Close()
+	}
+}
+
 func TestOpenRejectsBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	notGGUF := filepath.Join(dir, "x.gguf")

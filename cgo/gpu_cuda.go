@@ -20,8 +20,9 @@ import (
 // GPUBackend names the GPU backend this binary was built for.
 const GPUBackend = "cuda"
 
-// DefaultBatch: a GPU prefills far faster in large steps.
-const DefaultBatch = 512
+// DefaultBatch: a cap on a step, which the scheduler sizes by time below
+// it, as on the CPU (gpu.go).
+const DefaultBatch = 2048
 
 // gpuLayers offloads every layer unless told otherwise (0: all, <0: none).
 func gpuLayers(n int) int {

@@ -14,8 +14,10 @@ import (
 // the scheduler (submit to first token, one lane) against one plain
 // llama_decode of it at llama-bench's defaults (n_batch 2048, n_ubatch 512;
 // sf_bench_plain_prefill, as cgo's BenchmarkPrefill); §9 aims at ≥ 0.95×
-// of it. The scheduler runs twice: with a batch that holds the prompt (one
-// step) and at serve's CPU default, --batch 64 (32 steps). Three rounds,
+// of it. The scheduler runs twice: with a batch that holds the prompt
+// (serve's default, 2048; a Chat prompt that fits runs in one step) and at
+// --batch 64 (32 steps, the CPU default before steps were sized by time).
+// Three rounds,
 // alternating, the median of each.
 func BenchmarkLonePrefill(b *testing.B) {
 	path := benchModel(b)

@@ -25,7 +25,7 @@ import (
 // handlers' coverage; an abort in llama.cpp ends the process, which the
 // fuzzer reports as a crash with its input.
 func FuzzEngineRequests(f *testing.F) {
-	st := startStack(f, app.Options{Batch: 64}) // the CPU default, where the planner's overflow was
+	st := startStack(f, app.Options{Batch: 64}) // --batch 64 (the CPU default before steps were sized by time), where the planner's overflow was
 	vocab := st.Engine.Descriptor().Vocab
 	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{Proxy: nil}}
 	base := st.URL()

@@ -9,6 +9,7 @@ type Descriptor struct {
 	Seqs         int    `json:"max_sequences"`
 	Lanes        int    `json:"max_lanes"`
 	Batch        int    `json:"batch"`
+	UBatch       int    `json:"ubatch"` // llama_decode's micro-batch; 0: min(Batch, 512)
 	Embd         int    `json:"embedding"`
 	Layers       int    `json:"layers"`
 	// CacheTypeK and CacheTypeV are the K and V caches' cell types as

@@ -9,8 +9,9 @@ import (
 	"superfluid/engine/enginetest"
 )
 
-// Each behaviour of the scheduler's list (doc.go), in virtual time at the
-// CPU's batch of 64 and a GPU's 512, on a cost model for each.
+// Each behaviour of the scheduler's list (doc.go), in virtual time at a
+// batch of 64 and the CPU's default of 2048 (micro-batch 512) on the CPU's
+// step times, and a GPU's 512 on its own.
 
 // gpuCost is a GPU's step: a 512-token prefill step in about 120ms.
 var gpuCost = enginetest.CostModel{Step: 20 * time.Millisecond, PrefillToken: 200 * time.Microsecond, DecodeRow: 500 * time.Microsecond}
@@ -19,7 +20,7 @@ func atBatches(t *testing.T, f func(t *testing.T, batch int, cost enginetest.Cos
 	for _, c := range []struct {
 		batch int
 		cost  enginetest.CostModel
-	}{{64, enginetest.CPUCost}, {512, gpuCost}} {
+	}{{64, enginetest.CPUCost}, {512, gpuCost}, {2048, enginetest.CPUCost}} {
 		t.Run(fmt.Sprint("batch=", c.batch), func(t *testing.T) { f(t, c.batch, c.cost) })
 	}
 }
@@ -109,8 +110,8 @@ func TestPerStepClassCapsAndAging(t *testing.T) {
 
 // A step's prompt tokens fit the batch beside its decoding lanes; while a
 // newcomer could join, they are what fits half a second at the learned
-// rate (CPU step times make that bind at 512: 64 tokens); a lone lane on a
-// one-lane scheduler takes the whole batch.
+// rate (CPU step times make that bind at 512 and 2048: 64 tokens); a lone
+// lane on a one-lane scheduler takes the solo budget.
 func TestPerStepPrefillFitsTheBatchAndTheJoinWait(t *testing.T) {
 	atBatches(t, func(t *testing.T, batch int, _ enginetest.CostModel) {
 		h := newBatchHarness(t, 4, batch, enginetest.CPUCost, Config{})
@@ -132,12 +133,14 @@ func TestPerStepPrefillFitsTheBatchAndTheJoinWait(t *testing.T) {
 				t.Fatalf("step %d prefilled %d tokens with lanes free; half a second is %d", i, n, joinWaitTokens(&cost, 0, 0))
 			}
 		}
+		// Alone, whole micro-batches within soloWaitSecs, at least one: at
+		// CPU step times two seconds are under one 512-token micro-batch.
 		h = newBatchHarness(t, 1, batch, enginetest.CPUCost, Config{})
 		h.submit("alone", Request{Prompt: promptOf(3, 3*batch), Class: Agent, MaxTokens: 2})
 		h.run(100)
 		for i, p := range h.prefillSteps() {
-			if n := h.prefillOf(&p, func(Class) bool { return true }); n != batch {
-				t.Fatalf("lone prefill step %d carried %d tokens, want the batch of %d", i, n, batch)
+			if n := h.prefillOf(&p, func(Class) bool { return true }); n != min(batch, 512) {
+				t.Fatalf("lone prefill step %d carried %d tokens, want one micro-batch of %d", i, n, min(batch, 512))
 			}
 		}
 	})
@@ -165,8 +168,13 @@ func TestPerStepShortestFirstAndStarvedFirst(t *testing.T) {
 				break
 			}
 		}
+		if !(finished["p0"] < finished["p1"] && finished["p1"] < finished["p2"]) {
+			t.Errorf("finished after %v prefill steps: want p0, p1, p2 in turn", finished)
+		}
 		for i := range 3 {
-			if want := 4 * (i + 1); finished[fmt.Sprint("p", i)] != want {
+			// Where a step is the whole batch (what fits half a second at
+			// CPU step times is 64 tokens), each takes four.
+			if want := 4 * (i + 1); batch <= 512 && finished[fmt.Sprint("p", i)] != want {
 				t.Errorf("p%d finished after %d prefill steps, want %d", i, finished[fmt.Sprint("p", i)], want)
 			}
 		}
@@ -319,7 +327,12 @@ func TestPerStepDecodeShare(t *testing.T) {
 			h := newBatchHarness(t, 2, batch, cost, Config{})
 			h.submit("bg", Request{Prompt: promptOf(1, 400*batch), Class: Background, MaxTokens: 2})
 			h.submit("reply", Request{Prompt: promptOf(2, 20), Class: c.class, MaxTokens: 1 << 20})
-			for range 20 {
+			// Past the first steps, and the decode owed to the first
+			// prefill step (one micro-batch, before the cost is learnt).
+			for i := 0; i < 20 || h.loop.p.decodeOwed > 0; i++ {
+				if i == 10000 {
+					t.Fatal("decode owed never paid")
+				}
 				h.step()
 			}
 			var prefillSecs, decodeSecs float64

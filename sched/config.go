@@ -27,8 +27,8 @@ type Config struct {
 	StarvationSteps int
 
 	// PrefillBudget caps the prompt tokens one step may prefill (at least
-	// 64; the engine's batch caps it anyway). 0: the batch, less while a
-	// newcomer could join after the step (see joinWaitSecs).
+	// 64; the engine's batch caps it anyway). 0: no cap but the batch;
+	// steps are sized by time below it (stepPrefillBudget).
 	PrefillBudget int
 
 	// BackgroundDivisor throttles the classes nobody watches token by token

@@ -24,8 +24,8 @@ type stepTimer struct {
 }
 
 type timedStep struct {
-	prefill, depth int
-	secs           float64
+	prefill, decodes, depth int
+	secs                    float64
 }
 
 func (e *stepTimer) Tick(p *engine.Plan) (*engine.Events, error) {
@@ -36,21 +36,38 @@ func (e *stepTimer) Tick(p *engine.Plan) (*engine.Events, error) {
 	}
 	ev, err := e.Fake.Tick(p)
 	if err == nil && n > 0 {
-		e.steps = append(e.steps, timedStep{prefill: n, depth: depth, secs: float64(ev.Timings.StepNS) / 1e9})
+		e.steps = append(e.steps, timedStep{prefill: n, decodes: len(p.Decodes), depth: depth, secs: float64(ev.Timings.StepNS) / 1e9})
 	}
 	return ev, err
 }
 
-// deepPromptSteps runs one 8,000-token background prompt alone on a
-// four-lane scheduler (a newcomer could join after every step) and
-// returns its prefill steps.
-func deepPromptSteps(t *testing.T, batch int) []timedStep {
+// deepPromptSteps runs one 8,000-token background prompt on a four-lane
+// scheduler and returns its prefill steps. With company, an agent's reply
+// decodes beside it throughout (a newcomer could join after every step);
+// without, it runs alone.
+func deepPromptSteps(t *testing.T, batch int, company bool) []timedStep {
 	h := newHarness(t, 4, batch, Config{})
 	h.eng.Cost = deepCost
 	timer := &stepTimer{Fake: h.eng}
 	h.loop.eng = timer
+	if company {
+		h.submit("agent", Request{Prompt: promptOf(2, 16), Class: Agent, MaxTokens: 1 << 20})
+		for range 4 { // its prompt in, its reply decoding
+			h.step()
+		}
+		timer.steps = nil
+	}
 	req := Request{Prompt: promptOf(1, 8000), Class: Background, MaxTokens: 2}
 	h.submit("long", req)
+	for i := 0; !h.done("long"); i++ {
+		if i == 100000 {
+			t.Fatal("the long prompt never finished")
+		}
+		h.step()
+	}
+	if company {
+		h.jobs["agent"].stream.Cancel()
+	}
 	h.run(10000)
 	h.expectOutput("long", req)
 	return timer.steps
@@ -60,7 +77,7 @@ func deepPromptSteps(t *testing.T, batch int) []timedStep {
 // bound follows the prompt's depth instead of the rate of the steps
 // before (which, at a 512-token batch, let the third step run 40% over).
 func TestJoinWaitHoldsDeepIntoALongPrompt(t *testing.T) {
-	steps := deepPromptSteps(t, 512)
+	steps := deepPromptSteps(t, 512, true)
 	lo, hi := 0.75*joinWaitSecs, 1.25*joinWaitSecs
 	for i, s := range steps {
 		if i < 3 {
@@ -71,7 +88,7 @@ func TestJoinWaitHoldsDeepIntoALongPrompt(t *testing.T) {
 		}
 		// A step the batch did not cap, and not the prompt's last, is
 		// bounded by the join wait from below too.
-		if s.prefill < 512 && s.prefill > joinWaitMinTokens && i < len(steps)-1 && s.secs < lo {
+		if s.prefill+s.decodes < 512 && s.prefill > joinWaitMinTokens && i < len(steps)-1 && s.secs < lo {
 			t.Errorf("step %d at depth %d: %d tokens took %.3f s, under %.3f", i, s.depth, s.prefill, s.secs, lo)
 		}
 	}
@@ -81,17 +98,41 @@ func TestJoinWaitHoldsDeepIntoALongPrompt(t *testing.T) {
 	}
 }
 
-// At the CPU's 64-token batch the step never goes below the whole batch,
-// deep in the prompt too, where 64 tokens take longer than the bound.
+// At a 64-token batch (--batch 64) the step never goes below the whole
+// batch, deep in the prompt too, where 64 tokens take longer than the
+// bound.
 func TestJoinWaitKeepsTheMinimumStepDeepIntoALongPrompt(t *testing.T) {
-	steps := deepPromptSteps(t, 64)
+	steps := deepPromptSteps(t, 64, true)
 	for i, s := range steps[:len(steps)-1] {
-		if s.prefill != 64 {
-			t.Fatalf("step %d at depth %d carried %d tokens, want the batch of 64", i, s.depth, s.prefill)
+		if s.prefill+s.decodes != 64 {
+			t.Fatalf("step %d at depth %d carried %d tokens beside %d decodes, want the batch of 64", i, s.depth, s.prefill, s.decodes)
 		}
 	}
-	if len(steps) != 125 {
-		t.Fatalf("%d prefill steps for 8000 tokens at 64 a step", len(steps))
+}
+
+// A prompt alone runs whole micro-batches within soloWaitSecs, at least
+// one, deep into it too: at the CPU's default batch of 2048 (micro-batch
+// 512) the first step is one micro-batch (nothing is learnt), the steps
+// where 2048 tokens fit the bound take the whole batch, and deeper ones
+// shrink by micro-batches to one, never below.
+func TestSoloStepsAreWholeMicroBatchesWithinTheBound(t *testing.T) {
+	steps := deepPromptSteps(t, 2048, false)
+	sizes := map[int]bool{}
+	for i, s := range steps {
+		last := i == len(steps)-1
+		if !last && s.prefill%512 != 0 {
+			t.Errorf("step %d at depth %d: %d tokens, not whole micro-batches", i, s.depth, s.prefill)
+		}
+		if i >= 3 && s.prefill > 512 && s.secs > 1.25*soloWaitSecs { // from the fourth: the model is learning
+			t.Errorf("step %d at depth %d: %d tokens took %.3f s, over %.3f", i, s.depth, s.prefill, s.secs, 1.25*soloWaitSecs)
+		}
+		if !last && s.prefill < 512 {
+			t.Errorf("step %d at depth %d: %d tokens, under one micro-batch", i, s.depth, s.prefill)
+		}
+		sizes[s.prefill] = true
+	}
+	if steps[0].prefill != 512 || !sizes[2048] || steps[len(steps)-2].prefill != 512 {
+		t.Errorf("steps %+v: want one micro-batch first, whole batches, then one micro-batch deep in the prompt", steps)
 	}
 }
 

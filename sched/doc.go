@@ -15,7 +15,8 @@
 // called from anywhere and only hand things to it. The planner reads the
 // injected Clock and the engine's per-step timings, nothing else, so its
 // tests run against a fake engine in virtual time and check exact plans
-// (testdata/*.txt and *.golden are such traces, at batch 64 and 512).
+// (testdata/*.txt and *.golden are such traces, at batch 64, 512 and
+// 2048).
 //
 // # Requests, classes and lanes
 //
@@ -45,11 +46,25 @@
 // timing. A newcomer therefore waits at most the step in flight, and
 // cancellations and deadlines are seen when the next step is planned.
 //
-// Prefill. A step's prompt tokens are what the batch has room for beside
-// its decoding lanes (Config.PrefillBudget caps it), and while a newcomer
-// could join after the step (a free lane, a waiting Chat/FIM, or a lane
-// such a request could preempt) what fits half a second beside the
-// step's decoding rows, in whole 16-token steps and never below 64. The
+// Prefill. Steps are sized by time, not tokens: the batch (the engine's
+// n_batch, --batch, 2048 by default) only caps them, beside one row for
+// each decoding lane (Config.PrefillBudget caps them too). While someone
+// could wait on the step — a newcomer could join after it (a free lane
+// beside other work, a waiting Chat/FIM, or a lane such a request could
+// preempt), another engine shares the arbiter, or a Chat or FIM reply
+// decodes in it — a step carries what fits half a second beside its
+// decoding rows, in whole 16-token steps and never below 64. A prompt
+// alone (one lane, nothing queued, nothing elsewhere), or one that no
+// request could join, runs the engine's efficient size: whole
+// micro-batches (the engine's n_ubatch, which llama_decode splits a step
+// into and beyond which a bigger step gains little) within two seconds,
+// at least one; a request arriving waits out that step (one 512-token
+// micro-batch of the 0.5b model on the 2-core CPU, about 2 s). While this
+// engine, or another sharing the arbiter, carried Chat or FIM work within
+// the last 10 s (a person at work: an editor's next completion comes
+// within seconds), a step prefilling only Agent and Background prompts
+// fits 0.15 s (see "Several engines"). Until a step has taught the cost,
+// a step is one micro-batch. The
 // seconds come from a cost model of a step's rows: a prompt token's
 // attention reads every position before it, so a row at depth d costs
 // about a + b·d (the tiny model's 512-token steps over one 1,500-token
@@ -71,13 +86,15 @@
 // than all late. A lane passed over by younger lanes for StarvationSteps
 // prefill steps goes first, so a long prompt keeps progressing under a
 // stream of short ones; while a Chat or FIM prompt waits, starving lanes
-// of worse classes share a quarter of the step between them (at the CPU's
-// 64-token steps one of them alone would fill it and halve the waiting
-// prompt's speed). A Chat or FIM prompt takes all the room the step has
-// left, and nothing of a worse class prefills beside it. Once a prompt
+// of worse classes share a quarter of the step as planned between them
+// (one of them alone would fill it and halve the waiting prompt's speed).
+// A Chat or FIM prompt takes all the room the batch has left, so one that
+// fits runs in one step (beside a decoding Chat or FIM reply only the
+// half-second bound's worth, whose tokens wait out the step), and nothing
+// of a worse class prefills beside it. Once a prompt
 // completes in a step, the rest of the step's prefill is capped at that
-// chunk's size (at least 256, so the cap binds on a GPU's 512-token
-// batch): its first token is sampled at the end of the step, and a big
+// chunk's size (at least 256, so the cap binds on steps of a 512-token
+// micro-batch or more): its first token is sampled at the end of the step, and a big
 // tail would hold it back. While a Chat or FIM lane decodes a reply that
 // ends within about four seconds (an editor's completion, a bounded
 // answer), Agent and Background prompts wait for it: a prefill step beside
@@ -197,10 +214,9 @@
 // (Turn.Contended) or runs Chat or FIM work: the first request to an idle
 // engine arrives during a step planned before anyone waited, and that
 // step must already be short. Its cost is the newcomer rule's: steps of
-// half a second rather than the whole batch, which on a GPU's 512-token
-// batch loses little and at the CPU's default 64-token batch nothing.
-// At that batch one step of a large model is still long (≈1.1 s for the
-// 0.5b model here), and an editor's completions on a small model would
+// half a second rather than a micro-batch or more, which loses little
+// (the kernels' rate at a quarter of a micro-batch is most of theirs).
+// Half a second of a large model is still long, and an editor's completions on a small model would
 // each wait one out. So while another engine has run Chat or FIM work in
 // the last interactiveWindow (10 s: a person at work there), a step that
 // prefills only Agent and Background prompts fits interactiveWaitSecs

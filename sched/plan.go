@@ -44,8 +44,22 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 	if !pl.Empty() {
 		p.stats.ticks.Add(1)
 	}
+	if p.stepInteractiveDecode || p.stepInteractivePrefill(pl) {
+		p.lastInteractive = now
+	}
 	p.stepRows, p.stepDepth = p.planShape(pl)
 	return pl
+}
+
+// stepInteractivePrefill reports whether the plan carries a Chat or FIM
+// prompt's chunk.
+func (p *planner) stepInteractivePrefill(pl *engine.Plan) bool {
+	for i := range pl.Prefills {
+		if l := p.find(pl.Prefills[i].Lane); l != nil && l.job.class.interactive() {
+			return true
+		}
+	}
+	return false
 }
 
 // decoders is the lanes that put a token into this step: every lane whose
@@ -96,9 +110,9 @@ func (p *planner) promptsWaiting() (waiting, interactive bool) {
 // that fit beside the step's decoding lanes.
 func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, prefill bool) {
 	room := max(0, p.batch-len(decoders))
-	budget := 0
+	budget, growMax := 0, 0
 	if prefill {
-		budget = p.stepPrefillBudget(room, decoders)
+		budget, growMax = p.stepPrefillBudget(room, decoders, now)
 	}
 	p.stats.prefillBudgetLive.Store(int64(budget))
 	order := p.order[:0]
@@ -114,6 +128,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 	})
 	p.order = order
 	b := newPrefillBudget(budget, room)
+	b.growMax = growMax
 	if prefill && p.holdForShortReply(now) {
 		// A short reply someone reads token by token (an editor's
 		// completion, a bounded chat answer) finishes before Agent and
@@ -146,10 +161,11 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 		if l.job.class.interactive() {
 			// Someone is waiting on this prompt's first token: it takes
 			// what the step has room for beside what earlier lanes took,
-			// whatever the budget, and nothing of a worse class prefills
-			// beside it (the seeds held back only in the step the prompt
-			// completes; a FIM request under four long background prompts
-			// then paid for their chunks too).
+			// whatever the budget (so a prompt that fits the batch runs in
+			// one step), and nothing of a worse class prefills beside it
+			// (the seeds held back only in the step the prompt completes;
+			// a FIM request under four long background prompts then paid
+			// for their chunks too).
 			b.grow(rem)
 			b.holdBelow(l.job.class)
 		}
@@ -178,34 +194,63 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 	}
 }
 
-// stepPrefillBudget is the prompt tokens this step may carry: what the
-// batch has room for beside the decoding lanes, the fixed budget if one is
-// set, and while a newcomer could join after the step, here or on another
-// engine sharing the arbiter, what fits joinWaitSecs beside the decoding
-// rows at the learned cost, at the depth of the deepest prompt left (a
-// Chat or FIM prompt of this engine's own grows past it). While another
-// engine runs Chat or FIM work, a step prefilling only Agent and
-// Background prompts fits interactiveWaitSecs instead, below the 64-token
-// floor: every request of that person waits out the step in flight.
-func (p *planner) stepPrefillBudget(room int, decoders []*lane) int {
-	budget := room
+// stepPrefillBudget is the prompt tokens this step may carry (budget), and
+// the most a Chat or FIM prompt may grow it to (growMax). Steps are sized
+// by time, bounded by the batch's room beside the decoding lanes (and the
+// fixed budget if one is set), at the learned cost for the depth of the
+// deepest prompt left:
+//
+//   - open: while a newcomer could join after the step (here, or on another
+//     engine sharing the arbiter) or a Chat or FIM lane decodes in it,
+//     what fits joinWaitSecs beside the decoding rows; while another
+//     engine runs Chat or FIM work, a step prefilling only Agent and
+//     Background prompts fits interactiveWaitSecs instead, below the
+//     64-token floor: every request of that person waits out the step in
+//     flight. A Chat or FIM lane's reply waits out every step too, so a
+//     Chat or FIM prompt grows the step only to the open bound beside it;
+//     otherwise to the whole room.
+//   - alone: one lane prefills and nothing else runs or waits (or nothing
+//     could join: one lane, or every lane a Chat or FIM prompt), the
+//     engine's efficient size: whole micro-batches within soloWaitSecs,
+//     at least one.
+//
+// Either way, while this engine carried Chat or FIM work within the last
+// interactiveWindow (a person at work here: an editor's next completion
+// comes within seconds), a step prefilling only Agent and Background
+// prompts fits interactiveWaitSecs, as beside another engine's. Until a
+// step has taught the cost, one micro-batch.
+func (p *planner) stepPrefillBudget(room int, decoders []*lane, now time.Time) (budget, growMax int) {
+	budget = room
 	if p.cfg.PrefillBudget > 0 {
 		budget = min(budget, p.cfg.PrefillBudget)
 	}
+	if !p.prefillCost.known() {
+		return min(budget, p.ubatch), room
+	}
+	var beside float64
+	interactiveDecodes := false
+	for _, l := range decoders {
+		beside += p.prefillCost.rowSecs(float64(l.npast))
+		interactiveDecodes = interactiveDecodes || l.job.class.interactive()
+	}
+	depth := p.deepestPrompt()
 	joined, interactive := p.othersElsewhere()
-	if p.joinerWaits() || joined {
-		var beside float64
-		for _, l := range decoders {
-			beside += p.prefillCost.rowSecs(float64(l.npast))
-		}
-		budget = min(budget, joinWaitTokens(&p.prefillCost, p.deepestPrompt(), beside))
-		if interactive {
-			if c, ok := bestWaitingPrompt(p.lanes); ok && !c.interactive() {
-				budget = min(budget, interactiveWaitTokens(&p.prefillCost, p.deepestPrompt(), beside))
-			}
+	interactive = interactive || !p.lastInteractive.IsZero() && now.Sub(p.lastInteractive) < interactiveWindow
+	growMax = room
+	if !joined && !interactiveDecodes && !(p.joinerWaits() && !p.alone()) {
+		budget = min(budget, soloTokens(&p.prefillCost, depth, beside, p.ubatch))
+	} else {
+		budget = min(budget, joinWaitTokens(&p.prefillCost, depth, beside))
+		if interactiveDecodes {
+			growMax = budget
 		}
 	}
-	return budget
+	if interactive {
+		if c, ok := bestWaitingPrompt(p.lanes); ok && !c.interactive() {
+			budget = min(budget, interactiveWaitTokens(&p.prefillCost, depth, beside))
+		}
+	}
+	return budget, growMax
 }
 
 // deepestPrompt is the most prompt tokens in the sequence of a lane with

@@ -21,6 +21,7 @@ type planner struct {
 	// prefill until one has.
 	shortReplyReleased bool
 	batch              int // the engine's most tokens per step
+	ubatch             int // its micro-batch: a step's efficient size
 	stats              *counters
 
 	queues [NumClasses][]*job
@@ -42,6 +43,9 @@ type planner struct {
 	decodeOwed float64
 	// stepInteractiveDecode: a Chat or FIM lane decodes in the step of plan.
 	stepInteractiveDecode bool
+	// lastInteractive is when a plan last carried a Chat or FIM lane's
+	// prompt or token: a person at work on this engine.
+	lastInteractive time.Time
 	// bgDivisor throttles Agent and Background decoding to one step in N.
 	bgDivisor int
 	// elsewhere reports whether another engine shares the machine, whose
@@ -93,8 +97,16 @@ func (r *ready) clear() {
 }
 
 func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
-	return &planner{cfg: cfg, batch: d.Batch, stats: stats, bgDivisor: cfg.BackgroundDivisor}
+	ubatch := d.UBatch
+	if ubatch <= 0 {
+		ubatch = min(d.Batch, defaultUBatch)
+	}
+	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), stats: stats, bgDivisor: cfg.BackgroundDivisor}
 }
+
+// defaultUBatch is an engine's micro-batch when its descriptor names none
+// (llama.cpp's default).
+const defaultUBatch = 512
 
 // liveLanes is the lanes holding a slot past this step: a finishing lane
 // retires before anything is admitted, so its slot is already free.
@@ -219,6 +231,10 @@ func (p *planner) joinerWaits() bool {
 	}
 	return false
 }
+
+// alone reports whether one lane runs and no request waits for one: its
+// prompt holds up nobody but a request yet to come.
+func (p *planner) alone() bool { return p.liveLanes() == 1 && p.queued() == 0 }
 
 // othersElsewhere is Turn.others for this engine: false, false without
 // an arbiter.

@@ -13,15 +13,15 @@ package sched
 
 const (
 	// prefillTailFloor: the tail cap never cuts the rest of a step below
-	// this many tokens. It binds on batches above it (512 on a GPU); a
-	// CPU's 64-token step has no tail to cut.
+	// this many tokens. It binds on steps above it (a 512-token
+	// micro-batch or more); a 64-token step has no tail to cut.
 	prefillTailFloor = 256
 
 	// joinWaitSecs bounds the prefill of a step a newcomer could join
 	// after (a lane is free, or a Chat/FIM request could take one): it
 	// waits for the step in flight, so this bounds that wait. A step never
-	// goes below joinWaitMinTokens for it (the CPU's whole 64-token batch:
-	// smaller steps lose more throughput than they save a newcomer).
+	// goes below joinWaitMinTokens for it (smaller steps lose more
+	// throughput than they save a newcomer).
 	joinWaitSecs      = 0.5
 	joinWaitMinTokens = 64
 	// joinWaitGrain: the bound is rounded down to whole steps of this many
@@ -42,9 +42,8 @@ const (
 	// starvedShareDivisor: while a Chat or FIM prompt waits, starving lanes
 	// of worse classes (which rank ahead of it) take at most this fraction
 	// of the step between them. They still move, so a stream of editor
-	// requests cannot starve them, but at the CPU's 64-token steps a
-	// starving lane that filled the step alone would halve the waiting
-	// prompt's speed.
+	// requests cannot starve them, but a starving lane that filled the
+	// step alone would halve the waiting prompt's speed.
 	starvedShareDivisor = 4
 )
 
@@ -53,8 +52,12 @@ const (
 // and the chunks already taken. Nothing raises the budget past it, so no
 // plan exceeds the batch.
 type prefillBudget struct {
-	left       int
-	room       int
+	left int
+	room int
+	// size is the step's budget as planned, before a Chat or FIM prompt
+	// grew it; growMax is the most such a prompt may grow it to.
+	size       int
+	growMax    int
 	tailCapped bool
 	holding    bool  // heldBelow is set
 	heldBelow  Class // classes worse than this get nothing
@@ -66,7 +69,7 @@ type prefillBudget struct {
 
 func newPrefillBudget(n, room int) prefillBudget {
 	room = max(room, 0)
-	return prefillBudget{left: min(n, room), room: room}
+	return prefillBudget{left: min(n, room), room: room, size: min(n, room), growMax: room}
 }
 
 // offer is how much of want the budget grants.
@@ -86,19 +89,21 @@ func (b *prefillBudget) offerTo(want int, c Class) int {
 
 // limitWorse caps what lanes of classes worse than c may take, in total,
 // for the rest of the step: the share starving lanes get while a prompt of
-// class c waits.
+// class c waits, a quarter of the step as planned (the batch may be far
+// bigger than a step: its quarter would be seconds of someone else's
+// prompt beside the waiting one).
 func (b *prefillBudget) limitWorse(c Class) {
 	b.worseLimited = true
 	b.worseThan = c
-	b.worseLeft = max(1, b.room/starvedShareDivisor)
+	b.worseLeft = max(1, b.size/starvedShareDivisor)
 }
 
 // grow raises what is left of the budget to at least n tokens, within the
-// step's room, unless a prompt already completed in this step (the tail
-// cap rules then).
+// step's room and growMax, unless a prompt already completed in this step
+// (the tail cap rules then).
 func (b *prefillBudget) grow(n int) {
 	if !b.tailCapped {
-		b.left = max(b.left, min(n, b.room))
+		b.left = max(b.left, min(n, b.room, b.growMax))
 	}
 }
 
@@ -166,6 +171,22 @@ func starvedAfter(prev int, waiting bool, youngestServed uint32, served bool, ta
 		return prev + 1
 	}
 	return prev
+}
+
+// soloWaitSecs bounds the prefill of a step that only a request yet to
+// come could wait on (one lane prefills and nothing else runs or waits): it
+// runs whole micro-batches, at least one, the engine's efficient size
+// (llama_decode splits a step into micro-batches, and a bigger step gains
+// little over one), up to what fits this long. A request that arrives
+// waits out such a step: on the 2-core CPU one 512-token micro-batch of
+// the 0.5b model, about 2 s.
+const soloWaitSecs = 2.0
+
+// soloTokens is the prompt tokens a step that runs alone may carry,
+// starting at depth, beside rows predicted to take besideSecs: whole
+// micro-batches of ubatch tokens within soloWaitSecs at cost, at least one.
+func soloTokens(cost *rowCost, depth int, besideSecs float64, ubatch int) int {
+	return tokensWithinWait(cost, depth, besideSecs, soloWaitSecs, ubatch, ubatch)
 }
 
 // joinWaitTokens is the prompt tokens a step a newcomer could join after

@@ -14,12 +14,13 @@ import (
 // planner with random workloads (every class, prompts of 1 to 5,000
 // tokens, several requests sharing a prompt, stop tokens, logprobs,
 // cancels, deadlines, and the preemptions Chat and FIM arrivals cause
-// when every lane is busy) at batches of 32, 64 and 512, against the fake
+// when every lane is busy) at batches of 32, 64, 512 and 2048 (the CPU's
+// default, micro-batch 512), against the fake
 // engine, which refuses what the real one refuses. No plan may be
 // refused, every request must end with a result, and every request that
 // ran to its end must have produced the output it produces alone.
 func TestPlannerNeverMakesAPlanTheEngineRefuses(t *testing.T) {
-	for _, batch := range []int{32, 64, 512} {
+	for _, batch := range []int{32, 64, 512, 2048} {
 		for seed := range uint64(8) {
 			t.Run(fmt.Sprintf("batch=%d/seed=%d", batch, seed), func(t *testing.T) {
 				t.Parallel()

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"superfluid/engine/enginetest"
 )
 
 // Scheduling behaviour, end to end through the loop, the fake engine and
@@ -89,7 +91,12 @@ func TestTailCapAfterAPromptCompletes(t *testing.T) {
 		{[]int{1000, 300, 200}, []int{0, 256, 200}}, // shortest first: 200 completes, the tail is 256
 		{[]int{3000, 3000}, []int{3000, 1096}},
 	} {
-		h := newHarness(t, len(c.prompts), 8192, Config{PrefillBudget: 4096}).fast()
+		clock := newFakeClock()
+		eng := enginetest.New(len(c.prompts), 8192, 4*len(c.prompts)+4, 1<<20, clock)
+		// One micro-batch the whole batch: the first step, whose cost is
+		// not yet known, is not held to one 512-token micro-batch.
+		eng.Descriptor().UBatch = 8192
+		h := newHarnessOn(t, eng, clock, Config{PrefillBudget: 4096}).fast()
 		h.eng.KeepPlans = true
 		for i, n := range c.prompts {
 			h.submit(fmt.Sprint("c", i), Request{Prompt: promptOf(i, n), Class: Chat, MaxTokens: 2})

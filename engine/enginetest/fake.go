@@ -112,7 +112,7 @@ const (
 func New(lanes, batch, seqs, ctx int, clock Advancer) *Fake {
 	e := &Fake{
 		desc: engine.Descriptor{
-			Architecture: "fake", Vocab: Vocab, Ctx: ctx, Seqs: seqs, Lanes: lanes, Batch: batch,
+			Architecture: "fake", Vocab: Vocab, Ctx: ctx, Seqs: seqs, Lanes: lanes, Batch: batch, UBatch: min(batch, 512),
 			BOS: 1, EOS: EOS, EOT: EOS, EOG: []engine.Token{EOS},
 			FIM: engine.FIM{Prefix: -1, Suffix: -1, Middle: -1, Pad: -1, RepoName: -1, FileSep: -1},
 		},
