@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -199,4 +200,38 @@ func TestFIMBesideADeepPromptOnAnotherEngineWaitsAboutJoinWait(t *testing.T) {
 		}
 		t.Logf("FIM waited %v; longest deep step %v", fimStart.Sub(submitted), longestDeep)
 	})
+}
+
+// On a model whose engine checkpoints partial state every 512 tokens (a
+// sliding-window or hybrid model), a prompt alone is cut where the
+// checkpoints go, whatever the step could carry: every chunk ends at a
+// multiple of 512 or at the prompt's end.
+func TestChunksOfACheckpointingModelEndWhereCheckpointsGo(t *testing.T) {
+	h := newHarness(t, 4, 2048, Config{})
+	h.eng.Descriptor().CheckpointEvery = 512
+	h = newHarnessOn(t, h.eng, h.clock, Config{})
+	h.fast()
+	req := Request{Prompt: promptOf(1, 1400), Class: Background, MaxTokens: 2}
+	h.submit("long", req)
+	var ends []int
+	rec := &chunkRecorder{Fake: h.eng, ends: &ends}
+	h.loop.eng = rec
+	h.run(1000)
+	h.expectOutput("long", req)
+	if want := []int{512, 1024, 1400}; !slices.Equal(ends, want) {
+		t.Fatalf("chunks ended at %v, want %v", ends, want)
+	}
+}
+
+// chunkRecorder notes where each prefill chunk of a plan ends.
+type chunkRecorder struct {
+	*enginetest.Fake
+	ends *[]int
+}
+
+func (e *chunkRecorder) Tick(p *engine.Plan) (*engine.Events, error) {
+	for _, f := range p.Prefills {
+		*e.ends = append(*e.ends, int(f.Offset+f.Count))
+	}
+	return e.Fake.Tick(p)
 }

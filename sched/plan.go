@@ -169,7 +169,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 			b.grow(rem)
 			b.holdBelow(l.job.class)
 		}
-		chunk := b.offerTo(rem, l.job.class)
+		chunk := p.alignToCheckpoint(l.prefilled, b.offerTo(rem, l.job.class))
 		if chunk == 0 {
 			continue
 		}
@@ -192,6 +192,21 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 		waiting := l.remaining() > 0 && l.chunk == 0
 		l.prefillStarved = starvedAfter(l.prefillStarved, waiting, youngest, served, l.tag)
 	}
+}
+
+// alignToCheckpoint ends a chunk starting at position at no later than the
+// next multiple of the engine's checkpoint spacing. A sliding-window or
+// recurrent model's engine checkpoints its partial state only where a
+// step ends, and a prompt that later diverges from this one resumes from
+// the last checkpoint before the divergence: a 1,400-token prompt taken in
+// one step would leave a checkpoint at 1,400 only, and an edit at 1,190
+// would find nothing. The chunks stay whole micro-batches at llama.cpp's
+// default (512 both), so the step costs what it did.
+func (p *planner) alignToCheckpoint(at, chunk int) int {
+	if p.checkpointEvery <= 0 {
+		return chunk
+	}
+	return min(chunk, p.checkpointEvery-at%p.checkpointEvery)
 }
 
 // stepPrefillBudget is the prompt tokens this step may carry (budget), and

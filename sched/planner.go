@@ -22,7 +22,10 @@ type planner struct {
 	shortReplyReleased bool
 	batch              int // the engine's most tokens per step
 	ubatch             int // its micro-batch: a step's efficient size
-	stats              *counters
+	// checkpointEvery is the spacing of the engine's partial-state
+	// checkpoints (0: the model keeps none; see alignToCheckpoint).
+	checkpointEvery int
+	stats           *counters
 
 	queues [NumClasses][]*job
 	lanes  []*lane // by tag: oldest first
@@ -101,7 +104,7 @@ func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
 	if ubatch <= 0 {
 		ubatch = min(d.Batch, defaultUBatch)
 	}
-	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), stats: stats, bgDivisor: cfg.BackgroundDivisor}
+	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), checkpointEvery: d.CheckpointEvery, stats: stats, bgDivisor: cfg.BackgroundDivisor}
 }
 
 // defaultUBatch is an engine's micro-batch when its descriptor names none
