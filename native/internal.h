@@ -103,6 +103,10 @@ struct sf_lane {
     sf_grammar_state grammar;
 
     uint64_t touched_tick = 0;  // the last tick that reported this lane
+    // This step's draft (sf_decode): tokens fed after pending, in the
+    // plan's token array; valid during the tick only.
+    const int32_t *draft = nullptr;
+    uint32_t draft_len = 0;
 };
 
 // A CPU threadpool several engines share (compute.cpp): one graph computes

@@ -150,9 +150,23 @@ typedef struct sf_prefill {
     uint32_t count;
 } sf_prefill;
 
-/* Feed a prefilled lane's last sampled token and sample its next. */
+/* Feed a prefilled lane's last sampled token and sample its next.
+ *
+ * A draft (draft_len > 0, tokens at sf_plan.tokens[draft_off, +draft_len))
+ * is what the lane's reply is guessed to continue with after that token:
+ * the step carries it as draft_len more rows of the lane, each with its
+ * logits, and samples the rows in order with the lane's own sampler (grammar,
+ * bias, penalties, the positional draw) while each sampled token equals the
+ * draft token fed after it. The lane commits the tokens sampled (the drafts
+ * accepted and one of the model's own), so it gives exactly the tokens it
+ * gives without a draft, several a step; the rejected rows leave the KV
+ * cache (llama_memory_seq_rm). Refused (SF_ERR_INVALID) on a model that
+ * cannot cut a sequence (sf_desc.partial_truncation 0), or when the draft
+ * would pass the context. */
 typedef struct sf_decode {
     uint32_t lane;
+    uint32_t draft_off;
+    uint32_t draft_len;
 } sf_decode;
 
 typedef struct sf_plan {
@@ -197,6 +211,9 @@ typedef struct sf_timings {
      * token checked), or was refused and the whole vocabulary masked. */
     uint32_t grammar_fast;
     uint32_t grammar_masked;
+    /* Draft rows the step verified, and how many of them were accepted. */
+    uint32_t draft_tokens;
+    uint32_t draft_accepted;
 } sf_timings;
 
 typedef struct sf_events {

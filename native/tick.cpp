@@ -101,6 +101,35 @@ int check_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
     return SF_OK;
 }
 
+// Checks a decode's draft: in the plan, in the vocabulary, within the
+// context, and on a model whose sequences can be cut back after it.
+int check_draft(sf_engine *e, const sf_plan *p, const sf_decode &d, const sf_lane *l) {
+    if (d.draft_len == 0) {
+        return SF_OK;
+    }
+    if (llama_model_is_recurrent(e->model) || llama_model_is_hybrid(e->model)) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID,
+                            "decode lane %u: a draft on a model whose sequences cannot be cut back", d.lane);
+    }
+    if ((uint64_t)d.draft_off + d.draft_len > p->n_tokens) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: draft [%u, +%u) outside the plan's %u tokens",
+                            d.lane, d.draft_off, d.draft_len, p->n_tokens);
+    }
+    // The draft's rows sit at n_past + 1 .. n_past + draft_len.
+    if ((uint64_t)l->n_past + d.draft_len >= (uint64_t)e->n_ctx) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: a draft of %u passes the context of %d",
+                            d.lane, d.draft_len, e->n_ctx);
+    }
+    for (uint32_t i = 0; i < d.draft_len; i++) {
+        int32_t t = p->tokens[d.draft_off + i];
+        if (t < 0 || t >= e->n_vocab) {
+            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: draft token %d outside the vocabulary",
+                                d.lane, t);
+        }
+    }
+    return SF_OK;
+}
+
 // Builds an admission's lane: its prompt copy and sampler chain.
 int stage_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
     e->staged.emplace_back();  // reserved for max_lanes: cannot allocate
@@ -218,9 +247,12 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
         if (l->pending < 0) {
             return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: its prompt is not prefilled", d.lane);
         }
-        rows++;
-        samples++;
-        top += (uint64_t)l->n_logprobs;
+        if (int rc = check_draft(e, p, d, l)) {
+            return rc;
+        }
+        rows += 1 + (uint64_t)d.draft_len;
+        samples += 1 + (uint64_t)d.draft_len;
+        top += (1 + (uint64_t)d.draft_len) * (uint64_t)l->n_logprobs;
     }
     if (rows > (uint64_t)e->n_batch) {
         return sf_fail(e, SF_ERR_BATCH, "step of %llu tokens exceeds the batch of %d", (unsigned long long)rows,
@@ -381,6 +413,37 @@ void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
     te.finish = l->finish;
 }
 
+// Samples a drafted lane's rows, from its fed token's at row on, in order,
+// each as a plain decode would sample it at that position, while the token
+// sampled is the draft token the next row fed; then cuts the rows not
+// accepted out of the sequence. Returns the draft rows consumed (skipped by
+// the caller). The draft pointer is cleared: it points into the plan.
+int32_t verify_draft(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
+    uint32_t n = l->draft_len;
+    const int32_t *draft = l->draft;
+    l->draft = nullptr;
+    l->draft_len = 0;
+    ev->timings.draft_tokens += n;
+    for (uint32_t j = 0;; j++) {
+        sample_row(e, row + (int32_t)j, l, ev);
+        if (j == n || l->finish != SF_FINISH_NONE || l->pending != draft[j]) {
+            break;
+        }
+        // The token sampled is the draft token row j + 1 fed: it is in
+        // the sequence already, and that row's logits come next.
+        l->pending = -1;
+        l->n_past++;
+        ev->timings.draft_accepted++;
+    }
+    // Positions n_past on hold drafts the lane did not accept.
+    if (!llama_memory_seq_rm(e->mem, l->seq, (llama_pos)l->n_past, -1)) {
+        l->finish = SF_FINISH_ERROR;
+        l->status = SF_ERR_UNSUPPORTED;
+        l->pending = -1;
+    }
+    return (int32_t)n;
+}
+
 // Undoes what a failed step may have left in the KV cache.
 void rollback_step(sf_engine *e) {
     for (int32_t i = 0; i < e->batch.n_tokens; i++) {
@@ -403,9 +466,15 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
         }
     }
     for (uint32_t i = 0; i < p->n_decodes; i++) {
-        sf_lane *l = find_lane(e, p->decodes[i].lane);
+        const sf_decode &d = p->decodes[i];
+        sf_lane *l = find_lane(e, d.lane);
         touch(e, l);
         add_row(e, l->pending, (int32_t)l->n_past, l->seq, l);
+        l->draft = p->tokens + d.draft_off;
+        l->draft_len = d.draft_len;
+        for (uint32_t j = 0; j < d.draft_len; j++) {
+            add_row(e, l->draft[j], (int32_t)(l->n_past + 1 + j), l->seq, l);
+        }
     }
     if (e->batch.n_tokens == 0) {
         return SF_OK;  // retires and admits only
@@ -420,8 +489,10 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
         rollback_step(e);
         int code = rc == 1 ? SF_ERR_KV_FULL : SF_ERR_DECODE;
         for (int32_t i = 0; i < e->batch.n_tokens; i++) {
-            if (e->row_lane[(size_t)i] != nullptr) {
-                e->row_lane[(size_t)i]->status = code;
+            if (sf_lane *l = e->row_lane[(size_t)i]; l != nullptr) {
+                l->status = code;
+                l->draft = nullptr;
+                l->draft_len = 0;
             }
         }
         return sf_fail(e, code, rc == 1 ? "the KV cache has no room for a step of %d tokens"
@@ -445,6 +516,10 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
             l->pending = -1;
             l->n_past++;
             ev->timings.decode_tokens++;
+        }
+        if (l->draft_len > 0) {
+            i += verify_draft(e, i, l, ev);
+            continue;
         }
         sample_row(e, i, l, ev);
     }
@@ -493,6 +568,8 @@ int tick_exception(sf_engine *e, sf_events *ev, const char *msg, uint64_t tick_b
             l->status = SF_ERR_EXCEPTION;
             l->finish = SF_FINISH_ERROR;
             l->pending = -1;
+            l->draft = nullptr;
+            l->draft_len = 0;
         }
         ev->n_lanes = 0;
         report_lanes(e, ev);

@@ -21,6 +21,7 @@ type planner struct {
 	// prefill until one has.
 	shortReplyReleased bool
 	batch              int // the engine's most tokens per step
+	ctx                int // the engine's context: most tokens a sequence holds
 	stats              *counters
 
 	queues [NumClasses][]*job
@@ -59,6 +60,9 @@ type planner struct {
 	// until a lane finishes.
 	kvBackoff bool
 
+	// spec drafts decoding lanes' next tokens (spec.go).
+	spec specState
+
 	plan  engine.Plan
 	order []*lane // prefill order, reused
 	cands []*lane // decoding lanes, reused
@@ -93,7 +97,8 @@ func (r *ready) clear() {
 }
 
 func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
-	return &planner{cfg: cfg, batch: d.Batch, stats: stats, bgDivisor: cfg.BackgroundDivisor}
+	return &planner{cfg: cfg, batch: d.Batch, ctx: d.Ctx, stats: stats, bgDivisor: cfg.BackgroundDivisor,
+		spec: newSpecState(cfg.Speculation, d, cfg.Lanes)}
 }
 
 // liveLanes is the lanes holding a slot past this step: a finishing lane
