@@ -38,6 +38,9 @@ func serveCommand() *cli.Command {
 		}, engineFlags(4), []cli.Flag{
 			&cli.IntFlag{Name: "seqs", Value: 0, Usage: "engine sequences: lanes plus cached conversations (0: 4 per lane)", EnvVars: env("SEQS")},
 			&cli.StringFlag{Name: "class-lanes", Usage: "lane caps per class, e.g. background=2,agent=6", EnvVars: env("CLASS_LANES")},
+			&cli.StringFlag{Name: "spec-type", Value: "none", Usage: "speculative decoding's draft source: none, or ngram-simple (the tokens that followed the last occurrence of the reply's latest tokens in the prompt and reply); drafts ride in the multi-lane step, each lane's only while they measurably pay", EnvVars: env("SPEC_TYPE")},
+			&cli.IntFlag{Name: "spec-draft-n-max", Value: 4, Usage: "most draft tokens a lane carries in one step", EnvVars: env("SPEC_DRAFT_N_MAX")},
+			&cli.IntFlag{Name: "spec-draft-n-min", Value: 1, Usage: "fewest draft tokens worth carrying; a shorter draft is dropped", EnvVars: env("SPEC_DRAFT_N_MIN")},
 			&cli.StringFlag{Name: "default-class", Value: "chat", Usage: "class of requests that name none: chat, agent or background", EnvVars: env("DEFAULT_CLASS")},
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
 			chatTemplateFileFlag(),
@@ -70,6 +73,10 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	defClass, err := sched.ParseClass(c.String("default-class"))
+	if err != nil {
+		return err
+	}
+	spec, err := speculationOption(c)
 	if err != nil {
 		return err
 	}
@@ -110,7 +117,7 @@ func serveAction(c *cli.Context) error {
 		ParkDir:          dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
 		DataDir: dirOrOff(c.String("data-dir")),
-		Sched:   sched.Config{ClassLanes: classLanes},
+		Sched:   sched.Config{ClassLanes: classLanes, Speculation: spec},
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header")},
 	})
@@ -183,4 +190,17 @@ func parseMemoryBudget(s string) (int64, error) {
 		return 0, fmt.Errorf("serve: --memory-budget %q: want a positive size such as 12GiB, or off", s)
 	}
 	return int64(f * mult), nil
+}
+
+// speculationOption reads the --spec-* flags (llama-server's names).
+func speculationOption(c *cli.Context) (sched.Speculation, error) {
+	t, err := sched.ParseSpecType(c.String("spec-type"))
+	if err != nil {
+		return sched.Speculation{}, fmt.Errorf("serve: --spec-type: %w", err)
+	}
+	s := sched.Speculation{Type: t, DraftMax: c.Int("spec-draft-n-max"), DraftMin: c.Int("spec-draft-n-min")}
+	if err := s.Check(); err != nil {
+		return sched.Speculation{}, fmt.Errorf("serve: %w", err)
+	}
+	return s, nil
 }

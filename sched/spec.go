@@ -84,6 +84,10 @@ func (s Speculation) withDefaults() Speculation {
 	return s
 }
 
+// Check reports what is wrong with s, its zero fields taken as their
+// defaults.
+func (s Speculation) Check() error { return s.withDefaults().validate() }
+
 func (s Speculation) validate() error {
 	if _, err := ParseSpecType(string(s.Type)); err != nil {
 		return err
