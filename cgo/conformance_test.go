@@ -187,6 +187,13 @@ func malformedPlans() []malformedPlan {
 		{"a negative draft token", func(p *engine.Plan, _ []engine.Token) { p.AddDraft(1, []engine.Token{-1}) }},
 		{"a draft past the context", func(p *engine.Plan, _ []engine.Token) { p.AddDraft(1, make([]engine.Token, 248)) }},
 		{"a draft over the batch", func(p *engine.Plan, _ []engine.Token) { p.AddDraft(1, make([]engine.Token, 32)) }},
+		{"synthetic accepts past the draft", func(p *engine.Plan, _ []engine.Token) {
+			p.AddDraft(1, []engine.Token{5})
+			p.Decodes[0].SynthAccept = 2
+		}},
+		{"synthetic accepts without a draft", func(p *engine.Plan, _ []engine.Token) {
+			p.Decodes = []engine.Decode{{Lane: 1, SynthAccept: 1}}
+		}},
 		{"a draft on a lane twice decoded", func(p *engine.Plan, _ []engine.Token) {
 			p.AddDraft(1, []engine.Token{5})
 			p.AddDraft(1, []engine.Token{6})

@@ -232,6 +232,11 @@ func TestBadDraftsAreRefused(t *testing.T) {
 		"negative token":            func(p *engine.Plan) { p.AddDraft(1, []engine.Token{-1}) },
 		"past the context":          func(p *engine.Plan) { p.AddDraft(1, make([]engine.Token, 1024-10)) },
 		"over the batch":            func(p *engine.Plan) { p.AddDraft(1, make([]engine.Token, 256)) },
+		"synthetic accepts past the draft": func(p *engine.Plan) {
+			p.AddDraft(1, []engine.Token{5})
+			p.Decodes[0].SynthAccept = 2
+		},
+		"synthetic accepts without a draft": func(p *engine.Plan) { p.Decodes = []engine.Decode{{Lane: 1, SynthAccept: 1}} },
 	} {
 		p.Reset()
 		build(&p)
@@ -249,5 +254,50 @@ func TestBadDraftsAreRefused(t *testing.T) {
 	p.AddDraft(1, []engine.Token{5, 6})
 	if ev, err := e.Tick(&p); err != nil || len(ev.Tokens) == 0 {
 		t.Fatalf("after refusals: %v", err)
+	}
+}
+
+// Synthetic acceptance commits the draft tokens it is told to, whatever
+// the model says, then samples the row after them; a grammar lane cannot
+// take it.
+func TestSynthAcceptCommitsTheDraft(t *testing.T) {
+	e := openTest(t, 1)
+	prompt := promptTokens(t, e, 10, "synthetic")
+	e.Free(0)
+	var p engine.Plan
+	p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, MaxTokens: 50, Logprobs: 1, Sampling: engine.Greedy()}, prompt, nil)
+	p.Prefills = append(p.Prefills, engine.Prefill{Lane: 1, Count: uint32(len(prompt))})
+	if _, err := e.Tick(&p); err != nil {
+		t.Fatal(err)
+	}
+	draft := []engine.Token{17, 18, 19, 20}
+	p.Reset()
+	p.AddDraft(1, draft)
+	p.Decodes[0].SynthAccept = 3
+	ev, err := e.Tick(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Tokens) != 4 || ev.Tokens[0].Token != 17 || ev.Tokens[1].Token != 18 || ev.Tokens[2].Token != 19 ||
+		ev.Timings.DraftTokens != 4 || ev.Timings.DraftAccepted != 3 {
+		t.Fatalf("tokens %+v, timings %+v", ev.Tokens, ev.Timings)
+	}
+	if n := e.SeqLen(0); n != len(prompt)+4 {
+		t.Fatalf("the sequence holds %d tokens, want the prompt, the fed token and 3 drafts: %d", n, len(prompt)+4)
+	}
+	gid := mustAcquire(t, e, engine.GrammarSpec{GBNF: yesNoGBNF})
+	p.Reset()
+	p.Retires = []uint32{1}
+	e.Free(1)
+	p.AddAdmit(engine.Admit{Lane: 2, Seq: 1, Grammar: gid, Sampling: engine.Greedy()}, prompt, nil)
+	p.Prefills = append(p.Prefills, engine.Prefill{Lane: 2, Count: uint32(len(prompt))})
+	if _, err := e.Tick(&p); err != nil {
+		t.Fatal(err)
+	}
+	p.Reset()
+	p.AddDraft(2, []engine.Token{5})
+	p.Decodes[0].SynthAccept = 1
+	if _, err := e.Tick(&p); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("synthetic accepts on a grammar lane: %v", err)
 	}
 }

@@ -87,6 +87,12 @@ type Decode struct {
 	Lane     uint32
 	DraftOff uint32
 	DraftLen uint32
+	// SynthAccept (benchmarking only, as llama-server's --spec-synth-*):
+	// the first SynthAccept draft tokens are committed whatever the model
+	// makes of them, then the row after them is sampled and ends the
+	// lane's step. The output is not the model's. Refused on a grammar
+	// lane and beyond DraftLen.
+	SynthAccept uint32
 }
 
 // AddDraft appends a decode of lane carrying draft (copied into the

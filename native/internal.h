@@ -107,6 +107,7 @@ struct sf_lane {
     // plan's token array; valid during the tick only.
     const int32_t *draft = nullptr;
     uint32_t draft_len = 0;
+    uint32_t synth_accept = 0;  // draft tokens committed unverified (benchmarks)
 };
 
 // A CPU threadpool several engines share (compute.cpp): one graph computes

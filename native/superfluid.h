@@ -162,11 +162,18 @@ typedef struct sf_prefill {
  * gives without a draft, several a step; the rejected rows leave the KV
  * cache (llama_memory_seq_rm). Refused (SF_ERR_INVALID) on a model that
  * cannot cut a sequence (sf_desc.partial_truncation 0), or when the draft
- * would pass the context. */
+ * would pass the context.
+ *
+ * synth_accept > 0 (benchmarking only, llama-server's --spec-synth-*):
+ * the first synth_accept draft tokens are committed as the lane's tokens
+ * whatever the model makes of them, then the next row is sampled and ends
+ * the lane's step; the output is not the model's. Refused on a lane with a
+ * grammar (which could not take a token it refuses) and beyond draft_len. */
 typedef struct sf_decode {
     uint32_t lane;
     uint32_t draft_off;
     uint32_t draft_len;
+    uint32_t synth_accept;
 } sf_decode;
 
 typedef struct sf_plan {

@@ -105,6 +105,9 @@ int check_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
 // context, and on a model whose sequences can be cut back after it.
 int check_draft(sf_engine *e, const sf_plan *p, const sf_decode &d, const sf_lane *l) {
     if (d.draft_len == 0) {
+        if (d.synth_accept > 0) {
+            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: synthetic accepts without a draft", d.lane);
+        }
         return SF_OK;
     }
     if (llama_model_is_recurrent(e->model) || llama_model_is_hybrid(e->model)) {
@@ -126,6 +129,14 @@ int check_draft(sf_engine *e, const sf_plan *p, const sf_decode &d, const sf_lan
             return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: draft token %d outside the vocabulary",
                                 d.lane, t);
         }
+    }
+    if (d.synth_accept > d.draft_len) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: %u synthetic accepts of a draft of %u",
+                            d.lane, d.synth_accept, d.draft_len);
+    }
+    if (d.synth_accept > 0 && l->grammar.g != nullptr) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: synthetic accepts on a lane with a grammar",
+                            d.lane);
     }
     return SF_OK;
 }
@@ -380,6 +391,8 @@ bool grammar_accept(sf_engine *e, sf_lane *l, llama_token tok) {
     }
 }
 
+void commit_token(sf_engine *e, int32_t row, sf_lane *l, llama_token tok, sf_events *ev);
+
 void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
     const float *logits = llama_get_logits_ith(e->ctx, row);
     bool grammar = l->grammar.g != nullptr;
@@ -391,6 +404,14 @@ void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
         l->status = SF_ERR_GRAMMAR;
         return;
     }
+    commit_token(e, row, l, tok, ev);
+}
+
+// Reports tok as the lane's token at row and advances the lane over it:
+// logprobs, the grammar, the finish checks; or pending for the next step.
+void commit_token(sf_engine *e, int32_t row, sf_lane *l, llama_token tok, sf_events *ev) {
+    const float *logits = llama_get_logits_ith(e->ctx, row);
+    bool grammar = l->grammar.g != nullptr;
     sf_token_event &te = ev->tokens[ev->n_tokens++];
     te = sf_token_event{l->tag, tok, 0.0f, 0, 0, SF_FINISH_NONE};
     if (l->n_logprobs > 0) {
@@ -415,18 +436,28 @@ void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
 
 // Samples a drafted lane's rows, from its fed token's at row on, in order,
 // each as a plain decode would sample it at that position, while the token
-// sampled is the draft token the next row fed; then cuts the rows not
-// accepted out of the sequence. Returns the draft rows consumed (skipped by
+// sampled is the draft token the next row fed (or, with synth_accept, takes
+// that many draft tokens as they are and samples the row after them); then
+// cuts the rows not accepted out of the sequence. Returns the draft rows consumed (skipped by
 // the caller). The draft pointer is cleared: it points into the plan.
 int32_t verify_draft(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
-    uint32_t n = l->draft_len;
+    uint32_t n = l->draft_len, synth = l->synth_accept;
     const int32_t *draft = l->draft;
     l->draft = nullptr;
     l->draft_len = 0;
+    l->synth_accept = 0;
     ev->timings.draft_tokens += n;
     for (uint32_t j = 0;; j++) {
-        sample_row(e, row + (int32_t)j, l, ev);
-        if (j == n || l->finish != SF_FINISH_NONE || l->pending != draft[j]) {
+        if (j < synth) {
+            // Committed unverified (benchmarks); penalties still see it.
+            if (l->chain != nullptr) {
+                llama_sampler_accept(l->chain, draft[j]);
+            }
+            commit_token(e, row + (int32_t)j, l, draft[j], ev);
+        } else {
+            sample_row(e, row + (int32_t)j, l, ev);
+        }
+        if (j == n || l->finish != SF_FINISH_NONE || l->pending != draft[j] || (synth > 0 && j >= synth)) {
             break;
         }
         // The token sampled is the draft token row j + 1 fed: it is in
@@ -472,6 +503,7 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
         add_row(e, l->pending, (int32_t)l->n_past, l->seq, l);
         l->draft = p->tokens + d.draft_off;
         l->draft_len = d.draft_len;
+        l->synth_accept = d.synth_accept;
         for (uint32_t j = 0; j < d.draft_len; j++) {
             add_row(e, l->draft[j], (int32_t)(l->n_past + 1 + j), l->seq, l);
         }

@@ -45,6 +45,11 @@ type Speculation struct {
 	// Ungated drafts whenever there is a draft, whatever it costs:
 	// for benchmarks and tests of the verification itself.
 	Ungated bool
+	// SynthRates, when set (SynthRates resolves them), is synthetic
+	// acceptance for benchmarks (spec_synth.go): DraftMax values, the
+	// probability each draft position is committed whatever the model
+	// says. Output is then not the model's.
+	SynthRates []float64
 }
 
 // Defaults and bounds of Speculation.
@@ -99,6 +104,13 @@ func (s Speculation) validate() error {
 		return fmt.Errorf("sched: speculation draft min %d outside [1, draft max %d]", s.DraftMin, s.DraftMax)
 	case !(s.MinGain >= 1) || s.MinGain > 100:
 		return fmt.Errorf("sched: speculation min gain %v outside [1, 100]", s.MinGain)
+	case len(s.SynthRates) > 0 && !s.on():
+		return fmt.Errorf("sched: synthetic acceptance without a draft source")
+	}
+	if len(s.SynthRates) > 0 {
+		if _, err := SynthRates(s.SynthRates, 0, s.DraftMax); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -115,6 +127,7 @@ type specState struct {
 	lanes   int
 	drafted bool
 	buf     []engine.Token
+	synth   synthState
 }
 
 func newSpecState(cfg Speculation, d *engine.Descriptor, lanes int) specState {
@@ -123,6 +136,7 @@ func newSpecState(cfg Speculation, d *engine.Descriptor, lanes int) specState {
 		enabled:  cfg.on() && d.PartialTruncation,
 		baseline: newSpecBaseline(lanes),
 		buf:      make([]engine.Token, 0, cfg.DraftMax),
+		synth:    newSynthState(cfg.SynthRates),
 	}
 }
 
@@ -135,7 +149,7 @@ func (p *planner) beginDecodes(pl *engine.Plan, decoders int) {
 	if !s.enabled || decoders == 0 || len(pl.Prefills) > 0 {
 		return
 	}
-	if !s.cfg.Ungated && s.baseline.due(decoders) {
+	if !s.cfg.Ungated && !s.synth.on() && s.baseline.due(decoders) {
 		return
 	}
 	s.room = max(0, p.batch-pl.Rows()-decoders)
@@ -153,17 +167,24 @@ func (p *planner) addDecode(pl *engine.Plan, l *lane) {
 	}
 	// The draft's rows follow the fed token's, inside the context.
 	k = min(k, p.ctx-l.npast-2)
-	if k < s.cfg.DraftMin || !(s.cfg.Ungated || l.gate.drafts()) {
+	synth := s.synth.on() && l.job.grammar == 0
+	if k < s.cfg.DraftMin || !(s.cfg.Ungated || synth || l.gate.drafts()) {
 		pl.Decodes = append(pl.Decodes, engine.Decode{Lane: l.tag})
 		return
 	}
 	s.buf = ngramDraft(s.buf[:0], l.tokens, specNgramMax, k)
+	if synth {
+		s.buf = synthDraft(s.buf, l.tokens, k)
+	}
 	if len(s.buf) < s.cfg.DraftMin {
 		pl.Decodes = append(pl.Decodes, engine.Decode{Lane: l.tag})
 		return
 	}
 	l.draftOff, l.draftLen = len(pl.Tokens), len(s.buf)
 	pl.AddDraft(l.tag, s.buf)
+	if synth {
+		pl.Decodes[len(pl.Decodes)-1].SynthAccept = uint32(s.synth.accepts(len(s.buf)))
+	}
 	s.room -= len(s.buf)
 	s.drafted = true
 }
@@ -201,7 +222,7 @@ func (p *planner) learnSpec(t *engine.Timings, secs float64, ran bool) {
 		p.stats.draftAccepted.Add(uint64(l.stepAccepted))
 		l.job.draftTokens += l.draftLen
 		l.job.draftAccepted += l.stepAccepted
-		if decodeOnly && !s.cfg.Ungated && l.gate.observeDrafted(l.stepTokens, secs, s.baseline.plainSecs(s.lanes), s.cfg.MinGain) {
+		if decodeOnly && !s.cfg.Ungated && !s.synth.on() && l.gate.observeDrafted(l.stepTokens, secs, s.baseline.plainSecs(s.lanes), s.cfg.MinGain) {
 			p.stats.draftGateClosed.Add(1)
 		}
 		l.draftLen, l.stepTokens, l.stepAccepted = 0, 0, 0

@@ -353,18 +353,23 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 		e.seqs[l.seq] = append(e.seqs[l.seq], l.pending)
 		l.hasPending = false
 		e.ev.Timings.DecodeTokens++
-		e.sample(l)
 		// A draft is accepted token by token while the lane samples what
-		// the next row fed, as the native engine verifies it.
+		// the next row fed, as the native engine verifies it (its first
+		// SynthAccept tokens taken unverified).
+		draft := p.Tokens[d.DraftOff : d.DraftOff+d.DraftLen]
 		e.ev.Timings.DraftTokens += d.DraftLen
-		for _, t := range p.Tokens[d.DraftOff : d.DraftOff+d.DraftLen] {
-			if !l.hasPending || l.pending != t {
+		for j := 0; ; j++ {
+			if j < int(d.SynthAccept) {
+				e.commit(l, draft[j], false)
+			} else {
+				e.sample(l)
+			}
+			if j == len(draft) || !l.hasPending || l.pending != draft[j] || (d.SynthAccept > 0 && j >= int(d.SynthAccept)) {
 				break
 			}
 			e.ev.Timings.DraftAccepted++
-			e.seqs[l.seq] = append(e.seqs[l.seq], t)
+			e.seqs[l.seq] = append(e.seqs[l.seq], draft[j])
 			l.hasPending = false
-			e.sample(l)
 		}
 	}
 	cost := e.Cost.Step + time.Duration(prefill)*e.Cost.PrefillToken + time.Duration(rows)*e.Cost.DecodeRow +
@@ -382,6 +387,12 @@ func (e *Fake) sample(l *lane) {
 	if seq := e.seqs[l.seq]; e.Period > 0 && len(seq) >= e.Period {
 		t, eog = seq[len(seq)-e.Period], false
 	}
+	e.commit(l, t, eog)
+}
+
+// commit makes t the lane's next token (eog: the model ended there).
+func (e *Fake) commit(l *lane, t engine.Token, eog bool) {
+	eog = eog || t == EOS
 	l.hash = hashTokens(l.hash, []engine.Token{t})
 	l.generated++
 	if l.grammar {

@@ -271,6 +271,9 @@ func failLane(st engine.Status, tag uint32, format string, args ...any) error {
 // outside the plan's tokens, past the context, or outside the vocabulary.
 func (e *Fake) checkDraft(p *engine.Plan, d *engine.Decode, l *lane) error {
 	if d.DraftLen == 0 {
+		if d.SynthAccept > 0 {
+			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: synthetic accepts without a draft", d.Lane)
+		}
 		return nil
 	}
 	if !e.desc.PartialTruncation {
@@ -287,6 +290,12 @@ func (e *Fake) checkDraft(p *engine.Plan, d *engine.Decode, l *lane) error {
 		if t < 0 || int(t) >= e.desc.Vocab {
 			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: draft token %d outside the vocabulary", d.Lane, t)
 		}
+	}
+	if d.SynthAccept > d.DraftLen {
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: %d synthetic accepts of a draft of %d", d.Lane, d.SynthAccept, d.DraftLen)
+	}
+	if d.SynthAccept > 0 && l.grammar {
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: synthetic accepts on a lane with a grammar", d.Lane)
 	}
 	return nil
 }
