@@ -17,7 +17,7 @@ import (
 
 // BenchmarkSpeculation measures n-gram speculation through the scheduler
 // on the real engine (SF_BENCH_MODEL, else the 0.5B-shaped synthetic
-// model), two threads, 1 and 4 streams: aggregate decode tokens/s without
+// model), two threads (SF_BENCH_THREADS), 1 and 4 streams: aggregate decode tokens/s without
 // drafts, with gated drafts (the default when --spec-type ngram-simple),
 // and with every draft the drafter finds (ungated), the three taken in
 // turn each round. Two workloads: random prose, where a random-weight
@@ -40,7 +40,7 @@ func BenchmarkSpeculation(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/streams=%d", workload, streams), func(b *testing.B) {
 				stacks := make([]*schedStack, len(configs))
 				for i, c := range configs {
-					stacks[i] = newSchedStack(b, stackConfig{model: path, lanes: streams, seqs: 2 * streams, threads: benchThreads, sched: sched.Config{Speculation: c}})
+					stacks[i] = newSchedStack(b, stackConfig{model: path, lanes: streams, seqs: 2 * streams, threads: specBenchThreads(), sched: sched.Config{Speculation: c}})
 				}
 				prompts := make([][]engine.Token, streams)
 				for i := range prompts {
@@ -124,6 +124,16 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// specBenchThreads is SF_BENCH_THREADS when set (1 on a machine others
+// load: two threads spin-waiting for each other on two shared cores
+// measure the neighbours), else benchThreads.
+func specBenchThreads() int {
+	if n, err := strconv.Atoi(os.Getenv("SF_BENCH_THREADS")); err == nil && n > 0 {
+		return n
+	}
+	return benchThreads
 }
 
 // specBenchReps is SF_BENCH_REPS when set, else def.
