@@ -115,3 +115,33 @@ func TestSpecBaselineIsTakenAndRenewed(t *testing.T) {
 		t.Fatal("lane counts outside the engine's are due or known")
 	}
 }
+
+// Drafts are sized by the run the lane's drafts are accepted for: a lane
+// whose drafts land in full grows them to the bound, one whose drafts
+// seldom land drafts one token.
+func TestLaneGateSizesDrafts(t *testing.T) {
+	var g laneGate
+	if k := g.draftLen(8); k != 2 {
+		t.Fatalf("an unmeasured lane drafts %d", k)
+	}
+	k := g.draftLen(8)
+	for range 20 {
+		g.observeDrafted(k+1, 0.03, 0.03, defaultSpecMinGain) // every draft token accepted
+		k = g.draftLen(8)
+	}
+	if k != 8 {
+		t.Fatalf("a lane whose drafts all land drafts %d of 8", k)
+	}
+	for range 20 {
+		g.observeDrafted(1, 0.03, 0.03, defaultSpecMinGain)
+		for g.off {
+			g.observePlain()
+		}
+	}
+	if k := g.draftLen(8); k != 1 {
+		t.Fatalf("a lane whose drafts never land drafts %d", k)
+	}
+	if k := g.draftLen(1); k != 1 {
+		t.Fatalf("draft length %d past the bound 1", k)
+	}
+}
