@@ -127,3 +127,53 @@ func TestSpeculationGateClosesWhenDraftsNeverLand(t *testing.T) {
 		t.Fatalf("fewer steps (%d) than without drafts (%d) though none landed", s.Ticks, ps.Ticks)
 	}
 }
+
+// When the batch has no room for every lane's draft, better classes draft
+// first: a Chat lane's draft is never left out for an Agent lane's.
+func TestDraftRowsGoToBetterClassesFirst(t *testing.T) {
+	clock := newFakeClock()
+	eng := enginetest.New(4, 8, 20, 1<<20, clock)
+	eng.Descriptor().PartialTruncation = true
+	h := newHarnessOn(t, eng, clock, Config{Speculation: Speculation{Type: SpecNgramSimple, DraftMax: 4, Ungated: true}})
+	h.eng.Period = 6
+	h.eng.KeepPlans = true
+	// Distinct first tokens: no request waits for another's prefix.
+	prompt := func(first engine.Token) []engine.Token {
+		return append([]engine.Token{first}, repeatingPrompt(6, 23)...)
+	}
+	// Long replies (a short Chat reply would hold the agents' prompts back
+	// until it is done, and never decode beside them); the chat's the
+	// longest, so it may draft in full in every step beside the agents.
+	h.submit("agent1", Request{Prompt: prompt(900), Class: Agent, MaxTokens: 200})
+	h.submit("agent2", Request{Prompt: prompt(901), Class: Agent, MaxTokens: 200})
+	h.submit("chat", Request{Prompt: prompt(902), Class: Chat, MaxTokens: 600})
+	var chatTag uint32
+	for i := 0; chatTag == 0 && i < 100; i++ {
+		h.step()
+		chatTag = h.laneOf("chat")
+	}
+	h.run(1000)
+	squeezed := 0
+	for _, pl := range h.eng.Plans {
+		if len(pl.Prefills) > 0 || len(pl.Decodes) < 3 {
+			continue
+		}
+		var chat, agents uint32
+		for _, d := range pl.Decodes {
+			if d.Lane == chatTag {
+				chat = d.DraftLen
+			} else {
+				agents += d.DraftLen
+			}
+		}
+		if chat < 4 && agents > 0 {
+			t.Fatalf("the chat lane drafted %d beside agents' %d: %+v", chat, agents, pl.Decodes)
+		}
+		if chat == 4 && agents < 8 {
+			squeezed++
+		}
+	}
+	if squeezed == 0 {
+		t.Fatal("no step was short of room for every draft")
+	}
+}
