@@ -438,8 +438,9 @@ void commit_token(sf_engine *e, int32_t row, sf_lane *l, llama_token tok, sf_eve
 // each as a plain decode would sample it at that position, while the token
 // sampled is the draft token the next row fed (or, with synth_accept, takes
 // that many draft tokens as they are and samples the row after them); then
-// cuts the rows not accepted out of the sequence. Returns the draft rows consumed (skipped by
-// the caller). The draft pointer is cleared: it points into the plan.
+// cuts the rows not accepted out of the sequence. Returns the draft rows
+// consumed (the caller skips them). The draft pointer is cleared: it
+// points into the plan.
 int32_t verify_draft(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
     uint32_t n = l->draft_len, synth = l->synth_accept;
     const int32_t *draft = l->draft;
