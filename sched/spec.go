@@ -39,6 +39,10 @@ type Speculation struct {
 	// DraftMin is the shortest draft worth its rows (--spec-draft-n-min);
 	// shorter ones are dropped. 0: 1.
 	DraftMin int
+	// NgramMin is the shortest match the drafter drafts from, 1 to 3;
+	// 0: 2. A single token recurs everywhere in prose: its drafts cost
+	// rows (on a CPU a good part of a step each) and seldom land.
+	NgramMin int
 	// MinGain is the throughput a lane's drafted steps must reach, over a
 	// plain step's, to keep drafting; 0: 1.08.
 	MinGain float64
@@ -86,6 +90,9 @@ func (s Speculation) withDefaults() Speculation {
 	if s.MinGain == 0 {
 		s.MinGain = defaultSpecMinGain
 	}
+	if s.NgramMin == 0 {
+		s.NgramMin = 2
+	}
 	return s
 }
 
@@ -102,6 +109,8 @@ func (s Speculation) validate() error {
 		return fmt.Errorf("sched: speculation draft max %d outside [1, %d]", s.DraftMax, maxDraftMax)
 	case s.DraftMin < 1 || s.DraftMin > s.DraftMax:
 		return fmt.Errorf("sched: speculation draft min %d outside [1, draft max %d]", s.DraftMin, s.DraftMax)
+	case s.NgramMin < 1 || s.NgramMin > specNgramMax:
+		return fmt.Errorf("sched: speculation n-gram min %d outside [1, %d]", s.NgramMin, specNgramMax)
 	case !(s.MinGain >= 1) || s.MinGain > 100:
 		return fmt.Errorf("sched: speculation min gain %v outside [1, 100]", s.MinGain)
 	case len(s.SynthRates) > 0 && !s.on():
@@ -175,7 +184,7 @@ func (p *planner) addDecode(pl *engine.Plan, l *lane) {
 		pl.Decodes = append(pl.Decodes, engine.Decode{Lane: l.tag})
 		return
 	}
-	s.buf = ngramDraft(s.buf[:0], l.tokens, specNgramMax, k)
+	s.buf = ngramDraft(s.buf[:0], l.tokens, specNgramMax, s.cfg.NgramMin, k)
 	if synth {
 		s.buf = synthDraft(s.buf, l.tokens, k)
 	}
