@@ -201,6 +201,9 @@ func speculationOption(c *cli.Context) (sched.Speculation, error) {
 		return sched.Speculation{}, fmt.Errorf("serve: --spec-type: %w", err)
 	}
 	s := sched.Speculation{Type: t, DraftMax: c.Int("spec-draft-n-max"), DraftMin: c.Int("spec-draft-n-min")}
+	if s.DraftMax < 1 || s.DraftMin < 1 {
+		return sched.Speculation{}, fmt.Errorf("serve: --spec-draft-n-max %d and --spec-draft-n-min %d must be at least 1", s.DraftMax, s.DraftMin)
+	}
 	var rates []float64
 	if v := strings.TrimSpace(c.String("spec-synth-rates")); v != "" {
 		for _, f := range strings.Split(v, ",") {
