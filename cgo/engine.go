@@ -246,6 +246,7 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		AddBOS:            d.add_bos != 0,
 		ChatTemplate:      C.GoString(d.chat_template),
 		PartialTruncation: d.partial_truncation != 0,
+		Drafts:            d.drafts != 0,
 		Params:            uint64(d.n_params),
 		ModelBytes:        uint64(d.model_bytes),
 		Identity:          identity,

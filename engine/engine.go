@@ -21,9 +21,12 @@ type Descriptor struct {
 	FIM               FIM     `json:"fim"`
 	ChatTemplate      string  `json:"chat_template"`
 	PartialTruncation bool    `json:"partial_truncation"`
-	Params            uint64  `json:"parameters"`
-	ModelBytes        uint64  `json:"model_bytes"`
-	Identity          string  `json:"identity"` // digest of the model file
+	// Drafts: decodes may carry drafts (Decode.DraftLen); false on
+	// recurrent, hybrid and sliding-window models.
+	Drafts     bool   `json:"drafts"`
+	Params     uint64 `json:"parameters"`
+	ModelBytes uint64 `json:"model_bytes"`
+	Identity   string `json:"identity"` // digest of the model file
 	// Recommended is what the model file recommends for sampling
 	// (general.sampling.* in the GGUF); see SamplingDefaults.
 	Recommended ModelSampling `json:"recommended_sampling"`

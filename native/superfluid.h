@@ -160,9 +160,8 @@ typedef struct sf_prefill {
  * draft token fed after it. The lane commits the tokens sampled (the drafts
  * accepted and one of the model's own), so it gives exactly the tokens it
  * gives without a draft, several a step; the rejected rows leave the KV
- * cache (llama_memory_seq_rm). Refused (SF_ERR_INVALID) on a model that
- * cannot cut a sequence (sf_desc.partial_truncation 0), or when the draft
- * would pass the context.
+ * cache (llama_memory_seq_rm). Refused (SF_ERR_INVALID) on a model whose
+ * sf_desc.drafts is 0, or when the draft would pass the context.
  *
  * synth_accept > 0 (benchmarking only, llama-server's --spec-synth-*):
  * the first synth_accept draft tokens are committed as the lane's tokens
@@ -268,6 +267,11 @@ typedef struct sf_desc {
      * engine runs sf_embed and refuses sf_tick. */
     int32_t pooling;
     int32_t n_embd_pooled; /* floats in one pooled vector (sf_embed's stride) */
+    /* 1: decodes may carry drafts (sf_decode): a sequence can be cut back
+     * after a rejected one. 0 on recurrent and hybrid models (no cut) and
+     * on sliding-window ones, whose window cache may have dropped, for the
+     * draft's later positions, cells the positions after a cut still see. */
+    int32_t drafts;
 } sf_desc;
 
 /* How an embedding model pools its tokens' vectors into one (llama.cpp's

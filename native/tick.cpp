@@ -110,9 +110,9 @@ int check_draft(sf_engine *e, const sf_plan *p, const sf_decode &d, const sf_lan
         }
         return SF_OK;
     }
-    if (llama_model_is_recurrent(e->model) || llama_model_is_hybrid(e->model)) {
+    if (!sf_model_drafts(e->model)) {
         return sf_fail_lane(e, d.lane, SF_ERR_INVALID,
-                            "decode lane %u: a draft on a model whose sequences cannot be cut back", d.lane);
+                            "decode lane %u: a draft on a model whose sequences cannot be cut back after it", d.lane);
     }
     if ((uint64_t)d.draft_off + d.draft_len > p->n_tokens) {
         return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: draft [%u, +%u) outside the plan's %u tokens",

@@ -18,7 +18,7 @@ import (
 // any kind of request. Drafts ride only in decode-only steps (a prefill
 // step is compute-bound already, and its time says nothing of the draft's
 // cost), better classes first while the batch has room, only on engines
-// that can cut a sequence back (engine.Descriptor.PartialTruncation), and
+// whose decodes may carry drafts (engine.Descriptor.Drafts), and
 // only while the lane's throughput gate (spec_gate.go) says they pay.
 
 // SpecType names a draft source (llama-server's --spec-type).
@@ -142,7 +142,7 @@ type specState struct {
 func newSpecState(cfg Speculation, d *engine.Descriptor, lanes int) specState {
 	return specState{
 		cfg:      cfg,
-		enabled:  cfg.on() && d.PartialTruncation,
+		enabled:  cfg.on() && d.Drafts,
 		baseline: newSpecBaseline(lanes),
 		buf:      make([]engine.Token, 0, cfg.DraftMax),
 		synth:    newSynthState(cfg.SynthRates),

@@ -25,7 +25,7 @@ func specRun(t *testing.T, spec Speculation, period int, reqs map[string]Request
 	t.Helper()
 	clock := newFakeClock()
 	eng := enginetest.New(4, 64, 20, 1<<20, clock)
-	eng.Descriptor().PartialTruncation = true
+	eng.Descriptor().Drafts = true
 	h := newHarnessOn(t, eng, clock, Config{Speculation: spec})
 	h.eng.Period = period
 	h.eng.KeepPlans = true
@@ -133,7 +133,7 @@ func TestSpeculationGateClosesWhenDraftsNeverLand(t *testing.T) {
 func TestDraftRowsGoToBetterClassesFirst(t *testing.T) {
 	clock := newFakeClock()
 	eng := enginetest.New(4, 8, 20, 1<<20, clock)
-	eng.Descriptor().PartialTruncation = true
+	eng.Descriptor().Drafts = true
 	h := newHarnessOn(t, eng, clock, Config{Speculation: Speculation{Type: SpecNgramSimple, DraftMax: 4, Ungated: true}})
 	h.eng.Period = 6
 	h.eng.KeepPlans = true

@@ -267,7 +267,7 @@ func failLane(st engine.Status, tag uint32, format string, args ...any) error {
 }
 
 // checkDraft is native/tick.cpp's check_draft: a model whose sequences
-// cannot be cut back (the descriptor's PartialTruncation false), a draft
+// cannot be cut back after a draft (the descriptor's Drafts false), a draft
 // outside the plan's tokens, past the context, or outside the vocabulary.
 func (e *Fake) checkDraft(p *engine.Plan, d *engine.Decode, l *lane) error {
 	if d.DraftLen == 0 {
@@ -276,8 +276,8 @@ func (e *Fake) checkDraft(p *engine.Plan, d *engine.Decode, l *lane) error {
 		}
 		return nil
 	}
-	if !e.desc.PartialTruncation {
-		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: a draft on a model whose sequences cannot be cut back", d.Lane)
+	if !e.desc.Drafts {
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: a draft on a model whose sequences cannot be cut back after it", d.Lane)
 	}
 	if uint64(d.DraftOff)+uint64(d.DraftLen) > uint64(len(p.Tokens)) {
 		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: draft [%d, +%d) outside the plan's %d tokens", d.Lane, d.DraftOff, d.DraftLen, len(p.Tokens))
