@@ -301,3 +301,29 @@ func TestSynthAcceptCommitsTheDraft(t *testing.T) {
 		t.Fatalf("synthetic accepts on a grammar lane: %v", err)
 	}
 }
+
+func TestSteadyStateDraftedTickAllocatesNothing(t *testing.T) {
+	e := openTest(t, 2)
+	prompt := promptTokens(t, e, 8, "drafted allocs")
+	var p engine.Plan
+	for i := range 2 {
+		e.Free(int32(i))
+		p.AddAdmit(engine.Admit{Lane: uint32(i), Seq: int32(i), Sampling: engine.Greedy()}, prompt, nil)
+		p.Prefills = append(p.Prefills, engine.Prefill{Lane: uint32(i), Count: uint32(len(prompt))})
+	}
+	if _, err := e.Tick(&p); err != nil {
+		t.Fatal(err)
+	}
+	draft := []engine.Token{5, 6, 7}
+	allocs := testing.AllocsPerRun(30, func() {
+		p.Reset()
+		p.AddDraft(0, draft)
+		p.AddDraft(1, draft[:2])
+		if _, err := e.Tick(&p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a steady-state drafted tick allocates %v times", allocs)
+	}
+}
