@@ -172,7 +172,9 @@ func (p *planner) addDecode(pl *engine.Plan, l *lane) {
 	l.draftOff, l.draftLen, l.stepTokens, l.stepAccepted = 0, 0, 0, 0
 	k := min(s.cfg.DraftMax, s.room)
 	if !s.cfg.Ungated && !s.synth.on() {
-		k = min(k, l.gate.draftLen(s.cfg.DraftMax))
+		// Never below DraftMin: a lane sized below it would never draft,
+		// nor measure, again.
+		k = min(k, max(l.gate.draftLen(s.cfg.DraftMax), s.cfg.DraftMin))
 	}
 	if left := l.toGenerate(); left >= 0 {
 		k = min(k, left-1) // the token after the draft is the model's own

@@ -177,3 +177,20 @@ func TestDraftRowsGoToBetterClassesFirst(t *testing.T) {
 		t.Fatal("no step was short of room for every draft")
 	}
 }
+
+// A lane whose drafts were sized down to one token (none accepted) still
+// probes again with drafts of --spec-draft-n-min, and so keeps measuring.
+func TestDraftMinHoldsAgainstSizing(t *testing.T) {
+	reqs := map[string]Request{"a": {Prompt: repeatingPrompt(5, 40), Class: Chat, MaxTokens: 600}}
+	_, s, h := specRun(t, Speculation{Type: SpecNgramSimple, NgramMin: 1, DraftMin: 2, DraftMax: 4}, 0, reqs)
+	for _, pl := range h.eng.Plans {
+		for _, d := range pl.Decodes {
+			if d.DraftLen == 1 {
+				t.Fatalf("a draft of 1 under a draft min of 2: %+v", d)
+			}
+		}
+	}
+	if s.DraftGateClosed < 2 {
+		t.Fatalf("the gate closed %d times: the lane stopped probing", s.DraftGateClosed)
+	}
+}
