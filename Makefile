@@ -86,7 +86,7 @@ export CGO_CPPFLAGS = $(LLAMA_INC)
 export CGO_CFLAGS   = -O3 $(NATIVE_SIMD)
 export CGO_CXXFLAGS = -O3 $(NATIVE_SIMD)
 
-.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench bench-engine bench-satellite bench-families models clean deps llama-libs engine-test
+.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench bench-engine bench-spec bench-satellite bench-families models clean deps llama-libs engine-test
 
 all: build
 
@@ -175,6 +175,14 @@ bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
 			-bench "^Benchmark($$benches)\$$" -benchtime 1x -count 1 -timeout 60m ./cgo/ \
 			| grep -E '^(Benchmark|cpu:)' || exit 1; \
 	done
+
+# Speculative decoding on the 0.5B-shaped model: a decode step with k
+# draft rows a lane against a plain one (1 and 4 lanes, the break-even
+# acceptance), then n-gram drafts through the scheduler — none, gated,
+# ungated — on random prose and on a repeated passage.
+bench-spec: deps $(MODELS)/synth-0.5b-q8_0.gguf
+	SF_BENCH_MODEL=$(CURDIR)/$(MODELS)/synth-0.5b-q8_0.gguf \
+		$(GO) test -run '^$$' -bench '^Benchmark(SpecStepCost|Speculation)$$' -benchtime 1x -count 1 -timeout 60m ./cgo/ ./e2e/
 
 # Issue 15's FIM-satellite benchmark: FIM latency on the small model, idle
 # and beside four 2,000-token prompts on the 0.5B one, with both in one

@@ -38,6 +38,11 @@ func serveCommand() *cli.Command {
 		}, engineFlags(4), []cli.Flag{
 			&cli.IntFlag{Name: "seqs", Value: 0, Usage: "engine sequences: lanes plus cached conversations (0: 4 per lane)", EnvVars: env("SEQS")},
 			&cli.StringFlag{Name: "class-lanes", Usage: "lane caps per class, e.g. background=2,agent=6", EnvVars: env("CLASS_LANES")},
+			&cli.StringFlag{Name: "spec-type", Value: "none", Usage: "speculative decoding's draft source: none, or ngram-simple (the tokens that followed the last occurrence of the reply's latest tokens in the prompt and reply); drafts ride in the multi-lane step, each lane's only while they measurably pay", EnvVars: env("SPEC_TYPE")},
+			&cli.IntFlag{Name: "spec-draft-n-max", Value: 4, Usage: "most draft tokens a lane carries in one step", EnvVars: env("SPEC_DRAFT_N_MAX")},
+			&cli.IntFlag{Name: "spec-draft-n-min", Value: 1, Usage: "fewest draft tokens worth carrying; a shorter draft is dropped", EnvVars: env("SPEC_DRAFT_N_MIN")},
+			&cli.Float64Flag{Name: "spec-synth-len", Usage: "benchmarking only: commit drafts as if accepted at this mean length per step, the model's own token included (1 to --spec-draft-n-max + 1), whatever they hold; output is not valid", EnvVars: env("SPEC_SYNTH_LEN")},
+			&cli.StringFlag{Name: "spec-synth-rates", Usage: "benchmarking only: P0,P1,… the probability each draft position is committed (--spec-draft-n-max values, non-increasing); output is not valid", EnvVars: env("SPEC_SYNTH_RATES")},
 			&cli.StringFlag{Name: "default-class", Value: "chat", Usage: "class of requests that name none: chat, agent or background", EnvVars: env("DEFAULT_CLASS")},
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
 			chatTemplateFileFlag(),
@@ -73,6 +78,10 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	defClass, err := sched.ParseClass(c.String("default-class"))
+	if err != nil {
+		return err
+	}
+	spec, err := speculationOption(c)
 	if err != nil {
 		return err
 	}
@@ -128,7 +137,7 @@ func serveAction(c *cli.Context) error {
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
 		DataDir: dirOrOff(c.String("data-dir")),
 		Disk:    quotas,
-		Sched:   sched.Config{ClassLanes: classLanes},
+		Sched:   sched.Config{ClassLanes: classLanes, Speculation: spec},
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header"),
 			AllowedOrigins: c.StringSlice("allowed-origins"), MaxConnsPerIP: c.Int("max-conns-per-ip"), HeaderTimeout: c.Duration("header-timeout")},
@@ -186,4 +195,36 @@ func parseMemoryBudget(s string) (int64, error) {
 		return 0, fmt.Errorf("serve: %w", err)
 	}
 	return n, nil
+}
+
+// speculationOption reads the --spec-* flags (llama-server's names).
+func speculationOption(c *cli.Context) (sched.Speculation, error) {
+	t, err := sched.ParseSpecType(c.String("spec-type"))
+	if err != nil {
+		return sched.Speculation{}, fmt.Errorf("serve: --spec-type: %w", err)
+	}
+	s := sched.Speculation{Type: t, DraftMax: c.Int("spec-draft-n-max"), DraftMin: c.Int("spec-draft-n-min")}
+	if s.DraftMax < 1 || s.DraftMin < 1 {
+		return sched.Speculation{}, fmt.Errorf("serve: --spec-draft-n-max %d and --spec-draft-n-min %d must be at least 1", s.DraftMax, s.DraftMin)
+	}
+	var rates []float64
+	if v := strings.TrimSpace(c.String("spec-synth-rates")); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return sched.Speculation{}, fmt.Errorf("serve: --spec-synth-rates: %q is not a number", f)
+			}
+			rates = append(rates, r)
+		}
+	}
+	if s.SynthRates, err = sched.SynthRates(rates, c.Float64("spec-synth-len"), s.DraftMax); err != nil {
+		return sched.Speculation{}, fmt.Errorf("serve: --spec-synth-*: %w", err)
+	}
+	if err := s.Check(); err != nil {
+		return sched.Speculation{}, fmt.Errorf("serve: %w", err)
+	}
+	if len(s.SynthRates) > 0 {
+		slog.Warn("synthetic speculative acceptance is on, for benchmarking: drafts are committed whatever they hold, and the output is not valid", "rates", s.SynthRates)
+	}
+	return s, nil
 }

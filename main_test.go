@@ -69,6 +69,13 @@ func TestBadInvocationsFailWithOneLine(t *testing.T) {
 		"info of a non-GGUF":    {"model", "info", "--model", junk},
 		"unknown synth shape":   {"model", "synth", "--shape", "huge", "-o", filepath.Join(dir, "x.gguf")},
 		"missing required flag": {"run", "--model", testModel},
+		"unknown spec type":     {"serve", "--model", testModel, "--port", "0", "--spec-type", "draft-eagle3"},
+		"draft max of 0":        {"serve", "--model", testModel, "--port", "0", "--spec-type", "ngram-simple", "--spec-draft-n-max", "0"},
+		"draft min past max":    {"serve", "--model", testModel, "--port", "0", "--spec-type", "ngram-simple", "--spec-draft-n-min", "5"},
+		"synth len and rates":   {"serve", "--model", testModel, "--port", "0", "--spec-type", "ngram-simple", "--spec-synth-len", "2", "--spec-synth-rates", "0.5,0.4,0.3,0.2"},
+		"synth rates rising":    {"serve", "--model", testModel, "--port", "0", "--spec-type", "ngram-simple", "--spec-synth-rates", "0.1,0.4,0.3,0.2"},
+		"synth rates not four":  {"serve", "--model", testModel, "--port", "0", "--spec-type", "ngram-simple", "--spec-synth-rates", "0.5"},
+		"synth without a type":  {"serve", "--model", testModel, "--port", "0", "--spec-synth-len", "2"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

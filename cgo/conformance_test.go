@@ -31,6 +31,7 @@ func conformanceEngines(t *testing.T) (real *Engine, fake *enginetest.Fake, prom
 	d := real.Descriptor()
 	fake = enginetest.New(d.Lanes, d.Batch, d.Seqs, d.Ctx, nil)
 	fake.SetVocab(d.Vocab)
+	fake.Descriptor().Drafts = d.Drafts
 	if fd := fake.Descriptor(); fd.Lanes != d.Lanes || fd.Batch != d.Batch || fd.Seqs != d.Seqs || fd.Ctx != d.Ctx {
 		t.Fatalf("the fake's shape %+v differs from the engine's", fd)
 	}
@@ -175,6 +176,27 @@ func malformedPlans() []malformedPlan {
 		{"decode an admit without its prefill", func(p *engine.Plan, prompt []engine.Token) {
 			p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, Sampling: greedy}, prompt[:4], nil)
 			p.Decodes = []engine.Decode{{Lane: 4}}
+		}},
+		{"a draft outside the plan's tokens", func(p *engine.Plan, _ []engine.Token) {
+			p.AddDraft(1, []engine.Token{5})
+			p.Decodes[0].DraftLen = 9
+		}},
+		{"a draft token outside the vocabulary", func(p *engine.Plan, _ []engine.Token) {
+			p.AddDraft(1, []engine.Token{5, engine.Token(conformanceVocab)})
+		}},
+		{"a negative draft token", func(p *engine.Plan, _ []engine.Token) { p.AddDraft(1, []engine.Token{-1}) }},
+		{"a draft past the context", func(p *engine.Plan, _ []engine.Token) { p.AddDraft(1, make([]engine.Token, 248)) }},
+		{"a draft over the batch", func(p *engine.Plan, _ []engine.Token) { p.AddDraft(1, make([]engine.Token, 32)) }},
+		{"synthetic accepts past the draft", func(p *engine.Plan, _ []engine.Token) {
+			p.AddDraft(1, []engine.Token{5})
+			p.Decodes[0].SynthAccept = 2
+		}},
+		{"synthetic accepts without a draft", func(p *engine.Plan, _ []engine.Token) {
+			p.Decodes = []engine.Decode{{Lane: 1, SynthAccept: 1}}
+		}},
+		{"a draft on a lane twice decoded", func(p *engine.Plan, _ []engine.Token) {
+			p.AddDraft(1, []engine.Token{5})
+			p.AddDraft(1, []engine.Token{6})
 		}},
 		{"a first step over the batch", func(p *engine.Plan, prompt []engine.Token) {
 			p.AddAdmit(engine.Admit{Lane: 4, Seq: 3, Sampling: greedy}, prompt[:30], nil)

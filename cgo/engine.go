@@ -300,6 +300,7 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		SlidingWindow:     int(d.n_swa),
 		CheckpointEvery:   int(d.ckpt_every),
 		CheckpointMax:     int(d.ckpt_max),
+		Drafts:            d.drafts != 0,
 		Params:            uint64(d.n_params),
 		ModelBytes:        uint64(d.model_bytes),
 		Identity:          identity,

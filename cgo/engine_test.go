@@ -90,7 +90,7 @@ func TestOpenReportsDescriptor(t *testing.T) {
 	if d.Architecture != "llama" || d.Vocab <= 0 || d.Ctx != 1024 || d.KVBytesPerToken <= 0 || len(d.EOG) == 0 {
 		t.Fatalf("descriptor: %+v", d)
 	}
-	if d.Identity == "" || !d.PartialTruncation {
+	if d.Identity == "" || !d.PartialTruncation || !d.Drafts {
 		t.Fatalf("descriptor identity/truncation: %+v", d)
 	}
 }

@@ -41,8 +41,13 @@ func (e *Engine) Tick(p *engine.Plan) (*engine.Events, error) {
 	if e.e == nil {
 		return nil, errClosed
 	}
-	// A step samples at most one token per prefill chunk and decode.
-	if need := len(p.Prefills) + len(p.Decodes); need > len(e.tokens) {
+	// A step samples at most one token per prefill chunk and decode, and
+	// one per draft token.
+	need := len(p.Prefills) + len(p.Decodes)
+	for i := range p.Decodes {
+		need += int(p.Decodes[i].DraftLen)
+	}
+	if need > len(e.tokens) {
 		e.growEvents(need)
 	}
 	cp := e.cplan

@@ -35,6 +35,9 @@ type Descriptor struct {
 	// sequence (0: it takes none).
 	CheckpointEvery int    `json:"checkpoint_every,omitempty"`
 	CheckpointMax   int    `json:"checkpoint_max,omitempty"`
+	// Drafts: decodes may carry drafts (Decode.DraftLen); false on
+	// recurrent, hybrid and sliding-window models.
+	Drafts bool `json:"drafts"`
 	Params          uint64 `json:"parameters"`
 	ModelBytes      uint64 `json:"model_bytes"`
 	Identity        string `json:"identity"` // digest of the model file

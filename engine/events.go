@@ -67,9 +67,14 @@ type Timings struct {
 	// where it was not and the whole vocabulary was masked.
 	GrammarFast   uint32
 	GrammarMasked uint32
+	// Draft rows the step verified (Decode.DraftLen summed) and how many
+	// of them the lanes accepted.
+	DraftTokens   uint32
+	DraftAccepted uint32
 }
 
-// Events is what one step reports: its tokens (at most one per lane), their
+// Events is what one step reports: its tokens (one per lane, or a drafted
+// lane's accepted drafts and the token after them, in order), their
 // logprobs, where each lane it touched stands, and its timing. Its slices
 // belong to the engine and stay valid until the next Tick.
 type Events struct {

@@ -76,9 +76,47 @@ type Prefill struct {
 }
 
 // Decode feeds a prefilled lane's last sampled token and samples its next:
-// one token of the lane's reply in this step.
+// one token of the lane's reply in this step. With a draft (DraftLen
+// tokens at Plan.Tokens[DraftOff:]), a guess at what the reply continues
+// with, the step also feeds the draft and samples each of its rows in
+// order while the token sampled is the draft token fed after it: the lane
+// commits the drafts so accepted and one token of the model's own — the
+// same tokens it would give without the draft, several in one step — and
+// the engine drops the rejected rows from the sequence. Set with AddDraft.
 type Decode struct {
-	Lane uint32
+	Lane     uint32
+	DraftOff uint32
+	DraftLen uint32
+	// SynthAccept (benchmarking only, as llama-server's --spec-synth-*):
+	// the first SynthAccept draft tokens are committed whatever the model
+	// makes of them, then the row after them is sampled and ends the
+	// lane's step. The output is not the model's. Refused on a grammar
+	// lane and beyond DraftLen.
+	SynthAccept uint32
+}
+
+// AddDraft appends a decode of lane carrying draft (copied into the
+// plan's tokens); an empty draft is a plain decode.
+func (p *Plan) AddDraft(lane uint32, draft []Token) {
+	d := Decode{Lane: lane}
+	if len(draft) > 0 {
+		d.DraftOff, d.DraftLen = uint32(len(p.Tokens)), uint32(len(draft))
+		p.Tokens = append(p.Tokens, draft...)
+	}
+	p.Decodes = append(p.Decodes, d)
+}
+
+// Rows is the batch rows the plan's step carries: its prefill chunks, one
+// per decode and its draft tokens.
+func (p *Plan) Rows() int {
+	n := 0
+	for i := range p.Prefills {
+		n += int(p.Prefills[i].Count)
+	}
+	for i := range p.Decodes {
+		n += 1 + int(p.Decodes[i].DraftLen)
+	}
+	return n
 }
 
 // Plan is one engine step's work: retires first, then admits, then one

@@ -60,6 +60,11 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	counter("requests_completed_total", "Requests ended.", st.Completed)
 	counter("grammar_fast_tokens_total", "Tokens under a grammar where the model's own choice was allowed (one token checked).", st.GrammarFastTokens)
 	counter("grammar_masked_tokens_total", "Tokens under a grammar sampled after masking the vocabulary.", st.GrammarMaskedTokens)
+	b.WriteString("# HELP superfluid_draft_tokens_total Draft tokens speculative decoding verified, by draft source.\n# TYPE superfluid_draft_tokens_total counter\n")
+	fmt.Fprintf(&b, "superfluid_draft_tokens_total{source=%q} %d\n", sched.SpecNgramSimple, st.DraftTokens)
+	b.WriteString("# HELP superfluid_draft_accepted_tokens_total Draft tokens accepted, by draft source.\n# TYPE superfluid_draft_accepted_tokens_total counter\n")
+	fmt.Fprintf(&b, "superfluid_draft_accepted_tokens_total{source=%q} %d\n", sched.SpecNgramSimple, st.DraftAccepted)
+	counter("draft_gate_closed_total", "Times a lane's throughput gate stopped its drafts (they did not pay); it probes again later.", st.DraftGateClosed)
 	b.WriteString("# HELP superfluid_panics_total Panics recovered, by component: each failed only the work at fault.\n# TYPE superfluid_panics_total counter\n")
 	panics.Each(func(c panics.Component, n uint64) {
 		fmt.Fprintf(&b, "superfluid_panics_total{component=%q} %d\n", c, n)

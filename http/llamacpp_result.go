@@ -49,7 +49,12 @@ func (r *llamaRun) timings() llamaTimings {
 	if r.p.warmup {
 		predictedMS = 0
 	}
-	return newLlamaTimings(res.CachedTokens, promptN, ms(res.Prefill), r.predicted, predictedMS)
+	t := newLlamaTimings(res.CachedTokens, promptN, ms(res.Prefill), r.predicted, predictedMS)
+	if res.DraftTokens > 0 {
+		accepted := res.DraftAccepted
+		t.DraftN, t.DraftNAccepted = res.DraftTokens, &accepted
+	}
+	return t
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -68,6 +68,10 @@ type llamaTimings struct {
 	PredictedMS         float64 `json:"predicted_ms"`
 	PredictedPerTokenMS float64 `json:"predicted_per_token_ms"`
 	PredictedPerSecond  float64 `json:"predicted_per_second"`
+	// Speculative decoding's draft tokens and those accepted, present (as
+	// llama-server has them) only when the request carried drafts.
+	DraftN         int  `json:"draft_n,omitempty"`
+	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
 }
 
 // newLlamaTimings fills in the rates llama.cpp derives; a phase that did

@@ -486,6 +486,7 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->max_piece_bytes = e->max_piece_bytes;
     d->pooling = e->pooling;
     d->n_embd_pooled = e->n_embd;
+    d->drafts = sf_model_drafts(e->model) ? 1 : 0;
 }
 
 int sf_describe(const sf_engine *e, sf_desc *d) {

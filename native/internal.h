@@ -122,6 +122,11 @@ struct sf_lane {
     sf_grammar_state grammar;
 
     uint64_t touched_tick = 0;  // the last tick that reported this lane
+    // This step's draft (sf_decode): tokens fed after pending, in the
+    // plan's token array; valid during the tick only.
+    const int32_t *draft = nullptr;
+    uint32_t draft_len = 0;
+    uint32_t synth_accept = 0;  // draft tokens committed unverified (benchmarks)
 };
 
 // A CPU threadpool several engines share (compute.cpp): one graph computes
@@ -234,6 +239,14 @@ class sf_compute_lock {
 // LLAMA_POOLING_TYPE_NONE when it names none, or -1 for a value this engine
 // does not pool by (rank, or anything unknown).
 int32_t sf_model_pooling(const llama_model *m, const char *arch);
+
+// Whether decodes on this model may carry drafts: its sequences can be cut
+// back after a rejected one (not recurrent or hybrid), and it has no
+// sliding window, whose cache may have dropped, for the draft's later
+// positions, cells the positions after a cut still see.
+inline bool sf_model_drafts(const llama_model *m) {
+    return !llama_model_is_recurrent(m) && !llama_model_is_hybrid(m) && llama_model_n_swa(m) == 0;
+}
 
 // Records a formatted error message on the engine and returns code.
 int sf_fail(sf_engine *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -156,9 +156,29 @@ typedef struct sf_prefill {
     uint32_t count;
 } sf_prefill;
 
-/* Feed a prefilled lane's last sampled token and sample its next. */
+/* Feed a prefilled lane's last sampled token and sample its next.
+ *
+ * A draft (draft_len > 0, tokens at sf_plan.tokens[draft_off, +draft_len))
+ * is what the lane's reply is guessed to continue with after that token:
+ * the step carries it as draft_len more rows of the lane, each with its
+ * logits, and samples the rows in order with the lane's own sampler (grammar,
+ * bias, penalties, the positional draw) while each sampled token equals the
+ * draft token fed after it. The lane commits the tokens sampled (the drafts
+ * accepted and one of the model's own), so it gives exactly the tokens it
+ * gives without a draft, several a step; the rejected rows leave the KV
+ * cache (llama_memory_seq_rm). Refused (SF_ERR_INVALID) on a model whose
+ * sf_desc.drafts is 0, or when the draft would pass the context.
+ *
+ * synth_accept > 0 (benchmarking only, llama-server's --spec-synth-*):
+ * the first synth_accept draft tokens are committed as the lane's tokens
+ * whatever the model makes of them, then the next row is sampled and ends
+ * the lane's step; the output is not the model's. Refused on a lane with a
+ * grammar (which could not take a token it refuses) and beyond draft_len. */
 typedef struct sf_decode {
     uint32_t lane;
+    uint32_t draft_off;
+    uint32_t draft_len;
+    uint32_t synth_accept;
 } sf_decode;
 
 typedef struct sf_plan {
@@ -203,6 +223,9 @@ typedef struct sf_timings {
      * token checked), or was refused and the whole vocabulary masked. */
     uint32_t grammar_fast;
     uint32_t grammar_masked;
+    /* Draft rows the step verified, and how many of them were accepted. */
+    uint32_t draft_tokens;
+    uint32_t draft_accepted;
 } sf_timings;
 
 typedef struct sf_events {
@@ -265,6 +288,11 @@ typedef struct sf_desc {
      * ckpt_max per sequence (sf_seq_checkpoints); 0: it takes none. */
     int32_t ckpt_every;
     int32_t ckpt_max;
+    /* 1: decodes may carry drafts (sf_decode): a sequence can be cut back
+     * after a rejected one. 0 on recurrent and hybrid models (no cut) and
+     * on sliding-window ones, whose window cache may have dropped, for the
+     * draft's later positions, cells the positions after a cut still see. */
+    int32_t drafts;
 } sf_desc;
 
 /* Memory a cut can lose: SWA, the cells of a sliding-window layer that

@@ -101,6 +101,46 @@ int check_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
     return SF_OK;
 }
 
+// Checks a decode's draft: in the plan, in the vocabulary, within the
+// context, and on a model whose sequences can be cut back after it.
+int check_draft(sf_engine *e, const sf_plan *p, const sf_decode &d, const sf_lane *l) {
+    if (d.draft_len == 0) {
+        if (d.synth_accept > 0) {
+            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: synthetic accepts without a draft", d.lane);
+        }
+        return SF_OK;
+    }
+    if (!sf_model_drafts(e->model)) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID,
+                            "decode lane %u: a draft on a model whose sequences cannot be cut back after it", d.lane);
+    }
+    if ((uint64_t)d.draft_off + d.draft_len > p->n_tokens) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: draft [%u, +%u) outside the plan's %u tokens",
+                            d.lane, d.draft_off, d.draft_len, p->n_tokens);
+    }
+    // The draft's rows sit at n_past + 1 .. n_past + draft_len.
+    if ((uint64_t)l->n_past + d.draft_len >= (uint64_t)e->n_ctx) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: a draft of %u passes the context of %d",
+                            d.lane, d.draft_len, e->n_ctx);
+    }
+    for (uint32_t i = 0; i < d.draft_len; i++) {
+        int32_t t = p->tokens[d.draft_off + i];
+        if (t < 0 || t >= e->n_vocab) {
+            return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: draft token %d outside the vocabulary",
+                                d.lane, t);
+        }
+    }
+    if (d.synth_accept > d.draft_len) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: %u synthetic accepts of a draft of %u",
+                            d.lane, d.synth_accept, d.draft_len);
+    }
+    if (d.synth_accept > 0 && l->grammar.g != nullptr) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: synthetic accepts on a lane with a grammar",
+                            d.lane);
+    }
+    return SF_OK;
+}
+
 // Builds an admission's lane: its prompt copy and sampler chain.
 int stage_admit(sf_engine *e, const sf_plan *p, const sf_admit &a) {
     e->staged.emplace_back();  // reserved for max_lanes: cannot allocate
@@ -218,9 +258,12 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
         if (l->pending < 0) {
             return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: its prompt is not prefilled", d.lane);
         }
-        rows++;
-        samples++;
-        top += (uint64_t)l->n_logprobs;
+        if (int rc = check_draft(e, p, d, l)) {
+            return rc;
+        }
+        rows += 1 + (uint64_t)d.draft_len;
+        samples += 1 + (uint64_t)d.draft_len;
+        top += (1 + (uint64_t)d.draft_len) * (uint64_t)l->n_logprobs;
     }
     if (rows > (uint64_t)e->n_batch) {
         return sf_fail(e, SF_ERR_BATCH, "step of %llu tokens exceeds the batch of %d", (unsigned long long)rows,
@@ -348,6 +391,8 @@ bool grammar_accept(sf_engine *e, sf_lane *l, llama_token tok) {
     }
 }
 
+void commit_token(sf_engine *e, int32_t row, sf_lane *l, llama_token tok, sf_events *ev);
+
 void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
     const float *logits = llama_get_logits_ith(e->ctx, row);
     bool grammar = l->grammar.g != nullptr;
@@ -359,6 +404,14 @@ void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
         l->status = SF_ERR_GRAMMAR;
         return;
     }
+    commit_token(e, row, l, tok, ev);
+}
+
+// Reports tok as the lane's token at row and advances the lane over it:
+// logprobs, the grammar, the finish checks; or pending for the next step.
+void commit_token(sf_engine *e, int32_t row, sf_lane *l, llama_token tok, sf_events *ev) {
+    const float *logits = llama_get_logits_ith(e->ctx, row);
+    bool grammar = l->grammar.g != nullptr;
     sf_token_event &te = ev->tokens[ev->n_tokens++];
     te = sf_token_event{l->tag, tok, 0.0f, 0, 0, SF_FINISH_NONE};
     if (l->n_logprobs > 0) {
@@ -379,6 +432,48 @@ void sample_row(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
         l->pending = tok;
     }
     te.finish = l->finish;
+}
+
+// Samples a drafted lane's rows, from its fed token's at row on, in order,
+// each as a plain decode would sample it at that position, while the token
+// sampled is the draft token the next row fed (or, with synth_accept, takes
+// that many draft tokens as they are and samples the row after them); then
+// cuts the rows not accepted out of the sequence. Returns the draft rows
+// consumed (the caller skips them). The draft pointer is cleared: it
+// points into the plan.
+int32_t verify_draft(sf_engine *e, int32_t row, sf_lane *l, sf_events *ev) {
+    uint32_t n = l->draft_len, synth = l->synth_accept;
+    const int32_t *draft = l->draft;
+    l->draft = nullptr;
+    l->draft_len = 0;
+    l->synth_accept = 0;
+    ev->timings.draft_tokens += n;
+    for (uint32_t j = 0;; j++) {
+        if (j < synth) {
+            // Committed unverified (benchmarks); penalties still see it.
+            if (l->chain != nullptr) {
+                llama_sampler_accept(l->chain, draft[j]);
+            }
+            commit_token(e, row + (int32_t)j, l, draft[j], ev);
+        } else {
+            sample_row(e, row + (int32_t)j, l, ev);
+        }
+        if (j == n || l->finish != SF_FINISH_NONE || l->pending != draft[j] || (synth > 0 && j >= synth)) {
+            break;
+        }
+        // The token sampled is the draft token row j + 1 fed: it is in
+        // the sequence already, and that row's logits come next.
+        l->pending = -1;
+        l->n_past++;
+        ev->timings.draft_accepted++;
+    }
+    // Positions n_past on hold drafts the lane did not accept.
+    if (!llama_memory_seq_rm(e->mem, l->seq, (llama_pos)l->n_past, -1)) {
+        l->finish = SF_FINISH_ERROR;
+        l->status = SF_ERR_UNSUPPORTED;
+        l->pending = -1;
+    }
+    return (int32_t)n;
 }
 
 // Undoes what a failed step may have left in the KV cache.
@@ -403,9 +498,16 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
         }
     }
     for (uint32_t i = 0; i < p->n_decodes; i++) {
-        sf_lane *l = find_lane(e, p->decodes[i].lane);
+        const sf_decode &d = p->decodes[i];
+        sf_lane *l = find_lane(e, d.lane);
         touch(e, l);
         add_row(e, l->pending, (int32_t)l->n_past, l->seq, l);
+        l->draft = p->tokens + d.draft_off;
+        l->draft_len = d.draft_len;
+        l->synth_accept = d.synth_accept;
+        for (uint32_t j = 0; j < d.draft_len; j++) {
+            add_row(e, l->draft[j], (int32_t)(l->n_past + 1 + j), l->seq, l);
+        }
     }
     if (e->batch.n_tokens == 0) {
         return SF_OK;  // retires and admits only
@@ -420,8 +522,10 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
         rollback_step(e);
         int code = rc == 1 ? SF_ERR_KV_FULL : SF_ERR_DECODE;
         for (int32_t i = 0; i < e->batch.n_tokens; i++) {
-            if (e->row_lane[(size_t)i] != nullptr) {
-                e->row_lane[(size_t)i]->status = code;
+            if (sf_lane *l = e->row_lane[(size_t)i]; l != nullptr) {
+                l->status = code;
+                l->draft = nullptr;
+                l->draft_len = 0;
             }
         }
         return sf_fail(e, code, rc == 1 ? "the KV cache has no room for a step of %d tokens"
@@ -449,6 +553,10 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
             l->pending = -1;
             l->n_past++;
             ev->timings.decode_tokens++;
+        }
+        if (l->draft_len > 0) {
+            i += verify_draft(e, i, l, ev);
+            continue;
         }
         sample_row(e, i, l, ev);
     }
@@ -497,6 +605,8 @@ int tick_exception(sf_engine *e, sf_events *ev, const char *msg, uint64_t tick_b
             l->status = SF_ERR_EXCEPTION;
             l->finish = SF_FINISH_ERROR;
             l->pending = -1;
+            l->draft = nullptr;
+            l->draft_len = 0;
         }
         ev->n_lanes = 0;
         report_lanes(e, ev);

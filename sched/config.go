@@ -52,6 +52,10 @@ type Config struct {
 	// waiting for its turn then returns).
 	Arbiter *Turn
 
+	// Speculation drafts decoding lanes' tokens (spec.go); the zero value
+	// drafts nothing.
+	Speculation Speculation
+
 	// Logger receives what goes wrong on the scheduler's goroutine (a tick
 	// the engine refused or failed, at ERROR). nil: slog.Default().
 	Logger *slog.Logger
@@ -84,6 +88,7 @@ func (c Config) withDefaults(d *engine.Descriptor) Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Speculation = c.Speculation.withDefaults()
 	return c
 }
 
@@ -109,6 +114,9 @@ func (c *Config) validate(d *engine.Descriptor) error {
 		return fmt.Errorf("sched: background divisor %d: need at least 1", c.BackgroundDivisor)
 	case c.MaxQueued < 1:
 		return fmt.Errorf("sched: max queued %d: need at least 1", c.MaxQueued)
+	}
+	if err := c.Speculation.validate(); err != nil {
+		return err
 	}
 	for cl, n := range c.ClassLanes {
 		if n < 0 || n > c.Lanes {

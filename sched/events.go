@@ -37,6 +37,7 @@ func (p *planner) advance(ev *engine.Events, stepTime time.Duration, end time.Ti
 	p.stats.prefillTokens.Add(uint64(ev.Timings.PrefillTokens))
 	p.stats.grammarFastTokens.Add(uint64(ev.Timings.GrammarFast))
 	p.stats.grammarMaskedTokens.Add(uint64(ev.Timings.GrammarMasked))
+	p.learnSpec(&ev.Timings, stepSecs(&ev.Timings, stepTime), len(ev.Tokens) > 0)
 	p.learn(&ev.Timings, stepTime)
 	p.retired(pl.Retires)
 }
@@ -52,6 +53,7 @@ func (p *planner) onToken(ev *engine.Events, i int, end time.Time) {
 	// anyone sees it: tokens must stay what Release is told.
 	l.tokens = append(l.tokens, te.Token)
 	l.produced++
+	p.onDraftToken(l, te.Token)
 	if l.finishing {
 		return // stopped, cancelled or past its deadline: not delivered
 	}

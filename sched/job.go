@@ -44,8 +44,12 @@ type job struct {
 	cached      int // warm prefix at the first admission
 	preemptions int
 	admitted    bool // at least once
-	admittedAt  time.Time
-	firstToken  time.Time
+	// draftTokens is the draft tokens its lanes carried, draftAccepted
+	// how many of them the engine accepted (Result.DraftTokens).
+	draftTokens   int
+	draftAccepted int
+	admittedAt    time.Time
+	firstToken    time.Time
 
 	// How it ended, once it has.
 	finish Finish
@@ -104,6 +108,12 @@ type lane struct {
 	// chunk is the prompt tokens planned for this lane in the step being
 	// planned.
 	chunk int
+	// The step's draft: draftLen tokens at the plan's Tokens[draftOff:];
+	// the tokens the step sampled for the lane and how many of the first
+	// ones equal the draft (spec.go). gate decides whether it drafts.
+	draftOff, draftLen       int
+	stepTokens, stepAccepted int
+	gate                     laneGate
 }
 
 // grammarReplay is how many of the job's prompt tokens are its own output

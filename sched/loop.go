@@ -280,6 +280,7 @@ func (j *job) result() Result {
 	r := Result{
 		Finish: j.finish, Err: j.err, PromptTokens: j.promptLen, CachedTokens: j.cached,
 		Generated: j.generated, Preemptions: j.preemptions,
+		DraftTokens: j.draftTokens, DraftAccepted: j.draftAccepted,
 	}
 	if !j.admitted {
 		r.QueueWait = j.ended.Sub(j.submitted)

@@ -33,12 +33,13 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 	// prompt is not made to wait it out (a newcomer waits one step).
 	prefill := !(p.decodeOwed > 0 && !interactivePrompt)
 	p.planPrefill(pl, now, decoders, prefill)
+	p.beginDecodes(pl, len(decoders))
 	for _, l := range decoders {
 		if l.decodeStarved >= p.cfg.StarvationSteps {
 			p.stats.starvationGrants.Add(1)
 		}
 		l.decodeStarved = 0
-		pl.Decodes = append(pl.Decodes, engine.Decode{Lane: l.tag})
+		p.addDecode(pl, l)
 		p.stepInteractiveDecode = p.stepInteractiveDecode || l.job.class.interactive()
 	}
 	if !pl.Empty() {

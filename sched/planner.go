@@ -22,6 +22,7 @@ type planner struct {
 	shortReplyReleased bool
 	batch              int // the engine's most tokens per step
 	ubatch             int // its micro-batch: a step's efficient size
+	ctx                int // the engine's context: most tokens a sequence holds
 	// checkpointEvery is the spacing of the engine's partial-state
 	// checkpoints (0: the model keeps none; see alignToCheckpoint).
 	checkpointEvery int
@@ -66,6 +67,9 @@ type planner struct {
 	// until a lane finishes.
 	kvBackoff bool
 
+	// spec drafts decoding lanes' next tokens (spec.go).
+	spec specState
+
 	plan  engine.Plan
 	order []*lane // prefill order, reused
 	cands []*lane // decoding lanes, reused
@@ -104,7 +108,8 @@ func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
 	if ubatch <= 0 {
 		ubatch = min(d.Batch, defaultUBatch)
 	}
-	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), checkpointEvery: d.CheckpointEvery, stats: stats, bgDivisor: cfg.BackgroundDivisor}
+	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), ctx: d.Ctx, checkpointEvery: d.CheckpointEvery,
+		stats: stats, bgDivisor: cfg.BackgroundDivisor, spec: newSpecState(cfg.Speculation, d, cfg.Lanes)}
 }
 
 // defaultUBatch is an engine's micro-batch when its descriptor names none

@@ -13,9 +13,9 @@ import (
 // TestPlannerNeverMakesAPlanTheEngineRefuses drives the real loop and
 // planner with random workloads (every class, prompts of 1 to 5,000
 // tokens, several requests sharing a prompt, stop tokens, logprobs,
-// cancels, deadlines, and the preemptions Chat and FIM arrivals cause
-// when every lane is busy) at batches of 32, 64, 512 and 2048 (the CPU's
-// default, micro-batch 512), against the fake
+// cancels, deadlines, the preemptions Chat and FIM arrivals cause when
+// every lane is busy, n-gram drafts on half the seeds) at batches of 32,
+// 64, 512 and 2048 (the CPU's default, micro-batch 512), against the fake
 // engine, which refuses what the real one refuses. No plan may be
 // refused, every request must end with a result, and every request that
 // ran to its end must have produced the output it produces alone.
@@ -48,6 +48,12 @@ func runRandomWorkload(t *testing.T, batch int, seed uint64) {
 	cfg := Config{}
 	if rng.IntN(2) == 0 {
 		cfg.BackgroundDivisor = 1 + rng.IntN(3)
+	}
+	if seed%4 >= 2 {
+		// n-gram drafts from single tokens too, gated or not: rows past
+		// the decodes, rejected drafts cut back.
+		eng.Descriptor().Drafts = true
+		cfg.Speculation = Speculation{Type: SpecNgramSimple, NgramMin: 1, DraftMax: 1 + rng.IntN(8), Ungated: seed%4 == 3}
 	}
 	h := newHarnessOn(t, eng, clock, cfg)
 	reqs := map[string]Request{}
@@ -106,6 +112,12 @@ func runRandomWorkload(t *testing.T, batch int, seed uint64) {
 	}
 	if n := h.stats.tickErrors.Load(); n != 0 {
 		t.Fatalf("%d tick errors", n)
+	}
+	if cfg.Speculation.Type != "" {
+		t.Logf("%d draft tokens, %d accepted, gates closed %d times", s.DraftTokens, s.DraftAccepted, s.DraftGateClosed)
+		if s.DraftTokens == 0 {
+			t.Fatal("speculation on, yet no draft")
+		}
 	}
 	for _, name := range names {
 		r := h.result(name) // fails the test if the request has not ended

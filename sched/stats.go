@@ -32,6 +32,10 @@ type counters struct {
 	grammarFastTokens   atomic.Uint64
 	grammarMaskedTokens atomic.Uint64
 
+	draftTokens     atomic.Uint64
+	draftAccepted   atomic.Uint64
+	draftGateClosed atomic.Uint64
+
 	turnWaits  atomic.Uint64
 	turnWaitNS atomic.Uint64
 
@@ -68,6 +72,13 @@ type Snapshot struct {
 	// GrammarMaskedTokens where it was not and the vocabulary was masked.
 	GrammarFastTokens   uint64
 	GrammarMaskedTokens uint64
+
+	// Speculative decoding (Config.Speculation, n-gram drafts): draft
+	// tokens the steps verified, those accepted, and the times a lane's
+	// throughput gate stopped its drafts.
+	DraftTokens     uint64
+	DraftAccepted   uint64
+	DraftGateClosed uint64
 
 	// Under an Arbiter (Config.Arbiter): the steps that waited for another
 	// engine's, and the time they waited, in milliseconds.
@@ -106,6 +117,9 @@ func (s *counters) Snapshot() Snapshot {
 		Completed:           s.completed.Load(),
 		GrammarFastTokens:   s.grammarFastTokens.Load(),
 		GrammarMaskedTokens: s.grammarMaskedTokens.Load(),
+		DraftTokens:         s.draftTokens.Load(),
+		DraftAccepted:       s.draftAccepted.Load(),
+		DraftGateClosed:     s.draftGateClosed.Load(),
 		TurnWaits:           s.turnWaits.Load(),
 		TurnWaitMS:          s.turnWaitNS.Load() / uint64(time.Millisecond),
 		LanesActive:         s.lanesActive.Load(),

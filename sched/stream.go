@@ -75,6 +75,10 @@ type Result struct {
 	// Preemptions counts the times a better class took the request's lane;
 	// it resumed where it stopped each time.
 	Preemptions int
+	// DraftTokens is the draft tokens speculative decoding verified for the
+	// request and DraftAccepted how many of them it accepted (llama.cpp's
+	// timings.draft_n and draft_n_accepted).
+	DraftTokens, DraftAccepted int
 	// QueueWait is from Submit to the first admission; TTFT from Submit to
 	// the first token's delivery; Prefill from the first admission to the
 	// first token; Decode from the first token to the end.

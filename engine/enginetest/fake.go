@@ -35,6 +35,11 @@ type Fake struct {
 	// EOGEvery: about one sampled token in EOGEvery ends generation; 0:
 	// never.
 	EOGEvery uint64
+	// Period, when set, makes the fake model repeat its sequence: the
+	// token it samples is the one Period tokens back (once the sequence
+	// holds that many), never an end of generation — a model whose
+	// output n-gram drafts predict.
+	Period int
 	// OnStep runs after each step that ran (the engine's tick count), before
 	// Tick returns: a test cancels or submits from it as if between steps.
 	OnStep func(tick int)
@@ -305,7 +310,7 @@ func (e *Fake) touch(l *lane) {
 // step runs the plan's step: every prefill chunk beside one token per
 // decoding lane. It reports false when there was nothing to run.
 func (e *Fake) step(p *engine.Plan) (bool, error) {
-	prefill, rows := 0, len(p.Decodes)
+	prefill, rows := 0, p.Rows()
 	var positions int64 // the rows' positions, summed: their depth cost
 	for i := range p.Prefills {
 		f := &p.Prefills[i]
@@ -313,6 +318,7 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 		n := int64(f.Count)
 		positions += n*int64(f.Offset) + n*(n-1)/2
 	}
+	rows -= prefill
 	if prefill+rows == 0 {
 		return false, nil
 	}
@@ -326,7 +332,8 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 		l := e.lanes[p.Decodes[i].Lane]
 		e.touch(l)
 		decoding = append(decoding, l)
-		positions += int64(len(e.seqs[l.seq]))
+		n, at := int64(1+p.Decodes[i].DraftLen), int64(len(e.seqs[l.seq]))
+		positions += n*at + n*(n-1)/2
 	}
 	for i := range p.Prefills {
 		f := &p.Prefills[i]
@@ -341,11 +348,29 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 			e.sample(l)
 		}
 	}
-	for _, l := range decoding {
+	for i, l := range decoding {
+		d := &p.Decodes[i]
 		e.seqs[l.seq] = append(e.seqs[l.seq], l.pending)
 		l.hasPending = false
 		e.ev.Timings.DecodeTokens++
-		e.sample(l)
+		// A draft is accepted token by token while the lane samples what
+		// the next row fed, as the native engine verifies it (its first
+		// SynthAccept tokens taken unverified).
+		draft := p.Tokens[d.DraftOff : d.DraftOff+d.DraftLen]
+		e.ev.Timings.DraftTokens += d.DraftLen
+		for j := 0; ; j++ {
+			if j < int(d.SynthAccept) {
+				e.commit(l, draft[j], false)
+			} else {
+				e.sample(l)
+			}
+			if j == len(draft) || !l.hasPending || l.pending != draft[j] || (d.SynthAccept > 0 && j >= int(d.SynthAccept)) {
+				break
+			}
+			e.ev.Timings.DraftAccepted++
+			e.seqs[l.seq] = append(e.seqs[l.seq], draft[j])
+			l.hasPending = false
+		}
 	}
 	cost := e.Cost.Step + time.Duration(prefill)*e.Cost.PrefillToken + time.Duration(rows)*e.Cost.DecodeRow +
 		time.Duration(positions)*e.Cost.PerPosition
@@ -359,6 +384,15 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 // sample draws the lane's next token from the hash of its history.
 func (e *Fake) sample(l *lane) {
 	t, eog := nextToken(l.hash, e.EOGEvery, e.desc.Vocab)
+	if seq := e.seqs[l.seq]; e.Period > 0 && len(seq) >= e.Period {
+		t, eog = seq[len(seq)-e.Period], false
+	}
+	e.commit(l, t, eog)
+}
+
+// commit makes t the lane's next token (eog: the model ended there).
+func (e *Fake) commit(l *lane, t engine.Token, eog bool) {
+	eog = eog || t == EOS
 	l.hash = hashTokens(l.hash, []engine.Token{t})
 	l.generated++
 	if l.grammar {

@@ -103,7 +103,10 @@ func (e *Fake) validate(p *engine.Plan) error {
 		if !l.hasPending {
 			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: its prompt is not prefilled", d.Lane)
 		}
-		rows++
+		if err := e.checkDraft(p, d, l); err != nil {
+			return err
+		}
+		rows += 1 + int(d.DraftLen)
 	}
 	if rows > e.desc.Batch {
 		return fail(engine.StatusBatch, "step of %d tokens exceeds the batch of %d", rows, e.desc.Batch)
@@ -261,4 +264,38 @@ func fail(st engine.Status, format string, args ...any) error {
 // failLane is a refusal that blames lane tag.
 func failLane(st engine.Status, tag uint32, format string, args ...any) error {
 	return &engine.Error{Status: st, Op: "tick", Msg: fmt.Sprintf(format, args...), Lane: tag, HasLane: true}
+}
+
+// checkDraft is native/tick.cpp's check_draft: a model whose sequences
+// cannot be cut back after a draft (the descriptor's Drafts false), a draft
+// outside the plan's tokens, past the context, or outside the vocabulary.
+func (e *Fake) checkDraft(p *engine.Plan, d *engine.Decode, l *lane) error {
+	if d.DraftLen == 0 {
+		if d.SynthAccept > 0 {
+			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: synthetic accepts without a draft", d.Lane)
+		}
+		return nil
+	}
+	if !e.desc.Drafts {
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: a draft on a model whose sequences cannot be cut back after it", d.Lane)
+	}
+	if uint64(d.DraftOff)+uint64(d.DraftLen) > uint64(len(p.Tokens)) {
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: draft [%d, +%d) outside the plan's %d tokens", d.Lane, d.DraftOff, d.DraftLen, len(p.Tokens))
+	}
+	// The sequence holds n_past tokens; the draft's rows follow the fed one.
+	if uint64(len(e.seqs[l.seq]))+uint64(d.DraftLen) >= uint64(e.desc.Ctx) {
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: a draft of %d passes the context of %d", d.Lane, d.DraftLen, e.desc.Ctx)
+	}
+	for _, t := range p.Tokens[d.DraftOff : d.DraftOff+d.DraftLen] {
+		if t < 0 || int(t) >= e.desc.Vocab {
+			return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: draft token %d outside the vocabulary", d.Lane, t)
+		}
+	}
+	if d.SynthAccept > d.DraftLen {
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: %d synthetic accepts of a draft of %d", d.Lane, d.SynthAccept, d.DraftLen)
+	}
+	if d.SynthAccept > 0 && l.grammar {
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: synthetic accepts on a lane with a grammar", d.Lane)
+	}
+	return nil
 }

@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"superfluid/engine"
+	"superfluid/sched"
+)
+
+// BenchmarkSpeculation measures n-gram speculation through the scheduler
+// on the real engine (SF_BENCH_MODEL, else the 0.5B-shaped synthetic
+// model), two threads (SF_BENCH_THREADS), 1 and 4 streams: aggregate decode tokens/s without
+// drafts, with gated drafts (the default when --spec-type ngram-simple),
+// and with every draft the drafter finds (ungated), the three taken in
+// turn each round. Two workloads: random prose, where a random-weight
+// model never agrees with a draft — the gate must keep the loss small —
+// and a prompt repeating one passage, where the drafter finds drafts
+// everywhere in the prompt; and synthetic acceptance at a mean length of 3
+// tokens a step (drafts of 4), the machinery's speed when drafts land
+// (its output is not the model's). Reported: the rates, the paired ratios
+// to no drafts, the drafts and acceptance of each.
+//
+//	SF_BENCH_REPS=3 go test -run '^$' -bench BenchmarkSpeculation ./e2e/
+func BenchmarkSpeculation(b *testing.B) {
+	path := benchModel(b)
+	synth3, err := sched.SynthRates(nil, 3, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	configs := []sched.Speculation{
+		{},
+		{Type: sched.SpecNgramSimple},
+		{Type: sched.SpecNgramSimple, Ungated: true},
+		{Type: sched.SpecNgramSimple, DraftMax: 4, SynthRates: synth3},
+	}
+	names := []string{"plain", "gated", "ungated", "synth-len3"}
+	for _, workload := range []string{"prose", "repeat"} {
+		for _, streams := range []int{1, 4} {
+			b.Run(fmt.Sprintf("%s/streams=%d", workload, streams), func(b *testing.B) {
+				stacks := make([]*schedStack, len(configs))
+				for i, c := range configs {
+					stacks[i] = newSchedStack(b, stackConfig{model: path, lanes: streams, seqs: 2 * streams, threads: specBenchThreads(), sched: sched.Config{Speculation: c}})
+				}
+				prompts := make([][]engine.Token, streams)
+				for i := range prompts {
+					prompts[i] = textTokens(b, stacks[0].eng.Engine, 200, uint64(2000+i))
+					if workload == "repeat" {
+						unit := prompts[i][:50]
+						prompts[i] = slices.Concat(unit, unit, unit, unit)
+					}
+				}
+				rates := make([][]float64, len(configs))
+				reps := specBenchReps(3)
+				b.ResetTimer()
+				for range b.N {
+					for r := range reps {
+						runs := make([]func(), len(configs))
+						for i := range configs {
+							runs[i] = func() { rates[i] = append(rates[i], specDecodeRate(b, stacks[i], prompts, 64)) }
+						}
+						specInTurn(r, runs...)
+					}
+				}
+				for i, name := range names {
+					b.ReportMetric(specMedian(rates[i]), name+"-tok/s")
+					if i > 0 {
+						ratio := make([]float64, len(rates[i]))
+						for j := range ratio {
+							ratio[j] = rates[i][j] / rates[0][j]
+						}
+						b.ReportMetric(specMedian(ratio), name+"/plain")
+					}
+					st := stacks[i].s.Stats()
+					b.Logf("%s: tok/s by round %.1f; drafts %d, accepted %d, gate closed %d", name, rates[i], st.DraftTokens, st.DraftAccepted, st.DraftGateClosed)
+				}
+			})
+		}
+	}
+}
+
+// specDecodeRate runs the prompts as concurrent Chat requests of maxTokens
+// each on st and returns the aggregate tokens/s from the last stream's
+// first token to the last end (as schedDecodeRate counts).
+func specDecodeRate(b *testing.B, st *schedStack, prompts [][]engine.Token, maxTokens int) float64 {
+	times := make([][]time.Time, len(prompts))
+	var wg sync.WaitGroup
+	for i, prompt := range prompts {
+		s, err := st.s.Submit(context.Background(), sched.Request{Prompt: prompt, Class: sched.Chat, MaxTokens: maxTokens})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() {
+			for {
+				if _, err := s.Next(context.Background()); err == io.EOF {
+					break
+				} else if err != nil {
+					b.Error(err)
+					return
+				}
+				times[i] = append(times[i], time.Now())
+			}
+		})
+	}
+	wg.Wait()
+	var start, end time.Time
+	for _, ts := range times {
+		start = later(start, ts[0])
+		end = later(end, ts[len(ts)-1])
+	}
+	tokens := 0
+	for _, ts := range times {
+		for _, t := range ts {
+			if t.After(start) {
+				tokens++
+			}
+		}
+	}
+	return float64(tokens) / end.Sub(start).Seconds()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// specBenchThreads is SF_BENCH_THREADS when set (1 on a machine others
+// load: two threads spin-waiting for each other on two shared cores
+// measure the neighbours), else benchThreads.
+func specBenchThreads() int {
+	if n, err := strconv.Atoi(os.Getenv("SF_BENCH_THREADS")); err == nil && n > 0 {
+		return n
+	}
+	return benchThreads
+}
+
+// specBenchReps is SF_BENCH_REPS when set, else def.
+func specBenchReps(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("SF_BENCH_REPS")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// specInTurn runs one round's measurements in order, reversed every
+// other round, so the machine's drift falls on each alike.
+func specInTurn(round int, runs ...func()) {
+	for i := range runs {
+		if round%2 == 1 {
+			i = len(runs) - 1 - i
+		}
+		runs[i]()
+	}
+}
+
+func specMedian(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}

@@ -1,0 +1,256 @@
+package sched
+
+import (
+	"fmt"
+	"time"
+
+	"superfluid/engine"
+)
+
+// Speculative decoding: a decoding lane whose history repeats itself
+// carries a draft — the tokens that followed the last time its latest
+// tokens appeared (spec_ngram.go) — as extra rows of the step, and the
+// engine commits as many of them as the lane's own sampler agrees with,
+// plus one token of the model's own (engine.Decode). The tokens are
+// exactly those of a plain decode, for every lane (greedy or sampled,
+// grammar, bias, penalties, logprobs): the engine samples each drafted row
+// as a plain step would at that position, so drafts need no exception for
+// any kind of request. Drafts ride only in decode-only steps (a prefill
+// step is compute-bound already, and its time says nothing of the draft's
+// cost), better classes first while the batch has room, only on engines
+// whose decodes may carry drafts (engine.Descriptor.Drafts), and
+// only while the lane's throughput gate (spec_gate.go) says they pay.
+
+// SpecType names a draft source (llama-server's --spec-type).
+type SpecType string
+
+// Draft sources.
+const (
+	SpecNone        SpecType = "none"
+	SpecNgramSimple SpecType = "ngram-simple"
+)
+
+// Speculation configures speculative decoding; the zero value is off.
+type Speculation struct {
+	// Type is the draft source; "" or SpecNone: no drafts.
+	Type SpecType
+	// DraftMax bounds a draft's tokens (--spec-draft-n-max); 0: 4.
+	DraftMax int
+	// DraftMin is the shortest draft worth its rows (--spec-draft-n-min);
+	// shorter ones are dropped. 0: 1.
+	DraftMin int
+	// NgramMin is the shortest match the drafter drafts from, 1 to 3;
+	// 0: 2. A single token recurs everywhere in prose: its drafts cost
+	// rows (on a CPU a good part of a step each) and seldom land.
+	NgramMin int
+	// MinGain is the throughput a lane's drafted steps must reach, over a
+	// plain step's, to keep drafting; 0: 1.08.
+	MinGain float64
+	// Ungated drafts whenever there is a draft, whatever it costs:
+	// for benchmarks and tests of the verification itself.
+	Ungated bool
+	// SynthRates, when set (SynthRates resolves them), is synthetic
+	// acceptance for benchmarks (spec_synth.go): DraftMax values, the
+	// probability each draft position is committed whatever the model
+	// says. Output is then not the model's.
+	SynthRates []float64
+}
+
+// Defaults and bounds of Speculation.
+const (
+	defaultDraftMax = 4
+	maxDraftMax     = 64
+	// specNgramMax is the longest n-gram the drafter looks up.
+	specNgramMax = 3
+)
+
+// ParseSpecType reads a --spec-type value.
+func ParseSpecType(s string) (SpecType, error) {
+	switch t := SpecType(s); t {
+	case "", SpecNone:
+		return SpecNone, nil
+	case SpecNgramSimple:
+		return t, nil
+	}
+	return "", fmt.Errorf("sched: speculation type %q: want %s or %s", s, SpecNone, SpecNgramSimple)
+}
+
+func (s Speculation) on() bool { return s.Type == SpecNgramSimple }
+
+func (s Speculation) withDefaults() Speculation {
+	if s.Type == "" {
+		s.Type = SpecNone
+	}
+	if s.DraftMax == 0 {
+		s.DraftMax = defaultDraftMax
+	}
+	if s.DraftMin == 0 {
+		s.DraftMin = 1
+	}
+	if s.MinGain == 0 {
+		s.MinGain = defaultSpecMinGain
+	}
+	if s.NgramMin == 0 {
+		s.NgramMin = 2
+	}
+	return s
+}
+
+// Check reports what is wrong with s, its zero fields taken as their
+// defaults.
+func (s Speculation) Check() error { return s.withDefaults().validate() }
+
+func (s Speculation) validate() error {
+	if _, err := ParseSpecType(string(s.Type)); err != nil {
+		return err
+	}
+	switch {
+	case s.DraftMax < 1 || s.DraftMax > maxDraftMax:
+		return fmt.Errorf("sched: speculation draft max %d outside [1, %d]", s.DraftMax, maxDraftMax)
+	case s.DraftMin < 1 || s.DraftMin > s.DraftMax:
+		return fmt.Errorf("sched: speculation draft min %d outside [1, draft max %d]", s.DraftMin, s.DraftMax)
+	case s.NgramMin < 1 || s.NgramMin > specNgramMax:
+		return fmt.Errorf("sched: speculation n-gram min %d outside [1, %d]", s.NgramMin, specNgramMax)
+	case !(s.MinGain >= 1) || s.MinGain > 100:
+		return fmt.Errorf("sched: speculation min gain %v outside [1, 100]", s.MinGain)
+	case len(s.SynthRates) > 0 && !s.on():
+		return fmt.Errorf("sched: synthetic acceptance without a draft source")
+	}
+	if len(s.SynthRates) > 0 {
+		if _, err := SynthRates(s.SynthRates, 0, s.DraftMax); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// specState is the planner's part of speculation.
+type specState struct {
+	cfg Speculation
+	// enabled: the config drafts and the engine can cut sequences back.
+	enabled  bool
+	baseline specBaseline
+	// room is the draft rows the step being planned has left; lanes is
+	// its decoding lanes and drafted whether any carries a draft.
+	room    int
+	lanes   int
+	drafted bool
+	buf     []engine.Token
+	synth   synthState
+}
+
+func newSpecState(cfg Speculation, d *engine.Descriptor, lanes int) specState {
+	return specState{
+		cfg:      cfg,
+		enabled:  cfg.on() && d.Drafts,
+		baseline: newSpecBaseline(lanes),
+		buf:      make([]engine.Token, 0, cfg.DraftMax),
+		synth:    newSynthState(cfg.SynthRates),
+	}
+}
+
+// beginDecodes readies the step's draft rows: none in a step that
+// prefills or measures the plain step time, else what the batch has left
+// beside the decoding lanes' own rows.
+func (p *planner) beginDecodes(pl *engine.Plan, decoders int) {
+	s := &p.spec
+	s.room, s.lanes, s.drafted = 0, decoders, false
+	if !s.enabled || decoders == 0 || len(pl.Prefills) > 0 {
+		return
+	}
+	if !s.cfg.Ungated && !s.synth.on() && s.baseline.due(decoders) {
+		return
+	}
+	s.room = max(0, p.batch-pl.Rows()-decoders)
+}
+
+// addDecode adds l's token to the step, with a draft when the lane's
+// history repeats, its gate is open and the step has room. Lanes come in
+// the order decoders sorts them, so better classes take the room first.
+func (p *planner) addDecode(pl *engine.Plan, l *lane) {
+	s := &p.spec
+	l.draftOff, l.draftLen, l.stepTokens, l.stepAccepted = 0, 0, 0, 0
+	k := min(s.cfg.DraftMax, s.room)
+	if !s.cfg.Ungated && !s.synth.on() {
+		// Never below DraftMin: a lane sized below it would never draft,
+		// nor measure, again.
+		k = min(k, max(l.gate.draftLen(s.cfg.DraftMax), s.cfg.DraftMin))
+	}
+	if left := l.toGenerate(); left >= 0 {
+		k = min(k, left-1) // the token after the draft is the model's own
+	}
+	// The draft's rows follow the fed token's, inside the context.
+	k = min(k, p.ctx-l.npast-2)
+	synth := s.synth.on() && l.job.grammar == 0
+	if k < s.cfg.DraftMin || !(s.cfg.Ungated || synth || l.gate.drafts()) {
+		pl.Decodes = append(pl.Decodes, engine.Decode{Lane: l.tag})
+		return
+	}
+	s.buf = ngramDraft(s.buf[:0], l.tokens, specNgramMax, s.cfg.NgramMin, k)
+	if synth {
+		s.buf = synthDraft(s.buf, l.tokens, k)
+	}
+	if len(s.buf) < s.cfg.DraftMin {
+		pl.Decodes = append(pl.Decodes, engine.Decode{Lane: l.tag})
+		return
+	}
+	l.draftOff, l.draftLen = len(pl.Tokens), len(s.buf)
+	pl.AddDraft(l.tag, s.buf)
+	if synth {
+		pl.Decodes[len(pl.Decodes)-1].SynthAccept = uint32(s.synth.accepts(len(s.buf)))
+	}
+	s.room -= len(s.buf)
+	s.drafted = true
+}
+
+// onDraftToken counts a token the step sampled for l against its draft:
+// the leading tokens equal to the draft are the accepted ones.
+func (p *planner) onDraftToken(l *lane, t engine.Token) {
+	i := l.stepTokens
+	l.stepTokens++
+	if i == l.stepAccepted && i < l.draftLen && p.plan.Tokens[l.draftOff+i] == t {
+		l.stepAccepted++
+	}
+}
+
+// learnSpec takes in a step's drafts: counters, the lanes' gates and the
+// plain step time.
+// ran is false for a step that sampled nothing (a full KV cache).
+func (p *planner) learnSpec(t *engine.Timings, secs float64, ran bool) {
+	s := &p.spec
+	if !s.enabled || !ran || secs <= 0 {
+		return
+	}
+	pl := &p.plan
+	decodeOnly := t.PrefillTokens == 0 && len(pl.Prefills) == 0
+	for i := range pl.Decodes {
+		l := p.find(pl.Decodes[i].Lane)
+		if l == nil {
+			continue
+		}
+		if l.draftLen == 0 {
+			l.gate.observePlain()
+			continue
+		}
+		p.stats.draftTokens.Add(uint64(l.draftLen))
+		p.stats.draftAccepted.Add(uint64(l.stepAccepted))
+		l.job.draftTokens += l.draftLen
+		l.job.draftAccepted += l.stepAccepted
+		if decodeOnly && !s.cfg.Ungated && !s.synth.on() && l.gate.observeDrafted(l.stepTokens, secs, s.baseline.plainSecs(s.lanes), s.cfg.MinGain) {
+			p.stats.draftGateClosed.Add(1)
+		}
+		l.draftLen, l.stepTokens, l.stepAccepted = 0, 0, 0
+	}
+	if decodeOnly {
+		s.baseline.observe(s.lanes, s.drafted, secs)
+	}
+}
+
+// stepSecs is a step's time: the engine's, or the Tick call's when it
+// reports none.
+func stepSecs(t *engine.Timings, stepTime time.Duration) float64 {
+	if t.StepNS > 0 {
+		return float64(t.StepNS) / 1e9
+	}
+	return stepTime.Seconds()
+}
