@@ -35,15 +35,10 @@ const divergeKept = 0.85
 // request finds the cache as the conversation left it.
 func (r *runner) diverge(ctx context.Context, rep *Report) error {
 	cfg := r.cfg
-	eps := []endpoint{epChat}
-	if cfg.API == Ollama {
-		eps = []endpoint{epOllamaChat}
-	}
-	ep, err := r.resolve(ctx, eps, work{messages: []message{{Role: "user", Content: warmupPrompt}}, maxTokens: 1})
+	ep, err := r.chatEndpoint(ctx, rep)
 	if err != nil {
 		return err
 	}
-	rep.Endpoint = ep.path
 	slog.Info("bench: diverge", "url", cfg.URL, "endpoint", ep.path, "conversations", cfg.Requests, "prompt_tokens", cfg.PromptTokens, "kept", divergeKept)
 	r.startClock()
 	var cold, diverged, second []outcome

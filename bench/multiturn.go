@@ -39,15 +39,10 @@ const warmTarget, restartTarget = 0.05, 0.1
 // for usage to read the cached prompt tokens.
 func (r *runner) multiTurn(ctx context.Context, rep *Report) error {
 	cfg := r.cfg
-	eps := []endpoint{epChat}
-	if cfg.API == Ollama {
-		eps = []endpoint{epOllamaChat}
-	}
-	ep, err := r.resolve(ctx, eps, work{messages: []message{{Role: "user", Content: warmupPrompt}}, maxTokens: 1})
+	ep, err := r.chatEndpoint(ctx, rep)
 	if err != nil {
 		return err
 	}
-	rep.Endpoint = ep.path
 	slog.Info("bench: multi-turn", "url", cfg.URL, "endpoint", ep.path, "conversations", cfg.Requests, "turns", cfg.Turns, "prompt_tokens", cfg.PromptTokens)
 	r.startClock()
 	convs := pool(ctx, r, cfg.Concurrency, cfg.Requests, func(ctx context.Context, c int) []outcome {
@@ -123,4 +118,19 @@ func (r *runner) conversation(ctx context.Context, ep endpoint, c int) []outcome
 		msgs = append(msgs, message{Role: "assistant", Content: string(o.text)}, question(t+1))
 	}
 	return outs
+}
+
+// chatEndpoint is the chat route of the run's API the server answers,
+// named in rep: the conversations of multi-turn and diverge go there.
+func (r *runner) chatEndpoint(ctx context.Context, rep *Report) (endpoint, error) {
+	eps := []endpoint{epChat}
+	if r.cfg.API == Ollama {
+		eps = []endpoint{epOllamaChat}
+	}
+	ep, err := r.resolve(ctx, eps, work{messages: []message{{Role: "user", Content: warmupPrompt}}, maxTokens: 1})
+	if err != nil {
+		return endpoint{}, err
+	}
+	rep.Endpoint = ep.path
+	return ep, nil
 }
