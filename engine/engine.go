@@ -33,14 +33,14 @@ type Descriptor struct {
 	// The engine checkpoints partial state every CheckpointEvery prompt
 	// tokens and at a prompt's end, keeping the last CheckpointMax per
 	// sequence (0: it takes none).
-	CheckpointEvery int    `json:"checkpoint_every,omitempty"`
-	CheckpointMax   int    `json:"checkpoint_max,omitempty"`
+	CheckpointEvery int `json:"checkpoint_every,omitempty"`
+	CheckpointMax   int `json:"checkpoint_max,omitempty"`
 	// Drafts: decodes may carry drafts (Decode.DraftLen); false on
 	// recurrent, hybrid and sliding-window models.
-	Drafts bool `json:"drafts"`
-	Params          uint64 `json:"parameters"`
-	ModelBytes      uint64 `json:"model_bytes"`
-	Identity        string `json:"identity"` // digest of the model file
+	Drafts     bool   `json:"drafts"`
+	Params     uint64 `json:"parameters"`
+	ModelBytes uint64 `json:"model_bytes"`
+	Identity   string `json:"identity"` // digest of the model file
 	// Recommended is what the model file recommends for sampling
 	// (general.sampling.* in the GGUF); see SamplingDefaults.
 	Recommended ModelSampling `json:"recommended_sampling"`
