@@ -204,7 +204,7 @@ func TestServeProcessHelpAndBadFlags(t *testing.T) {
 		env := "$SUPERFLUID_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		var line string
 		for _, l := range strings.Split(help, "\n") {
-			if strings.Contains(l, "--"+name+" ") {
+			if strings.HasPrefix(strings.TrimSpace(l), "--"+name+" ") { // its own line, not another's usage naming it
 				line = l
 			}
 		}

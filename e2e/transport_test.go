@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,6 +139,12 @@ func TestTransportOversizedFloodHoldsNothing(t *testing.T) {
 func readsToEnd(conn net.Conn, bound time.Duration) (string, error) {
 	conn.SetReadDeadline(time.Now().Add(bound))
 	b, err := io.ReadAll(conn)
+	if errors.Is(err, syscall.ECONNRESET) {
+		// The server closed it with bytes of ours unread (a slowloris
+		// still dripping headers): the kernel answers with a reset. Closed
+		// all the same; only the deadline means it is still open.
+		err = nil
+	}
 	return string(b), err
 }
 
