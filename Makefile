@@ -63,6 +63,9 @@ $(error llama.cpp: could not fetch $(LLAMA_SUBMODULE) (no network?). Point LLAMA
 endif
 endif
 endif
+# build/llama.mk's first rule would otherwise become the default goal, and
+# a plain `make` would build one header instead of bin/superfluid.
+.DEFAULT_GOAL := all
 include build/llama.mk
 # A defaulted tree at another commit than the pin is built, with a warning.
 ifeq ($(LLAMA_DEFAULTED),1)
