@@ -160,7 +160,6 @@ func (c *Cache) Acquire(tokens []engine.Token) (int32, int, error) {
 	}
 	if !c.sound(seq, cached) {
 		cached = 0
-		delete(c.inherit, seq)
 	}
 	c.countAcquire(tokens, cached)
 	return seq, cached, nil

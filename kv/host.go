@@ -29,7 +29,7 @@ type hostTier struct {
 func (t *hostTier) fits(n int) bool { return int64(n) <= t.budget }
 
 func (t *hostTier) add(tree *radix, n *node, blob []byte, ckpts []engine.Checkpoint, clock uint64, now time.Time) {
-	if !t.fits(len(blob)) {
+	if !t.fits(len(blob) + int(checkpointBytes(ckpts))) { // the entry's whole size, as h.size() counts it
 		return
 	}
 	if n.host != nil {

@@ -132,8 +132,8 @@ func (c *Cache) resumeFromCheckpoint(seq int32, depth int, cps []engine.Checkpoi
 // sound is the last check before a seeded sequence goes to a lane: it
 // holds exactly the tokens the seed says and can be continued there. A
 // seed that fails it (an engine whose state disagrees with what the cache
-// believed) is emptied and the lane prefills cold, counted: never a
-// request failed at admission.
+// believed) is emptied, its inherited checkpoints forgotten, and the lane
+// prefills cold, counted: never a request failed at admission.
 func (c *Cache) sound(seq int32, cached int) bool {
 	if cached == 0 {
 		return true
@@ -145,6 +145,7 @@ func (c *Cache) sound(seq int32, cached int) bool {
 	if !ok {
 		slog.Warn("prefix cache: a seeded sequence does not hold what the seed says; admitting cold", "seq", seq, "cached", cached, "holds", c.eng.SeqLen(seq))
 		c.eng.Free(seq)
+		delete(c.inherit, seq) // its checkpoints went with it
 		c.stats.SeedMismatches.Add(1)
 	}
 	return ok

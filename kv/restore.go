@@ -55,7 +55,6 @@ func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32
 		cached = c.seed(seq, tokens, limit, false)
 		if !c.sound(seq, cached) {
 			cached = 0
-			delete(c.inherit, seq)
 		}
 		c.countAcquire(tokens, cached)
 		return seq, cached, false, nil
@@ -109,7 +108,6 @@ func (c *Cache) FinishRestore(seq int32) int {
 	got := c.importParked(seq, r.entry, r.toks, r.depth, r.blob, r.ckpts, r.err, r.read)
 	if !c.sound(seq, got) {
 		got = 0
-		delete(c.inherit, seq)
 	}
 	c.countAcquire(r.toks, got)
 	c.publishGauges()

@@ -486,7 +486,10 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->max_piece_bytes = e->max_piece_bytes;
     d->pooling = e->pooling;
     d->n_embd_pooled = e->n_embd;
-    d->drafts = sf_model_drafts(e->model) ? 1 : 0;
+    // Drafts need a sequence cut back after a rejected one at any position:
+    // no recurrent state, and no sliding window whose cache may have
+    // dropped cells the positions after a cut still see.
+    d->drafts = e->partial == SF_PARTIAL_NONE ? 1 : 0;
 }
 
 int sf_describe(const sf_engine *e, sf_desc *d) {

@@ -240,14 +240,6 @@ class sf_compute_lock {
 // does not pool by (rank, or anything unknown).
 int32_t sf_model_pooling(const llama_model *m, const char *arch);
 
-// Whether decodes on this model may carry drafts: its sequences can be cut
-// back after a rejected one (not recurrent or hybrid), and it has no
-// sliding window, whose cache may have dropped, for the draft's later
-// positions, cells the positions after a cut still see.
-inline bool sf_model_drafts(const llama_model *m) {
-    return !llama_model_is_recurrent(m) && !llama_model_is_hybrid(m) && llama_model_n_swa(m) == 0;
-}
-
 // Records a formatted error message on the engine and returns code.
 int sf_fail(sf_engine *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 // The same, blaming one lane of the plan.

@@ -110,7 +110,7 @@ int check_draft(sf_engine *e, const sf_plan *p, const sf_decode &d, const sf_lan
         }
         return SF_OK;
     }
-    if (!sf_model_drafts(e->model)) {
+    if (e->partial != SF_PARTIAL_NONE) {
         return sf_fail_lane(e, d.lane, SF_ERR_INVALID,
                             "decode lane %u: a draft on a model whose sequences cannot be cut back after it", d.lane);
     }

@@ -161,7 +161,7 @@ func (p *planner) beginDecodes(pl *engine.Plan, decoders int) {
 	if !s.cfg.Ungated && !s.synth.on() && s.baseline.due(decoders) {
 		return
 	}
-	s.room = max(0, p.batch-pl.Rows()-decoders)
+	s.room = max(0, p.batch-decoders) // a decode-only step: nothing else takes rows
 }
 
 // addDecode adds l's token to the step, with a draft when the lane's
