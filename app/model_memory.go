@@ -83,24 +83,14 @@ func ggufUint(f *gguf.File, key string) uint64 {
 }
 
 // cacheTypeSize is a KV cache type's bytes per block over its values per
-// block (ggml's type sizes: the quantized types carry an f16 scale, and
-// q4_1/q5_1 a minimum, per 32 values; q5_* a 32-bit mask of high bits).
-func cacheTypeSize(t string) (bytes, values int64) {
-	switch t {
-	case "f32":
-		return 4, 1
-	case "q8_0":
-		return 34, 32
-	case "q4_0", "iq4_nl":
-		return 18, 32
-	case "q4_1":
-		return 20, 32
-	case "q5_0":
-		return 22, 32
-	case "q5_1":
-		return 24, 32
+// block, from ggml's type table; f16's where the name is not a type (the
+// flags refuse such names before a model loads).
+func cacheTypeSize(name string) (bytes, values int64) {
+	t, ok := gguf.TypeByName(name)
+	if !ok {
+		t = gguf.F16
 	}
-	return 2, 1 // f16, bf16, the default
+	return int64(t.BlockBytes()), int64(t.BlockSize())
 }
 
 // budgetShare is the fraction of the memory available at start that

@@ -157,6 +157,17 @@ func (t GGMLType) String() string {
 	return fmt.Sprintf("GGMLType(%d)", uint32(t))
 }
 
+// TypeByName is the ggml type llama.cpp names name ("f16", "q8_0", …, as
+// its --cache-type-k/-v spell them); ok is false for a name it does not know.
+func TypeByName(name string) (t GGMLType, ok bool) {
+	for t, info := range ggmlTypes {
+		if info.name == name {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
 // Known reports whether t is a ggml type this package knows the layout of.
 func (t GGMLType) Known() bool {
 	_, ok := ggmlTypes[t]
