@@ -10,7 +10,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"superfluid/app"
+	"superfluid/batches"
 	"superfluid/cgo"
+	"superfluid/respstore"
 )
 
 // engineFlags are the flags of a command that loads a model to serve many
@@ -87,11 +89,25 @@ func pollOption(c *cli.Context) (int, error) {
 // sizes such as 10GiB, or off.
 func diskQuotaFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "max-files-bytes", Value: "10GiB", Usage: "bytes the batch API's files (/v1/files uploads and batch outputs) may hold together under --data-dir; an upload past it is refused with a 413 (off: no bound)", EnvVars: env("MAX_FILES_BYTES")},
-		&cli.StringFlag{Name: "max-stored-responses-bytes", Value: "1GiB", Usage: "bytes the Responses API's stored responses may hold together under --data-dir; the oldest are removed first to make room (off: no bound)", EnvVars: env("MAX_STORED_RESPONSES_BYTES")},
-		&cli.StringFlag{Name: "max-stored-response-bytes", Value: "16MiB", Usage: "bytes one stored response (which holds its whole conversation) may take; a request whose conversation is larger and asks to be stored is refused with a 400 (off: no bound)", EnvVars: env("MAX_STORED_RESPONSE_BYTES")},
-		&cli.StringFlag{Name: "max-pull-bytes", Value: "256GiB", Usage: "bytes one model pulled through /api/pull may take; a larger one, or one of unknown size that grows past it, fails and its partial file is removed (off: no bound)", EnvVars: env("MAX_PULL_BYTES")},
+		&cli.StringFlag{Name: "max-files-bytes", Value: sizeText(batches.DefaultMaxFilesBytes), Usage: "bytes the batch API's files (/v1/files uploads and batch outputs) may hold together under --data-dir; an upload past it is refused with a 413 (off: no bound)", EnvVars: env("MAX_FILES_BYTES")},
+		&cli.StringFlag{Name: "max-stored-responses-bytes", Value: sizeText(respstore.DefaultMaxBytes), Usage: "bytes the Responses API's stored responses may hold together under --data-dir; the oldest are removed first to make room (off: no bound)", EnvVars: env("MAX_STORED_RESPONSES_BYTES")},
+		&cli.StringFlag{Name: "max-stored-response-bytes", Value: sizeText(respstore.DefaultMaxRecordBytes), Usage: "bytes one stored response (which holds its whole conversation) may take; a request whose conversation is larger and asks to be stored is refused with a 400 (off: no bound)", EnvVars: env("MAX_STORED_RESPONSE_BYTES")},
+		&cli.StringFlag{Name: "max-pull-bytes", Value: sizeText(app.DefaultMaxPullBytes), Usage: "bytes one model pulled through /api/pull may take; a larger one, or one of unknown size that grows past it, fails and its partial file is removed (off: no bound)", EnvVars: env("MAX_PULL_BYTES")},
 	}
+}
+
+// sizeText writes n in the largest binary unit that divides it, as
+// parseByteSize reads it: the quota flags show their packages' defaults.
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // diskQuotas reads diskQuotaFlags.
