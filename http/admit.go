@@ -147,6 +147,12 @@ func tooLarge(limit int) *apiError {
 	return &apiError{Status: fasthttp.StatusRequestEntityTooLarge, Type: "invalid_request_error", Msg: fmt.Sprintf("the request body is over this route's limit of %d bytes", limit)}
 }
 
+// timedOut is the answer to a request whose what (the request, its body)
+// did not arrive within its timeout.
+func timedOut(what string) *apiError {
+	return &apiError{Status: fasthttp.StatusRequestTimeout, Type: "invalid_request_error", Msg: what + " did not arrive in time"}
+}
+
 // truncateForMessage keeps an error message short whatever a header held.
 func truncateForMessage(b []byte) string {
 	const most = 100

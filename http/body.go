@@ -76,7 +76,7 @@ func readBody(ctx *fasthttp.RequestCtx, limit int) error {
 func readError(err error) *apiError {
 	var ne interface{ Timeout() bool }
 	if errors.As(err, &ne) && ne.Timeout() {
-		return &apiError{Status: fasthttp.StatusRequestTimeout, Type: "invalid_request_error", Msg: "the request body did not arrive in time"}
+		return timedOut("the request body")
 	}
 	return badRequest("reading the request body: %v", err)
 }

@@ -468,7 +468,7 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		writeError(ctx, kind, tooLarge(s.cfg.MaxBody))
 	case errors.As(err, &ne) && ne.Timeout():
-		writeError(ctx, kind, &apiError{Status: fasthttp.StatusRequestTimeout, Type: "invalid_request_error", Msg: "the request did not arrive in time"})
+		writeError(ctx, kind, timedOut("the request"))
 	default:
 		writeError(ctx, kind, badRequest("malformed HTTP request: %v", err))
 	}
