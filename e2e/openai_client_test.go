@@ -66,7 +66,7 @@ func streamChat(t *testing.T, client openai.Client, params openai.ChatCompletion
 }
 
 // directGreedy generates from prompt on an engine of its own, one lane,
-// tick by tick, exactly as `superfluid run` does (cmd_run.go's
+// tick by tick, exactly as `superfluid run` does (command/run.go's
 // generateOne): the reference the server's continuous batching must not
 // change for a greedy request.
 func directGreedy(t *testing.T, modelPath string, prompt []engine.Token, maxTokens int) string {
