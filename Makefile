@@ -9,7 +9,7 @@ GO          ?= go
 # x86-64-v3: AVX2, FMA, F16C. `make portable` drops it.
 SIMD        ?= -march=x86-64-v3
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS      = -X main.version=$(VERSION)
+LDFLAGS      = -X superfluid/command.version=$(VERSION)
 MODELS      ?= .cache/models
 
 # Where llama.cpp comes from. Default (ENGINE=upstream): the current

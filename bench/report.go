@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -220,4 +221,29 @@ func ColdTTFT(r io.Reader) (time.Duration, error) {
 		return 0, errors.New("bench: the cold report is not a multi-turn report with a measured turn 1")
 	}
 	return time.Duration(rep.MultiTurn.Turns[0].TTFTMs.P50 * float64(time.Millisecond)), nil
+}
+
+// Verdict is the run's outcome for the process's exit status: nil for an
+// interrupted run (it reports what it measured) or one without a problem,
+// else what went wrong: no measured request succeeded, some failed, or a
+// soak found problems.
+func (rep *Report) Verdict() error {
+	switch {
+	case rep.Interrupted:
+	case rep.Requests.OK == 0:
+		return errors.New("bench: no measured request succeeded" + rep.Failures.firstError())
+	case rep.Failures != nil:
+		return fmt.Errorf("bench: %d requests failed%s", rep.Failures.Count, rep.Failures.firstError())
+	case rep.Soak != nil && len(rep.Soak.Problems) > 0:
+		return fmt.Errorf("bench: soak: %s", strings.Join(rep.Soak.Problems, "; "))
+	}
+	return nil
+}
+
+// firstError is the verdict's note of the first failure, if there was one.
+func (f *Failures) firstError() string {
+	if f == nil {
+		return ""
+	}
+	return " (first: " + f.FirstError + ")"
 }

@@ -66,8 +66,8 @@ func streamChat(t *testing.T, client openai.Client, params openai.ChatCompletion
 }
 
 // directGreedy generates from prompt on an engine of its own, one lane,
-// tick by tick, exactly as `superfluid run` does (cmd_run.go's
-// generateOne): the reference the server's continuous batching must not
+// tick by tick, exactly as `superfluid run` does (app/run_one.go's
+// GenerateOne): the reference the server's continuous batching must not
 // change for a greedy request.
 func directGreedy(t *testing.T, modelPath string, prompt []engine.Token, maxTokens int) string {
 	t.Helper()

@@ -155,11 +155,11 @@ func (p *serveProc) wait(t *testing.T, bound time.Duration) int {
 	return 0
 }
 
-// serveFlagNames reads the flag names serve declares, from cmd_serve.go's
+// serveFlagNames reads the flag names serve declares, from command/serve.go's
 // source, so that a flag added there without help text fails here.
 func serveFlagNames(t *testing.T) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "cmd_serve.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "command", "serve.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func serveFlagNames(t *testing.T) []string {
 		return true
 	})
 	if len(names) < 10 {
-		t.Fatalf("found only %d flags in cmd_serve.go: %v", len(names), names)
+		t.Fatalf("found only %d flags in command/serve.go: %v", len(names), names)
 	}
 	return names
 }

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -150,33 +149,4 @@ func batchDoer(c *cli.Context, class sched.Class) (d batch.Doer, parallel int, c
 		return nil, 0, nil, err
 	}
 	return st.Doer(class.String()), 2 * lanes, st.Close, nil
-}
-
-// progressLine redraws a batch's progress bar on a terminal, at most five
-// times a second; elsewhere it stays silent (the summary says it all).
-type progressLine struct {
-	w    io.Writer
-	tty  bool
-	last time.Time
-	drew bool
-}
-
-func newProgressLine(w io.Writer) *progressLine {
-	f, ok := w.(*os.File)
-	return &progressLine{w: w, tty: ok && isTerminal(f)}
-}
-
-func (b *progressLine) update(p batch.Progress) {
-	if !b.tty || (time.Since(b.last) < 200*time.Millisecond && p.Done < p.Total) {
-		return
-	}
-	b.last = time.Now()
-	b.drew = true
-	fmt.Fprintf(b.w, "\r%s\x1b[K", p.Bar(terminalWidth(b.w.(*os.File))))
-}
-
-func (b *progressLine) finish() {
-	if b.drew {
-		fmt.Fprint(b.w, "\n")
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // prompt llama.cpp's built-in matcher leaves out).
 func TestRunChatPromptsAsServe(t *testing.T) {
 	models := map[string]string{"chatml": testModel}
-	if vocab := "../shared/models/ggml-vocab-qwen2.5-instruct.gguf"; fileExists(vocab) {
+	if vocab := "../../shared/models/ggml-vocab-qwen2.5-instruct.gguf"; fileExists(vocab) {
 		path := filepath.Join(t.TempDir(), "qwen.gguf")
 		shape, _ := synth.ShapeByName("tiny")
 		if err := synth.Write(path, synth.Options{Shape: shape, VocabFile: vocab, Type: "f16", Seed: 3}); err != nil {

@@ -1,12 +1,10 @@
-package main
+package command
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -97,21 +95,5 @@ func benchAction(c *cli.Context) error {
 			return fmt.Errorf("bench: -o: %w", err)
 		}
 	}
-	switch {
-	case rep.Interrupted:
-	case rep.Requests.OK == 0:
-		return errors.New("bench: no measured request succeeded" + firstError(rep.Failures))
-	case rep.Failures != nil:
-		return fmt.Errorf("bench: %d requests failed%s", rep.Failures.Count, firstError(rep.Failures))
-	case rep.Soak != nil && len(rep.Soak.Problems) > 0:
-		return fmt.Errorf("bench: soak: %s", strings.Join(rep.Soak.Problems, "; "))
-	}
-	return nil
-}
-
-func firstError(f *bench.Failures) string {
-	if f == nil {
-		return ""
-	}
-	return " (first: " + f.FirstError + ")"
+	return rep.Verdict()
 }
