@@ -11,6 +11,12 @@ require (
 require golang.org/x/term v0.48.0
 
 require (
+	github.com/VictoriaMetrics/metrics v1.45.0 // indirect
+	github.com/valyala/fastrand v1.1.0 // indirect
+	github.com/valyala/histogram v1.2.0 // indirect
+)
+
+require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
