@@ -86,3 +86,17 @@ func TestDefineRefusesBadNames(t *testing.T) {
 		}()
 	}
 }
+
+// Two definitions of one name render as one family, under the first's
+// HELP and TYPE.
+func TestOneNameOneFamily(t *testing.T) {
+	again := Counter("test_requests_total", "Another help.")
+	p := NewPage()
+	p.Add(testRequests, 1)
+	p.Add(again, 2) // the same series: the first value stands
+	got := render(p)
+	want := "# HELP test_requests_total Requests ended.\n# TYPE test_requests_total counter\ntest_requests_total 1\n"
+	if got != want {
+		t.Fatalf("page:\n%s\nwant:\n%s", got, want)
+	}
+}

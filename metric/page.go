@@ -13,7 +13,7 @@ import (
 // A Page is built and written by one goroutine.
 type Page struct {
 	families []*family
-	byDef    map[*Def]*family
+	byName   map[string]*family
 }
 
 type family struct {
@@ -22,13 +22,16 @@ type family struct {
 }
 
 // NewPage starts a scrape.
-func NewPage() *Page { return &Page{byDef: map[*Def]*family{}} }
+func NewPage() *Page { return &Page{byName: map[string]*family{}} }
 
+// family finds a family by name, so two definitions of one name (a test's
+// stand-in beside the real one) still give one HELP and TYPE: the first
+// added speaks for it.
 func (p *Page) family(d *Def) *family {
-	f := p.byDef[d]
+	f := p.byName[d.Name]
 	if f == nil {
 		f = &family{def: d}
-		p.byDef[d] = f
+		p.byName[d.Name] = f
 		p.families = append(p.families, f)
 	}
 	return f
