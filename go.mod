@@ -8,7 +8,15 @@ require (
 	github.com/valyala/fasthttp v1.78.0
 )
 
-require golang.org/x/term v0.48.0
+require (
+	github.com/VictoriaMetrics/metrics v1.45.0
+	golang.org/x/term v0.48.0
+)
+
+require (
+	github.com/valyala/fastrand v1.1.0 // indirect
+	github.com/valyala/histogram v1.2.0 // indirect
+)
 
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0

@@ -24,6 +24,7 @@ import (
 	"superfluid/gguf"
 	sfhttp "superfluid/http"
 	"superfluid/kv"
+	"superfluid/metric"
 	"superfluid/sched"
 )
 
@@ -308,21 +309,5 @@ func loadFIM(desc *engine.Descriptor, eng *cgo.Engine) *fim.Builder {
 // cacheMetrics exposes the prefix cache's counters on /metrics.
 type cacheMetrics struct{ c *kv.Cache }
 
-func (m cacheMetrics) Metrics() []sfhttp.Metric {
-	st := m.c.Stats()
-	return append([]sfhttp.Metric{
-		{Name: "cache_hits_total", Help: "Admissions that found a cached prefix.", Type: "counter", Value: float64(st.Hits.Load())},
-		{Name: "cache_misses_total", Help: "Admissions that found nothing cached.", Type: "counter", Value: float64(st.Misses.Load())},
-		{Name: "cache_warm_tokens_total", Help: "Prompt tokens served from the cache.", Type: "counter", Value: float64(st.WarmTokens.Load())},
-		{Name: "cache_host_hits_total", Help: "Prefixes restored from host memory.", Type: "counter", Value: float64(st.HostHits.Load())},
-		{Name: "cache_evictions_total", Help: "Cache entries evicted from the KV pool.", Type: "counter", Value: float64(st.Evictions.Load())},
-		{Name: "cache_checkpoint_resumes_total", Help: "Prefixes resumed from a checkpoint of partial state (sliding-window or recurrent models).", Type: "counter", Value: float64(st.CheckpointResumes.Load())},
-		{Name: "cache_cut_refusals_total", Help: "Cached prefixes the model's state could not be cut to, served shorter or cold.", Type: "counter", Value: float64(st.CutRefusals.Load())},
-		{Name: "cache_seed_mismatches_total", Help: "Seeded sequences that did not hold the cached prefix, admitted cold.", Type: "counter", Value: float64(st.SeedMismatches.Load())},
-		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="resident"`, Value: float64(st.Entries.Load())},
-		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="host"`, Value: float64(st.HostEntries.Load())},
-		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="parked"`, Value: float64(st.ParkedEntries.Load())},
-		{Name: "cache_resident_tokens", Help: "Tokens cached entries hold in the KV pool.", Type: "gauge", Value: float64(st.ResidentTokens.Load())},
-		{Name: "cache_host_bytes", Help: "Bytes of conversation state in host memory.", Type: "gauge", Value: float64(st.HostBytes.Load())},
-	}, parkMetrics(m.c)...)
-}
+// AddMetrics adds the cache's and its disk tier's samples to a scrape.
+func (m cacheMetrics) AddMetrics(p *metric.Page) { m.c.AddMetrics(p) }

@@ -11,6 +11,7 @@ import (
 	"superfluid/engine"
 	"superfluid/gguf"
 	sfhttp "superfluid/http"
+	"superfluid/metric"
 	"superfluid/sched"
 )
 
@@ -96,12 +97,4 @@ func (v embedView) Embed(ctx context.Context, inputs [][]engine.Token, c sched.C
 func (v embedView) MaxInputTokens() int { return v.r.MaxInputTokens() }
 func (v embedView) Dim() int            { return v.r.Dim() }
 
-func (v embedView) Metrics() []sfhttp.Metric {
-	st := v.r.Stats()
-	return []sfhttp.Metric{
-		{Name: "embed_calls_total", Help: "Embedding engine calls (one llama_decode each).", Type: "counter", Value: float64(st.Calls.Load())},
-		{Name: "embed_inputs_total", Help: "Inputs embedded.", Type: "counter", Value: float64(st.Inputs.Load())},
-		{Name: "embed_tokens_total", Help: "Tokens embedded.", Type: "counter", Value: float64(st.Tokens.Load())},
-		{Name: "embed_queued_inputs", Help: "Embedding inputs waiting or running.", Type: "gauge", Value: float64(st.Queued.Load())},
-	}
-}
+func (v embedView) AddMetrics(p *metric.Page) { v.r.AddMetrics(p) }

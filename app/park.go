@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"superfluid/engine"
-	sfhttp "superfluid/http"
 	"superfluid/kv"
 	"superfluid/park"
 )
@@ -86,55 +85,6 @@ func refusedTotal(s *park.Stats) int64 {
 		n += s.Refused[r].Load()
 	}
 	return n
-}
-
-// parkMetrics are the disk tier's samples for /metrics; none when it is off.
-func parkMetrics(c *kv.Cache) []sfhttp.Metric {
-	ps := c.ParkStats()
-	if ps == nil {
-		return nil
-	}
-	st := c.Stats()
-	lossy := 0.0
-	if c.ParkInfo().Lossy {
-		lossy = 1
-	}
-	counter := func(name, help string, v int64) sfhttp.Metric {
-		return sfhttp.Metric{Name: name, Help: help, Type: "counter", Value: float64(v)}
-	}
-	gauge := func(name, help string, v float64) sfhttp.Metric {
-		return sfhttp.Metric{Name: name, Help: help, Type: "gauge", Value: v}
-	}
-	ms := []sfhttp.Metric{
-		counter("park_writes_total", "Conversations written to the park directory.", ps.Parks.Load()),
-		counter("park_lossy_writes_total", "Of which demoted to 8 bits.", ps.LossyParks.Load()),
-		{Name: "park_dropped_writes_total", Help: "Park writes dropped.", Type: "counter", Labels: `reason="queue_full"`, Value: float64(ps.Dropped.Load())},
-		{Name: "park_dropped_writes_total", Help: "Park writes dropped.", Type: "counter", Labels: `reason="over_budget"`, Value: float64(ps.TooBig.Load())},
-		counter("park_write_errors_total", "Park writes that failed (directory unwritable or full); serving is unaffected.", ps.WriteErrors.Load()),
-		counter("park_state_bytes_total", "KV state bytes parked.", ps.BytesRaw.Load()),
-		counter("park_written_bytes_total", "File bytes written for them.", ps.BytesFile.Load()),
-		gauge("park_compression_ratio", "File bytes over KV state bytes, everything parked so far.", ps.Ratio()),
-		counter("park_restores_total", "Warm prefixes restored from the park directory.", st.ParkHits.Load()),
-		counter("park_restore_failures_total", "Restores that fell back to a cold prefill.", st.ParkFailures.Load()),
-		counter("park_read_bytes_total", "File bytes read by restores.", ps.LoadBytes.Load()),
-		{Name: "park_restore_seconds_total", Help: "Time successful restores took (read, verify, decompress, import).", Type: "counter", Value: float64(st.ParkRestoreNanos.Load()) / 1e9},
-		gauge("park_restore_last_seconds", "The last restore's time.", float64(st.ParkRestoreLastNanos.Load())/1e9),
-		counter("park_idle_total", "Conversations parked and evicted after their keep-alive.", st.IdleParks.Load()),
-		counter("park_swept_total", "Files removed to keep the directory under budget.", ps.Swept.Load()),
-		counter("park_superseded_total", "Files removed because the conversation's next turn was parked.", ps.Superseded.Load()),
-		counter("park_stale_temps_total", "Half-written files of interrupted writes removed at start-up.", ps.StaleTemps.Load()),
-		counter("park_migrated_total", "Files of the flat park directory layout moved into this model's subdirectory at start-up.", ps.Migrated.Load()),
-		gauge("park_other_model_files", "Files left in the flat park directory layout at start-up: other models', KV types' or V layouts', or unreadable.", float64(ps.Foreign.Load())),
-		counter("park_reads_total", "Park files opened for a restore, whatever came of it (a refused file is read once).", ps.Reads.Load()),
-		gauge("park_files", "Park files on disk.", float64(ps.Files.Load())),
-		gauge("park_bytes", "Bytes of park files on disk.", float64(ps.Bytes.Load())),
-		gauge("park_lossy", "1 when parked state is demoted to 8 bits (outputs of resumed conversations may differ).", lossy),
-	}
-	for r := range park.NumReasons {
-		ms = append(ms, sfhttp.Metric{Name: "park_refused_total", Help: "Park files refused (removed when damaged, left alone when another model's or build's), by reason.", Type: "counter",
-			Labels: fmt.Sprintf("reason=%q", r.String()), Value: float64(ps.Refused[r].Load())})
-	}
-	return ms
 }
 
 // View lists what the prefix cache holds, by tier (resident, host,

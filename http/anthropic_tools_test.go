@@ -9,6 +9,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/metric"
 	"superfluid/reply"
 	"superfluid/sched"
 )
@@ -199,7 +200,7 @@ func TestAnthropicBillingHeader(t *testing.T) {
 // fakePinner records the pins a request asks for.
 type fakePinner struct{ pins map[int]time.Duration }
 
-func (f *fakePinner) Metrics() []Metric { return nil }
+func (f *fakePinner) AddMetrics(*metric.Page) {}
 func (f *fakePinner) Pin(prefix []engine.Token, ttl time.Duration) {
 	f.pins[len(prefix)] = ttl
 }

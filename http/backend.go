@@ -6,6 +6,7 @@ import (
 	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/fim"
+	"superfluid/metric"
 	"superfluid/sched"
 )
 
@@ -26,14 +27,8 @@ type Scheduler interface {
 // CacheView reports what the prefix cache holds, for /metrics and the
 // status endpoints; nil when there is none.
 type CacheView interface {
-	Metrics() []Metric
-}
-
-// Metric is one Prometheus sample a component contributes to /metrics.
-type Metric struct {
-	Name, Help, Type string // Type: counter or gauge
-	Labels           string // `name="value",…` without braces, or ""
-	Value            float64
+	// AddMetrics adds the cache's samples to a /metrics scrape.
+	AddMetrics(p *metric.Page)
 }
 
 // Model is a loaded model with everything the handlers need around it.

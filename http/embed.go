@@ -12,6 +12,7 @@ import (
 
 	"superfluid/embed"
 	"superfluid/engine"
+	"superfluid/metric"
 	"superfluid/sched"
 )
 
@@ -30,8 +31,8 @@ type Embedder interface {
 	MaxInputTokens() int
 	// Dim is the length of a vector.
 	Dim() int
-	// Metrics are the runner's counters for /metrics.
-	Metrics() []Metric
+	// AddMetrics adds the runner's samples to a /metrics scrape.
+	AddMetrics(p *metric.Page)
 }
 
 // maxEmbedInputs bounds the inputs of one request (OpenAI's limit).

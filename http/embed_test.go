@@ -16,6 +16,7 @@ import (
 
 	"superfluid/embed"
 	"superfluid/engine"
+	"superfluid/metric"
 	"superfluid/sched"
 )
 
@@ -63,9 +64,10 @@ func (s *stubEmbedder) MaxInputTokens() int {
 	return 64
 }
 func (s *stubEmbedder) Dim() int { return stubDim }
-func (s *stubEmbedder) Metrics() []Metric {
-	return []Metric{{Name: "embed_calls_total", Help: "Engine calls.", Type: "counter", Value: float64(len(s.classes))}}
-}
+
+var stubEmbedCalls = metric.Counter("superfluid_embed_calls_total", "Engine calls.")
+
+func (s *stubEmbedder) AddMetrics(p *metric.Page) { p.Add(stubEmbedCalls, float64(len(s.classes))) }
 
 // embedServer serves an embedding model (no scheduler) over stubText.
 func embedServer(t *testing.T) (*nethttp.Client, *stubEmbedder) {

@@ -1,13 +1,12 @@
 package sched
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// TTFTBucketsMS are the upper bounds, in milliseconds, of the time-to-
-// first-token histogram's buckets; one more bucket counts the rest.
-var TTFTBucketsMS = [...]uint64{5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 20_000, 40_000}
+	"superfluid/metric"
+)
 
 // counters are the scheduler's live counters. The runner goroutine writes
 // them with atomics; anyone may read a Snapshot at any time without
@@ -43,9 +42,11 @@ type counters struct {
 	queueDepth        [NumClasses]atomic.Int64
 	prefillBudgetLive atomic.Int64
 
-	ttftBuckets [len(TTFTBucketsMS) + 1]atomic.Uint64
-	ttftSumMS   atomic.Uint64
-	ttftCount   atomic.Uint64
+	ttftCount atomic.Uint64
+	// ttft is the time-to-first-token histogram, made on first use so a
+	// zero counters (the planner's tests) is ready as it is.
+	ttftOnce sync.Once
+	ttft     *metric.Histogram
 }
 
 // Snapshot is a copy of the counters at one moment (each read atomically;
@@ -89,12 +90,10 @@ type Snapshot struct {
 	QueueDepth    [NumClasses]int64 // by Class
 	PrefillBudget int64             // the last step's prompt budget
 
-	// TTFT histogram: TTFTBuckets[i] counts first tokens delivered within
-	// TTFTBucketsMS[i] (and above the bound before it); the last bucket
-	// the rest.
-	TTFTBuckets [len(TTFTBucketsMS) + 1]uint64
-	TTFTSumMS   uint64
-	TTFTCount   uint64
+	// TTFTCount counts first tokens delivered; TTFT is their live
+	// histogram (superfluid_ttft_seconds), rendered at scrape time.
+	TTFTCount uint64
+	TTFT      *metric.Histogram
 }
 
 // Snapshot reads the counters.
@@ -124,14 +123,11 @@ func (s *counters) Snapshot() Snapshot {
 		TurnWaitMS:          s.turnWaitNS.Load() / uint64(time.Millisecond),
 		LanesActive:         s.lanesActive.Load(),
 		PrefillBudget:       s.prefillBudgetLive.Load(),
-		TTFTSumMS:           s.ttftSumMS.Load(),
 		TTFTCount:           s.ttftCount.Load(),
+		TTFT:                s.ttftHistogram(),
 	}
 	for i := range s.queueDepth {
 		out.QueueDepth[i] = s.queueDepth[i].Load()
-	}
-	for i := range s.ttftBuckets {
-		out.TTFTBuckets[i] = s.ttftBuckets[i].Load()
 	}
 	return out
 }
@@ -142,16 +138,17 @@ func (s *counters) observeTurnWait(d time.Duration) {
 	s.turnWaitNS.Add(uint64(max(d, 0)))
 }
 
-// observeTTFT counts one time to first token.
+// observeTTFT counts one time to first token: once a request, so the
+// library's histogram (a lock and a bucket search) costs nothing that
+// shows; see metric's benchmarks.
 func (s *counters) observeTTFT(d time.Duration) {
-	ms := uint64(max(d, 0) / time.Millisecond)
-	i := 0
-	for i < len(TTFTBucketsMS) && ms > TTFTBucketsMS[i] {
-		i++
-	}
-	s.ttftBuckets[i].Add(1)
-	s.ttftSumMS.Add(ms)
+	s.ttftHistogram().Observe(max(d, 0).Seconds())
 	s.ttftCount.Add(1)
+}
+
+func (s *counters) ttftHistogram() *metric.Histogram {
+	s.ttftOnce.Do(func() { s.ttft = ttftSeconds.New() })
+	return s.ttft
 }
 
 // publishOccupancy stores the lanes and queue depths.

@@ -1,0 +1,72 @@
+package http
+
+import (
+	"runtime"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/metric"
+	"superfluid/panics"
+	"superfluid/sched"
+)
+
+// The server's own metrics, defined once; each component defines its own
+// beside its counters (sched, kv, park, embed, panics).
+var (
+	// Under the Go collector's own name, so dashboards and the soak find it.
+	goGoroutines = metric.Gauge("go_goroutines", "Number of goroutines that currently exist.")
+
+	modelsLoaded          = metric.Gauge("superfluid_models_loaded", "Models loaded now.")
+	modelBytes            = metric.Gauge("superfluid_model_bytes", "Memory a loaded model holds: weights, KV pool, host cache budget.", "model")
+	modelKVBytesPerToken  = metric.Gauge("superfluid_model_kv_bytes_per_token", "KV cache bytes one context token takes (K and V, every layer), at the model's cache types.", "model", "cache_type_k", "cache_type_v")
+	modelRequestsInFlight = metric.Gauge("superfluid_model_requests_in_flight", "Requests holding a loaded model.", "model")
+	modelTurnWaitsTotal   = metric.Counter("superfluid_model_turn_waits_total", "Steps that waited at the arbiter for another model's engine.", "model")
+	modelTurnWaitSeconds  = metric.Counter("superfluid_model_turn_wait_seconds_total", "Time those steps waited.", "model")
+	modelDecodeTokens     = metric.Counter("superfluid_model_decode_tokens_total", "Tokens generated, by model.", "model")
+)
+
+// metrics renders /metrics in Prometheus' text format: the unlabelled
+// samples are the model the request named (?model=), or the default one;
+// the model_ families label every loaded model.
+func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
+	p := metric.NewPage()
+	var st sched.Snapshot // zero for an embedding model, which has no scheduler
+	if m.Sched != nil {
+		st = m.Sched.Stats()
+	}
+	st.AddTo(p)
+	panics.AddTo(p)
+	p.Add(goGoroutines, float64(runtime.NumGoroutine()))
+	if m.Cache != nil {
+		m.Cache.AddMetrics(p)
+	}
+	if m.Embed != nil {
+		m.Embed.AddMetrics(p)
+	}
+	if ms := s.registry(); ms != nil {
+		addModelMetrics(p, ms.Loaded())
+	}
+	ctx.SetContentType("text/plain; version=0.0.4")
+	_, err := p.WriteTo(ctx)
+	return err
+}
+
+// addModelMetrics adds what every loaded model holds, labelled by model.
+func addModelMetrics(p *metric.Page, loaded []LoadedModel) {
+	p.Add(modelsLoaded, float64(len(loaded)))
+	for _, lm := range loaded {
+		name := lm.Model.Name
+		p.Add(modelBytes, float64(lm.Size), name)
+		if d := lm.Model.Desc; d != nil {
+			p.Add(modelKVBytesPerToken, float64(d.KVBytesPerToken), name, d.CacheTypeK, d.CacheTypeV)
+		}
+		p.Add(modelRequestsInFlight, float64(lm.InFlight), name)
+		var st sched.Snapshot // an embedding model has none: zeros
+		if lm.Model.Sched != nil {
+			st = lm.Model.Sched.Stats()
+		}
+		p.Add(modelTurnWaitsTotal, float64(st.TurnWaits), name)
+		p.Add(modelTurnWaitSeconds, float64(st.TurnWaitMS)/1000, name)
+		p.Add(modelDecodeTokens, float64(st.DecodeTokens), name)
+	}
+}

@@ -1,0 +1,42 @@
+package metric
+
+import (
+	vm "github.com/VictoriaMetrics/metrics"
+)
+
+// HistogramDef defines a histogram with fixed upper bounds (plus +Inf),
+// in the Prometheus layout (_bucket{le=...}, _sum, _count).
+type HistogramDef struct {
+	def    *Def
+	bounds []float64
+}
+
+// NewHistogramDef defines a histogram; each owner of one (a scheduler)
+// makes its own with New.
+func NewHistogramDef(name, help string, bounds []float64) *HistogramDef {
+	if err := vm.ValidateBuckets(bounds); err != nil {
+		panic("metric: bad buckets for " + name + ": " + err.Error())
+	}
+	return &HistogramDef{def: define(name, help, KindHistogram, nil), bounds: bounds}
+}
+
+// Bounds are the buckets' upper bounds, without +Inf.
+func (hd *HistogramDef) Bounds() []float64 { return hd.bounds }
+
+// Histogram is one live histogram: observed on the hot path, rendered by
+// the library at scrape time. Its set is its own, never the library's
+// process-wide default, so it goes away with its owner.
+type Histogram struct {
+	def  *Def
+	set  *vm.Set
+	hist *vm.PrometheusHistogram
+}
+
+// New makes a live histogram of the definition.
+func (hd *HistogramDef) New() *Histogram {
+	s := vm.NewSet()
+	return &Histogram{def: hd.def, set: s, hist: s.NewPrometheusHistogramExt(hd.def.Name, hd.bounds)}
+}
+
+// Observe counts one value. Any goroutine.
+func (h *Histogram) Observe(v float64) { h.hist.Update(v) }
