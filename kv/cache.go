@@ -18,7 +18,8 @@ type Config struct {
 	Seqs int
 	// MaxResidentTokens bounds the distinct tokens resident entries hold in
 	// the KV pool (a prefix several entries share counts once); 0: bounded
-	// only by the sequence table and the engine's KV-full reports.
+	// only by the sequence table and the engine's KV-full reports. A
+	// sliding-window model's entries are not held to it (residentBudget).
 	MaxResidentTokens int
 	// HostBytes is the host-memory tier's budget for exported entries; 0
 	// disables the tier.
@@ -482,12 +483,13 @@ func (c *Cache) cutBackTo(e *entry) *node {
 	return s
 }
 
-// enforceBudget evicts until resident entries fit MaxResidentTokens.
+// enforceBudget evicts until resident entries fit their budget.
 func (c *Cache) enforceBudget() {
-	if c.cfg.MaxResidentTokens <= 0 {
+	budget := c.residentBudget()
+	if budget <= 0 {
 		return
 	}
-	for c.residentTokens() > c.cfg.MaxResidentTokens {
+	for c.residentTokens() > budget {
 		v := c.victim()
 		if v == nil {
 			return

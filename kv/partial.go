@@ -26,6 +26,20 @@ import (
 // keeps its own CheckpointMax per sequence; inherited ones add to those).
 const maxEntryCheckpoints = 32
 
+// residentBudget is the bound enforceBudget holds resident entries to
+// (0: none). A sliding-window model's entries stay in the pool until the
+// engine needs their cells (Relieve): moved out early they would keep
+// only their last window (an export holds no cell that left it), and a
+// prompt leaving them further back could resume only from a checkpoint,
+// where resident they can be cut anywhere their cells still cover
+// (MinCut). llama-server keeps an idle slot's cells likewise.
+func (c *Cache) residentBudget() int {
+	if c.eng.Descriptor().Partial == engine.PartialSWA {
+		return 0
+	}
+	return c.cfg.MaxResidentTokens
+}
+
 // cutter returns the engine's cuts, nil when every cut is valid.
 func (c *Cache) cutter() engine.PartialCuts {
 	if c.eng.Descriptor().Partial == engine.PartialNone {

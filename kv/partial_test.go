@@ -287,3 +287,37 @@ func TestThinCheckpointsKeepsTwoPerSpacingAndTheLast(t *testing.T) {
 		t.Fatalf("kept %v", got)
 	}
 }
+
+// A sliding-window model's entries are not moved out for the resident
+// budget: exported, a stream keeps only its last window and a prompt
+// leaving it further back resumes from a checkpoint; resident, with its
+// cells still in the pool, it is cut right at the edit (the bench's
+// edited conversations, issue 22). A dense model's entries keep to the
+// budget.
+func TestWindowEntriesStayResidentOverTheBudget(t *testing.T) {
+	w := newWindowEngine(8, 100)
+	c, _ := New(w, Config{Seqs: 8, MaxResidentTokens: 1000, HostBytes: 1 << 20, MinHostTokens: 16})
+	first, second := seqOf(1, 900), seqOf(10000, 900)
+	for _, s := range [][]engine.Token{first, second} {
+		serveWindow(t, c, w, s, 512)
+		n, _ := c.tree.match(s)
+		w.minCut[n.resident.seq] = 0 // the pool kept the cells that left the window
+	}
+	if got := tiers(c); got["resident"] != 2 || got["host"] != 0 {
+		t.Fatalf("tiers %v, want both streams resident over a budget of 1000 tokens", got)
+	}
+	if cached := serveWindow(t, c, w, cat(first[:765], seqOf(5000, 100))); cached != 765 {
+		t.Fatalf("diverging at 765: cached %d, want all of it", cached)
+	}
+	if n := c.Stats().CheckpointResumes.Load(); n != 0 {
+		t.Fatalf("%d checkpoint resumes, want a plain cut", n)
+	}
+
+	f := newFakeEngine(8)
+	c, _ = New(f, Config{Seqs: 8, MaxResidentTokens: 1000, HostBytes: 1 << 20, MinHostTokens: 16})
+	serve(t, c, f, first, nil)
+	serve(t, c, f, second, nil)
+	if got := tiers(c); got["resident"] != 1 || got["host"] != 1 {
+		t.Fatalf("dense model: tiers %v, want one stream moved to host memory", got)
+	}
+}
