@@ -318,6 +318,7 @@ func (m cacheMetrics) Metrics() []sfhttp.Metric {
 		{Name: "cache_evictions_total", Help: "Cache entries evicted from the KV pool.", Type: "counter", Value: float64(st.Evictions.Load())},
 		{Name: "cache_checkpoint_resumes_total", Help: "Prefixes resumed from a checkpoint of partial state (sliding-window or recurrent models).", Type: "counter", Value: float64(st.CheckpointResumes.Load())},
 		{Name: "cache_cut_refusals_total", Help: "Cached prefixes the model's state could not be cut to, served shorter or cold.", Type: "counter", Value: float64(st.CutRefusals.Load())},
+		{Name: "cache_checkpoint_bytes_copied_total", Help: "Bytes of checkpoints copied out of the engine as lanes retired (only those the cache keeps).", Type: "counter", Value: float64(st.CheckpointBytesCopied.Load())},
 		{Name: "cache_seed_mismatches_total", Help: "Seeded sequences that did not hold the cached prefix, admitted cold.", Type: "counter", Value: float64(st.SeedMismatches.Load())},
 		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="resident"`, Value: float64(st.Entries.Load())},
 		{Name: "cache_entries", Help: "Cached conversations by tier.", Type: "gauge", Labels: `tier="host"`, Value: float64(st.HostEntries.Load())},
