@@ -20,10 +20,10 @@ import (
 // before is estimated by what it measured then.
 
 // measuredSize is a loaded model's memory: llama.cpp's size of the loaded
-// weights, the KV pool (bytes per token of all layers' K and V, times the
-// context) and the host cache budget.
+// weights, the KV pool (the engine's bytes per token, times the context),
+// the recurrent state and the host cache budget.
 func measuredSize(desc *engine.Descriptor, hostCache int64) int64 {
-	return int64(desc.ModelBytes) + desc.KVBytesPerToken*int64(desc.Ctx) + max(hostCache, 0)
+	return int64(desc.ModelBytes) + desc.KVBytesPerToken*int64(desc.Ctx) + desc.RecurrentStateBytes + max(hostCache, 0)
 }
 
 // estimatedSize is what the model at path would hold with o's context and

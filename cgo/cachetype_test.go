@@ -170,3 +170,37 @@ func TestEmbeddingContextKeepsF16(t *testing.T) {
 		t.Fatalf("the embedding engine holds K %s, V %s", d.CacheTypeK, d.CacheTypeV)
 	}
 }
+
+// The descriptor's KV bytes per token are what llama.cpp allocated: a
+// sliding-window model's every layer (the context keeps llama.cpp's
+// full-size sliding-window cache, swa_full, whose cells resident entries
+// keep), a hybrid model's attention layers only, its recurrent layers'
+// fixed state reported apart.
+func TestKVBytesPerTokenCountsWhatIsAllocated(t *testing.T) {
+	if !upstreamLlama {
+		t.Skip("gemma4 and qwen35 need the upstream llama.cpp")
+	}
+	shape, err := synth.ShapeByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	everyLayer := int64(shape.Layers * 2 * shape.KVDim() * 2) // f16 K and V in every layer
+	open := func(arch string) *engine.Descriptor {
+		e, err := Open(Options{ModelPath: archModel(t, arch), Ctx: 8192, Lanes: 1, Seqs: 2, Batch: 512, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		return e.Descriptor()
+	}
+	if d := open("gemma4"); d.KVBytesPerToken != everyLayer || d.RecurrentStateBytes != 0 {
+		t.Errorf("gemma4: %d KV bytes per token (recurrent %d), want %d: every layer's cells, the sliding ones' too",
+			d.KVBytesPerToken, d.RecurrentStateBytes, everyLayer)
+	}
+	d := open("qwen35")
+	if d.KVBytesPerToken <= 0 || d.KVBytesPerToken >= everyLayer || d.RecurrentStateBytes <= 0 {
+		t.Errorf("qwen35: %d KV bytes per token (every layer would be %d), recurrent state %d bytes", d.KVBytesPerToken, everyLayer, d.RecurrentStateBytes)
+	}
+	t.Logf("tiny, f16: every layer %d bytes per token; qwen35 %d and %d bytes of recurrent state (2 sequences)",
+		everyLayer, d.KVBytesPerToken, d.RecurrentStateBytes)
+}

@@ -50,6 +50,16 @@ func runLane(t testing.TB, e *Engine, seq int32, prompt []engine.Token, cached, 
 	return out, prefill
 }
 
+// takeAllCheckpoints hands over every checkpoint the engine took of seq.
+func takeAllCheckpoints(t testing.TB, e *Engine, seq int32) ([]engine.Checkpoint, error) {
+	t.Helper()
+	pos, err := e.CheckpointPositions(seq)
+	if err != nil {
+		return nil, err
+	}
+	return e.TakeCheckpoints(seq, pos)
+}
+
 // A sliding-window model's stream, exported and imported, has lost the
 // cells before its last window, and a hybrid model's recurrent state is
 // only at its end: a cut far back is refused by MinCut, and a checkpoint
@@ -79,11 +89,11 @@ func resumeFromCheckpoint(t *testing.T, arch string, partial engine.Partial) {
 		t.Fatalf("descriptor: partial %q, window %d, truncation %v, every %d", d.Partial, d.SlidingWindow, d.PartialTruncation, d.CheckpointEvery)
 	}
 	stream := promptTokens(t, e, 1400, "window")
-	if _, err := e.TakeCheckpoints(0); err != nil {
+	if _, err := takeAllCheckpoints(t, e, 0); err != nil {
 		t.Fatal(err)
 	}
 	_, cold := runLane(t, e, 0, stream, 0, 1, 64)
-	cps, err := e.TakeCheckpoints(0)
+	cps, err := takeAllCheckpoints(t, e, 0)
 	if err != nil || len(cps) == 0 {
 		t.Fatalf("checkpoints %v, %v", len(cps), err)
 	}
@@ -197,9 +207,9 @@ func BenchmarkCheckpoint(b *testing.B) {
 				stream := promptTokens(b, e, 2048, "bench")
 				for range b.N {
 					e.Free(0)
-					e.TakeCheckpoints(0)
+					takeAllCheckpoints(b, e, 0)
 					_, prefill := runLane(b, e, 0, stream, 0, 1, 512)
-					cps, err := e.TakeCheckpoints(0)
+					cps, err := takeAllCheckpoints(b, e, 0)
 					if err != nil || len(cps) == 0 {
 						b.Fatalf("checkpoints: %d, %v", len(cps), err)
 					}
@@ -225,5 +235,30 @@ func BenchmarkCheckpoint(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TakeCheckpoints copies out only the positions asked for, and forgets
+// every checkpoint of the sequence.
+func TestTakeCheckpointsCopiesOnlyThoseAskedFor(t *testing.T) {
+	if !upstreamLlama {
+		t.Skip("gemma4 needs the upstream llama.cpp")
+	}
+	e, err := Open(Options{ModelPath: archModel(t, "gemma4"), Ctx: 4096, Lanes: 1, Seqs: 2, Batch: 512, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	runLane(t, e, 0, promptTokens(t, e, 1400, "take"), 0, 1, 512)
+	pos, err := e.CheckpointPositions(0)
+	if err != nil || !slices.Equal(pos, []int{512, 1024, 1400}) {
+		t.Fatalf("checkpoints at %v (%v), want 512, 1024 and the prompt's end", pos, err)
+	}
+	cps, err := e.TakeCheckpoints(0, []int{1024, 9999})
+	if err != nil || len(cps) != 1 || cps[0].Pos != 1024 || len(cps[0].Blob) == 0 {
+		t.Fatalf("took %d checkpoints (%v), want the one at 1024", len(cps), err)
+	}
+	if pos, err := e.CheckpointPositions(0); err != nil || len(pos) != 0 {
+		t.Fatalf("after the take the engine still holds checkpoints at %v (%v)", pos, err)
 	}
 }

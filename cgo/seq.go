@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"superfluid/engine"
@@ -129,9 +130,9 @@ func (e *Engine) MinCut(seq int32) int {
 	return int(C.sf_seq_min_cut(e.e, C.int32_t(seq)))
 }
 
-// TakeCheckpoints copies out the checkpoints the engine took of seq and
-// drops them from the engine.
-func (e *Engine) TakeCheckpoints(seq int32) ([]engine.Checkpoint, error) {
+// CheckpointPositions lists the positions of the checkpoints the engine
+// took of seq, ascending (engine.PartialCuts).
+func (e *Engine) CheckpointPositions(seq int32) ([]int, error) {
 	if e.e == nil {
 		return nil, errClosed
 	}
@@ -143,8 +144,26 @@ func (e *Engine) TakeCheckpoints(seq int32) ([]engine.Checkpoint, error) {
 	if err := e.err("checkpoints", C.sf_seq_checkpoints(e.e, C.int32_t(seq), (*C.int32_t)(unsafe.Pointer(&pos[0])), n, &n)); err != nil {
 		return nil, err
 	}
-	out := make([]engine.Checkpoint, 0, len(pos))
+	out := make([]int, len(pos))
 	for i, p := range pos {
+		out[i] = int(p)
+	}
+	return out, nil
+}
+
+// TakeCheckpoints copies out seq's checkpoints at the positions want
+// names and drops all of seq's checkpoints from the engine: only the
+// chosen blobs (up to CheckpointMax of 1–4.5 MB each) cross into Go.
+func (e *Engine) TakeCheckpoints(seq int32, want []int) ([]engine.Checkpoint, error) {
+	pos, err := e.CheckpointPositions(seq)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Checkpoint, 0, len(want))
+	for i, p := range pos {
+		if !slices.Contains(want, p) {
+			continue
+		}
 		var needed C.size_t
 		if rc := C.sf_seq_checkpoint_get(e.e, C.int32_t(seq), C.int32_t(i), nil, 0, &needed); rc != C.SF_ERR_BUFFER {
 			return nil, e.err("checkpoint", rc)
@@ -153,7 +172,7 @@ func (e *Engine) TakeCheckpoints(seq int32) ([]engine.Checkpoint, error) {
 		if err := e.err("checkpoint", C.sf_seq_checkpoint_get(e.e, C.int32_t(seq), C.int32_t(i), (*C.uint8_t)(unsafe.Pointer(&blob[0])), needed, &needed)); err != nil {
 			return nil, err
 		}
-		out = append(out, engine.Checkpoint{Pos: int(p), Blob: blob})
+		out = append(out, engine.Checkpoint{Pos: p, Blob: blob})
 	}
 	return out, e.err("checkpoints clear", C.sf_seq_checkpoints_clear(e.e, C.int32_t(seq)))
 }

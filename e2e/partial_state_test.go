@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"superfluid/app"
@@ -111,4 +112,52 @@ func partialStateTurns(t *testing.T, arch string) {
 		t.Errorf("after a restart, diverging at %d: %d cached, want at least %d", div2, r4.Timings.CacheN, reusable(div2))
 	}
 	expectAlone(t, ref, "the prompt diverging after a restart", edited2, r4.Tokens, predict)
+}
+
+// A sliding-window model's cached conversations stay in the KV pool past
+// half the context (kv residentBudget): exported they would keep only
+// their last window. Five distinct 1,100-token prompts fill a 4,096-token
+// pool (the engine's KV-full steps relieve it, every answer 200 and a
+// lone run's), and a prompt editing each of the last two at 85% reuses it
+// right up to the edit, not to the checkpoint before it.
+func TestSlidingWindowEntriesStayResidentPastHalfThePool(t *testing.T) {
+	if cgo.LlamaSource() != "upstream source tree" {
+		t.Skip("gemma4 needs the upstream llama.cpp")
+	}
+	path := archModelFile(t, "gemma4")
+	ref := newRefEngine(t, path, 4096)
+	const predict = 4
+	st := startParkStack(t, app.Options{ModelPath: path, Lanes: 2})
+	complete := func(prompt []engine.Token) llamaCompletion {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"prompt": prompt, "n_predict": predict, "temperature": 0, "return_tokens": true, "cache_prompt": true})
+		return llamaDo[llamaCompletion](t, st.Stack, "/completion", string(body))
+	}
+	var prompts [][]engine.Token
+	for i := range 5 {
+		p := textTokens(t, ref.e, 1100, uint64(100+i))
+		r := complete(p)
+		expectAlone(t, ref, fmt.Sprintf("prompt %d", i), p, r.Tokens, predict)
+		prompts = append(prompts, p)
+	}
+	m := scrapeMetrics(t, st.URL())
+	var kvFull float64
+	for k, v := range m {
+		if strings.HasPrefix(k, "superfluid_kv_full_total") {
+			kvFull += v
+		}
+	}
+	if kvFull == 0 || m["superfluid_cache_evictions_total"] == 0 {
+		t.Errorf("%v KV-full steps, %v evictions: the five prompts should have filled the pool", kvFull, m["superfluid_cache_evictions_total"])
+	}
+	for i := len(prompts) - 1; i >= len(prompts)-2; i-- {
+		div := len(prompts[i]) * 85 / 100
+		edited := joinTokens(prompts[i][:div], textTokens(t, ref.e, 60, uint64(200+i)))
+		r := complete(edited)
+		t.Logf("prompt %d edited at %d: %d cached", i, div, r.Timings.CacheN)
+		if r.Timings.CacheN != div {
+			t.Errorf("prompt %d edited at %d: %d cached, want all of it", i, div, r.Timings.CacheN)
+		}
+		expectAlone(t, ref, fmt.Sprintf("prompt %d edited", i), edited, r.Tokens, predict)
+	}
 }

@@ -14,18 +14,23 @@ type Descriptor struct {
 	Layers       int    `json:"layers"`
 	// CacheTypeK and CacheTypeV are the K and V caches' cell types as
 	// llama.cpp names them (f16, q8_0, ...); KVBytesPerToken is what one
-	// context token takes in both, every layer's.
-	CacheTypeK        string  `json:"cache_type_k"`
-	CacheTypeV        string  `json:"cache_type_v"`
-	KVBytesPerToken   int64   `json:"kv_bytes_per_token"`
-	BOS               Token   `json:"bos"`
-	EOS               Token   `json:"eos"`
-	EOT               Token   `json:"eot"`
-	EOG               []Token `json:"eog"`
-	AddBOS            bool    `json:"add_bos"`
-	FIM               FIM     `json:"fim"`
-	ChatTemplate      string  `json:"chat_template"`
-	PartialTruncation bool    `json:"partial_truncation"`
+	// context token takes in both, as the engine allocated them (a
+	// sliding-window cache at its share of the context, recurrent layers
+	// none; every layer's on the Go module's llama.cpp).
+	// RecurrentStateBytes is the recurrent layers' state of every
+	// sequence, fixed whatever the context (0: none).
+	CacheTypeK          string  `json:"cache_type_k"`
+	CacheTypeV          string  `json:"cache_type_v"`
+	KVBytesPerToken     int64   `json:"kv_bytes_per_token"`
+	RecurrentStateBytes int64   `json:"recurrent_state_bytes,omitempty"`
+	BOS                 Token   `json:"bos"`
+	EOS                 Token   `json:"eos"`
+	EOT                 Token   `json:"eot"`
+	EOG                 []Token `json:"eog"`
+	AddBOS              bool    `json:"add_bos"`
+	FIM                 FIM     `json:"fim"`
+	ChatTemplate        string  `json:"chat_template"`
+	PartialTruncation   bool    `json:"partial_truncation"`
 	// Partial is what a cut can lose (PartialNone: nothing, and then
 	// PartialTruncation holds); SlidingWindow the window in tokens.
 	Partial       Partial `json:"partial_state,omitempty"`

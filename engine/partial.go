@@ -35,9 +35,13 @@ type PartialCuts interface {
 	// state whole; any length from it to SeqLen is valid. Above SeqLen
 	// when the sequence cannot even be continued at its end.
 	MinCut(seq int32) int
-	// TakeCheckpoints hands over the checkpoints the engine took of seq as
-	// lanes prefilled it (ascending Pos) and forgets them.
-	TakeCheckpoints(seq int32) ([]Checkpoint, error)
+	// CheckpointPositions lists where the engine took checkpoints of seq
+	// as lanes prefilled it, ascending.
+	CheckpointPositions(seq int32) ([]int, error)
+	// TakeCheckpoints hands over those of seq's checkpoints whose Pos is in
+	// want (ascending) and forgets them all: the caller chooses by
+	// position which ones to keep before any blob is copied.
+	TakeCheckpoints(seq int32, want []int) ([]Checkpoint, error)
 	// RestoreCheckpoint resumes seq at cp.Pos: seq holds at least cp.Pos
 	// tokens of cp's stream (copied or imported); its partial state becomes
 	// cp's and everything from cp.Pos on is cut. On failure seq is empty.

@@ -18,7 +18,7 @@ var (
 
 	modelsLoaded          = metric.Gauge("superfluid_models_loaded", "Models loaded now.")
 	modelBytes            = metric.Gauge("superfluid_model_bytes", "Memory a loaded model holds: weights, KV pool, host cache budget.", "model")
-	modelKVBytesPerToken  = metric.Gauge("superfluid_model_kv_bytes_per_token", "KV cache bytes one context token takes (K and V, every layer), at the model's cache types.", "model", "cache_type_k", "cache_type_v")
+	modelKVBytesPerToken  = metric.Gauge("superfluid_model_kv_bytes_per_token", "KV cache bytes one context token takes (K and V of the attention layers llama.cpp allocates), at the model's cache types.", "model", "cache_type_k", "cache_type_v")
 	modelRequestsInFlight = metric.Gauge("superfluid_model_requests_in_flight", "Requests holding a loaded model.", "model")
 	modelTurnWaitsTotal   = metric.Counter("superfluid_model_turn_waits_total", "Steps that waited at the arbiter for another model's engine.", "model")
 	modelTurnWaitSeconds  = metric.Counter("superfluid_model_turn_wait_seconds_total", "Time those steps waited.", "model")

@@ -18,7 +18,8 @@ type Config struct {
 	Seqs int
 	// MaxResidentTokens bounds the distinct tokens resident entries hold in
 	// the KV pool (a prefix several entries share counts once); 0: bounded
-	// only by the sequence table and the engine's KV-full reports.
+	// only by the sequence table and the engine's KV-full reports. A
+	// sliding-window model's entries are not held to it (residentBudget).
 	MaxResidentTokens int
 	// HostBytes is the host-memory tier's budget for exported entries; 0
 	// disables the tier.
@@ -318,23 +319,26 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 	delete(c.leased, seq)
 	delete(c.restores, seq) // a restore in flight for a lane that left
 	defer c.tidy()
-	ckpts := c.takeCheckpoints(seq, len(tokens))
 	if len(tokens) == 0 {
+		delete(c.inherit, seq) // the engine's checkpoints go with the sequence
 		c.freeSeq(seq)
 		return
 	}
 	n := c.tree.insert(tokens)
 	if existing := n.resident; existing != nil || n.coveredBelow(nil) {
-		// The stream is already cached (here or inside a longer entry).
+		// The stream is already cached (here or inside a longer entry,
+		// whose checkpoints serve it: this lane's are not copied out).
 		if existing != nil {
 			existing.used, existing.touched = c.clock, c.cfg.Now()
-			existing.ckpts = mergeCheckpoints(existing.ckpts, ckpts, maxEntryCheckpoints)
+			existing.ckpts = mergeCheckpoints(existing.ckpts, c.takeCheckpoints(seq, len(tokens)), maxEntryCheckpoints)
+		} else {
+			delete(c.inherit, seq)
 		}
 		c.freeSeq(seq)
 		c.tree.prune(n)
 		return
 	}
-	e := &entry{seq: seq, node: n, used: c.clock, touched: c.cfg.Now(), ckpts: ckpts}
+	e := &entry{seq: seq, node: n, used: c.clock, touched: c.cfg.Now(), ckpts: c.takeCheckpoints(seq, len(tokens))}
 	n.resident = e
 	c.entries[seq] = e
 	c.stats.Published.Add(1)
@@ -482,12 +486,13 @@ func (c *Cache) cutBackTo(e *entry) *node {
 	return s
 }
 
-// enforceBudget evicts until resident entries fit MaxResidentTokens.
+// enforceBudget evicts until resident entries fit their budget.
 func (c *Cache) enforceBudget() {
-	if c.cfg.MaxResidentTokens <= 0 {
+	budget := c.residentBudget()
+	if budget <= 0 {
 		return
 	}
-	for c.residentTokens() > c.cfg.MaxResidentTokens {
+	for c.residentTokens() > budget {
 		v := c.victim()
 		if v == nil {
 			return

@@ -26,6 +26,20 @@ import (
 // keeps its own CheckpointMax per sequence; inherited ones add to those).
 const maxEntryCheckpoints = 32
 
+// residentBudget is the bound enforceBudget holds resident entries to
+// (0: none). A sliding-window model's entries stay in the pool until the
+// engine needs their cells (Relieve): moved out early they would keep
+// only their last window (an export holds no cell that left it), and a
+// prompt leaving them further back could resume only from a checkpoint,
+// where resident they can be cut anywhere their cells still cover
+// (MinCut). llama-server keeps an idle slot's cells likewise.
+func (c *Cache) residentBudget() int {
+	if c.eng.Descriptor().Partial == engine.PartialSWA {
+		return 0
+	}
+	return c.cfg.MaxResidentTokens
+}
+
 // cutter returns the engine's cuts, nil when every cut is valid.
 func (c *Cache) cutter() engine.PartialCuts {
 	if c.eng.Descriptor().Partial == engine.PartialNone {
@@ -153,7 +167,9 @@ func (c *Cache) sound(seq int32, cached int) bool {
 
 // takeCheckpoints collects what seq's stream of n tokens carries: the
 // checkpoints its seed inherited and those the engine took as it
-// prefilled.
+// prefilled. It chooses by position first and copies out of the engine
+// only the checkpoints it keeps: a lane may hold up to CheckpointMax of
+// them, megabytes each, and the thinning drops many.
 func (c *Cache) takeCheckpoints(seq int32, n int) []engine.Checkpoint {
 	inherited := c.inherit[seq]
 	delete(c.inherit, seq)
@@ -161,11 +177,46 @@ func (c *Cache) takeCheckpoints(seq int32, n int) []engine.Checkpoint {
 	if pc == nil {
 		return nil
 	}
-	own, err := pc.TakeCheckpoints(seq)
+	pos, err := pc.CheckpointPositions(seq)
+	if err != nil {
+		slog.Warn("prefix cache: listing checkpoints failed", "err", err)
+	}
+	own := make([]engine.Checkpoint, len(pos)) // positions only, for the choice
+	for i, p := range pos {
+		own[i].Pos = p
+	}
+	kept := keptCheckpoints(inherited, own, n, c.eng.Descriptor().CheckpointEvery/2)
+	var want []int
+	for _, cp := range kept {
+		if slices.Contains(pos, cp.Pos) { // own ones win a tie (mergeCheckpoints)
+			want = append(want, cp.Pos)
+		}
+	}
+	taken, err := pc.TakeCheckpoints(seq, want)
 	if err != nil {
 		slog.Warn("prefix cache: taking checkpoints failed", "err", err)
 	}
-	return thinCheckpoints(checkpointsUpTo(mergeCheckpoints(inherited, own, maxEntryCheckpoints), n), c.eng.Descriptor().CheckpointEvery/2)
+	c.stats.CheckpointBytesCopied.Add(checkpointBytes(taken))
+	slog.Debug("prefix cache: checkpoints of a retiring lane", "seq", seq, "engine_took", len(pos), "copied", len(taken), "bytes", checkpointBytes(taken))
+	out := make([]engine.Checkpoint, 0, len(kept))
+	for _, cp := range kept {
+		if slices.Contains(pos, cp.Pos) {
+			i := slices.IndexFunc(taken, func(t engine.Checkpoint) bool { return t.Pos == cp.Pos })
+			if i < 0 {
+				continue // not handed over: a divergence there falls back further
+			}
+			cp = taken[i]
+		}
+		out = append(out, cp)
+	}
+	return out
+}
+
+// keptCheckpoints is the choice takeCheckpoints makes: a stream of n
+// tokens keeps its inherited and own checkpoints (own winning a tie) up
+// to n, at most maxEntryCheckpoints, thinned to gap.
+func keptCheckpoints(inherited, own []engine.Checkpoint, n, gap int) []engine.Checkpoint {
+	return thinCheckpoints(checkpointsUpTo(mergeCheckpoints(inherited, own, maxEntryCheckpoints), n), gap)
 }
 
 // thinCheckpoints drops checkpoints less than gap after the one kept

@@ -20,6 +20,7 @@ type windowEngine struct {
 	broken  []bool                // cut below the window: holds its tokens' full cells, reports none
 	ckpts   [][]engine.Checkpoint // what the engine took as lanes prefilled
 	restore int                   // checkpoint restores
+	handed  int                   // checkpoints TakeCheckpoints copied out
 }
 
 func newWindowEngine(n, window int) *windowEngine {
@@ -32,10 +33,24 @@ func newWindowEngine(n, window int) *windowEngine {
 
 func (w *windowEngine) MinCut(seq int32) int { return w.minCut[seq] }
 
-func (w *windowEngine) TakeCheckpoints(seq int32) ([]engine.Checkpoint, error) {
-	cps := w.ckpts[seq]
+func (w *windowEngine) CheckpointPositions(seq int32) ([]int, error) {
+	var pos []int
+	for _, cp := range w.ckpts[seq] {
+		pos = append(pos, cp.Pos)
+	}
+	return pos, nil
+}
+
+func (w *windowEngine) TakeCheckpoints(seq int32, want []int) ([]engine.Checkpoint, error) {
+	var out []engine.Checkpoint
+	for _, cp := range w.ckpts[seq] {
+		if slices.Contains(want, cp.Pos) {
+			out = append(out, cp)
+			w.handed++
+		}
+	}
 	w.ckpts[seq] = nil
-	return cps, nil
+	return out, nil
 }
 
 func (w *windowEngine) RestoreCheckpoint(seq int32, cp engine.Checkpoint) error {
@@ -285,5 +300,66 @@ func TestThinCheckpointsKeepsTwoPerSpacingAndTheLast(t *testing.T) {
 	}
 	if !slices.Equal(got, []int{100, 700, 1300, 1320}) {
 		t.Fatalf("kept %v", got)
+	}
+}
+
+// A sliding-window model's entries are not moved out for the resident
+// budget: exported, a stream keeps only its last window and a prompt
+// leaving it further back resumes from a checkpoint; resident, with its
+// cells still in the pool, it is cut right at the edit (the bench's
+// edited conversations, issue 22). A dense model's entries keep to the
+// budget.
+func TestWindowEntriesStayResidentOverTheBudget(t *testing.T) {
+	w := newWindowEngine(8, 100)
+	c, _ := New(w, Config{Seqs: 8, MaxResidentTokens: 1000, HostBytes: 1 << 20, MinHostTokens: 16})
+	first, second := seqOf(1, 900), seqOf(10000, 900)
+	for _, s := range [][]engine.Token{first, second} {
+		serveWindow(t, c, w, s, 512)
+		n, _ := c.tree.match(s)
+		w.minCut[n.resident.seq] = 0 // the pool kept the cells that left the window
+	}
+	if got := tiers(c); got["resident"] != 2 || got["host"] != 0 {
+		t.Fatalf("tiers %v, want both streams resident over a budget of 1000 tokens", got)
+	}
+	if cached := serveWindow(t, c, w, cat(first[:765], seqOf(5000, 100))); cached != 765 {
+		t.Fatalf("diverging at 765: cached %d, want all of it", cached)
+	}
+	if n := c.Stats().CheckpointResumes.Load(); n != 0 {
+		t.Fatalf("%d checkpoint resumes, want a plain cut", n)
+	}
+
+	f := newFakeEngine(8)
+	c, _ = New(f, Config{Seqs: 8, MaxResidentTokens: 1000, HostBytes: 1 << 20, MinHostTokens: 16})
+	serve(t, c, f, first, nil)
+	serve(t, c, f, second, nil)
+	if got := tiers(c); got["resident"] != 1 || got["host"] != 1 {
+		t.Fatalf("dense model: tiers %v, want one stream moved to host memory", got)
+	}
+}
+
+// A retiring lane's checkpoints are chosen by position before any is
+// copied out of the engine: those the thinning drops, and all of a
+// stream already cached inside a longer entry, never cross.
+func TestReleaseCopiesOnlyTheCheckpointsItKeeps(t *testing.T) {
+	w := newWindowEngine(4, 100)
+	w.desc.CheckpointEvery = 512 // thinned to one per 256 tokens
+	c, _ := New(w, Config{Seqs: 4})
+	long := seqOf(1, 1100)
+	serveWindow(t, c, w, long, 256, 300, 512, 600, 1024, 1100)
+	n, _ := c.tree.match(long)
+	var kept []int
+	for _, cp := range n.resident.ckpts {
+		kept = append(kept, cp.Pos)
+	}
+	if !slices.Equal(kept, []int{256, 512, 1024, 1100}) || w.handed != 4 {
+		t.Fatalf("kept %v, %d copied out of the engine; want 4: 300 and 600 thinned away uncopied", kept, w.handed)
+	}
+	if b := c.Stats().CheckpointBytesCopied.Load(); b != int64(len("cp@256cp@512cp@1024cp@1100")) {
+		t.Fatalf("%d checkpoint bytes counted", b)
+	}
+	// A prompt inside the long stream: its lane's stream adds nothing.
+	serveWindow(t, c, w, long[:900], 900)
+	if w.handed != 4 {
+		t.Fatalf("%d checkpoints copied out, want none more for a stream cached inside a longer one", w.handed)
 	}
 }

@@ -18,10 +18,12 @@ type Stats struct {
 	// Partial state (partial.go): seeds resumed from a checkpoint; cuts
 	// the model's state could not take, served by a shorter prefix or
 	// cold; seeded sequences that did not hold what the seed said, reset
-	// to cold before admission.
-	CheckpointResumes atomic.Int64
-	CutRefusals       atomic.Int64
-	SeedMismatches    atomic.Int64
+	// to cold before admission; bytes of checkpoints copied out of the
+	// engine as lanes retired (only those the cache keeps).
+	CheckpointResumes     atomic.Int64
+	CutRefusals           atomic.Int64
+	SeedMismatches        atomic.Int64
+	CheckpointBytesCopied atomic.Int64
 
 	// The disk tier (package park counts files, bytes and refusals).
 	Parks                atomic.Int64 // streams the cache queued for parking

@@ -14,6 +14,12 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "internal.h"
+#if SF_LLAMA_UPSTREAM
+#include "../src/llama-kv-cache-iswa.h"
+#include "../src/llama-memory-hybrid-iswa.h"
+#include "../src/llama-memory-hybrid.h"
+#include "../src/llama-memory-recurrent.h"
+#endif
 
 namespace {
 
@@ -188,6 +194,65 @@ static int32_t sf_head_size(const llama_model *m, const char *which) {
     return llama_model_n_embd(m) / std::max(1, llama_model_n_head(m));
 }
 
+#if SF_LLAMA_UPSTREAM
+static int64_t sf_buffer_bytes(const std::map<ggml_backend_buffer_type_t, size_t> &m) {
+    int64_t n = 0;
+    for (const auto &kv : m) {
+        n += (int64_t)kv.second;
+    }
+    return n;
+}
+
+// The bytes a context cell of a KV cache takes in all of its layers.
+static int64_t sf_cell_bytes(const llama_kv_cache *kv) {
+    return kv->get_size() > 0 ? sf_buffer_bytes(kv->memory_breakdown()) / (int64_t)kv->get_size() : 0;
+}
+
+// The K and V bytes of an attention cache per context cell, counting a
+// sliding-window cache (which llama.cpp sizes to the windows of the
+// sequences plus a micro-batch, at most the context) by its share of the
+// full-attention cache's cells.
+static int64_t sf_attn_bytes_per_cell(const llama_kv_cache_iswa *kv) {
+    const llama_kv_cache *base = kv->get_base(), *swa = kv->get_swa();
+    if (base->get_size() == 0) {
+        return 0;
+    }
+    return (sf_buffer_bytes(base->memory_breakdown()) + sf_buffer_bytes(swa->memory_breakdown())) /
+           (int64_t)base->get_size();
+}
+#endif
+
+// What the context really allocated for its memory, where llama.cpp says
+// (the upstream route): the attention caches' bytes per context token
+// (sliding-window layers at their cache's share, layers without a KV cache
+// not at all), and apart the recurrent layers' state, fixed whatever the
+// context. The header formula above (every layer full attention) stays
+// where the memory is of another kind, or on the Go module's llama.cpp.
+static void sf_measure_memory(sf_engine *e) {
+#if SF_LLAMA_UPSTREAM
+    llama_memory_i *mem = e->mem;
+    if (mem == nullptr) {
+        return;
+    }
+    if (auto *kv = dynamic_cast<llama_kv_cache *>(mem)) {
+        e->kv_bytes_per_token = sf_cell_bytes(kv);
+    } else if (auto *iswa = dynamic_cast<llama_kv_cache_iswa *>(mem)) {
+        e->kv_bytes_per_token = sf_attn_bytes_per_cell(iswa);
+    } else if (auto *h = dynamic_cast<llama_memory_hybrid *>(mem)) {
+        e->kv_bytes_per_token = sf_cell_bytes(h->get_mem_attn());
+        e->recurrent_state_bytes = sf_buffer_bytes(h->get_mem_recr()->memory_breakdown());
+    } else if (auto *hi = dynamic_cast<llama_memory_hybrid_iswa *>(mem)) {
+        e->kv_bytes_per_token = sf_attn_bytes_per_cell(hi->get_mem_attn());
+        e->recurrent_state_bytes = sf_buffer_bytes(hi->get_mem_recr()->memory_breakdown());
+    } else if (auto *r = dynamic_cast<llama_memory_recurrent *>(mem)) {
+        e->kv_bytes_per_token = 0;
+        e->recurrent_state_bytes = sf_buffer_bytes(r->memory_breakdown());
+    }
+#else
+    (void)e;
+#endif
+}
+
 static void sf_fill_descriptor_cache(sf_engine *e) {
     char buf[64] = {};
     if (llama_model_meta_val_str(e->model, "general.architecture", buf, sizeof buf) > 0) {
@@ -209,6 +274,7 @@ static void sf_fill_descriptor_cache(sf_engine *e) {
     int64_t k_row = (int64_t)ggml_row_size(e->type_k, (int64_t)sf_head_size(e->model, "key_length") * n_head_kv);
     int64_t v_row = (int64_t)ggml_row_size(e->type_v, (int64_t)sf_head_size(e->model, "value_length") * n_head_kv);
     e->kv_bytes_per_token = (int64_t)llama_model_n_layer(e->model) * (k_row + v_row);
+    sf_measure_memory(e);
 }
 
 static const char *sf_validate_open(const sf_open_params *p) {
@@ -457,6 +523,7 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->n_embd = llama_model_n_embd(e->model);
     d->n_layer = llama_model_n_layer(e->model);
     d->kv_bytes_per_token = e->kv_bytes_per_token;
+    d->recurrent_state_bytes = e->recurrent_state_bytes;
     snprintf(d->type_k, sizeof d->type_k, "%s", ggml_type_name(e->type_k));
     snprintf(d->type_v, sizeof d->type_v, "%s", ggml_type_name(e->type_v));
     d->bos = llama_vocab_bos(e->vocab);

@@ -250,10 +250,15 @@ typedef struct sf_desc {
     int32_t n_batch;
     int32_t n_embd;
     int32_t n_layer;
-    /* K and V cache bytes one context token takes, every layer's, at the
-     * cache types the context was created with (type_k, type_v: ggml's
-     * names; an embedding engine may hold f16 whatever was asked). */
+    /* K and V cache bytes one context token takes, at the cache types the
+     * context was created with (type_k, type_v: ggml's names; an
+     * embedding engine may hold f16 whatever was asked): as allocated on
+     * the upstream route (a sliding-window cache at its share of the
+     * context's cells, recurrent layers none), every layer's on the Go
+     * module's. recurrent_state_bytes: the recurrent layers' state of all
+     * sequences, fixed whatever the context (0: none). */
     int64_t kv_bytes_per_token;
+    int64_t recurrent_state_bytes;
     char type_k[16];
     char type_v[16];
     int32_t bos, eos, eot;
