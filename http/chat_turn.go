@@ -13,6 +13,7 @@ import (
 	"superfluid/engine"
 	"superfluid/reply"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // An assistant turn, whichever API asks for it. Each chat API reads its
@@ -213,7 +214,7 @@ func (p *turnPlan) constrain(m *Model, t chatTurn, tools bool, text string) erro
 	req.Lead = p.opts.Lead
 	c, err := p.format.Grammar(t.tools.list, req)
 	if err != nil {
-		return grammarError(t.tools.field, err)
+		return apiErr(task.GrammarError(t.tools.field, err))
 	}
 	if c.GBNF == "" {
 		// The syntax cannot be triggered safely mid-reply; calls are

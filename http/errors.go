@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/valyala/fasthttp"
+
+	"superfluid/task"
 )
 
 // apiKind says whose error shape a route answers in.
@@ -65,10 +67,6 @@ func unavailable(msg string) *apiError {
 	return &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "unavailable_error", Msg: msg}
 }
 
-// errShutDown ends a generation the scheduler stopped because the server
-// is shutting down (the drain period ran out before it finished).
-var errShutDown = unavailable("the server shut down before the generation finished")
-
 func contextExceeded(n, ctx int) *apiError {
 	return &apiError{Status: fasthttp.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded",
 		Msg: fmt.Sprintf("the prompt is %d tokens, past the context of %d", n, ctx)}
@@ -79,6 +77,9 @@ func asAPIError(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
+	}
+	if te, ok := task.AsError(err); ok {
+		return fromTask(te)
 	}
 	return serverError("%v", err)
 }

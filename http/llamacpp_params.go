@@ -6,6 +6,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // Limits on what a llama.cpp request may ask for.
@@ -185,13 +186,13 @@ type llamaJob struct {
 // finish the prefill, and the sequence it leaves in the cache holds the
 // prompt only.
 func (p *llamaParams) newLlamaJob(index int, prompt []engine.Token, class sched.Class) *llamaJob {
-	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
-		Grammar: p.grammar, grammarField: p.grammarAt}
+	g := &genSpec{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
+		Grammar: p.grammar, GrammarField: p.grammarAt}}
 	if p.warmup {
 		g.Grammar = nil
 		g.MaxTokens, g.Sampling, g.Stop, g.Bias = 1, engine.Greedy(), nil, nil
 	} else if p.nProbs > 0 {
-		g.Logprobs, g.topLogprobs = p.nProbs, p.nProbs
+		g.Logprobs, g.TopLogprobs = p.nProbs, p.nProbs
 	}
 	return &llamaJob{index: index, spec: g}
 }

@@ -49,24 +49,24 @@ type llamaRun struct {
 	result    sched.Result
 }
 
-// startRuns submits every job before any is followed, so that a refusal
-// (a full queue) gets a status code and cancels the rest.
+// startRuns submits every job before any is followed (task.SubmitAll), so
+// that a refusal (a full queue) gets a status code and cancels the rest.
 func startRuns(ctx context.Context, m *Model, jobs []*llamaJob, p *llamaParams) ([]*llamaRun, error) {
-	runs := make([]*llamaRun, 0, len(jobs))
-	for _, j := range jobs {
-		st, err := submit(ctx, m, j.spec)
-		if err != nil {
-			for _, r := range runs {
-				r.stopTimers()
-				r.st.Cancel()
-			}
-			return nil, err
-		}
-		r := &llamaRun{job: j, p: p, st: st, truncated: j.truncated}
+	specs := make([]*genSpec, len(jobs))
+	for i, j := range jobs {
+		specs[i] = j.spec
+	}
+	sts, err := submitAll(ctx, m, specs)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]*llamaRun, len(jobs))
+	for i, j := range jobs {
+		r := &llamaRun{job: j, p: p, st: sts[i], truncated: j.truncated}
 		if p.maxPrompt > 0 && !p.warmup {
 			r.promptTimer = time.AfterFunc(p.maxPrompt, r.expirePrompt)
 		}
-		runs = append(runs, r)
+		runs[i] = r
 	}
 	return runs, nil
 }

@@ -15,6 +15,7 @@ import (
 	"superfluid/engine"
 	"superfluid/reply"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // chatMessages maps OpenAI messages onto the template's roles; content may
@@ -209,7 +210,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, 0, err
 	}
-	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops, turn: plan}
+	g := &genSpec{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}, turn: plan}
 	if req.Logprobs {
 		top := 0
 		if req.TopLogprobs != nil {
@@ -219,23 +220,15 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 			return nil, 0, badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
 		}
 		g.Logprobs = max(top, 1)
-		g.topLogprobs = top
+		g.TopLogprobs = top
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
 		return nil, 0, badParam("top_logprobs", "top_logprobs needs logprobs: true")
 	}
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, 0, err
 	}
-	g.Grammar, g.grammarField = plan.grammar, plan.field
+	g.Grammar, g.GrammarField = plan.grammar, plan.field
 	return g, n, nil
-}
-
-// withSeed returns g for choice i of n: each choice samples with its own
-// seed so that n > 1 gives different answers.
-func (g *genSpec) withSeed(i int) *genSpec {
-	c := *g
-	c.Sampling.Seed += uint64(i)
-	return &c
 }
 
 func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
@@ -268,21 +261,31 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	return writeJSON(ctx, resp)
 }
 
+// submitChoices submits n choices of g, each with its own seed, with the
+// core's one rollback (task.SubmitAll).
+func submitChoices(ctx context.Context, m *Model, g *genSpec, n int) ([]*choiceOut, error) {
+	choices := make([]*choiceOut, n)
+	specs := make([]*genSpec, n)
+	for i := range n {
+		choices[i] = &choiceOut{spec: g.withSeed(i)}
+		specs[i] = choices[i].spec
+	}
+	sts, err := submitAll(ctx, m, specs)
+	if err != nil {
+		return nil, err
+	}
+	for i, st := range sts {
+		choices[i].st = st
+	}
+	return choices, nil
+}
+
 // generateN runs n choices at once and collects each; onDelta, when not
 // nil, sees every delta of a choice that asked for logprobs.
 func generateN(ctx context.Context, m *Model, g *genSpec, n int, onDelta func(c *choiceOut, d *delta)) ([]*choiceOut, error) {
-	streams := make([]*choiceOut, n)
-	for i := range n {
-		c := &choiceOut{spec: g.withSeed(i)}
-		st, err := submit(ctx, m, c.spec)
-		if err != nil {
-			for _, prev := range streams[:i] {
-				prev.st.Cancel()
-			}
-			return nil, err
-		}
-		c.st = st
-		streams[i] = c
+	streams, err := submitChoices(ctx, m, g, n)
+	if err != nil {
+		return nil, err
 	}
 	errs := fanOut("choice", n, func(i int) error {
 		c := streams[i]
@@ -347,7 +350,7 @@ func (c *choiceOut) addLogprobs(m *Model, d *delta) {
 func oaiTokenEntry(m *Model, g *genSpec, t *tokenOut) oaiTokenLogprob {
 	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
 	var piece []byte
-	for _, alt := range t.Top[:min(len(t.Top), g.topLogprobs)] {
+	for _, alt := range t.Top[:min(len(t.Top), g.TopLogprobs)] {
 		piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
 		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(alt.Logprob), Bytes: byteList(piece)})
 	}

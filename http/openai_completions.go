@@ -10,6 +10,7 @@ import (
 	"superfluid/engine"
 	"superfluid/fim"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // OpenAI's legacy completions API, POST /v1/completions, as the openai
@@ -215,7 +216,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}
+	g := &genSpec{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}}
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
@@ -228,7 +229,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if g.Grammar, err = grammarFor(m, shape, nil, false); err != nil {
 		return nil, err
 	}
-	g.grammarField = shape.field
+	g.GrammarField = shape.field
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > maxLegacyLogprobs {
 			return nil, badParam("logprobs", "logprobs must be between 0 and %d", maxLegacyLogprobs)
@@ -236,7 +237,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 		if req.Echo {
 			return nil, badParam("echo", "echo with logprobs asks for the prompt's logprobs, which this server does not compute")
 		}
-		g.Logprobs, g.topLogprobs = max(*req.Logprobs, 1), *req.Logprobs
+		g.Logprobs, g.TopLogprobs = max(*req.Logprobs, 1), *req.Logprobs
 	}
 	return g, nil
 }
@@ -261,18 +262,19 @@ func completionPrompt(m *Model, pieces []promptPiece, req *oaiCompletionRequest,
 	return toks, checkPrompt(m, toks)
 }
 
-// submit hands every choice to the scheduler before any is followed; a
-// refusal cancels those already submitted.
+// submit hands every choice to the scheduler before any is followed, with
+// the core's one rollback (task.SubmitAll).
 func (p *cmplPlan) submit(ctx context.Context, m *Model) error {
+	specs := make([]*genSpec, len(p.choices))
 	for i, c := range p.choices {
-		st, err := submit(ctx, m, c.spec)
-		if err != nil {
-			for _, prev := range p.choices[:i] {
-				prev.st.Cancel()
-			}
-			return err
-		}
-		c.st = st
+		specs[i] = c.spec
+	}
+	sts, err := submitAll(ctx, m, specs)
+	if err != nil {
+		return err
+	}
+	for i, c := range p.choices {
+		c.st = sts[i]
 	}
 	return nil
 }

@@ -13,16 +13,10 @@ import (
 // (data: {"error": {…}}) and no [DONE].
 func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n int, id string, created int64, includeUsage bool) error {
 	rctx, cancel := s.requestContext(ctx)
-	choices := make([]*choiceOut, n)
-	for i := range n {
-		c := &choiceOut{spec: g.withSeed(i)}
-		st, err := submit(rctx, m, c.spec)
-		if err != nil {
-			cancel()
-			return err
-		}
-		c.st = st
-		choices[i] = c
+	choices, err := submitChoices(rctx, m, g, n)
+	if err != nil {
+		cancel()
+		return err
 	}
 	fp := fingerprint(m)
 	chunk := func(i int, d oaiDelta, lp *oaiLogprobs, finish *string) oaiChatChunk {

@@ -13,6 +13,7 @@ import (
 	"superfluid/chat"
 	"superfluid/reply"
 	"superfluid/respstore"
+	"superfluid/task"
 )
 
 // OpenAI's Responses API, which Codex CLI speaks: POST /v1/responses runs
@@ -127,8 +128,8 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp,
-		Grammar: plan.grammar, grammarField: plan.field, turn: plan}
+	g := &genSpec{Spec: task.Spec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp,
+		Grammar: plan.grammar, GrammarField: plan.field}, turn: plan}
 	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
 	if job.store {
 		if err := s.storable(rt.items); err != nil {

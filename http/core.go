@@ -1,0 +1,176 @@
+package http
+
+// The handlers' side of the request core (package task): its types under
+// the names the handlers use, and its checks with their errors turned into
+// apiErrors on the way back, so that every API words them as before. The
+// API families call task through these until each moves into its own
+// package and speaks task directly.
+
+import (
+	"context"
+
+	"superfluid/engine"
+	"superfluid/fim"
+	"superfluid/sched"
+	"superfluid/task"
+)
+
+type (
+	delta          = task.Delta
+	tokenOut       = task.TokenOut
+	outcome        = task.Outcome
+	samplingFields = task.SamplingFields
+)
+
+// genSpec is one generation as a handler plans it: the core's Spec, and
+// for a chat reply the turn it answers (followTurn parses the reply by it).
+type genSpec struct {
+	task.Spec
+	turn *turnPlan
+}
+
+const (
+	maxStops            = task.MaxStops
+	maxBiasEntries      = task.MaxBiasEntries
+	promptBytesPerToken = task.PromptBytesPerToken
+)
+
+// core is m as the request core generates with it.
+func (m *Model) core() task.Model {
+	return task.Model{Name: m.Name, Desc: m.Desc, Text: m.Text, Sched: m.Sched}
+}
+
+// apiErr is err with a task error turned into the apiError every API
+// renders; other errors pass as they are.
+func apiErr(err error) error {
+	if te, ok := err.(*task.Error); ok {
+		return fromTask(te)
+	}
+	return err
+}
+
+// fromTask is a task error as an apiError: its status and OpenAI-style type.
+func fromTask(te *task.Error) *apiError {
+	e := &apiError{Status: 400, Type: "invalid_request_error", Code: te.Code, Param: te.Param, Msg: te.Msg}
+	switch te.Kind {
+	case task.Overloaded:
+		e.Status, e.Type = 503, "overloaded_error"
+	case task.TimedOut:
+		e.Status, e.Type = 408, "timeout_error"
+	case task.Unavailable:
+		e.Status, e.Type = 503, "unavailable_error"
+	case task.Internal:
+		e.Status, e.Type = 500, "server_error"
+	}
+	return e
+}
+
+// errShutDown ends a generation the scheduler stopped because the server
+// is shutting down (the drain period ran out before it finished).
+var errShutDown = fromTask(task.ErrShutDown)
+
+func checkPrompt(m *Model, prompt []engine.Token) error {
+	return apiErr(task.CheckPrompt(m.Desc, prompt))
+}
+
+func maxPromptBytes(m *Model) int { return task.MaxPromptBytes(m.Desc) }
+
+func checkPromptBytes(m *Model, field string, n int) error {
+	return apiErr(task.CheckPromptBytes(m.Desc, field, n))
+}
+
+func tokenize(m *Model, text string, addBOS bool) ([]engine.Token, error) {
+	toks, err := task.Tokenize(m.core(), text, addBOS)
+	return toks, apiErr(err)
+}
+
+func maxTokens(field string, n *int, ctxSize int) (int, error) {
+	v, err := task.MaxTokens(field, n, ctxSize)
+	return v, apiErr(err)
+}
+
+func sampling(m *Model, f samplingFields) (engine.Sampling, error) {
+	s, err := task.Sampling(m.Desc, f)
+	return s, apiErr(err)
+}
+
+func samplingDefaults(d *engine.Descriptor) (topK int32, topP, minP float32) {
+	return task.SamplingDefaults(d)
+}
+
+func penaltyWindow(field string, n *int, def int32, ctxSize int) (int32, error) {
+	v, err := task.PenaltyWindow(field, n, def, ctxSize)
+	return v, apiErr(err)
+}
+
+func checkBias(m *Model, field string, bias []engine.LogitBias) error {
+	return apiErr(task.CheckBias(m.Desc, field, bias))
+}
+
+func checkStops(field string, stops []string, maxCount int) error {
+	return apiErr(task.CheckStops(field, stops, maxCount))
+}
+
+func boundFIM(m *Model, r fim.Request) (fim.Request, int) { return task.BoundFIM(m.Desc, r) }
+
+func keepHead(s string, n int) string { return task.KeepHead(s, n) }
+
+func finishName(f sched.Finish) string { return task.FinishName(f) }
+
+// withSeed returns g for choice i: each choice samples with its own seed
+// so that n > 1 gives different answers.
+func (g *genSpec) withSeed(i int) *genSpec {
+	c := *g
+	c.Spec = g.Spec.WithSeed(i)
+	return &c
+}
+
+// spec is g's Spec with the turn's markers to render as text.
+func (g *genSpec) spec() *task.Spec {
+	if g.turn != nil && g.Show == nil {
+		g.Show = g.turn.show
+	}
+	return &g.Spec
+}
+
+func generate(ctx context.Context, m *Model, g *genSpec, collect bool, emit func(d *delta) error) (outcome, error) {
+	out, err := task.Generate(ctx, m.core(), g.spec(), collect, emit)
+	return out, apiErr(err)
+}
+
+func submit(ctx context.Context, m *Model, g *genSpec) (*sched.Stream, error) {
+	st, err := task.Submit(ctx, m.core(), g.spec())
+	return st, apiErr(err)
+}
+
+// submitAll submits every choice with the core's one rollback.
+func submitAll(ctx context.Context, m *Model, gs []*genSpec) ([]*sched.Stream, error) {
+	specs := make([]*task.Spec, len(gs))
+	for i, g := range gs {
+		specs[i] = g.spec()
+	}
+	sts, err := task.SubmitAll(ctx, m.core(), specs)
+	return sts, apiErr(err)
+}
+
+func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect bool, emit func(d *delta) error) (outcome, error) {
+	out, err := task.Follow(ctx, m.core(), g.spec(), st, collect, emit)
+	return out, apiErr(err)
+}
+
+// recovered takes in a panic caught on a goroutine serving a request (see
+// task.Recovered); the request ends with the 500 returned.
+func recovered(where string, v any) *apiError { return fromTask(task.Recovered(where, v)) }
+
+// fanOut is task.FanOut with its errors as apiErrors.
+func fanOut(what string, n int, part func(i int) error, ended func(err error)) []error {
+	var end func(error)
+	if ended != nil {
+		end = func(err error) { ended(apiErr(err)) }
+	}
+	errs := task.FanOut(what, n, part, end)
+	for i := range errs {
+		errs[i] = apiErr(errs[i])
+	}
+	return errs
+}
