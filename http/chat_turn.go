@@ -11,6 +11,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
@@ -355,7 +356,7 @@ func (t *chatTurn) setEffort(field, effort string) error {
 // person waits on the whole tool loop, not on each token), and any other
 // the server's default.
 func (s *Server) turnClass(ctx *fasthttp.RequestCtx, t chatTurn) (sched.Class, error) {
-	if len(ctx.Request.Header.Peek("X-Superfluid-Class")) == 0 && t.tools.active() {
+	if !wire.ClassSent(ctx) && t.tools.active() {
 		return sched.Agent, nil
 	}
 	return s.requestClass(ctx, "")

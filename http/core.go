@@ -11,6 +11,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/fim"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -42,28 +43,9 @@ func (m *Model) core() task.Model {
 
 // apiErr is err with a task error turned into the apiError every API
 // renders; other errors pass as they are.
-func apiErr(err error) error {
-	if te, ok := err.(*task.Error); ok {
-		return fromTask(te)
-	}
-	return err
-}
+func apiErr(err error) error { return wire.Convert(err) }
 
-// fromTask is a task error as an apiError: its status and OpenAI-style type.
-func fromTask(te *task.Error) *apiError {
-	e := &apiError{Status: 400, Type: "invalid_request_error", Code: te.Code, Param: te.Param, Msg: te.Msg}
-	switch te.Kind {
-	case task.Overloaded:
-		e.Status, e.Type = 503, "overloaded_error"
-	case task.TimedOut:
-		e.Status, e.Type = 408, "timeout_error"
-	case task.Unavailable:
-		e.Status, e.Type = 503, "unavailable_error"
-	case task.Internal:
-		e.Status, e.Type = 500, "server_error"
-	}
-	return e
-}
+func fromTask(te *task.Error) *apiError { return wire.FromTask(te) }
 
 // errShutDown ends a generation the scheduler stopped because the server
 // is shutting down (the drain period ran out before it finished).

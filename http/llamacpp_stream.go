@@ -26,7 +26,7 @@ func (s *Server) streamLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJo
 		defer cancel()
 		fanOut("run", len(runs), func(i int) error {
 			return streamRun(rctx, m, runs[i], ew)
-		}, ew.failAll(cancel))
+		}, ew.FailAll(cancel))
 	})
 	return nil
 }
@@ -43,7 +43,7 @@ func streamRun(ctx context.Context, m *Model, r *llamaRun, ew *eventWriter) erro
 				ev.Probs = append(ev.Probs, llamaProbOf(m, &toks[i], r.p.nProbs))
 			}
 		}
-		return ew.send("", ev)
+		return ew.Send("", ev)
 	})
 	if err != nil {
 		return err
@@ -53,5 +53,5 @@ func streamRun(ctx context.Context, m *Model, r *llamaRun, ew *eventWriter) erro
 	if err != nil {
 		return err
 	}
-	return ew.send("", json.RawMessage(b))
+	return ew.Send("", json.RawMessage(b))
 }

@@ -130,8 +130,6 @@ func jsonArray(values any) (any, bool) {
 	return values, true
 }
 
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
 // humanNumber spells a parameter count as Ollama does (format.HumanNumber):
 // "494.03M", "7.6B", "8B".
 func humanNumber(n uint64) string {

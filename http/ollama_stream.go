@@ -30,9 +30,9 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 			return writeJSON(ctx, job.final(res, nil))
 		}
 		streamResponse(ctx, false, func(ew *eventWriter) {
-			if ew.send("", job.chunk(hit.text, nil)) == nil {
+			if ew.Send("", job.chunk(hit.text, nil)) == nil {
 				res.text = ""
-				ew.send("", job.final(res, nil))
+				ew.Send("", job.final(res, nil))
 			}
 		})
 		return nil
@@ -81,14 +81,14 @@ func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 			}
 			lps := tr.logprobs
 			tr.logprobs = nil
-			return ew.send("", job.chunk(string(d.Text), lps))
+			return ew.Send("", job.chunk(string(d.Text), lps))
 		})
 		if err != nil {
-			ew.fail(err)
+			ew.Fail(err)
 			return
 		}
 		s.rememberCompletion(job.model, job.g, out)
-		ew.send("", job.final(job.result(out, &tr), nil))
+		ew.Send("", job.final(job.result(out, &tr), nil))
 	})
 	return nil
 }

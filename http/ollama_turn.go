@@ -42,13 +42,13 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		out, err := s.followOllamaTurn(rctx, job, st, &tr, func(msg ollamaReply) error {
 			lps := tr.logprobs
 			tr.logprobs = nil
-			return ew.send("", ollamaChatResponse{Model: job.name, CreatedAt: time.Now().UTC(), Message: msg, Logprobs: lps})
+			return ew.Send("", ollamaChatResponse{Model: job.name, CreatedAt: time.Now().UTC(), Message: msg, Logprobs: lps})
 		})
 		if err != nil {
-			ew.fail(err)
+			ew.Fail(err)
 			return
 		}
-		ew.send("", job.finalTurn(job.result(out.outcome, &tr), ollamaReply{Role: "assistant"}, nil))
+		ew.Send("", job.finalTurn(job.result(out.outcome, &tr), ollamaReply{Role: "assistant"}, nil))
 	})
 	return nil
 }

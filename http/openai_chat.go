@@ -376,13 +376,3 @@ func usageOf(g *genSpec, outs []*choiceOut) oaiUsage {
 	}
 	return u
 }
-
-func writeJSON(ctx *fasthttp.RequestCtx, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return serverError("encoding the response: %v", err)
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
-	return nil
-}

@@ -391,7 +391,7 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 		fanOut("choice", len(plan.choices), func(i int) error {
 			c := plan.choices[i]
 			if c.echo != "" {
-				if err := ew.send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})); err != nil {
+				if err := ew.Send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})); err != nil {
 					return err
 				}
 			}
@@ -401,14 +401,14 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 					ch.Logprobs = newLegacyLogprobs()
 					appendLegacyLogprobs(m, ch.Logprobs, d.Tokens, plan.logprobs, &c.offset)
 				}
-				return ew.send("", chunk(ch))
+				return ew.Send("", chunk(ch))
 			})
 			if err != nil {
 				return err
 			}
 			finish := c.Finish
-			return ew.send("", chunk(oaiCompletionChoice{Index: c.index, FinishReason: &finish}))
-		}, ew.failAll(cancel))
+			return ew.Send("", chunk(oaiCompletionChoice{Index: c.index, FinishReason: &finish}))
+		}, ew.FailAll(cancel))
 		if rctx.Err() != nil {
 			return
 		}
@@ -416,9 +416,9 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 			u := plan.usage()
 			h := head
 			h.Choices, h.Usage = []oaiCompletionChoice{}, &u
-			ew.send("", h)
+			ew.Send("", h)
 		}
-		ew.raw("data: [DONE]\n\n")
+		ew.Raw("data: [DONE]\n\n")
 	})
 	return nil
 }

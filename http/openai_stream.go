@@ -27,7 +27,7 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 		defer cancel()
 		for i := range choices {
 			empty := ""
-			if ew.send("", chunk(i, oaiDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
+			if ew.Send("", chunk(i, oaiDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
 				return
 			}
 		}
@@ -44,14 +44,14 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 					}
 				}
 				for _, delta := range oaiEventDeltas(evs, &calls) {
-					if err := ew.send("", chunk(i, delta, lp, nil)); err != nil {
+					if err := ew.Send("", chunk(i, delta, lp, nil)); err != nil {
 						return err
 					}
 					lp = nil
 				}
 				if lp != nil {
 					empty := ""
-					return ew.send("", chunk(i, oaiDelta{Content: &empty}, lp, nil))
+					return ew.Send("", chunk(i, oaiDelta{Content: &empty}, lp, nil))
 				}
 				return nil
 			})
@@ -59,16 +59,16 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 				return err
 			}
 			finish := c.finishReason()
-			return ew.send("", chunk(i, oaiDelta{}, nil, &finish))
-		}, ew.failAll(cancel))
+			return ew.Send("", chunk(i, oaiDelta{}, nil, &finish))
+		}, ew.FailAll(cancel))
 		if rctx.Err() != nil {
 			return
 		}
 		if includeUsage {
 			u := usageOf(g, choices)
-			ew.send("", oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp, Choices: []oaiChunkChoice{}, Usage: &u})
+			ew.Send("", oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp, Choices: []oaiChunkChoice{}, Usage: &u})
 		}
-		ew.raw("data: [DONE]\n\n")
+		ew.Raw("data: [DONE]\n\n")
 	})
 	return nil
 }

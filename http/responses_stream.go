@@ -219,7 +219,7 @@ func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 	}
 	streamResponse(ctx, true, func(ew *eventWriter) {
 		defer cancel()
-		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.send(ev.Type, ev) })
+		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
 		if b.start() != nil {
 			return
 		}

@@ -315,10 +315,10 @@ func drainWhileRunning(t *testing.T, streamed bool) {
 			return nil
 		}
 		streamResponse(ctx, true, func(ew *eventWriter) {
-			ew.raw("data: first\n\n")
+			ew.Raw("data: first\n\n")
 			close(entered)
 			<-release
-			ew.raw("data: last\n\n")
+			ew.Raw("data: last\n\n")
 		})
 		return nil
 	}}}
@@ -387,7 +387,7 @@ func TestServerDrainEndsWithAbandonedStream(t *testing.T) {
 	s.routes["/test/stream"] = []route{{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
 		streamResponse(ctx, true, func(ew *eventWriter) {
 			close(started)
-			for ew.raw("data: tick\n\n") == nil {
+			for ew.Raw("data: tick\n\n") == nil {
 				time.Sleep(time.Millisecond)
 			}
 		})
