@@ -12,6 +12,7 @@ import (
 	"superfluid/gguf"
 	sfhttp "superfluid/http"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // An embedding model (its GGUF names <arch>.pooling_type mean, cls or
@@ -75,7 +76,8 @@ func openEmbeddingStack(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelSt
 		return nil, err
 	}
 	tuneGC()
-	ms.Model = &sfhttp.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Embed: embedView{runner}}
+	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng}, Embed: embedView{runner}}
+	ms.Model.Prepare()
 	// The runner stops and is waited for where the scheduler would be.
 	ctx, cancel := context.WithCancel(context.Background())
 	ms.stopSched, ms.schedDone = cancel, make(chan error, 1)

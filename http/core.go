@@ -37,9 +37,7 @@ const (
 )
 
 // core is m as the request core generates with it.
-func (m *Model) core() task.Model {
-	return task.Model{Name: m.Name, Desc: m.Desc, Text: m.Text, Sched: m.Sched}
-}
+func (m *Model) core() *task.Model { return &m.Model }
 
 // apiErr is err with a task error turned into the apiError every API
 // renders; other errors pass as they are.

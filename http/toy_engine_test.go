@@ -304,7 +304,7 @@ func startToy(t *testing.T, o toyOptions) *toyStack {
 		t.Fatal(err)
 	}
 	text := &toyText{pieceLen: o.pieceLen}
-	srv.SetModel(&Model{Name: "toy", Path: "/models/toy.gguf", Desc: eng.Descriptor(), Text: text, Sched: sc, Chat: tmpl})
+	srv.SetModel(&Model{Model: task.Model{Name: "toy", Path: "/models/toy.gguf", Desc: eng.Descriptor(), Text: text, Sched: sc, Chat: tmpl}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

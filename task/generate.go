@@ -82,7 +82,7 @@ type Outcome struct {
 var TokenHook atomic.Pointer[func(s *Spec, n int)]
 
 // Generate submits s and follows it to the end; see Follow.
-func Generate(ctx context.Context, m Model, s *Spec, collect bool, emit func(d *Delta) error) (Outcome, error) {
+func Generate(ctx context.Context, m *Model, s *Spec, collect bool, emit func(d *Delta) error) (Outcome, error) {
 	st, err := Submit(ctx, m, s)
 	if err != nil {
 		return Outcome{}, err
@@ -92,7 +92,7 @@ func Generate(ctx context.Context, m Model, s *Spec, collect bool, emit func(d *
 
 // Submit hands s to the scheduler. Handlers submit before they start a
 // streamed response, so that a refusal still gets a proper status code.
-func Submit(ctx context.Context, m Model, s *Spec) (*sched.Stream, error) {
+func Submit(ctx context.Context, m *Model, s *Spec) (*sched.Stream, error) {
 	if m.Sched == nil { // an embedding model; its routes refuse earlier
 		return nil, BadRequest("model %q is an embedding model: it does not generate text", m.Name)
 	}
@@ -113,7 +113,7 @@ func Submit(ctx context.Context, m Model, s *Spec) (*sched.Stream, error) {
 // (a full queue) comes back as the request's error — before a streamed
 // response has started — and cancels the choices already submitted. It is
 // the one "submit every choice, roll back on refusal" of every API.
-func SubmitAll(ctx context.Context, m Model, specs []*Spec) ([]*sched.Stream, error) {
+func SubmitAll(ctx context.Context, m *Model, specs []*Spec) ([]*sched.Stream, error) {
 	streams := make([]*sched.Stream, 0, len(specs))
 	for _, s := range specs {
 		st, err := Submit(ctx, m, s)
@@ -134,7 +134,7 @@ func SubmitAll(ctx context.Context, m Model, specs []*Spec) ([]*sched.Stream, er
 // failure, ErrShutDown when the scheduler closed first (shutdown outlasted
 // the drain), or ctx's error when the request was abandoned. The request
 // is cancelled however Follow ends, a panic included, so its lane frees.
-func Follow(ctx context.Context, m Model, s *Spec, st *sched.Stream, collect bool, emit func(d *Delta) error) (Outcome, error) {
+func Follow(ctx context.Context, m *Model, s *Spec, st *sched.Stream, collect bool, emit func(d *Delta) error) (Outcome, error) {
 	defer st.Cancel() // a no-op once the request has ended
 	var (
 		out    Outcome

@@ -48,7 +48,7 @@ func CheckPromptBytes(d *engine.Descriptor, field string, n int) error {
 // text in prompts is parsed (as llama.cpp's server does). Every prompt of
 // every API is tokenized here, so text too long for the context is refused
 // here before the tokenizer runs.
-func Tokenize(m Model, text string, addBOS bool) ([]engine.Token, error) {
+func Tokenize(m *Model, text string, addBOS bool) ([]engine.Token, error) {
 	if err := CheckPromptBytes(m.Desc, "prompt", len(text)); err != nil {
 		return nil, err
 	}
