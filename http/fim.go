@@ -1,11 +1,7 @@
 package http
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
-	"strings"
 
 	"superfluid/engine"
 	"superfluid/fim"
@@ -56,25 +52,4 @@ func fimStops(m *Model) []engine.Token {
 		return nil
 	}
 	return m.FIM.StopTokens()
-}
-
-// completionKey identifies a greedy completion for the completion cache:
-// the model (its identity digest: the cache is the server's, over every
-// model it serves), the prompt tokens and every parameter that changes
-// the output.
-func completionKey(model string, prompt []engine.Token, maxTokens int, stops []string, extra string) string {
-	h := sha256.New()
-	h.Write([]byte(model))
-	h.Write([]byte{0})
-	var b [4]byte
-	for _, t := range prompt {
-		binary.LittleEndian.PutUint32(b[:], uint32(t))
-		h.Write(b[:])
-	}
-	binary.LittleEndian.PutUint32(b[:], uint32(maxTokens))
-	h.Write(b[:])
-	h.Write([]byte(strings.Join(stops, "\x00")))
-	h.Write([]byte{0})
-	h.Write([]byte(extra))
-	return hex.EncodeToString(h.Sum(nil))
 }

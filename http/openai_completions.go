@@ -124,12 +124,7 @@ func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.Stream {
 		return s.streamCompletions(ctx, m, plan, head, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
-	rctx, done := s.requestContext(ctx)
-	defer done()
-	if err := plan.submit(rctx, m); err != nil {
-		return err
-	}
-	if err := plan.collect(rctx, m); err != nil {
+	if err := s.completeWhole(ctx, m, plan); err != nil {
 		return err
 	}
 	for _, c := range plan.choices {
@@ -142,6 +137,52 @@ func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 	u := plan.usage()
 	head.Usage = &u
 	return writeJSON(ctx, head)
+}
+
+// completeWhole runs every choice of a whole (not streamed) response to
+// its end; a suffix request the completion cache may answer (cacheKey) is
+// looked up there first, and remembered once it has run.
+func (s *Server) completeWhole(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan) error {
+	key := plan.cacheKey(m)
+	if key != "" {
+		if hit, ok := s.fimCache.Get(key); ok {
+			plan.choices[0].fromCache(hit)
+			return nil
+		}
+	}
+	rctx, done := s.requestContext(ctx)
+	defer done()
+	if err := plan.submit(rctx, m); err != nil {
+		return err
+	}
+	if err := plan.collect(rctx, m); err != nil {
+		return err
+	}
+	if c := plan.choices[0]; key != "" && (c.Finish == "stop" || c.Finish == "length") {
+		s.fimCache.Put(task.Cached{Key: key, Text: string(c.Text), Tokens: c.Completed, Finish: c.Finish, StopWord: c.StopWord})
+	}
+	return nil
+}
+
+// cacheKey is the completion-cache key (task.CacheKey) of a whole request
+// whose one choice is all text: no echo, no logprobs, something generated.
+func (p *cmplPlan) cacheKey(m *Model) string {
+	if len(p.choices) != 1 || p.logprobs >= 0 {
+		return ""
+	}
+	c := p.choices[0]
+	if c.echo != "" || c.evalOnly {
+		return ""
+	}
+	return task.CacheKey(m.core(), &c.spec.Spec, "openai /v1/completions")
+}
+
+// fromCache fills c with a completion-cache answer: the whole prompt
+// counts as cached and no work was done.
+func (c *cmplChoice) fromCache(hit task.Cached) {
+	n := len(c.spec.Prompt)
+	c.outcome = outcome{Text: []byte(hit.Text), Finish: hit.Finish, StopWord: hit.StopWord, Completed: hit.Tokens,
+		Result: sched.Result{PromptTokens: n, CachedTokens: n, Generated: hit.Tokens}}
 }
 
 // planCompletions checks a request and renders every choice's generation.

@@ -168,14 +168,6 @@ func schemaGrammar(schema json.RawMessage, opts grammar.Options) (string, error)
 	return c.gbnf, c.err
 }
 
-// grammarKey is what of a grammar changes a cached completion's answer.
-func grammarKey(g *engine.GrammarSpec) string {
-	if g == nil {
-		return ""
-	}
-	return fmt.Sprintf("|grammar=%q|root=%q|lazy=%v|%q|%v", g.GBNF, g.Root, g.Lazy, g.TriggerPatterns, g.TriggerTokens)
-}
-
 // isNull reports an absent or null field.
 func isNull(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
