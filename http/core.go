@@ -107,8 +107,9 @@ func (g *genSpec) withSeed(i int) *genSpec {
 
 // spec is g's Spec with the turn's markers to render as text.
 func (g *genSpec) spec() *task.Spec {
-	if g.turn != nil && g.Show == nil {
+	if g.turn != nil && g.Reply == nil {
 		g.Show = g.turn.show
+		g.Reply = &task.ReplyPlan{Format: g.turn.format, Options: g.turn.opts}
 	}
 	return &g.Spec
 }
@@ -136,6 +137,31 @@ func submitAll(ctx context.Context, m *Model, gs []*genSpec) ([]*sched.Stream, e
 func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect bool, emit func(d *delta) error) (outcome, error) {
 	out, err := task.Follow(ctx, m.core(), g.spec(), st, collect, emit)
 	return out, apiErr(err)
+}
+
+// startJob submits gs as the choices of one request (task.Start).
+func startJob(ctx context.Context, m *Model, gs []*genSpec, collect bool) (*task.Job, error) {
+	req := &task.Request{Choices: make([]*task.Spec, len(gs)), Collect: collect}
+	for i, g := range gs {
+		req.Choices[i] = g.spec()
+	}
+	job, err := task.Start(ctx, m.core(), req)
+	return job, apiErr(err)
+}
+
+// runJob runs a started job to its end (task.Job.Run); the sink hears
+// failures as apiErrors.
+func runJob(ctx context.Context, job *task.Job, sink task.SinkFuncs) ([]task.Turn, error) {
+	if failed := sink.OnFailed; failed != nil {
+		sink.OnFailed = func(err error) { failed(apiErr(err)) }
+	}
+	turns, err := job.Run(ctx, sink)
+	return turns, apiErr(err)
+}
+
+// turnOutOf is a core turn under the handlers' name for it.
+func turnOutOf(t task.Turn) turnOut {
+	return turnOut{outcome: t.Outcome, Reasoning: t.Reasoning, Content: t.Content, Calls: t.Calls}
 }
 
 // recovered takes in a panic caught on a goroutine serving a request (see

@@ -2,7 +2,6 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,7 +13,6 @@ import (
 	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/reply"
-	"superfluid/sched"
 	"superfluid/task"
 )
 
@@ -245,11 +243,24 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.Stream {
 		return s.streamChat(ctx, m, g, n, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
+	outs := chatChoices(g, n)
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	outs, err := generateN(rctx, m, g, n, func(c *choiceOut, d *delta) { c.addLogprobs(m, d) })
+	job, err := startJob(rctx, m, specsOf(outs), false)
 	if err != nil {
 		return err
+	}
+	turns, err := runJob(rctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *delta) error {
+		if c := outs[i]; d != nil && c.spec.Logprobs > 0 {
+			c.addLogprobs(m, d)
+		}
+		return nil
+	}})
+	if err != nil {
+		return err
+	}
+	for i, t := range turns {
+		outs[i].turnOut = turnOutOf(t)
 	}
 	resp := oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
 	for i, o := range outs {
@@ -261,65 +272,29 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	return writeJSON(ctx, resp)
 }
 
-// submitChoices submits n choices of g, each with its own seed, with the
-// core's one rollback (task.SubmitAll).
-func submitChoices(ctx context.Context, m *Model, g *genSpec, n int) ([]*choiceOut, error) {
+// chatChoices are g's n choices, each sampling with its own seed so that
+// n > 1 gives different answers.
+func chatChoices(g *genSpec, n int) []*choiceOut {
 	choices := make([]*choiceOut, n)
-	specs := make([]*genSpec, n)
 	for i := range n {
 		choices[i] = &choiceOut{spec: g.withSeed(i)}
-		specs[i] = choices[i].spec
 	}
-	sts, err := submitAll(ctx, m, specs)
-	if err != nil {
-		return nil, err
-	}
-	for i, st := range sts {
-		choices[i].st = st
-	}
-	return choices, nil
+	return choices
 }
 
-// generateN runs n choices at once and collects each; onDelta, when not
-// nil, sees every delta of a choice that asked for logprobs.
-func generateN(ctx context.Context, m *Model, g *genSpec, n int, onDelta func(c *choiceOut, d *delta)) ([]*choiceOut, error) {
-	streams, err := submitChoices(ctx, m, g, n)
-	if err != nil {
-		return nil, err
+// specsOf are the choices' generations, for startJob.
+func specsOf(choices []*choiceOut) []*genSpec {
+	gs := make([]*genSpec, len(choices))
+	for i, c := range choices {
+		gs[i] = c.spec
 	}
-	errs := fanOut("choice", n, func(i int) error {
-		c := streams[i]
-		var emit func(evs []reply.Event, d *delta) error
-		if c.spec.Logprobs > 0 && onDelta != nil {
-			emit = func(_ []reply.Event, d *delta) error {
-				if d != nil {
-					onDelta(c, d)
-				}
-				return nil
-			}
-		}
-		var err error
-		c.turnOut, err = followTurn(ctx, m, c.spec, c.st, emit)
-		return err
-	}, func(error) {
-		// The response is the failure: free the other choices' lanes.
-		for _, c := range streams {
-			c.st.Cancel()
-		}
-	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return streams, nil
+	return gs
 }
 
 // choiceOut is one of n choices being generated.
 type choiceOut struct {
 	turnOut
 	spec     *genSpec
-	st       *sched.Stream
 	logprobs *oaiLogprobs
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/fim"
+	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -95,13 +96,13 @@ type cmplChoice struct {
 	spec     *genSpec
 	echo     string // the prompt's text, when echo
 	evalOnly bool   // max_tokens 0: the prompt is evaluated, nothing generated
-	st       *sched.Stream
 	logprobs *oaiLegacyLogprobs
 	offset   int // text_offset of the next token
 }
 
 // cmplPlan is a checked completions request.
 type cmplPlan struct {
+	job        *task.Job // once submitted
 	choices    []*cmplChoice
 	promptLens []int
 	logprobs   int // alternatives per token; -1: no logprobs
@@ -152,7 +153,7 @@ func (s *Server) completeWhole(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPla
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	if err := plan.submit(rctx, m); err != nil {
+	if err := plan.submit(rctx, m, true); err != nil {
 		return err
 	}
 	if err := plan.collect(rctx, m); err != nil {
@@ -304,46 +305,51 @@ func completionPrompt(m *Model, pieces []promptPiece, req *oaiCompletionRequest,
 }
 
 // submit hands every choice to the scheduler before any is followed, with
-// the core's one rollback (task.SubmitAll).
-func (p *cmplPlan) submit(ctx context.Context, m *Model) error {
-	specs := make([]*genSpec, len(p.choices))
+// the core's one rollback (task.Start); collect whole answers' text.
+func (p *cmplPlan) submit(ctx context.Context, m *Model, collect bool) error {
+	gs := make([]*genSpec, len(p.choices))
 	for i, c := range p.choices {
-		specs[i] = c.spec
+		gs[i] = c.spec
 	}
-	sts, err := submitAll(ctx, m, specs)
-	if err != nil {
-		return err
-	}
-	for i, c := range p.choices {
-		c.st = sts[i]
-	}
-	return nil
+	job, err := startJob(ctx, m, gs, collect)
+	p.job = job
+	return err
 }
 
-// collect follows every choice at once to its end; a failed choice
-// cancels the others, since the response is the failure.
-func (p *cmplPlan) collect(ctx context.Context, m *Model) error {
-	errs := fanOut("choice", len(p.choices), func(i int) error {
-		c := p.choices[i]
-		return c.follow(ctx, m, true, func(d *delta) error { c.addLogprobs(m, d, p.logprobs); return nil })
-	}, func(error) {
-		for _, c := range p.choices {
-			c.st.Cancel()
-		}
+// run follows every choice at once to its end (task.Job.Run); a failed
+// choice cancels the others, since the response is the failure. emit, when
+// not nil, sees each delta of a choice that generates.
+func (p *cmplPlan) run(ctx context.Context, emit func(c *cmplChoice, d *delta) error, ended func(c *cmplChoice) error, failed func(error)) error {
+	_, err := runJob(ctx, p.job, task.SinkFuncs{
+		OnDelta: func(i int, _ []reply.Event, d *delta) error {
+			if c := p.choices[i]; emit != nil && !c.evalOnly {
+				return emit(c, d)
+			}
+			return nil
+		},
+		OnEnded: func(i int, t *task.Turn) error {
+			c := p.choices[i]
+			if err := c.end(t.Outcome); err != nil {
+				return err
+			}
+			if ended != nil {
+				return ended(c)
+			}
+			return nil
+		},
+		OnFailed: failed,
 	})
-	return errors.Join(errs...)
+	return err
 }
 
-// follow runs one choice to its end; emit sees each delta.
-func (c *cmplChoice) follow(ctx context.Context, m *Model, collect bool, emit func(d *delta) error) error {
-	if c.evalOnly {
-		emit = nil
-	}
-	out, err := follow(ctx, m, c.spec, c.st, collect && !c.evalOnly, emit)
+// collect runs every choice to its end, gathering text and logprobs.
+func (p *cmplPlan) collect(ctx context.Context, m *Model) error {
+	return p.run(ctx, func(c *cmplChoice, d *delta) error { c.addLogprobs(m, d, p.logprobs); return nil }, nil, nil)
+}
+
+// end takes in how the choice's generation ended.
+func (c *cmplChoice) end(out outcome) error {
 	c.outcome = out
-	if err != nil {
-		return err
-	}
 	if errors.Is(out.Result.Err, sched.ErrClosed) {
 		return unavailable("the server is shutting down")
 	}
@@ -418,7 +424,7 @@ func (p *cmplPlan) usage() oaiUsage {
 // choice.
 func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan, head oaiCompletion, includeUsage bool) error {
 	rctx, cancel := s.requestContext(ctx)
-	if err := plan.submit(rctx, m); err != nil {
+	if err := plan.submit(rctx, m, false); err != nil {
 		cancel()
 		return err
 	}
@@ -429,24 +435,21 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 	}
 	streamResponse(ctx, true, func(ew *eventWriter) {
 		defer cancel()
-		fanOut("choice", len(plan.choices), func(i int) error {
-			c := plan.choices[i]
+		for _, c := range plan.choices {
 			if c.echo != "" {
-				if err := ew.Send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})); err != nil {
-					return err
+				if ew.Send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})) != nil {
+					return
 				}
 			}
-			err := c.follow(rctx, m, false, func(d *delta) error {
-				ch := oaiCompletionChoice{Text: string(d.Text), Index: c.index}
-				if plan.logprobs >= 0 {
-					ch.Logprobs = newLegacyLogprobs()
-					appendLegacyLogprobs(m, ch.Logprobs, d.Tokens, plan.logprobs, &c.offset)
-				}
-				return ew.Send("", chunk(ch))
-			})
-			if err != nil {
-				return err
+		}
+		plan.run(rctx, func(c *cmplChoice, d *delta) error {
+			ch := oaiCompletionChoice{Text: string(d.Text), Index: c.index}
+			if plan.logprobs >= 0 {
+				ch.Logprobs = newLegacyLogprobs()
+				appendLegacyLogprobs(m, ch.Logprobs, d.Tokens, plan.logprobs, &c.offset)
 			}
+			return ew.Send("", chunk(ch))
+		}, func(c *cmplChoice) error {
 			finish := c.Finish
 			return ew.Send("", chunk(oaiCompletionChoice{Index: c.index, FinishReason: &finish}))
 		}, ew.FailAll(cancel))

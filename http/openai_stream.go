@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // streamChat submits n choices, then streams their deltas as
@@ -13,7 +14,8 @@ import (
 // (data: {"error": {…}}) and no [DONE].
 func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n int, id string, created int64, includeUsage bool) error {
 	rctx, cancel := s.requestContext(ctx)
-	choices, err := submitChoices(rctx, m, g, n)
+	choices := chatChoices(g, n)
+	job, err := startJob(rctx, m, specsOf(choices), false)
 	if err != nil {
 		cancel()
 		return err
@@ -31,11 +33,10 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 				return
 			}
 		}
-		fanOut("choice", n, func(i int) error {
-			c := choices[i]
-			calls := 0
-			var err error
-			c.turnOut, err = followTurn(rctx, m, c.spec, c.st, func(evs []reply.Event, d *delta) error {
+		calls := make([]int, n) // each choice's calls so far
+		runJob(rctx, job, task.SinkFuncs{
+			OnDelta: func(i int, evs []reply.Event, d *delta) error {
+				c := choices[i]
 				var lp *oaiLogprobs
 				if d != nil && c.spec.Logprobs > 0 && len(d.Tokens) > 0 {
 					lp = &oaiLogprobs{Content: []oaiTokenLogprob{}}
@@ -43,7 +44,7 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 						lp.Content = append(lp.Content, oaiTokenEntry(m, c.spec, &d.Tokens[k]))
 					}
 				}
-				for _, delta := range oaiEventDeltas(evs, &calls) {
+				for _, delta := range oaiEventDeltas(evs, &calls[i]) {
 					if err := ew.Send("", chunk(i, delta, lp, nil)); err != nil {
 						return err
 					}
@@ -54,13 +55,15 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 					return ew.Send("", chunk(i, oaiDelta{Content: &empty}, lp, nil))
 				}
 				return nil
-			})
-			if err != nil {
-				return err
-			}
-			finish := c.finishReason()
-			return ew.Send("", chunk(i, oaiDelta{}, nil, &finish))
-		}, ew.FailAll(cancel))
+			},
+			OnEnded: func(i int, t *task.Turn) error {
+				c := choices[i]
+				c.turnOut = turnOutOf(*t)
+				finish := c.finishReason()
+				return ew.Send("", chunk(i, oaiDelta{}, nil, &finish))
+			},
+			OnFailed: ew.FailAll(cancel),
+		})
 		if rctx.Err() != nil {
 			return
 		}

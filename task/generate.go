@@ -40,6 +40,9 @@ type Spec struct {
 	// Show are special tokens rendered as text (a chat turn's reply
 	// markers, which its reply parser reads); other special tokens are not.
 	Show []engine.Token
+	// Reply is how a chat turn's reply is read (FollowTurn); nil for a raw
+	// completion, whose text is the answer.
+	Reply *ReplyPlan
 }
 
 // WithSeed is s for choice i of a request: each choice samples with its
