@@ -139,9 +139,10 @@ func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect
 	return out, apiErr(err)
 }
 
-// startJob submits gs as the choices of one request (task.Start).
-func startJob(ctx context.Context, m *Model, gs []*genSpec, collect bool) (*task.Job, error) {
-	req := &task.Request{Choices: make([]*task.Spec, len(gs)), Collect: collect}
+// startJob submits gs as the choices of one request (task.Start); part
+// names one of them in a panic's log and answer (task.Request.Part).
+func startJob(ctx context.Context, m *Model, part string, gs []*genSpec, collect bool) (*task.Job, error) {
+	req := &task.Request{Choices: make([]*task.Spec, len(gs)), Collect: collect, Part: part}
 	for i, g := range gs {
 		req.Choices[i] = g.spec()
 	}

@@ -38,10 +38,10 @@ func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	r := runs[0]
-	if err := r.wait(rctx, m, nil); err != nil {
+	if err := waitRuns(rctx, m, runs); err != nil {
 		return err
 	}
+	r := runs[0]
 	if j.cacheKey != "" && r.reproducible() {
 		s.fimCache.Put(task.Cached{Key: j.cacheKey, Text: string(r.content), Tokens: r.predicted, Finish: r.stopType, StopWord: r.stopWord})
 	}

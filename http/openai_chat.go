@@ -246,7 +246,7 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	outs := chatChoices(g, n)
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	job, err := startJob(rctx, m, specsOf(outs), false)
+	job, err := startJob(rctx, m, "choice", specsOf(outs), false)
 	if err != nil {
 		return err
 	}

@@ -311,7 +311,7 @@ func (p *cmplPlan) submit(ctx context.Context, m *Model, collect bool) error {
 	for i, c := range p.choices {
 		gs[i] = c.spec
 	}
-	job, err := startJob(ctx, m, gs, collect)
+	job, err := startJob(ctx, m, "choice", gs, collect)
 	p.job = job
 	return err
 }

@@ -15,7 +15,7 @@ import (
 func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n int, id string, created int64, includeUsage bool) error {
 	rctx, cancel := s.requestContext(ctx)
 	choices := chatChoices(g, n)
-	job, err := startJob(rctx, m, specsOf(choices), false)
+	job, err := startJob(rctx, m, "choice", specsOf(choices), false)
 	if err != nil {
 		cancel()
 		return err

@@ -2,6 +2,7 @@ package task
 
 import (
 	"context"
+	"errors"
 
 	"superfluid/reply"
 	"superfluid/sched"
@@ -15,6 +16,9 @@ type Request struct {
 	// given whole; a streamed answer has it from the deltas. A chat turn's
 	// reply is always collected (Turn).
 	Collect bool
+	// Part is what one choice is called where a panic in it is logged and
+	// answered ("internal error in the choice"); "choice" when empty.
+	Part string
 }
 
 // Sink hears what a request's choices make visible, for an API to render.
@@ -33,6 +37,12 @@ type Sink interface {
 	// choices are cancelled (a stream ends with its error event here).
 	Failed(err error)
 }
+
+// EndChoice, returned by a Sink's Delta, ends that choice there because
+// a rule of the API's own ended it (llama.cpp's n_indent and
+// t_max_predict_ms): its generation is cancelled and Ended hears the
+// outcome so far. It is not a failure; the other choices run on.
+var EndChoice = errors.New("task: the choice was ended by its API's own rule")
 
 // Job is a request whose every choice the scheduler accepted.
 type Job struct {
@@ -60,6 +70,10 @@ func (j *Job) Cancel() {
 	}
 }
 
+// CancelChoice cancels choice i alone (a clock of the API's own ran out);
+// Run still calls its Ended with the outcome so far.
+func (j *Job) CancelChoice(i int) { j.streams[i].Cancel() }
+
 // Run follows every choice at once to its end — a raw completion through
 // the stop matcher (Follow), a chat turn also through its reply parser
 // (FollowTurn) — telling sink what each makes visible. The first choice
@@ -67,13 +81,21 @@ func (j *Job) Cancel() {
 // is returned. A panic in a choice fails it (FanOut), not the process.
 func (j *Job) Run(ctx context.Context, sink Sink) ([]Turn, error) {
 	turns := make([]Turn, len(j.streams))
-	errs := FanOut("choice", len(j.streams), func(i int) error {
+	part := j.req.Part
+	if part == "" {
+		part = "choice"
+	}
+	errs := FanOut(part, len(j.streams), func(i int) error {
 		s, st := j.req.Choices[i], j.streams[i]
 		var err error
 		if s.Reply != nil {
 			turns[i], err = FollowTurn(ctx, j.m, s, st, func(evs []reply.Event, d *Delta) error { return sink.Delta(i, evs, d) })
 		} else {
 			turns[i].Outcome, err = Follow(ctx, j.m, s, st, j.req.Collect, func(d *Delta) error { return sink.Delta(i, nil, d) })
+		}
+		if errors.Is(err, EndChoice) {
+			<-st.Done() // Follow cancelled it: its result is final once done
+			turns[i].Result, err = st.Result(), nil
 		}
 		if err != nil {
 			return err
