@@ -39,12 +39,12 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	st, err := submit(rctx, m, p.g)
+	job, err := startOne(rctx, m, p.g, false)
 	if err != nil {
 		return err
 	}
 	var evs []reply.Event
-	out, err := followTurn(rctx, m, p.g, st, func(e []reply.Event, _ *delta) error { evs = append(evs, e...); return nil })
+	out, err := followOne(rctx, job, func(e []reply.Event, _ *delta) error { evs = append(evs, e...); return nil })
 	if err != nil {
 		return err
 	}

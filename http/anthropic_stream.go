@@ -25,7 +25,7 @@ import (
 func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropicPlan, id, model string) error {
 	g := p.g
 	rctx, cancel := s.requestContext(ctx)
-	st, err := submit(rctx, m, g)
+	job, err := startOne(rctx, m, g, false)
 	if err != nil {
 		cancel()
 		return err
@@ -39,7 +39,7 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropi
 			return
 		}
 		bw := &anthropicBlockWriter{send: ew.Send, omitThinking: p.omitThinking}
-		out, err := followTurn(rctx, m, g, st, func(evs []reply.Event, _ *delta) error { return bw.events(evs) })
+		out, err := followOne(rctx, job, func(evs []reply.Event, _ *delta) error { return bw.events(evs) })
 		if err != nil {
 			ew.Fail(err)
 			return

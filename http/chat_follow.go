@@ -1,11 +1,7 @@
 package http
 
 import (
-	"context"
-
 	"superfluid/reply"
-	"superfluid/sched"
-	"superfluid/task"
 )
 
 // turnOut is an assistant turn as it was generated and read.
@@ -23,11 +19,4 @@ func (t *turnOut) finishReason() string {
 		return "tool_calls"
 	}
 	return t.Finish
-}
-
-// followTurn follows a submitted turn with the core (task.FollowTurn),
-// reading its text with the turn's parser.
-func followTurn(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, emit func(evs []reply.Event, d *delta) error) (turnOut, error) {
-	t, err := task.FollowTurn(ctx, m.core(), g.spec(), st, emit)
-	return turnOutOf(t), apiErr(err)
 }

@@ -12,6 +12,7 @@ import (
 	"superfluid/engine"
 	"superfluid/fim"
 	"superfluid/http/wire"
+	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -114,31 +115,6 @@ func (g *genSpec) spec() *task.Spec {
 	return &g.Spec
 }
 
-func generate(ctx context.Context, m *Model, g *genSpec, collect bool, emit func(d *delta) error) (outcome, error) {
-	out, err := task.Generate(ctx, m.core(), g.spec(), collect, emit)
-	return out, apiErr(err)
-}
-
-func submit(ctx context.Context, m *Model, g *genSpec) (*sched.Stream, error) {
-	st, err := task.Submit(ctx, m.core(), g.spec())
-	return st, apiErr(err)
-}
-
-// submitAll submits every choice with the core's one rollback.
-func submitAll(ctx context.Context, m *Model, gs []*genSpec) ([]*sched.Stream, error) {
-	specs := make([]*task.Spec, len(gs))
-	for i, g := range gs {
-		specs[i] = g.spec()
-	}
-	sts, err := task.SubmitAll(ctx, m.core(), specs)
-	return sts, apiErr(err)
-}
-
-func follow(ctx context.Context, m *Model, g *genSpec, st *sched.Stream, collect bool, emit func(d *delta) error) (outcome, error) {
-	out, err := task.Follow(ctx, m.core(), g.spec(), st, collect, emit)
-	return out, apiErr(err)
-}
-
 // startJob submits gs as the choices of one request (task.Start); part
 // names one of them in a panic's log and answer (task.Request.Part).
 func startJob(ctx context.Context, m *Model, part string, gs []*genSpec, collect bool) (*task.Job, error) {
@@ -158,6 +134,40 @@ func runJob(ctx context.Context, job *task.Job, sink task.SinkFuncs) ([]task.Tur
 	}
 	turns, err := job.Run(ctx, sink)
 	return turns, apiErr(err)
+}
+
+// startOne submits g as a request of one choice that runs on the
+// caller's goroutine (task.Request.Part empty): a panic in it is the
+// handler's or the stream writer's to recover, as for any one answer.
+func startOne(ctx context.Context, m *Model, g *genSpec, collect bool) (*task.Job, error) {
+	return startJob(ctx, m, "", []*genSpec{g}, collect)
+}
+
+// followOne runs a job of one chat turn to its end; emit, when not nil,
+// hears each delta with the reply events it completed (task.Sink.Delta).
+func followOne(ctx context.Context, job *task.Job, emit func(evs []reply.Event, d *delta) error) (turnOut, error) {
+	turns, err := runJob(ctx, job, task.SinkFuncs{OnDelta: func(_ int, evs []reply.Event, d *delta) error {
+		if emit == nil {
+			return nil
+		}
+		return emit(evs, d)
+	}})
+	if len(turns) == 0 {
+		return turnOut{}, err
+	}
+	return turnOutOf(turns[0]), err
+}
+
+// followOneRaw runs a job of one raw generation to its end; emit, when not
+// nil, hears each delta.
+func followOneRaw(ctx context.Context, job *task.Job, emit func(d *delta) error) (outcome, error) {
+	out, err := followOne(ctx, job, func(_ []reply.Event, d *delta) error {
+		if emit == nil {
+			return nil
+		}
+		return emit(d)
+	})
+	return out.outcome, err
 }
 
 // turnOutOf is a core turn under the handlers' name for it.

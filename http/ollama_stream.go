@@ -46,7 +46,11 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	rctx, done := s.requestContext(ctx)
 	defer done()
 	var tr ollamaTrace
-	out, err := generate(rctx, job.model, job.g, true, tr.emit(job))
+	run, err := startOne(rctx, job.model, job.g, true)
+	if err != nil {
+		return err
+	}
+	out, err := followOneRaw(rctx, run, tr.emit(job))
 	if err != nil {
 		return err
 	}
@@ -63,7 +67,7 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 // error.
 func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	rctx, cancel := s.requestContext(ctx)
-	st, err := submit(rctx, job.model, job.g)
+	run, err := startOne(rctx, job.model, job.g, cacheKey(job.model, job.g) != "")
 	if err != nil {
 		cancel()
 		return err
@@ -72,7 +76,7 @@ func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		defer cancel()
 		var tr ollamaTrace
 		collect := tr.emit(job)
-		out, err := follow(rctx, job.model, job.g, st, cacheKey(job.model, job.g) != "", func(d *delta) error {
+		out, err := followOneRaw(rctx, run, func(d *delta) error {
 			if collect != nil {
 				collect(d)
 			}

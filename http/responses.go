@@ -76,12 +76,12 @@ func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	st, err := submit(rctx, m, job.g)
+	run, err := startOne(rctx, m, job.g, false)
 	if err != nil {
 		return err
 	}
 	b := newRespBuilder(m, &job.obj, nil)
-	out, err := followTurn(rctx, m, job.g, st, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
+	out, err := followOne(rctx, run, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
 	if err != nil {
 		return err
 	}

@@ -84,15 +84,6 @@ type Outcome struct {
 // the real handlers; it is nil in service.
 var TokenHook atomic.Pointer[func(s *Spec, n int)]
 
-// Generate submits s and follows it to the end; see Follow.
-func Generate(ctx context.Context, m *Model, s *Spec, collect bool, emit func(d *Delta) error) (Outcome, error) {
-	st, err := Submit(ctx, m, s)
-	if err != nil {
-		return Outcome{}, err
-	}
-	return Follow(ctx, m, s, st, collect, emit)
-}
-
 // Submit hands s to the scheduler. Handlers submit before they start a
 // streamed response, so that a refusal still gets a proper status code.
 func Submit(ctx context.Context, m *Model, s *Spec) (*sched.Stream, error) {

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -17,7 +18,9 @@ type Request struct {
 	// reply is always collected (Turn).
 	Collect bool
 	// Part is what one choice is called where a panic in it is logged and
-	// answered ("internal error in the choice"); "choice" when empty.
+	// answered ("internal error in the choice"). Empty, a request of one
+	// choice runs on Run's caller's goroutine, and a panic in it is the
+	// caller's to recover (an API whose answer is one reply).
 	Part string
 }
 
@@ -81,11 +84,7 @@ func (j *Job) CancelChoice(i int) { j.streams[i].Cancel() }
 // is returned. A panic in a choice fails it (FanOut), not the process.
 func (j *Job) Run(ctx context.Context, sink Sink) ([]Turn, error) {
 	turns := make([]Turn, len(j.streams))
-	part := j.req.Part
-	if part == "" {
-		part = "choice"
-	}
-	errs := FanOut(part, len(j.streams), func(i int) error {
+	follow := func(i int) error {
 		s, st := j.req.Choices[i], j.streams[i]
 		var err error
 		if s.Reply != nil {
@@ -101,7 +100,16 @@ func (j *Job) Run(ctx context.Context, sink Sink) ([]Turn, error) {
 			return err
 		}
 		return sink.Ended(i, &turns[i])
-	}, func(err error) {
+	}
+	if j.req.Part == "" && len(j.streams) == 1 {
+		if err := follow(0); err != nil {
+			sink.Failed(err)
+			return turns, err
+		}
+		return turns, nil
+	}
+	part := cmp.Or(j.req.Part, "choice")
+	errs := FanOut(part, len(j.streams), follow, func(err error) {
 		sink.Failed(err)
 		j.Cancel()
 	})
