@@ -237,11 +237,9 @@ func (r *llamaRun) reproducible() bool {
 // llamaProbOf is a token's completion_probabilities entry.
 func llamaProbOf(m *Model, t *tokenOut, n int) llamaProb {
 	p := llamaProb{ID: t.ID, Token: validText(t.Piece), Bytes: byteList(t.Piece), Logprob: finiteLogprob(t.Logprob), TopLogprobs: []llamaAlt{}}
-	var piece []byte
-	for _, alt := range t.Top[:min(len(t.Top), n)] {
-		piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
-		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: alt.Token, Token: validText(piece), Bytes: byteList(piece), Logprob: finiteLogprob(alt.Logprob)})
-	}
+	task.EachTop(m.core(), t, n, func(tok engine.Token, piece []byte, logprob float32) {
+		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: tok, Token: validText(piece), Bytes: byteList(piece), Logprob: finiteLogprob(logprob)})
+	})
 	return p
 }
 

@@ -126,11 +126,9 @@ func (tr *ollamaTrace) emit(job *ollamaJob) func(d *delta) error {
 
 func ollamaLogprobOf(m *Model, g *genSpec, t *tokenOut) ollamaLogprob {
 	lp := ollamaLogprob{ollamaTokenLogprob: ollamaTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece)}}
-	var piece []byte
-	for _, alt := range t.Top[:min(len(t.Top), g.TopLogprobs)] {
-		piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
-		lp.TopLogprobs = append(lp.TopLogprobs, ollamaTokenLogprob{Token: string(piece), Logprob: float64(alt.Logprob), Bytes: byteList(piece)})
-	}
+	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
+		lp.TopLogprobs = append(lp.TopLogprobs, ollamaTokenLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
+	})
 	return lp
 }
 

@@ -324,11 +324,9 @@ func (c *choiceOut) addLogprobs(m *Model, d *delta) {
 // may be part of a character), and the top alternatives asked for.
 func oaiTokenEntry(m *Model, g *genSpec, t *tokenOut) oaiTokenLogprob {
 	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
-	var piece []byte
-	for _, alt := range t.Top[:min(len(t.Top), g.TopLogprobs)] {
-		piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
-		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(alt.Logprob), Bytes: byteList(piece)})
-	}
+	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
+		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
+	})
 	return e
 }
 

@@ -380,15 +380,13 @@ func newLegacyLogprobs() *oaiLegacyLogprobs {
 // appendLegacyLogprobs adds tokens to lp; offset is the next token's byte
 // offset in the text.
 func appendLegacyLogprobs(m *Model, lp *oaiLegacyLogprobs, toks []tokenOut, n int, offset *int) {
-	var piece []byte
 	for i := range toks {
 		t := &toks[i]
 		text := validText(t.Piece)
 		top := make(map[string]float64, n+1)
-		for _, alt := range t.Top[:min(len(t.Top), n)] {
-			piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
-			top[validText(piece)] = finiteLogprob(alt.Logprob)
-		}
+		task.EachTop(m.core(), t, n, func(_ engine.Token, piece []byte, logprob float32) {
+			top[validText(piece)] = finiteLogprob(logprob)
+		})
 		if _, ok := top[text]; !ok {
 			top[text] = finiteLogprob(t.Logprob)
 		}
