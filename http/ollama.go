@@ -61,7 +61,7 @@ func (s *Server) ollamaTags(ctx *fasthttp.RequestCtx, _ *Model) error {
 		if mi.Loaded != nil {
 			lm.Details = modelFacts(mi.Loaded).details
 		} else {
-			lm.Details = storedDetails(StoredModel{Path: mi.Path, Size: mi.Size, Modified: mi.Modified})
+			lm.Details = s.stored.storedDetails(StoredModel{Path: mi.Path, Size: mi.Size, Modified: mi.Modified})
 		}
 		list = append(list, lm)
 	}
