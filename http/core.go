@@ -71,12 +71,14 @@ func maxTokens(field string, n *int, ctxSize int) (int, error) {
 }
 
 func sampling(m *Model, f samplingFields) (engine.Sampling, error) {
-	s, err := task.Sampling(m.Desc, f)
+	s, err := task.Sampling(m.core(), f)
 	return s, apiErr(err)
 }
 
-func samplingDefaults(d *engine.Descriptor) (topK int32, topP, minP float32) {
-	return task.SamplingDefaults(d)
+// samplingDefaults are m's (task.Model.Defaults), found as it loaded.
+func samplingDefaults(m *Model) (topK int32, topP, minP float32) {
+	d := m.Defaults()
+	return d.TopK, d.TopP, d.MinP
 }
 
 func penaltyWindow(field string, n *int, def int32, ctxSize int) (int32, error) {

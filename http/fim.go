@@ -47,9 +47,4 @@ func fimPrompt(m *Model, r fim.Request, maxTokens int) ([]engine.Token, fim.Info
 // fimStops are the token texts a FIM completion must stop at besides the
 // model's end-of-generation tokens: its own FIM markers (StarCoder2's
 // <file_sep> is not EOG to llama.cpp, yet it ends a completion).
-func fimStops(m *Model) []engine.Token {
-	if m.FIM == nil {
-		return nil
-	}
-	return m.FIM.StopTokens()
-}
+func fimStops(m *Model) []engine.Token { return m.FIMStops() }

@@ -164,7 +164,7 @@ func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings 
 // llamaDefaultSettings is what a request that sets nothing runs with
 // (/props' default_generation_settings).
 func llamaDefaultSettings(m *Model) llamaSettings {
-	topK, topP, minP := samplingDefaults(m.Desc)
+	topK, topP, minP := samplingDefaults(m)
 	return llamaSettings{
 		NCtx: m.Desc.Ctx, Model: m.Name, NPredict: -1, Seed: math.MaxUint32,
 		Temperature: llamaDefaultTemperature, TopK: topK, TopP: topP, MinP: minP,

@@ -35,9 +35,10 @@ const (
 // llama-server's (SamplingDefaults); an explicit value always wins. The
 // result is normalized: a temperature below engine.MinTemperature (a
 // denormal such as 1e-40 included) is greedy.
-func Sampling(d *engine.Descriptor, f SamplingFields) (engine.Sampling, error) {
+func Sampling(m *Model, f SamplingFields) (engine.Sampling, error) {
 	s := engine.Greedy()
-	s.TopK, s.TopP, s.MinP = SamplingDefaults(d)
+	def := m.Defaults()
+	s.TopK, s.TopP, s.MinP = def.TopK, def.TopP, def.MinP
 	t := f.DefaultTemperature
 	if f.Temperature != nil {
 		t = *f.Temperature

@@ -48,7 +48,16 @@ type Model struct {
 
 // knowledge is what is computed about a model once, when it loads.
 type knowledge struct {
-	reply ReplyFormat
+	reply    ReplyFormat
+	defaults Defaults
+	fimStops []engine.Token
+}
+
+// Defaults are the truncation samplers a request that omits them gets:
+// the model file's recommendation, else llama-server's (SamplingDefaults).
+type Defaults struct {
+	TopK       int32
+	TopP, MinP float32
 }
 
 // ReplyFormat is how a model's replies are read: the format its template
@@ -62,7 +71,7 @@ type ReplyFormat struct {
 // Prepare computes what the core needs to know about m before it serves:
 // call it once the Model's fields are set, before any request sees it.
 func (m *Model) Prepare() {
-	k := &knowledge{reply: m.detectReplyFormat()}
+	k := &knowledge{reply: m.detectReplyFormat(), defaults: m.readDefaults(), fimStops: m.readFIMStops()}
 	if m.Chat != nil {
 		slog.Info("chat format", "model", m.Name, "format", k.reply.Format.Name, "reasoning", k.reply.Format.HasReasoning())
 	}
@@ -76,6 +85,37 @@ func (m *Model) Reply() ReplyFormat {
 		return m.known.reply
 	}
 	return m.detectReplyFormat()
+}
+
+// Defaults are m's sampling defaults (see Defaults).
+func (m *Model) Defaults() Defaults {
+	if m.known != nil {
+		return m.known.defaults
+	}
+	return m.readDefaults()
+}
+
+// FIMStops are the tokens of m's FIM format, which end a fill-in-the-middle
+// generation like an end of generation; none when m cannot fill in the
+// middle.
+func (m *Model) FIMStops() []engine.Token {
+	if m.known != nil {
+		return m.known.fimStops
+	}
+	return m.readFIMStops()
+}
+
+func (m *Model) readDefaults() Defaults {
+	var d Defaults
+	d.TopK, d.TopP, d.MinP = SamplingDefaults(m.Desc)
+	return d
+}
+
+func (m *Model) readFIMStops() []engine.Token {
+	if m.FIM == nil {
+		return nil
+	}
+	return m.FIM.StopTokens()
 }
 
 func (m *Model) detectReplyFormat() ReplyFormat {
