@@ -10,7 +10,6 @@ import (
 	"context"
 
 	"superfluid/engine"
-	"superfluid/fim"
 	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/sched"
@@ -93,8 +92,6 @@ func checkBias(m *Model, field string, bias []engine.LogitBias) error {
 func checkStops(field string, stops []string, maxCount int) error {
 	return apiErr(task.CheckStops(field, stops, maxCount))
 }
-
-func boundFIM(m *Model, r fim.Request) (fim.Request, int) { return task.BoundFIM(m.Desc, r) }
 
 func keepHead(s string, n int) string { return task.KeepHead(s, n) }
 

@@ -29,6 +29,12 @@ const (
 	Unavailable
 	// Internal is a failure of ours: a generation that failed, a panic.
 	Internal
+	// WrongModel is a request the model is of the wrong kind for: an
+	// embedding model asked to generate, a generation model to embed.
+	WrongModel
+	// NotSupported is a request this model cannot serve at all (a suffix
+	// to a vocabulary without FIM tokens).
+	NotSupported
 )
 
 // Error is a failed request in API-neutral terms.
@@ -67,6 +73,11 @@ var ErrShutDown = ShuttingDown("the server shut down before the generation finis
 func ContextExceededError(n, ctx int) *Error {
 	return &Error{Kind: ContextExceeded, Code: "context_length_exceeded",
 		Msg: fmt.Sprintf("the prompt is %d tokens, past the context of %d", n, ctx)}
+}
+
+// WrongModelError is a model of the wrong kind for what was asked.
+func WrongModelError(format string, args ...any) *Error {
+	return &Error{Kind: WrongModel, Msg: fmt.Sprintf(format, args...)}
 }
 
 // errOverloaded is the scheduler's full queue.

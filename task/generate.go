@@ -88,7 +88,7 @@ var TokenHook atomic.Pointer[func(s *Spec, n int)]
 // streamed response, so that a refusal still gets a proper status code.
 func Submit(ctx context.Context, m *Model, s *Spec) (*sched.Stream, error) {
 	if m.Sched == nil { // an embedding model; its routes refuse earlier
-		return nil, BadRequest("model %q is an embedding model: it does not generate text", m.Name)
+		return nil, WrongModelError("model %q is an embedding model: it does not generate text", m.Name)
 	}
 	st, err := m.Sched.Submit(ctx, sched.Request{
 		Prompt: s.Prompt, Class: s.Class, MaxTokens: s.MaxTokens, Sampling: s.Sampling,

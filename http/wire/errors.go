@@ -87,6 +87,8 @@ func FromTask(te *task.Error) *Error {
 		e.Status, e.Type = fasthttp.StatusServiceUnavailable, "unavailable_error"
 	case task.Internal:
 		e.Status, e.Type = fasthttp.StatusInternalServerError, "server_error"
+	case task.NotSupported:
+		e.Status, e.Type = fasthttp.StatusNotImplemented, "not_supported_error"
 	}
 	return e
 }

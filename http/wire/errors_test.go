@@ -25,6 +25,8 @@ func TestCoreErrorsMapToStatuses(t *testing.T) {
 		{&task.Error{Kind: task.TimedOut, Msg: "late"}, 408, "timeout_error", "", "", "invalid_request_error"},
 		{task.ErrShutDown, 503, "unavailable_error", "", "", "overloaded_error"},
 		{task.InternalError("boom"), 500, "server_error", "", "", "api_error"},
+		{task.WrongModelError("embeds only"), 400, "invalid_request_error", "", "", "invalid_request_error"},
+		{&task.Error{Kind: task.NotSupported, Msg: "no FIM"}, 501, "not_supported_error", "", "", "api_error"},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("context: %w", c.err)} {
 			e := AsError(err)
