@@ -13,6 +13,7 @@ import (
 	sfhttp "superfluid/http"
 	"superfluid/metric"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // An embedding model (its GGUF names <arch>.pooling_type mean, cls or
@@ -76,7 +77,8 @@ func openEmbeddingStack(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelSt
 		return nil, err
 	}
 	tuneGC()
-	ms.Model = &sfhttp.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Embed: embedView{runner}}
+	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng}, Embed: embedView{runner}}
+	ms.Model.Prepare()
 	// The runner stops and is waited for where the scheduler would be.
 	ctx, cancel := context.WithCancel(context.Background())
 	ms.stopSched, ms.schedDone = cancel, make(chan error, 1)

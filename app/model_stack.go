@@ -9,6 +9,7 @@ import (
 	sfhttp "superfluid/http"
 	"superfluid/kv"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // ModelSpec names one model file and what clients call it.
@@ -92,9 +93,10 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		return nil, err
 	}
 	ms = &modelStack{Engine: eng, Cache: cache, Sched: sc, Size: measuredSize(desc, o.HostCache), turn: turn}
-	ms.Model = &sfhttp.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc, Cache: cacheMetrics{cache}}
+	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc}, Cache: cacheMetrics{cache}}
 	ms.Model.Chat, ms.Model.ChatRefused = tmpl, tmplRefused
 	ms.Model.FIM = loadFIM(desc, eng)
+	ms.Model.Prepare()
 	ctx, cancel := context.WithCancel(context.Background())
 	ms.stopSched, ms.schedDone = cancel, make(chan error, 1)
 	go func() { ms.schedDone <- sc.Run(ctx) }()

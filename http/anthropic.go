@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // anthropicRoutes serve Anthropic's Messages API, so that the Anthropic
@@ -38,12 +39,12 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	st, err := submit(rctx, m, p.g)
+	job, err := startOne(rctx, m, p.g, false)
 	if err != nil {
 		return err
 	}
 	var evs []reply.Event
-	out, err := followTurn(rctx, m, p.g, st, func(e []reply.Event, _ *delta) error { evs = append(evs, e...); return nil })
+	out, err := followOne(rctx, job, func(e []reply.Event, _ *delta) error { evs = append(evs, e...); return nil })
 	if err != nil {
 		return err
 	}
@@ -79,6 +80,10 @@ func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error 
 // countTokensLimit stands for max_tokens in count_tokens, which takes
 // none: thinking's budget is checked against no limit.
 const countTokensLimit = math.MaxInt
+
+// anthropicMaxStops is Anthropic's own bound on stop_sequences: it keeps
+// its older 64 where the other APIs take task.MaxStops.
+const anthropicMaxStops = 64
 
 // anthropicPlan is a Messages request made ready to submit.
 type anthropicPlan struct {
@@ -137,8 +142,8 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences,
-		Grammar: plan.grammar, grammarField: plan.field, turn: plan}
+	g := &genSpec{Spec: task.Spec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences,
+		Grammar: plan.grammar, GrammarField: plan.field}, turn: plan}
 	p := &anthropicPlan{g: g, breaks: breaks, omitThinking: turn.omitThinking}
 	if len(breaks) > 0 {
 		p.marks = markedPrefixes(m, turn.turns, turn.tools, breaks, plan.prompt)

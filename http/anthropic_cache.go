@@ -152,11 +152,11 @@ func markedPrefixes(m *Model, turns anthropicTurns, tools turnTools, breaks []ca
 // prefixText renders msgs with tools as planTurn would, without the
 // generation prompt.
 func prefixText(m *Model, msgs []chat.Message, t turnTools) (string, error) {
-	f := m.replyFormat()
+	f := m.Reply()
 	req := chat.Request{Messages: msgs}
-	if t.active() && f.format.HasCalls() {
-		if f.format.Generic {
-			req.Messages = withSystemText(req.Messages, f.format.SystemPrompt(t.list))
+	if t.active() && f.Format.HasCalls() {
+		if f.Format.Generic {
+			req.Messages = withSystemText(req.Messages, f.Format.SystemPrompt(t.list))
 		} else {
 			req.Tools = t.defs
 		}

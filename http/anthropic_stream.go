@@ -25,7 +25,7 @@ import (
 func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropicPlan, id, model string) error {
 	g := p.g
 	rctx, cancel := s.requestContext(ctx)
-	st, err := submit(rctx, m, g)
+	job, err := startOne(rctx, m, g, false)
 	if err != nil {
 		cancel()
 		return err
@@ -34,23 +34,23 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropi
 		Content: []anthropicOut{}, Usage: anthropicUsage{InputTokens: len(g.Prompt)}}
 	streamResponse(ctx, true, func(ew *eventWriter) {
 		defer cancel()
-		ew.send("message_start", anthropicMessageStart{Type: "message_start", Message: start})
-		if ew.send("ping", anthropicEvent{Type: "ping"}) != nil {
+		ew.Send("message_start", anthropicMessageStart{Type: "message_start", Message: start})
+		if ew.Send("ping", anthropicEvent{Type: "ping"}) != nil {
 			return
 		}
-		bw := &anthropicBlockWriter{send: ew.send, omitThinking: p.omitThinking}
-		out, err := followTurn(rctx, m, g, st, func(evs []reply.Event, _ *delta) error { return bw.events(evs) })
+		bw := &anthropicBlockWriter{send: ew.Send, omitThinking: p.omitThinking}
+		out, err := followOne(rctx, job, func(evs []reply.Event, _ *delta) error { return bw.events(evs) })
 		if err != nil {
-			ew.fail(err)
+			ew.Fail(err)
 			return
 		}
 		if err := bw.finish(); err != nil {
 			return
 		}
 		reason, seq := anthropicStopReason(out)
-		ew.send("message_delta", anthropicMessageDelta{Type: "message_delta",
+		ew.Send("message_delta", anthropicMessageDelta{Type: "message_delta",
 			Delta: anthropicStopDelta{StopReason: reason, StopSequence: seq}, Usage: anthropicUsageOf(len(g.Prompt), p.marked(), out.outcome)})
-		ew.send("message_stop", anthropicEvent{Type: "message_stop"})
+		ew.Send("message_stop", anthropicEvent{Type: "message_stop"})
 	})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"superfluid/chat"
+	"superfluid/task"
 )
 
 // toolTemplate shows everything a tool-calling template reads: the tools,
@@ -113,7 +114,7 @@ func TestChatHistoryWithToolCalls(t *testing.T) {
 	ts := startToolToy(t)
 	var mu sync.Mutex
 	var prompts []string // what each generation was prompted with
-	setTokenHook(t, func(g *genSpec, n int) {
+	setTokenHook(t, func(g *task.Spec, n int) {
 		if n == 1 {
 			mu.Lock()
 			prompts = append(prompts, ts.text.Detokenize(g.Prompt, true))

@@ -1,28 +1,16 @@
 package http
 
 import (
-	"context"
-
-	"superfluid/chat"
-	"superfluid/engine"
-	"superfluid/fim"
 	"superfluid/metric"
-	"superfluid/sched"
+	"superfluid/task"
 )
 
-// Text is the model's vocabulary: tokenizing and rendering text. Any
-// goroutine may call it (the cgo engine's text functions qualify).
-type Text interface {
-	Tokenize(text string, addSpecial, parseSpecial bool) ([]engine.Token, error)
-	AppendPiece(dst []byte, tok engine.Token, special bool) []byte
-	Detokenize(tokens []engine.Token, special bool) string
-}
-
-// Scheduler is what the handlers need of sched.Scheduler.
-type Scheduler interface {
-	Submit(ctx context.Context, req sched.Request) (*sched.Stream, error)
-	Stats() sched.Snapshot
-}
+// Text and Scheduler are the request core's (task): what the handlers
+// need of a model's vocabulary and of its scheduler.
+type (
+	Text      = task.Text
+	Scheduler = task.Scheduler
+)
 
 // CacheView reports what the prefix cache holds, for /metrics and the
 // status endpoints; nil when there is none.
@@ -31,19 +19,11 @@ type CacheView interface {
 	AddMetrics(p *metric.Page)
 }
 
-// Model is a loaded model with everything the handlers need around it.
+// Model is a loaded model with everything the handlers need around it:
+// the request core's Model (what generation knows of it), and what only
+// the transport uses — the embedding runner and the cache's metrics.
 type Model struct {
-	Name  string // what /v1/models and /api/tags call it
-	Path  string
-	Desc  *engine.Descriptor
-	Text  Text
-	Sched Scheduler      // nil for an embedding model
-	Embed Embedder       // nil for a generation model
-	Chat  *chat.Template // nil when the model has no usable chat template
-	FIM   *fim.Builder   // nil when the vocabulary cannot fill in the middle
-	Cache CacheView      // may be nil
-	// ChatRefused says why Chat is nil when a template was refused at load
-	// (it failed to parse, or crossed a sandbox bound); chat requests are
-	// answered 400 with it.
-	ChatRefused error
+	task.Model
+	Embed Embedder  // nil for a generation model
+	Cache CacheView // may be nil
 }

@@ -3,16 +3,16 @@ package http
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
-	"sync"
 
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // An assistant turn, whichever API asks for it. Each chat API reads its
@@ -158,16 +158,16 @@ type turnPlan struct {
 
 // planTurn renders t and plans how its reply is constrained and read.
 func planTurn(m *Model, t chatTurn) (*turnPlan, error) {
-	f := m.replyFormat()
-	p := &turnPlan{format: f.format, show: f.show}
-	tools := t.tools.active() && f.format.HasCalls()
-	if t.tools.active() && !f.format.HasCalls() {
+	f := m.Reply()
+	p := &turnPlan{format: f.Format, show: f.Show}
+	tools := t.tools.active() && f.Format.HasCalls()
+	if t.tools.active() && !f.Format.HasCalls() {
 		return nil, badParam(t.tools.field, "%s: the model's chat template has no way to write tool calls", t.tools.field)
 	}
 	req := chat.Request{Messages: t.msgs, AddGenerationPrompt: true, Kwargs: turnKwargs(t)}
 	if tools {
-		if f.format.Generic {
-			req.Messages = withSystemText(req.Messages, f.format.SystemPrompt(t.tools.list))
+		if f.Format.Generic {
+			req.Messages = withSystemText(req.Messages, f.Format.SystemPrompt(t.tools.list))
 		} else {
 			req.Tools = t.tools.defs
 		}
@@ -182,8 +182,8 @@ func planTurn(m *Model, t chatTurn) (*turnPlan, error) {
 	if err := checkPrompt(m, p.prompt); err != nil {
 		return nil, err
 	}
-	p.opts.InReasoning = f.format.OpensReasoning(text)
-	p.opts.Lead = f.format.PromptLead(text)
+	p.opts.InReasoning = f.Format.OpensReasoning(text)
+	p.opts.Lead = f.Format.PromptLead(text)
 	if tools {
 		for _, tool := range t.tools.list {
 			p.opts.Tools = append(p.opts.Tools, tool.Name)
@@ -213,7 +213,7 @@ func (p *turnPlan) constrain(m *Model, t chatTurn, tools bool, text string) erro
 	req.Lead = p.opts.Lead
 	c, err := p.format.Grammar(t.tools.list, req)
 	if err != nil {
-		return grammarError(t.tools.field, err)
+		return apiErr(task.GrammarError(t.tools.field, err))
 	}
 	if c.GBNF == "" {
 		// The syntax cannot be triggered safely mid-reply; calls are
@@ -296,42 +296,6 @@ func reasoningMarkerOf(m *Model, text string) reasoningMarker {
 	return end
 }
 
-// modelFormat is a model's reply format, found once from its template.
-type modelFormat struct {
-	format reply.Format
-	show   []engine.Token
-}
-
-// formats holds each template's format, keyed by the parsed template: a
-// model's template is parsed once at load, and the copies of a Model that
-// narrow its window (Ollama's num_ctx) share it.
-var formats sync.Map // *chat.Template → *modelFormat
-
-var noFormat = &modelFormat{format: reply.Format{Name: "none"}}
-
-// replyFormat is m's reply format: its template probed (reply.Detect)
-// the first time it is asked for, with the marker tokens to render.
-func (m *Model) replyFormat() *modelFormat {
-	if m.Chat == nil {
-		return noFormat
-	}
-	if f, ok := formats.Load(m.Chat); ok {
-		return f.(*modelFormat)
-	}
-	f := &modelFormat{}
-	{
-		f.format = reply.Detect(m.Chat, m.Desc.ChatTemplate)
-		for _, mk := range f.format.Markers() {
-			if toks, err := m.Text.Tokenize(mk, false, true); err == nil && len(toks) == 1 && !slices.Contains(f.show, toks[0]) {
-				f.show = append(f.show, toks[0])
-			}
-		}
-		slog.Info("chat format", "model", m.Name, "format", f.format.Name, "reasoning", f.format.HasReasoning())
-	}
-	actual, _ := formats.LoadOrStore(m.Chat, f)
-	return actual.(*modelFormat)
-}
-
 // setEffort reads a reasoning effort (OpenAI's reasoning_effort,
 // Responses' reasoning.effort): it reaches the template as
 // reasoning_effort, and "none" turns thinking off for templates that
@@ -354,7 +318,7 @@ func (t *chatTurn) setEffort(field, effort string) error {
 // person waits on the whole tool loop, not on each token), and any other
 // the server's default.
 func (s *Server) turnClass(ctx *fasthttp.RequestCtx, t chatTurn) (sched.Class, error) {
-	if len(ctx.Request.Header.Peek("X-Superfluid-Class")) == 0 && t.tools.active() {
+	if !wire.ClassSent(ctx) && t.tools.active() {
 		return sched.Agent, nil
 	}
 	return s.requestClass(ctx, "")

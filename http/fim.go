@@ -1,80 +1,19 @@
 package http
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
-	"strings"
-
 	"superfluid/engine"
 	"superfluid/fim"
+	"superfluid/task"
 )
 
-// fimTokenizer tokenizes FIM parts as plain text: no BOS, and special-token
-// text typed by the user stays text (it must not forge FIM markers).
-type fimTokenizer struct{ t Text }
-
-func (f fimTokenizer) Tokenize(text string) ([]engine.Token, error) {
-	return f.t.Tokenize(text, false, false)
-}
-
-// fimPrompt builds the prompt tokens of a fill-in-the-middle request in the
-// model's own FIM format, leaving room for maxTokens (0: a default share)
-// of generation. Every FIM endpoint (/infill, /v1/completions with suffix,
-// /api/generate with suffix) comes through here.
+// fimPrompt is the request core's FIM prompt (task.FIMPrompt), its errors
+// as apiErrors.
 func fimPrompt(m *Model, r fim.Request, maxTokens int) ([]engine.Token, fim.Info, error) {
-	if m.FIM == nil || !m.FIM.Capable() {
-		return nil, fim.Info{}, &apiError{Status: 501, Type: "not_supported_error",
-			Msg: "this model's vocabulary has no fill-in-the-middle tokens; it cannot complete with a suffix"}
-	}
-	room := maxTokens
-	if room <= 0 {
-		room = min(256, m.Desc.Ctx/4)
-	}
-	budget := m.Desc.Ctx - room
-	if budget < 16 {
-		return nil, fim.Info{}, badRequest("max tokens %d leave no room for a prompt in a context of %d", maxTokens, m.Desc.Ctx)
-	}
-	r, dropped := boundFIM(m, r)
-	toks, info, err := m.FIM.Build(fimTokenizer{m.Text}, r, budget)
-	info.ExtraDropped += dropped
-	if errors.Is(err, fim.ErrBudget) {
-		return nil, info, badRequest("the context of %d tokens cannot hold the FIM format", m.Desc.Ctx)
-	}
-	if err != nil {
-		return nil, info, badRequest("%v", err)
-	}
-	return toks, info, nil
+	toks, info, err := task.FIMPrompt(m.core(), r, maxTokens)
+	return toks, info, apiErr(err)
 }
 
 // fimStops are the token texts a FIM completion must stop at besides the
 // model's end-of-generation tokens: its own FIM markers (StarCoder2's
 // <file_sep> is not EOG to llama.cpp, yet it ends a completion).
-func fimStops(m *Model) []engine.Token {
-	if m.FIM == nil {
-		return nil
-	}
-	return m.FIM.StopTokens()
-}
-
-// completionKey identifies a greedy completion for the completion cache:
-// the model (its identity digest: the cache is the server's, over every
-// model it serves), the prompt tokens and every parameter that changes
-// the output.
-func completionKey(model string, prompt []engine.Token, maxTokens int, stops []string, extra string) string {
-	h := sha256.New()
-	h.Write([]byte(model))
-	h.Write([]byte{0})
-	var b [4]byte
-	for _, t := range prompt {
-		binary.LittleEndian.PutUint32(b[:], uint32(t))
-		h.Write(b[:])
-	}
-	binary.LittleEndian.PutUint32(b[:], uint32(maxTokens))
-	h.Write(b[:])
-	h.Write([]byte(strings.Join(stops, "\x00")))
-	h.Write([]byte{0})
-	h.Write([]byte(extra))
-	return hex.EncodeToString(h.Sum(nil))
-}
+func fimStops(m *Model) []engine.Token { return m.FIMStops() }

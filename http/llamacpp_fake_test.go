@@ -9,6 +9,7 @@ import (
 	"superfluid/engine"
 	"superfluid/fim"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // A byte-level vocabulary for tests of the llama.cpp and completions
@@ -108,5 +109,5 @@ func fakeModel(t testing.TB, fimCapable bool) *Model {
 	if err != nil && !errors.Is(err, fim.ErrNoFIM) {
 		t.Fatal(err)
 	}
-	return &Model{Name: "fake", Path: "/models/fake.gguf", Desc: desc, Text: fakeText{}, Sched: refusingSched{}, FIM: b}
+	return &Model{Model: task.Model{Name: "fake", Path: "/models/fake.gguf", Desc: desc, Text: fakeText{}, Sched: refusingSched{}, FIM: b}}
 }

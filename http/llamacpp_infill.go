@@ -8,6 +8,7 @@ import (
 
 	"superfluid/fim"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // llamaInfill is POST /infill, what llama.vim and llama.vscode send: the
@@ -24,7 +25,7 @@ func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	if j.cacheKey != "" { // greedy and whole: the completion cache may hold it
-		if c, ok := s.fimCache.get(j.cacheKey); ok {
+		if c, ok := s.fimCache.Get(j.cacheKey); ok {
 			return writeLlamaResults(ctx, m, []*llamaRun{cachedRun(j, p, c)}, p)
 		}
 	}
@@ -37,12 +38,12 @@ func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	r := runs[0]
-	if err := r.wait(rctx, m, nil); err != nil {
+	if err := waitRuns(rctx, m, runs); err != nil {
 		return err
 	}
+	r := runs[0]
 	if j.cacheKey != "" && r.reproducible() {
-		s.fimCache.put(cachedCompletion{key: j.cacheKey, text: string(r.content), tokens: r.predicted, finish: r.stopType, stopped: r.stopWord})
+		s.fimCache.Put(task.Cached{Key: j.cacheKey, Text: string(r.content), Tokens: r.predicted, Finish: r.stopType, StopWord: r.stopWord})
 	}
 	return writeLlamaResults(ctx, m, runs, p)
 }
@@ -67,8 +68,8 @@ func infillJob(m *Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
 	j := p.newLlamaJob(0, prompt, sched.FIM)
 	j.spec.StopTokens = fimStops(m)
 	j.truncated = info.Truncated()
-	if !p.warmup && !p.stream && p.sampling.Temperature <= 0 && p.nProbs == 0 && !p.wantTokens {
-		j.cacheKey = completionKey(m.Desc.Identity, prompt, p.maxTokens, p.stops, infillCacheExtra(p))
+	if !p.warmup && !p.stream && !p.wantTokens { // a whole answer of text: what the cache can give back
+		j.cacheKey = task.CacheKey(m.core(), &j.spec.Spec, fmt.Sprintf("llama.cpp /infill|n_indent=%d", p.nIndent))
 	}
 	return j, p, nil
 }
@@ -90,20 +91,11 @@ func infillRequest(req *llamaRequest) (fim.Request, error) {
 	return r, nil
 }
 
-// infillCacheExtra is what besides the prompt, limit and stops changes a
-// greedy answer: the penalties, biases, n_indent and the grammar (the
-// seed does not).
-func infillCacheExtra(p *llamaParams) string {
-	s := p.sampling
-	s.Seed = 0
-	return fmt.Sprintf("llama.cpp /infill|%+v|%v|n_indent=%d", s, p.bias, p.nIndent) + grammarKey(p.grammar)
-}
-
 // cachedRun is a completion-cache answer dressed as a finished run: the
 // whole prompt counts as cached and no work was done.
-func cachedRun(j *llamaJob, p *llamaParams, c cachedCompletion) *llamaRun {
-	r := &llamaRun{job: j, p: p, content: []byte(c.text), predicted: c.tokens, stopType: c.finish,
-		stopWord: c.stopped, truncated: j.truncated, fromCache: true}
-	r.result = sched.Result{PromptTokens: len(j.spec.Prompt), CachedTokens: len(j.spec.Prompt), Generated: c.tokens}
+func cachedRun(j *llamaJob, p *llamaParams, c task.Cached) *llamaRun {
+	r := &llamaRun{job: j, p: p, content: []byte(c.Text), predicted: c.Tokens, stopType: c.Finish,
+		stopWord: c.StopWord, truncated: j.truncated, fromCache: true}
+	r.result = sched.Result{PromptTokens: len(j.spec.Prompt), CachedTokens: len(j.spec.Prompt), Generated: c.Tokens}
 	return r
 }

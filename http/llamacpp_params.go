@@ -6,6 +6,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // Limits on what a llama.cpp request may ask for.
@@ -163,7 +164,7 @@ func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings 
 // llamaDefaultSettings is what a request that sets nothing runs with
 // (/props' default_generation_settings).
 func llamaDefaultSettings(m *Model) llamaSettings {
-	topK, topP, minP := samplingDefaults(m.Desc)
+	topK, topP, minP := samplingDefaults(m)
 	return llamaSettings{
 		NCtx: m.Desc.Ctx, Model: m.Name, NPredict: -1, Seed: math.MaxUint32,
 		Temperature: llamaDefaultTemperature, TopK: topK, TopP: topP, MinP: minP,
@@ -185,13 +186,13 @@ type llamaJob struct {
 // finish the prefill, and the sequence it leaves in the cache holds the
 // prompt only.
 func (p *llamaParams) newLlamaJob(index int, prompt []engine.Token, class sched.Class) *llamaJob {
-	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
-		Grammar: p.grammar, grammarField: p.grammarAt}
+	g := &genSpec{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
+		Grammar: p.grammar, GrammarField: p.grammarAt}}
 	if p.warmup {
 		g.Grammar = nil
 		g.MaxTokens, g.Sampling, g.Stop, g.Bias = 1, engine.Greedy(), nil, nil
 	} else if p.nProbs > 0 {
-		g.Logprobs, g.topLogprobs = p.nProbs, p.nProbs
+		g.Logprobs, g.TopLogprobs = p.nProbs, p.nProbs
 	}
 	return &llamaJob{index: index, spec: g}
 }

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/reply"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // errRunStop ends a run from inside its delta callback: one of llama.cpp's
 // line rules (n_indent, t_max_predict_ms) ended the completion.
-var errRunStop = errors.New("http: completion ended by a llama.cpp limit")
+var errRunStop = task.EndChoice
 
 // A run waits for its first token, then generates — unless
 // t_max_prompt_ms runs out first.
@@ -26,9 +28,11 @@ const (
 // llamaRun follows one submitted llamaJob and keeps what llama.cpp's
 // server reports of a finished slot.
 type llamaRun struct {
-	job *llamaJob
-	p   *llamaParams
-	st  *sched.Stream
+	job   *llamaJob
+	p     *llamaParams
+	all   *task.Job // the request's runs, this one at index
+	index int
+	guard lineGuard
 
 	phase        atomic.Int32
 	predictCut   atomic.Bool // the hard bound of t_max_predict_ms cancelled the run
@@ -49,53 +53,83 @@ type llamaRun struct {
 	result    sched.Result
 }
 
-// startRuns submits every job before any is followed, so that a refusal
-// (a full queue) gets a status code and cancels the rest.
+// startRuns submits every job before any is followed (task.Start), so
+// that a refusal (a full queue) gets a status code and cancels the rest.
 func startRuns(ctx context.Context, m *Model, jobs []*llamaJob, p *llamaParams) ([]*llamaRun, error) {
-	runs := make([]*llamaRun, 0, len(jobs))
-	for _, j := range jobs {
-		st, err := submit(ctx, m, j.spec)
-		if err != nil {
-			for _, r := range runs {
-				r.stopTimers()
-				r.st.Cancel()
-			}
-			return nil, err
-		}
-		r := &llamaRun{job: j, p: p, st: st, truncated: j.truncated}
+	specs := make([]*genSpec, len(jobs))
+	for i, j := range jobs {
+		specs[i] = j.spec
+	}
+	all, err := startJob(ctx, m, "run", specs, false)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]*llamaRun, len(jobs))
+	for i, j := range jobs {
+		r := &llamaRun{job: j, p: p, all: all, index: i, guard: lineGuard{nIndent: p.nIndent}, truncated: j.truncated}
 		if p.maxPrompt > 0 && !p.warmup {
 			r.promptTimer = time.AfterFunc(p.maxPrompt, r.expirePrompt)
 		}
-		runs = append(runs, r)
+		runs[i] = r
 	}
 	return runs, nil
 }
 
-// waitRuns follows runs at once to their ends (whole responses); a failed
-// run cancels the others, since the response is the failure.
-func waitRuns(ctx context.Context, m *Model, runs []*llamaRun) error {
-	errs := fanOut("run", len(runs), func(i int) error {
-		return runs[i].wait(ctx, m, nil)
-	}, func(error) {
+// followRuns follows runs at once to their ends (task.Job.Run); onText,
+// when not nil, receives each run's visible text as it comes and ended
+// each finished run (streaming). A failed run cancels the others, since
+// the response is the failure; failed hears it first.
+func followRuns(ctx context.Context, m *Model, runs []*llamaRun, onText func(r *llamaRun, text []byte, toks []tokenOut) error,
+	ended func(r *llamaRun) error, failed func(error)) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	defer func() {
 		for _, r := range runs {
-			r.st.Cancel()
+			r.stopTimers() // a run that failed: its timers must not outlive the response
 		}
+	}()
+	_, err := runJob(ctx, runs[0].all, task.SinkFuncs{
+		OnDelta: func(i int, _ []reply.Event, d *delta) error {
+			r := runs[i]
+			var emit func([]byte, []tokenOut) error
+			if onText != nil {
+				emit = func(text []byte, toks []tokenOut) error { return onText(r, text, toks) }
+			}
+			return r.take(m, &r.guard, d, emit)
+		},
+		OnEnded: func(i int, t *task.Turn) error {
+			r := runs[i]
+			if err := r.end(ctx, t.Outcome); err != nil {
+				return err
+			}
+			if ended != nil {
+				return ended(r)
+			}
+			return nil
+		},
+		OnFailed: failed,
 	})
-	return errors.Join(errs...)
+	return err
+}
+
+// waitRuns follows runs at once to their ends (whole responses).
+func waitRuns(ctx context.Context, m *Model, runs []*llamaRun) error {
+	return followRuns(ctx, m, runs, nil, nil, nil)
 }
 
 // expirePrompt is t_max_prompt_ms running out: a run still without a token
 // is cancelled (what it prefilled stays in the prefix cache).
 func (r *llamaRun) expirePrompt() {
 	if r.phase.CompareAndSwap(phaseWaiting, phasePromptExpired) {
-		r.st.Cancel()
+		r.all.CancelChoice(r.index)
 	}
 }
 
 // cutPredict is the hard bound of t_max_predict_ms.
 func (r *llamaRun) cutPredict() {
 	r.predictCut.Store(true)
-	r.st.Cancel()
+	r.all.CancelChoice(r.index)
 }
 
 func (r *llamaRun) stopTimers() {
@@ -107,24 +141,13 @@ func (r *llamaRun) stopTimers() {
 	}
 }
 
-// wait follows the run to its end. onText, when not nil, receives each
-// piece of visible text with the tokens behind it (streaming); its error —
-// the client is gone — cancels the run and is returned.
-func (r *llamaRun) wait(ctx context.Context, m *Model, onText func(text []byte, toks []tokenOut) error) error {
-	guard := lineGuard{nIndent: r.p.nIndent}
-	out, err := follow(ctx, m, r.job.spec, r.st, false, func(d *delta) error {
-		return r.take(m, &guard, d, onText)
-	})
+// end takes in how the run's generation ended (the stop matcher's outcome,
+// its result final) and concludes it in llama.cpp's terms.
+func (r *llamaRun) end(ctx context.Context, out outcome) error {
 	r.stopTimers() // the run has ended: a timer firing now would mislabel it
 	r.predicted = out.Completed
-	if err != nil && !errors.Is(err, errRunStop) {
-		return err
-	}
-	if err == nil {
-		r.stopWord = out.StopWord
-	}
-	<-r.st.Done()
-	r.result = r.st.Result()
+	r.stopWord = out.StopWord
+	r.result = out.Result
 	return r.conclude(ctx)
 }
 
@@ -214,11 +237,9 @@ func (r *llamaRun) reproducible() bool {
 // llamaProbOf is a token's completion_probabilities entry.
 func llamaProbOf(m *Model, t *tokenOut, n int) llamaProb {
 	p := llamaProb{ID: t.ID, Token: validText(t.Piece), Bytes: byteList(t.Piece), Logprob: finiteLogprob(t.Logprob), TopLogprobs: []llamaAlt{}}
-	var piece []byte
-	for _, alt := range t.Top[:min(len(t.Top), n)] {
-		piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
-		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: alt.Token, Token: validText(piece), Bytes: byteList(piece), Logprob: finiteLogprob(alt.Logprob)})
-	}
+	task.EachTop(m.core(), t, n, func(tok engine.Token, piece []byte, logprob float32) {
+		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: tok, Token: validText(piece), Bytes: byteList(piece), Logprob: finiteLogprob(logprob)})
+	})
 	return p
 }
 

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
@@ -24,34 +23,24 @@ func (s *Server) streamLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJo
 	}
 	streamResponse(ctx, true, func(ew *eventWriter) {
 		defer cancel()
-		fanOut("run", len(runs), func(i int) error {
-			return streamRun(rctx, m, runs[i], ew)
-		}, ew.failAll(cancel))
+		followRuns(rctx, m, runs, func(r *llamaRun, text []byte, toks []tokenOut) error {
+			ev := llamaPartial{Index: r.job.index, Content: string(text), Tokens: make([]engine.Token, 0, len(toks)),
+				IDSlot: -1, TokensPredicted: r.seen, TokensEvaluated: len(r.job.spec.Prompt)}
+			for i := range toks {
+				ev.Tokens = append(ev.Tokens, toks[i].ID)
+				if r.p.nProbs > 0 {
+					ev.Probs = append(ev.Probs, llamaProbOf(m, &toks[i], r.p.nProbs))
+				}
+			}
+			return ew.Send("", ev)
+		}, func(r *llamaRun) error {
+			res := r.response(m, true)
+			b, err := res.marshal(r.p.fields)
+			if err != nil {
+				return err
+			}
+			return ew.Send("", json.RawMessage(b))
+		}, ew.FailAll(cancel))
 	})
 	return nil
-}
-
-// streamRun sends one run's events.
-func streamRun(ctx context.Context, m *Model, r *llamaRun, ew *eventWriter) error {
-	prompt := len(r.job.spec.Prompt)
-	err := r.wait(ctx, m, func(text []byte, toks []tokenOut) error {
-		ev := llamaPartial{Index: r.job.index, Content: string(text), Tokens: make([]engine.Token, 0, len(toks)),
-			IDSlot: -1, TokensPredicted: r.seen, TokensEvaluated: prompt}
-		for i := range toks {
-			ev.Tokens = append(ev.Tokens, toks[i].ID)
-			if r.p.nProbs > 0 {
-				ev.Probs = append(ev.Probs, llamaProbOf(m, &toks[i], r.p.nProbs))
-			}
-		}
-		return ew.send("", ev)
-	})
-	if err != nil {
-		return err
-	}
-	res := r.response(m, true)
-	b, err := res.marshal(r.p.fields)
-	if err != nil {
-		return err
-	}
-	return ew.send("", json.RawMessage(b))
 }

@@ -10,6 +10,7 @@ import (
 	"superfluid/engine"
 	"superfluid/metric"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // benchSched is a busy scheduler's counters, standing still.
@@ -64,8 +65,8 @@ func (b benchModels) FIMName() string        { return "" }
 func twoModelServer() (*Server, []LoadedModel) {
 	var loaded []LoadedModel
 	for _, name := range []string{"chat", "coder"} {
-		m := &Model{Name: name, Sched: newBenchSched(), Cache: benchCache{},
-			Desc: &engine.Descriptor{CacheTypeK: "f16", CacheTypeV: "f16", KVBytesPerToken: 114688}}
+		m := &Model{Model: task.Model{Name: name, Sched: newBenchSched(),
+			Desc: &engine.Descriptor{CacheTypeK: "f16", CacheTypeV: "f16", KVBytesPerToken: 114688}}, Cache: benchCache{}}
 		loaded = append(loaded, LoadedModel{Model: m, Size: 1 << 30, InFlight: 2})
 	}
 	s := &Server{}

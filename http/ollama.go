@@ -61,7 +61,7 @@ func (s *Server) ollamaTags(ctx *fasthttp.RequestCtx, _ *Model) error {
 		if mi.Loaded != nil {
 			lm.Details = modelFacts(mi.Loaded).details
 		} else {
-			lm.Details = storedDetails(StoredModel{Path: mi.Path, Size: mi.Size, Modified: mi.Modified})
+			lm.Details = s.stored.storedDetails(StoredModel{Path: mi.Path, Size: mi.Size, Modified: mi.Modified})
 		}
 		list = append(list, lm)
 	}
@@ -124,10 +124,10 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 	// Tools and thinking are listed when the template writes them, as
 	// Ollama lists them from the model's template; a template without a
 	// call syntax still takes tools through the generic format.
-	if rf := m.replyFormat().format; rf.HasCalls() && !rf.Generic {
+	if rf := m.Reply().Format; rf.HasCalls() && !rf.Generic {
 		caps = append(caps, "tools")
 	}
-	if m.replyFormat().format.HasReasoning() {
+	if m.Reply().Format.HasReasoning() {
 		caps = append(caps, "thinking")
 	}
 	if m.Sched == nil {

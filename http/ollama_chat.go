@@ -76,7 +76,7 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 	if err != nil {
 		return nil, err
 	}
-	job.g.Grammar, job.g.grammarField, job.g.turn = plan.grammar, plan.field, plan
+	job.g.Grammar, job.g.GrammarField, job.g.turn = plan.grammar, plan.field, plan
 	return job, nil
 }
 

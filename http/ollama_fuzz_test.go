@@ -13,6 +13,7 @@ import (
 	"superfluid/engine"
 	"superfluid/fim"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // A byte-level vocabulary with the synthetic models' special tokens
@@ -104,7 +105,7 @@ func chatmlModel(t testing.TB, ctx int) *Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Model{Name: "tiny", Path: "/nonexistent/tiny.gguf", Desc: desc, Text: chatmlText{}, Sched: idleSched{}, Chat: tmpl, FIM: b}
+	return &Model{Model: task.Model{Name: "tiny", Path: "/nonexistent/tiny.gguf", Desc: desc, Text: chatmlText{}, Sched: idleSched{}, Chat: tmpl, FIM: b}}
 }
 
 // requestCtx is a request carrying body, as a handler would see it.

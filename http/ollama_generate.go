@@ -9,6 +9,7 @@ import (
 	"superfluid/engine"
 	"superfluid/fim"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // ollamaJob is a validated Ollama request: what to generate and how to
@@ -86,7 +87,7 @@ func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *olla
 	if job.g.Grammar, err = grammarFor(m, shape, p.tokens, p.context); err != nil {
 		return nil, err
 	}
-	job.g.grammarField = shape.field
+	job.g.GrammarField = shape.field
 	return job, nil
 }
 
@@ -154,9 +155,9 @@ func ollamaSpec(m, windowed *Model, opts *ollamaOptions, prompt []engine.Token, 
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: opts.maxTokens(m, windowed, len(prompt)), Sampling: smp, Stop: opts.Stop}
+	g := &genSpec{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: opts.maxTokens(m, windowed, len(prompt)), Sampling: smp, Stop: opts.Stop}}
 	if logprobs {
-		g.Logprobs, g.topLogprobs = max(top, 1), top
+		g.Logprobs, g.TopLogprobs = max(top, 1), top
 	}
 	return g, nil
 }

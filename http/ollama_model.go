@@ -130,8 +130,6 @@ func jsonArray(values any) (any, bool) {
 	return values, true
 }
 
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
 // humanNumber spells a parameter count as Ollama does (format.HumanNumber):
 // "494.03M", "7.6B", "8B".
 func humanNumber(n uint64) string {
@@ -188,7 +186,7 @@ func quantizationLevel(f *gguf.File) string {
 // ollamaParameters are the sampling defaults this server applies to
 // Ollama requests, and the context it runs with, as Modelfile parameters.
 func ollamaParameters(m *Model) []string {
-	topK, topP, minP := samplingDefaults(m.Desc)
+	topK, topP, minP := samplingDefaults(m)
 	return []string{
 		fmt.Sprintf("%-30s %d", "num_ctx", m.Desc.Ctx),
 		fmt.Sprintf("%-30s %g", "temperature", ollamaDefaultTemperature),

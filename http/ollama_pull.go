@@ -98,7 +98,7 @@ func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 		batch := first
 		for {
 			for _, p := range batch {
-				if ew.send("", p) != nil {
+				if ew.Send("", p) != nil {
 					cancel() // the client is gone
 					return
 				}
@@ -109,10 +109,10 @@ func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 			batch, done, err = feed.next()
 		}
 		if err != nil {
-			ew.fail(storeError(err, name))
+			ew.Fail(storeError(err, name))
 			return
 		}
-		ew.send("", ollamaPullSuccess)
+		ew.Send("", ollamaPullSuccess)
 	})
 	return nil
 }

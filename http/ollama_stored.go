@@ -16,17 +16,19 @@ type storedKey struct {
 	modified time.Time
 }
 
-// storedDetailsCache keeps each directory model's details: its GGUF header
-// takes tens of milliseconds to parse (the vocabulary), and /api/tags is
-// polled. Bounded by the directory's contents; a replaced file's entry
-// stays behind, a few hundred bytes.
-var storedDetailsCache sync.Map // storedKey → ollamaDetails
+// storedDetailsCache keeps each directory model's details, per server (no
+// process global): its GGUF header takes tens of milliseconds to parse
+// (the vocabulary), and /api/tags is polled. Bounded by the directory's
+// contents; a replaced file's entry stays behind, a few hundred bytes.
+type storedDetailsCache struct {
+	m sync.Map // storedKey → ollamaDetails
+}
 
 // storedDetails is what /api/tags says of a directory model, read from its
 // header; a file that does not parse is listed as GGUF of unknown kind.
-func storedDetails(sm StoredModel) ollamaDetails {
+func (c *storedDetailsCache) storedDetails(sm StoredModel) ollamaDetails {
 	key := storedKey{sm.Path, sm.Size, sm.Modified}
-	if d, ok := storedDetailsCache.Load(key); ok {
+	if d, ok := c.m.Load(key); ok {
 		return d.(ollamaDetails)
 	}
 	d := ollamaDetails{Format: "gguf", QuantizationLevel: "unknown"}
@@ -38,7 +40,7 @@ func storedDetails(sm StoredModel) ollamaDetails {
 		}
 		d.QuantizationLevel = quantizationLevel(f)
 	}
-	storedDetailsCache.Store(key, d)
+	c.m.Store(key, d)
 	return d
 }
 

@@ -6,7 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/engine"
-	"superfluid/sched"
+	"superfluid/task"
 )
 
 // ollamaResult is what a finished job reports in its last response.
@@ -24,15 +24,15 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		return writeJSON(ctx, job.final(ollamaResult{reason: job.loadReason}, nil))
 	}
 	if hit, ok := s.cachedCompletion(job.model, job.g); ok {
-		res := ollamaResult{text: hit.text, reason: hit.finish,
-			metrics: ollamaMetrics{TotalDuration: time.Since(job.start), PromptEvalCount: len(job.g.Prompt), EvalCount: hit.tokens}}
+		res := ollamaResult{text: hit.Text, reason: hit.Finish,
+			metrics: ollamaMetrics{TotalDuration: time.Since(job.start), PromptEvalCount: len(job.g.Prompt), EvalCount: hit.Tokens}}
 		if !job.stream {
 			return writeJSON(ctx, job.final(res, nil))
 		}
 		streamResponse(ctx, false, func(ew *eventWriter) {
-			if ew.send("", job.chunk(hit.text, nil)) == nil {
+			if ew.Send("", job.chunk(hit.Text, nil)) == nil {
 				res.text = ""
-				ew.send("", job.final(res, nil))
+				ew.Send("", job.final(res, nil))
 			}
 		})
 		return nil
@@ -46,7 +46,11 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	rctx, done := s.requestContext(ctx)
 	defer done()
 	var tr ollamaTrace
-	out, err := generate(rctx, job.model, job.g, true, tr.emit(job))
+	run, err := startOne(rctx, job.model, job.g, true)
+	if err != nil {
+		return err
+	}
+	out, err := followOneRaw(rctx, run, tr.emit(job))
 	if err != nil {
 		return err
 	}
@@ -63,7 +67,7 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 // error.
 func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	rctx, cancel := s.requestContext(ctx)
-	st, err := submit(rctx, job.model, job.g)
+	run, err := startOne(rctx, job.model, job.g, cacheKey(job.model, job.g) != "")
 	if err != nil {
 		cancel()
 		return err
@@ -72,7 +76,7 @@ func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		defer cancel()
 		var tr ollamaTrace
 		collect := tr.emit(job)
-		out, err := follow(rctx, job.model, job.g, st, cacheable(job.g), func(d *delta) error {
+		out, err := followOneRaw(rctx, run, func(d *delta) error {
 			if collect != nil {
 				collect(d)
 			}
@@ -81,14 +85,14 @@ func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 			}
 			lps := tr.logprobs
 			tr.logprobs = nil
-			return ew.send("", job.chunk(string(d.Text), lps))
+			return ew.Send("", job.chunk(string(d.Text), lps))
 		})
 		if err != nil {
-			ew.fail(err)
+			ew.Fail(err)
 			return
 		}
 		s.rememberCompletion(job.model, job.g, out)
-		ew.send("", job.final(job.result(out, &tr), nil))
+		ew.Send("", job.final(job.result(out, &tr), nil))
 	})
 	return nil
 }
@@ -122,11 +126,9 @@ func (tr *ollamaTrace) emit(job *ollamaJob) func(d *delta) error {
 
 func ollamaLogprobOf(m *Model, g *genSpec, t *tokenOut) ollamaLogprob {
 	lp := ollamaLogprob{ollamaTokenLogprob: ollamaTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece)}}
-	var piece []byte
-	for _, alt := range t.Top[:min(len(t.Top), g.topLogprobs)] {
-		piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
-		lp.TopLogprobs = append(lp.TopLogprobs, ollamaTokenLogprob{Token: string(piece), Logprob: float64(alt.Logprob), Bytes: byteList(piece)})
-	}
+	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
+		lp.TopLogprobs = append(lp.TopLogprobs, ollamaTokenLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
+	})
 	return lp
 }
 
@@ -172,27 +174,28 @@ func (job *ollamaJob) final(res ollamaResult, lps []ollamaLogprob) any {
 // other APIs': each stores its own finish names and text conventions.
 const ollamaCacheTag = "ollama /api/generate"
 
-// cacheable reports whether g's answer may come from (and go to) the
-// completion cache: a greedy FIM request whose output nothing but the
-// prompt, the limit, the stop strings and the grammar decide.
-func cacheable(g *genSpec) bool {
-	smp := g.Sampling
-	return g.turn == nil && g.Class == sched.FIM && g.Logprobs == 0 && len(g.Bias) == 0 && smp.Temperature <= 0 &&
-		(smp.RepeatPenalty == 1 || smp.RepeatPenalty == 0) && smp.FrequencyPenalty == 0 && smp.PresencePenalty == 0
+// cacheKey is g's completion-cache key (task.CacheKey), "" for a chat
+// turn, whose reply is parsed rather than shown as text.
+func cacheKey(m *Model, g *genSpec) string {
+	if g.turn != nil {
+		return ""
+	}
+	return task.CacheKey(m.core(), &g.Spec, ollamaCacheTag)
 }
 
-func (s *Server) cachedCompletion(m *Model, g *genSpec) (cachedCompletion, bool) {
-	if !cacheable(g) {
-		return cachedCompletion{}, false
+func (s *Server) cachedCompletion(m *Model, g *genSpec) (task.Cached, bool) {
+	key := cacheKey(m, g)
+	if key == "" {
+		return task.Cached{}, false
 	}
-	return s.fimCache.get(completionKey(m.Desc.Identity, g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag+grammarKey(g.Grammar)))
+	return s.fimCache.Get(key)
 }
 
 // rememberCompletion caches a greedy FIM answer that ran to its end.
 func (s *Server) rememberCompletion(m *Model, g *genSpec, out outcome) {
-	if !cacheable(g) || (out.Finish != "stop" && out.Finish != "length") {
+	key := cacheKey(m, g)
+	if key == "" || (out.Finish != "stop" && out.Finish != "length") {
 		return
 	}
-	s.fimCache.put(cachedCompletion{key: completionKey(m.Desc.Identity, g.Prompt, g.MaxTokens, g.Stop, ollamaCacheTag+grammarKey(g.Grammar)),
-		text: string(out.Text), tokens: out.Completed, finish: out.Finish, stopped: out.StopWord})
+	s.fimCache.Put(task.Cached{Key: key, Text: string(out.Text), Tokens: out.Completed, Finish: out.Finish, StopWord: out.StopWord})
 }

@@ -10,6 +10,7 @@ import (
 	"superfluid/chat"
 	"superfluid/gguf"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 func rawOptions(t *testing.T, s string) map[string]json.RawMessage {
@@ -178,7 +179,7 @@ func TestOllamaGeneratePrompts(t *testing.T) {
 
 func TestOllamaNamesAndNumbers(t *testing.T) {
 	for name, want := range map[string]string{"tiny": "tiny:latest", "tiny:q8": "tiny:q8", "host:1/lib/m": "host:1/lib/m:latest"} {
-		if got := ollamaName(&Model{Name: name}); got != want {
+		if got := ollamaName(&Model{Model: task.Model{Name: name}}); got != want {
 			t.Errorf("ollamaName(%q) = %q, want %q", name, got, want)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/reply"
-	"superfluid/sched"
+	"superfluid/task"
 )
 
 // runOllamaTurn answers an /api/chat job, streamed or whole. Its reply
@@ -18,12 +18,12 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	if !job.stream {
 		rctx, done := s.requestContext(ctx)
 		defer done()
-		st, err := submit(rctx, job.model, job.g)
+		run, err := startOne(rctx, job.model, job.g, false)
 		if err != nil {
 			return err
 		}
 		var tr ollamaTrace
-		out, err := s.followOllamaTurn(rctx, job, st, &tr, nil)
+		out, err := s.followOllamaTurn(rctx, job, run, &tr, nil)
 		if err != nil {
 			return err
 		}
@@ -31,7 +31,7 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		return writeJSON(ctx, job.finalTurn(job.result(out.outcome, &tr), msg, tr.logprobs))
 	}
 	rctx, cancel := s.requestContext(ctx)
-	st, err := submit(rctx, job.model, job.g)
+	run, err := startOne(rctx, job.model, job.g, false)
 	if err != nil {
 		cancel()
 		return err
@@ -39,26 +39,26 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	streamResponse(ctx, false, func(ew *eventWriter) {
 		defer cancel()
 		var tr ollamaTrace
-		out, err := s.followOllamaTurn(rctx, job, st, &tr, func(msg ollamaReply) error {
+		out, err := s.followOllamaTurn(rctx, job, run, &tr, func(msg ollamaReply) error {
 			lps := tr.logprobs
 			tr.logprobs = nil
-			return ew.send("", ollamaChatResponse{Model: job.name, CreatedAt: time.Now().UTC(), Message: msg, Logprobs: lps})
+			return ew.Send("", ollamaChatResponse{Model: job.name, CreatedAt: time.Now().UTC(), Message: msg, Logprobs: lps})
 		})
 		if err != nil {
-			ew.fail(err)
+			ew.Fail(err)
 			return
 		}
-		ew.send("", job.finalTurn(job.result(out.outcome, &tr), ollamaReply{Role: "assistant"}, nil))
+		ew.Send("", job.finalTurn(job.result(out.outcome, &tr), ollamaReply{Role: "assistant"}, nil))
 	})
 	return nil
 }
 
 // followOllamaTurn follows a submitted job, filling tr and handing send
 // (when not nil) one message per delta that shows something.
-func (s *Server) followOllamaTurn(ctx context.Context, job *ollamaJob, st *sched.Stream, tr *ollamaTrace, send func(ollamaReply) error) (turnOut, error) {
+func (s *Server) followOllamaTurn(ctx context.Context, job *ollamaJob, run *task.Job, tr *ollamaTrace, send func(ollamaReply) error) (turnOut, error) {
 	collect := tr.emit(job)
 	calls := 0
-	return followTurn(ctx, job.model, job.g, st, func(evs []reply.Event, d *delta) error {
+	return followOne(ctx, run, func(evs []reply.Event, d *delta) error {
 		if d != nil && collect != nil {
 			collect(d)
 		}

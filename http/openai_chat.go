@@ -2,7 +2,6 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,7 +13,7 @@ import (
 	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/reply"
-	"superfluid/sched"
+	"superfluid/task"
 )
 
 // chatMessages maps OpenAI messages onto the template's roles; content may
@@ -209,7 +208,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, 0, err
 	}
-	g := &genSpec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops, turn: plan}
+	g := &genSpec{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}, turn: plan}
 	if req.Logprobs {
 		top := 0
 		if req.TopLogprobs != nil {
@@ -219,23 +218,15 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 			return nil, 0, badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
 		}
 		g.Logprobs = max(top, 1)
-		g.topLogprobs = top
+		g.TopLogprobs = top
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
 		return nil, 0, badParam("top_logprobs", "top_logprobs needs logprobs: true")
 	}
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, 0, err
 	}
-	g.Grammar, g.grammarField = plan.grammar, plan.field
+	g.Grammar, g.GrammarField = plan.grammar, plan.field
 	return g, n, nil
-}
-
-// withSeed returns g for choice i of n: each choice samples with its own
-// seed so that n > 1 gives different answers.
-func (g *genSpec) withSeed(i int) *genSpec {
-	c := *g
-	c.Sampling.Seed += uint64(i)
-	return &c
 }
 
 func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
@@ -252,11 +243,24 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.Stream {
 		return s.streamChat(ctx, m, g, n, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
+	outs := chatChoices(g, n)
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	outs, err := generateN(rctx, m, g, n, func(c *choiceOut, d *delta) { c.addLogprobs(m, d) })
+	job, err := startJob(rctx, m, "choice", specsOf(outs), false)
 	if err != nil {
 		return err
+	}
+	turns, err := runJob(rctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *delta) error {
+		if c := outs[i]; d != nil && c.spec.Logprobs > 0 {
+			c.addLogprobs(m, d)
+		}
+		return nil
+	}})
+	if err != nil {
+		return err
+	}
+	for i, t := range turns {
+		outs[i].turnOut = turnOutOf(t)
 	}
 	resp := oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
 	for i, o := range outs {
@@ -268,55 +272,29 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	return writeJSON(ctx, resp)
 }
 
-// generateN runs n choices at once and collects each; onDelta, when not
-// nil, sees every delta of a choice that asked for logprobs.
-func generateN(ctx context.Context, m *Model, g *genSpec, n int, onDelta func(c *choiceOut, d *delta)) ([]*choiceOut, error) {
-	streams := make([]*choiceOut, n)
+// chatChoices are g's n choices, each sampling with its own seed so that
+// n > 1 gives different answers.
+func chatChoices(g *genSpec, n int) []*choiceOut {
+	choices := make([]*choiceOut, n)
 	for i := range n {
-		c := &choiceOut{spec: g.withSeed(i)}
-		st, err := submit(ctx, m, c.spec)
-		if err != nil {
-			for _, prev := range streams[:i] {
-				prev.st.Cancel()
-			}
-			return nil, err
-		}
-		c.st = st
-		streams[i] = c
+		choices[i] = &choiceOut{spec: g.withSeed(i)}
 	}
-	errs := fanOut("choice", n, func(i int) error {
-		c := streams[i]
-		var emit func(evs []reply.Event, d *delta) error
-		if c.spec.Logprobs > 0 && onDelta != nil {
-			emit = func(_ []reply.Event, d *delta) error {
-				if d != nil {
-					onDelta(c, d)
-				}
-				return nil
-			}
-		}
-		var err error
-		c.turnOut, err = followTurn(ctx, m, c.spec, c.st, emit)
-		return err
-	}, func(error) {
-		// The response is the failure: free the other choices' lanes.
-		for _, c := range streams {
-			c.st.Cancel()
-		}
-	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	return choices
+}
+
+// specsOf are the choices' generations, for startJob.
+func specsOf(choices []*choiceOut) []*genSpec {
+	gs := make([]*genSpec, len(choices))
+	for i, c := range choices {
+		gs[i] = c.spec
 	}
-	return streams, nil
+	return gs
 }
 
 // choiceOut is one of n choices being generated.
 type choiceOut struct {
 	turnOut
 	spec     *genSpec
-	st       *sched.Stream
 	logprobs *oaiLogprobs
 }
 
@@ -346,11 +324,9 @@ func (c *choiceOut) addLogprobs(m *Model, d *delta) {
 // may be part of a character), and the top alternatives asked for.
 func oaiTokenEntry(m *Model, g *genSpec, t *tokenOut) oaiTokenLogprob {
 	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
-	var piece []byte
-	for _, alt := range t.Top[:min(len(t.Top), g.topLogprobs)] {
-		piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
-		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(alt.Logprob), Bytes: byteList(piece)})
-	}
+	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
+		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
+	})
 	return e
 }
 
@@ -372,14 +348,4 @@ func usageOf(g *genSpec, outs []*choiceOut) oaiUsage {
 		u.PromptTokensDetails = &oaiPromptDetails{CachedTokens: outs[0].Result.CachedTokens}
 	}
 	return u
-}
-
-func writeJSON(ctx *fasthttp.RequestCtx, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return serverError("encoding the response: %v", err)
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
-	return nil
 }

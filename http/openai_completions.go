@@ -9,7 +9,9 @@ import (
 
 	"superfluid/engine"
 	"superfluid/fim"
+	"superfluid/reply"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // OpenAI's legacy completions API, POST /v1/completions, as the openai
@@ -94,13 +96,13 @@ type cmplChoice struct {
 	spec     *genSpec
 	echo     string // the prompt's text, when echo
 	evalOnly bool   // max_tokens 0: the prompt is evaluated, nothing generated
-	st       *sched.Stream
 	logprobs *oaiLegacyLogprobs
 	offset   int // text_offset of the next token
 }
 
 // cmplPlan is a checked completions request.
 type cmplPlan struct {
+	job        *task.Job // once submitted
 	choices    []*cmplChoice
 	promptLens []int
 	logprobs   int // alternatives per token; -1: no logprobs
@@ -123,12 +125,7 @@ func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.Stream {
 		return s.streamCompletions(ctx, m, plan, head, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
-	rctx, done := s.requestContext(ctx)
-	defer done()
-	if err := plan.submit(rctx, m); err != nil {
-		return err
-	}
-	if err := plan.collect(rctx, m); err != nil {
+	if err := s.completeWhole(ctx, m, plan); err != nil {
 		return err
 	}
 	for _, c := range plan.choices {
@@ -141,6 +138,52 @@ func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 	u := plan.usage()
 	head.Usage = &u
 	return writeJSON(ctx, head)
+}
+
+// completeWhole runs every choice of a whole (not streamed) response to
+// its end; a suffix request the completion cache may answer (cacheKey) is
+// looked up there first, and remembered once it has run.
+func (s *Server) completeWhole(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan) error {
+	key := plan.cacheKey(m)
+	if key != "" {
+		if hit, ok := s.fimCache.Get(key); ok {
+			plan.choices[0].fromCache(hit)
+			return nil
+		}
+	}
+	rctx, done := s.requestContext(ctx)
+	defer done()
+	if err := plan.submit(rctx, m, true); err != nil {
+		return err
+	}
+	if err := plan.collect(rctx, m); err != nil {
+		return err
+	}
+	if c := plan.choices[0]; key != "" && (c.Finish == "stop" || c.Finish == "length") {
+		s.fimCache.Put(task.Cached{Key: key, Text: string(c.Text), Tokens: c.Completed, Finish: c.Finish, StopWord: c.StopWord})
+	}
+	return nil
+}
+
+// cacheKey is the completion-cache key (task.CacheKey) of a whole request
+// whose one choice is all text: no echo, no logprobs, something generated.
+func (p *cmplPlan) cacheKey(m *Model) string {
+	if len(p.choices) != 1 || p.logprobs >= 0 {
+		return ""
+	}
+	c := p.choices[0]
+	if c.echo != "" || c.evalOnly {
+		return ""
+	}
+	return task.CacheKey(m.core(), &c.spec.Spec, "openai /v1/completions")
+}
+
+// fromCache fills c with a completion-cache answer: the whole prompt
+// counts as cached and no work was done.
+func (c *cmplChoice) fromCache(hit task.Cached) {
+	n := len(c.spec.Prompt)
+	c.outcome = outcome{Text: []byte(hit.Text), Finish: hit.Finish, StopWord: hit.StopWord, Completed: hit.Tokens,
+		Result: sched.Result{PromptTokens: n, CachedTokens: n, Generated: hit.Tokens}}
 }
 
 // planCompletions checks a request and renders every choice's generation.
@@ -215,7 +258,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}
+	g := &genSpec{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}}
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
@@ -228,7 +271,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if g.Grammar, err = grammarFor(m, shape, nil, false); err != nil {
 		return nil, err
 	}
-	g.grammarField = shape.field
+	g.GrammarField = shape.field
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > maxLegacyLogprobs {
 			return nil, badParam("logprobs", "logprobs must be between 0 and %d", maxLegacyLogprobs)
@@ -236,7 +279,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 		if req.Echo {
 			return nil, badParam("echo", "echo with logprobs asks for the prompt's logprobs, which this server does not compute")
 		}
-		g.Logprobs, g.topLogprobs = max(*req.Logprobs, 1), *req.Logprobs
+		g.Logprobs, g.TopLogprobs = max(*req.Logprobs, 1), *req.Logprobs
 	}
 	return g, nil
 }
@@ -261,46 +304,52 @@ func completionPrompt(m *Model, pieces []promptPiece, req *oaiCompletionRequest,
 	return toks, checkPrompt(m, toks)
 }
 
-// submit hands every choice to the scheduler before any is followed; a
-// refusal cancels those already submitted.
-func (p *cmplPlan) submit(ctx context.Context, m *Model) error {
+// submit hands every choice to the scheduler before any is followed, with
+// the core's one rollback (task.Start); collect whole answers' text.
+func (p *cmplPlan) submit(ctx context.Context, m *Model, collect bool) error {
+	gs := make([]*genSpec, len(p.choices))
 	for i, c := range p.choices {
-		st, err := submit(ctx, m, c.spec)
-		if err != nil {
-			for _, prev := range p.choices[:i] {
-				prev.st.Cancel()
+		gs[i] = c.spec
+	}
+	job, err := startJob(ctx, m, "choice", gs, collect)
+	p.job = job
+	return err
+}
+
+// run follows every choice at once to its end (task.Job.Run); a failed
+// choice cancels the others, since the response is the failure. emit, when
+// not nil, sees each delta of a choice that generates.
+func (p *cmplPlan) run(ctx context.Context, emit func(c *cmplChoice, d *delta) error, ended func(c *cmplChoice) error, failed func(error)) error {
+	_, err := runJob(ctx, p.job, task.SinkFuncs{
+		OnDelta: func(i int, _ []reply.Event, d *delta) error {
+			if c := p.choices[i]; emit != nil && !c.evalOnly {
+				return emit(c, d)
 			}
-			return err
-		}
-		c.st = st
-	}
-	return nil
-}
-
-// collect follows every choice at once to its end; a failed choice
-// cancels the others, since the response is the failure.
-func (p *cmplPlan) collect(ctx context.Context, m *Model) error {
-	errs := fanOut("choice", len(p.choices), func(i int) error {
-		c := p.choices[i]
-		return c.follow(ctx, m, true, func(d *delta) error { c.addLogprobs(m, d, p.logprobs); return nil })
-	}, func(error) {
-		for _, c := range p.choices {
-			c.st.Cancel()
-		}
+			return nil
+		},
+		OnEnded: func(i int, t *task.Turn) error {
+			c := p.choices[i]
+			if err := c.end(t.Outcome); err != nil {
+				return err
+			}
+			if ended != nil {
+				return ended(c)
+			}
+			return nil
+		},
+		OnFailed: failed,
 	})
-	return errors.Join(errs...)
+	return err
 }
 
-// follow runs one choice to its end; emit sees each delta.
-func (c *cmplChoice) follow(ctx context.Context, m *Model, collect bool, emit func(d *delta) error) error {
-	if c.evalOnly {
-		emit = nil
-	}
-	out, err := follow(ctx, m, c.spec, c.st, collect && !c.evalOnly, emit)
+// collect runs every choice to its end, gathering text and logprobs.
+func (p *cmplPlan) collect(ctx context.Context, m *Model) error {
+	return p.run(ctx, func(c *cmplChoice, d *delta) error { c.addLogprobs(m, d, p.logprobs); return nil }, nil, nil)
+}
+
+// end takes in how the choice's generation ended.
+func (c *cmplChoice) end(out outcome) error {
 	c.outcome = out
-	if err != nil {
-		return err
-	}
 	if errors.Is(out.Result.Err, sched.ErrClosed) {
 		return unavailable("the server is shutting down")
 	}
@@ -331,15 +380,13 @@ func newLegacyLogprobs() *oaiLegacyLogprobs {
 // appendLegacyLogprobs adds tokens to lp; offset is the next token's byte
 // offset in the text.
 func appendLegacyLogprobs(m *Model, lp *oaiLegacyLogprobs, toks []tokenOut, n int, offset *int) {
-	var piece []byte
 	for i := range toks {
 		t := &toks[i]
 		text := validText(t.Piece)
 		top := make(map[string]float64, n+1)
-		for _, alt := range t.Top[:min(len(t.Top), n)] {
-			piece = m.Text.AppendPiece(piece[:0], alt.Token, false)
-			top[validText(piece)] = finiteLogprob(alt.Logprob)
-		}
+		task.EachTop(m.core(), t, n, func(_ engine.Token, piece []byte, logprob float32) {
+			top[validText(piece)] = finiteLogprob(logprob)
+		})
 		if _, ok := top[text]; !ok {
 			top[text] = finiteLogprob(t.Logprob)
 		}
@@ -375,7 +422,7 @@ func (p *cmplPlan) usage() oaiUsage {
 // choice.
 func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan, head oaiCompletion, includeUsage bool) error {
 	rctx, cancel := s.requestContext(ctx)
-	if err := plan.submit(rctx, m); err != nil {
+	if err := plan.submit(rctx, m, false); err != nil {
 		cancel()
 		return err
 	}
@@ -386,27 +433,24 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 	}
 	streamResponse(ctx, true, func(ew *eventWriter) {
 		defer cancel()
-		fanOut("choice", len(plan.choices), func(i int) error {
-			c := plan.choices[i]
+		for _, c := range plan.choices {
 			if c.echo != "" {
-				if err := ew.send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})); err != nil {
-					return err
+				if ew.Send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})) != nil {
+					return
 				}
 			}
-			err := c.follow(rctx, m, false, func(d *delta) error {
-				ch := oaiCompletionChoice{Text: string(d.Text), Index: c.index}
-				if plan.logprobs >= 0 {
-					ch.Logprobs = newLegacyLogprobs()
-					appendLegacyLogprobs(m, ch.Logprobs, d.Tokens, plan.logprobs, &c.offset)
-				}
-				return ew.send("", chunk(ch))
-			})
-			if err != nil {
-				return err
+		}
+		plan.run(rctx, func(c *cmplChoice, d *delta) error {
+			ch := oaiCompletionChoice{Text: string(d.Text), Index: c.index}
+			if plan.logprobs >= 0 {
+				ch.Logprobs = newLegacyLogprobs()
+				appendLegacyLogprobs(m, ch.Logprobs, d.Tokens, plan.logprobs, &c.offset)
 			}
+			return ew.Send("", chunk(ch))
+		}, func(c *cmplChoice) error {
 			finish := c.Finish
-			return ew.send("", chunk(oaiCompletionChoice{Index: c.index, FinishReason: &finish}))
-		}, ew.failAll(cancel))
+			return ew.Send("", chunk(oaiCompletionChoice{Index: c.index, FinishReason: &finish}))
+		}, ew.FailAll(cancel))
 		if rctx.Err() != nil {
 			return
 		}
@@ -414,9 +458,9 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 			u := plan.usage()
 			h := head
 			h.Choices, h.Usage = []oaiCompletionChoice{}, &u
-			ew.send("", h)
+			ew.Send("", h)
 		}
-		ew.raw("data: [DONE]\n\n")
+		ew.Raw("data: [DONE]\n\n")
 	})
 	return nil
 }

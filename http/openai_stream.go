@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // streamChat submits n choices, then streams their deltas as
@@ -13,16 +14,11 @@ import (
 // (data: {"error": {…}}) and no [DONE].
 func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n int, id string, created int64, includeUsage bool) error {
 	rctx, cancel := s.requestContext(ctx)
-	choices := make([]*choiceOut, n)
-	for i := range n {
-		c := &choiceOut{spec: g.withSeed(i)}
-		st, err := submit(rctx, m, c.spec)
-		if err != nil {
-			cancel()
-			return err
-		}
-		c.st = st
-		choices[i] = c
+	choices := chatChoices(g, n)
+	job, err := startJob(rctx, m, "choice", specsOf(choices), false)
+	if err != nil {
+		cancel()
+		return err
 	}
 	fp := fingerprint(m)
 	chunk := func(i int, d oaiDelta, lp *oaiLogprobs, finish *string) oaiChatChunk {
@@ -33,15 +29,14 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 		defer cancel()
 		for i := range choices {
 			empty := ""
-			if ew.send("", chunk(i, oaiDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
+			if ew.Send("", chunk(i, oaiDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
 				return
 			}
 		}
-		fanOut("choice", n, func(i int) error {
-			c := choices[i]
-			calls := 0
-			var err error
-			c.turnOut, err = followTurn(rctx, m, c.spec, c.st, func(evs []reply.Event, d *delta) error {
+		calls := make([]int, n) // each choice's calls so far
+		runJob(rctx, job, task.SinkFuncs{
+			OnDelta: func(i int, evs []reply.Event, d *delta) error {
+				c := choices[i]
 				var lp *oaiLogprobs
 				if d != nil && c.spec.Logprobs > 0 && len(d.Tokens) > 0 {
 					lp = &oaiLogprobs{Content: []oaiTokenLogprob{}}
@@ -49,32 +44,34 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 						lp.Content = append(lp.Content, oaiTokenEntry(m, c.spec, &d.Tokens[k]))
 					}
 				}
-				for _, delta := range oaiEventDeltas(evs, &calls) {
-					if err := ew.send("", chunk(i, delta, lp, nil)); err != nil {
+				for _, delta := range oaiEventDeltas(evs, &calls[i]) {
+					if err := ew.Send("", chunk(i, delta, lp, nil)); err != nil {
 						return err
 					}
 					lp = nil
 				}
 				if lp != nil {
 					empty := ""
-					return ew.send("", chunk(i, oaiDelta{Content: &empty}, lp, nil))
+					return ew.Send("", chunk(i, oaiDelta{Content: &empty}, lp, nil))
 				}
 				return nil
-			})
-			if err != nil {
-				return err
-			}
-			finish := c.finishReason()
-			return ew.send("", chunk(i, oaiDelta{}, nil, &finish))
-		}, ew.failAll(cancel))
+			},
+			OnEnded: func(i int, t *task.Turn) error {
+				c := choices[i]
+				c.turnOut = turnOutOf(*t)
+				finish := c.finishReason()
+				return ew.Send("", chunk(i, oaiDelta{}, nil, &finish))
+			},
+			OnFailed: ew.FailAll(cancel),
+		})
 		if rctx.Err() != nil {
 			return
 		}
 		if includeUsage {
 			u := usageOf(g, choices)
-			ew.send("", oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp, Choices: []oaiChunkChoice{}, Usage: &u})
+			ew.Send("", oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp, Choices: []oaiChunkChoice{}, Usage: &u})
 		}
-		ew.raw("data: [DONE]\n\n")
+		ew.Raw("data: [DONE]\n\n")
 	})
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"superfluid/chat"
 	"superfluid/reply"
 	"superfluid/respstore"
+	"superfluid/task"
 )
 
 // OpenAI's Responses API, which Codex CLI speaks: POST /v1/responses runs
@@ -75,12 +76,12 @@ func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	st, err := submit(rctx, m, job.g)
+	run, err := startOne(rctx, m, job.g, false)
 	if err != nil {
 		return err
 	}
 	b := newRespBuilder(m, &job.obj, nil)
-	out, err := followTurn(rctx, m, job.g, st, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
+	out, err := followOne(rctx, run, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
 	if err != nil {
 		return err
 	}
@@ -127,8 +128,8 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp,
-		Grammar: plan.grammar, grammarField: plan.field, turn: plan}
+	g := &genSpec{Spec: task.Spec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp,
+		Grammar: plan.grammar, GrammarField: plan.field}, turn: plan}
 	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
 	if job.store {
 		if err := s.storable(rt.items); err != nil {

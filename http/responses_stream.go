@@ -212,18 +212,18 @@ func (b *respBuilder) fail(err error) {
 // away cancels it.
 func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 	rctx, cancel := s.requestContext(ctx)
-	st, err := submit(rctx, job.m, job.g)
+	run, err := startOne(rctx, job.m, job.g, false)
 	if err != nil {
 		cancel()
 		return err
 	}
 	streamResponse(ctx, true, func(ew *eventWriter) {
 		defer cancel()
-		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.send(ev.Type, ev) })
+		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
 		if b.start() != nil {
 			return
 		}
-		out, err := followTurn(rctx, job.m, job.g, st, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
+		out, err := followOne(rctx, run, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
 		if err != nil {
 			if rctx.Err() == nil {
 				b.fail(err)

@@ -10,6 +10,7 @@ import (
 	"superfluid/engine"
 	"superfluid/reply"
 	"superfluid/respstore"
+	"superfluid/task"
 )
 
 func rawItems(t *testing.T, s string) []json.RawMessage {
@@ -181,7 +182,7 @@ func TestRespBuilderCutShortIsIncomplete(t *testing.T) {
 	obj := respObject{Output: []respItemOut{}}
 	b := newRespBuilder(nil, &obj, nil)
 	b.take([]reply.Event{{Kind: reply.Content, Text: "abc"}})
-	b.finish(&genSpec{Prompt: make([]engine.Token, 4)}, turnOut{outcome: outcome{Finish: "length", Completed: 3}})
+	b.finish(&genSpec{Spec: task.Spec{Prompt: make([]engine.Token, 4)}}, turnOut{outcome: outcome{Finish: "length", Completed: 3}})
 	if obj.Status != "incomplete" || obj.IncompleteDetails == nil || obj.IncompleteDetails.Reason != "max_output_tokens" ||
 		obj.Output[0].Status != "incomplete" || obj.Usage.TotalTokens != 7 {
 		t.Fatalf("got %+v", obj)

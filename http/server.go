@@ -17,6 +17,7 @@ import (
 
 	"superfluid/batches"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // Config is the server's configuration. Validate it with NewServer.
@@ -111,7 +112,8 @@ type Server struct {
 	origins  *originPolicy
 	guard    atomic.Pointer[transportGuard]
 	hostname string
-	fimCache *completionCache
+	fimCache *task.CompletionCache
+	stored   storedDetailsCache // the directory models' /api/tags details
 	// routes maps a path to its routes, one per method; a path segment
 	// "{id}" matches any one segment (patterns lists those paths).
 	routes    map[string][]route
@@ -150,7 +152,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, started: time.Now(), fimCache: newCompletionCache(cfg.CompletionCache), origins: origins}
+	s := &Server{cfg: cfg, started: time.Now(), fimCache: task.NewCompletionCache(cfg.CompletionCache), origins: origins}
 	if s.hostname, err = os.Hostname(); err != nil {
 		slog.Warn("the machine's host name is unknown: requests must name localhost or a loopback address", "err", err)
 	}

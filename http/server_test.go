@@ -21,6 +21,7 @@ import (
 	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // The server's own contract, without a model or an engine: what it answers
@@ -97,7 +98,7 @@ func stubModel(t testing.TB) (*Model, *stubSched) {
 	sc := &stubSched{}
 	desc := &engine.Descriptor{Vocab: stubVocab, Ctx: 256, Lanes: 2, Batch: 64, BOS: -1, EOS: stubEOS, EOT: -1, EOG: []engine.Token{stubEOS},
 		FIM: engine.FIM{Prefix: -1, Suffix: -1, Middle: -1, Pad: -1, RepoName: -1, FileSep: -1}, Identity: "0123456789abcdef"}
-	return &Model{Name: "stub", Path: "/models/stub.gguf", Desc: desc, Text: stubText{}, Sched: sc, Chat: tmpl}, sc
+	return &Model{Model: task.Model{Name: "stub", Path: "/models/stub.gguf", Desc: desc, Text: stubText{}, Sched: sc, Chat: tmpl}}, sc
 }
 
 // memServer serves s on an in-memory listener and returns a client for it.
@@ -315,10 +316,10 @@ func drainWhileRunning(t *testing.T, streamed bool) {
 			return nil
 		}
 		streamResponse(ctx, true, func(ew *eventWriter) {
-			ew.raw("data: first\n\n")
+			ew.Raw("data: first\n\n")
 			close(entered)
 			<-release
-			ew.raw("data: last\n\n")
+			ew.Raw("data: last\n\n")
 		})
 		return nil
 	}}}
@@ -387,7 +388,7 @@ func TestServerDrainEndsWithAbandonedStream(t *testing.T) {
 	s.routes["/test/stream"] = []route{{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
 		streamResponse(ctx, true, func(ew *eventWriter) {
 			close(started)
-			for ew.raw("data: tick\n\n") == nil {
+			for ew.Raw("data: tick\n\n") == nil {
 				time.Sleep(time.Millisecond)
 			}
 		})

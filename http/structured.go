@@ -3,13 +3,13 @@ package http
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"superfluid/engine"
 	"superfluid/grammar"
+	"superfluid/task"
 )
 
 // Structured output. Each API names its own field — OpenAI's
@@ -53,7 +53,7 @@ func grammarFor(m *Model, c constraint, prompt []engine.Token, templated bool) (
 	}
 	if c.gbnf != "" {
 		if _, err := grammar.ParseGBNF(c.gbnf); err != nil {
-			return nil, grammarError(c.field, err)
+			return nil, apiErr(task.GrammarError(c.field, err))
 		}
 		spec := &engine.GrammarSpec{GBNF: c.gbnf, Lazy: c.lazy, TriggerPatterns: c.patterns, TriggerTokens: c.tokens}
 		return spec, nil
@@ -64,7 +64,7 @@ func grammarFor(m *Model, c constraint, prompt []engine.Token, templated bool) (
 	}
 	text, err := schemaGrammar(schema, grammar.Options{Strict: c.strict})
 	if err != nil {
-		return nil, grammarError(c.field, err)
+		return nil, apiErr(task.GrammarError(c.field, err))
 	}
 	spec := &engine.GrammarSpec{GBNF: text, Lazy: c.lazy, TriggerPatterns: c.patterns, TriggerTokens: c.tokens}
 	if templated && !c.lazy {
@@ -118,51 +118,6 @@ func regexpQuote(s string) string {
 	return b.String()
 }
 
-// grammarError words a conversion or parse failure as a 400 naming field.
-func grammarError(field string, err error) error {
-	var (
-		unsup *grammar.UnsupportedError
-		bad   *grammar.SchemaError
-		parse *grammar.ParseError
-		limit *grammar.LimitError
-	)
-	var e *apiError
-	switch {
-	case errors.As(err, &limit):
-		// a bound on the cost of a grammar, schema or pattern (grammar/limits.go)
-		e = badParam(field, "%s: %s", field, strings.TrimPrefix(limit.Error(), "grammar: "))
-		e.Code = "grammar_limit_exceeded"
-	case errors.As(err, &unsup):
-		e = badParam(field, "%s: the JSON Schema keyword %q at %s is not supported", field, unsup.Keyword, schemaPath(unsup.Path))
-		if unsup.Reason != "" {
-			e.Msg += ": " + unsup.Reason
-		}
-		e.Code = "unsupported_schema_keyword"
-	case errors.As(err, &bad):
-		e = badParam(field, "%s: invalid JSON Schema at %s", field, schemaPath(bad.Path))
-		if bad.Keyword != "" {
-			e.Msg += fmt.Sprintf(" (keyword %q)", bad.Keyword)
-		}
-		e.Msg += ": " + bad.Msg
-		e.Code = "invalid_schema"
-	case errors.Is(err, grammar.ErrUnsatisfiable):
-		e = badParam(field, "%s: the schema admits no value, so nothing could be generated", field)
-		e.Code = "invalid_schema"
-	case errors.As(err, &parse):
-		e = badParam(field, "%s: the grammar does not parse: line %d, column %d: %s", field, parse.Line, parse.Col, parse.Msg)
-		e.Code = "invalid_grammar"
-	case errors.Is(err, engine.ErrGrammar):
-		e = badParam(field, "%s: the grammar cannot be used: %v", field, err)
-		e.Code = "invalid_grammar"
-	default:
-		e = badParam(field, "%s: %v", field, err)
-	}
-	return e
-}
-
-// schemaPath is a JSON pointer as a fragment: "#" for the root.
-func schemaPath(p string) string { return "#" + p }
-
 // Converted schemas, by options and text: scripts and batches send the
 // same schema with every request, and a large one takes milliseconds to
 // convert. Bounded in entries and in bytes (a schema may be megabytes,
@@ -211,14 +166,6 @@ func schemaGrammar(schema json.RawMessage, opts grammar.Options) (string, error)
 	}
 	schemaCache.Unlock()
 	return c.gbnf, c.err
-}
-
-// grammarKey is what of a grammar changes a cached completion's answer.
-func grammarKey(g *engine.GrammarSpec) string {
-	if g == nil {
-		return ""
-	}
-	return fmt.Sprintf("|grammar=%q|root=%q|lazy=%v|%q|%v", g.GBNF, g.Root, g.Lazy, g.TriggerPatterns, g.TriggerTokens)
 }
 
 // isNull reports an absent or null field.

@@ -16,6 +16,7 @@ import (
 	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // A toy engine under the real scheduler, so that requests go through the
@@ -303,7 +304,7 @@ func startToy(t *testing.T, o toyOptions) *toyStack {
 		t.Fatal(err)
 	}
 	text := &toyText{pieceLen: o.pieceLen}
-	srv.SetModel(&Model{Name: "toy", Path: "/models/toy.gguf", Desc: eng.Descriptor(), Text: text, Sched: sc, Chat: tmpl})
+	srv.SetModel(&Model{Model: task.Model{Name: "toy", Path: "/models/toy.gguf", Desc: eng.Descriptor(), Text: text, Sched: sc, Chat: tmpl}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -373,18 +374,18 @@ func (ts *toyStack) post(t *testing.T, path, body string) (int, string) {
 }
 
 // setTokenHook installs h as the token hook for the rest of the test.
-func setTokenHook(t *testing.T, h func(g *genSpec, n int)) {
+func setTokenHook(t *testing.T, h func(g *task.Spec, n int)) {
 	t.Helper()
-	tokenHook.Store(&h)
-	t.Cleanup(func() { tokenHook.Store(nil) })
+	task.TokenHook.Store(&h)
+	t.Cleanup(func() { task.TokenHook.Store(nil) })
 }
 
 // onceAt returns a hook that calls f, on the goroutine following the
 // generation, at its n-th token — once, for the first generation to get
 // there.
-func onceAt(n int, f func()) func(*genSpec, int) {
+func onceAt(n int, f func()) func(*task.Spec, int) {
 	var done sync.Once
-	return func(_ *genSpec, i int) {
+	return func(_ *task.Spec, i int) {
 		if i == n {
 			done.Do(f)
 		}

@@ -1,12 +1,12 @@
-package http
+package task
 
 // Stop strings: their bounds, checked when a request is read, and the
 // matcher that finds them in generated text as it streams.
 //
-// Bounds. Every API takes at most maxStops stop strings (OpenAI documents
+// Bounds. Every API takes at most MaxStops stop strings (OpenAI documents
 // 4, Anthropic none, llama-server and Ollama none; 16 keeps every client
-// we know of served, Anthropic keeps its older 64). Each is at most
-// maxStopBytes and all of them together at most maxStopsBytes: real stop
+// we know of served, Anthropic keeps its older 64, a bound of its own). Each is at most
+// MaxStopBytes and all of them together at most MaxStopsBytes: real stop
 // strings are a role marker, a fence or a few words, and 4 KiB is far past
 // any of them. What these bound is memory, not time — the matcher's
 // per-token cost does not depend on the stops' length — a request holds
@@ -14,32 +14,31 @@ package http
 // length of held-back text.
 
 const (
-	maxStops          = 16
-	anthropicMaxStops = 64
-	maxStopBytes      = 4096
-	maxStopsBytes     = 16 << 10
+	MaxStops      = 16
+	MaxStopBytes  = 4096
+	MaxStopsBytes = 16 << 10
 )
 
-// checkStops refuses stop strings past the bounds above, naming field (the
+// CheckStops refuses stop strings past the bounds above, naming field (the
 // API's own name for it) in the 400.
-func checkStops(field string, stops []string, maxCount int) error {
+func CheckStops(field string, stops []string, maxCount int) error {
 	if len(stops) > maxCount {
-		return badParam(field, "%s: at most %d stop sequences, got %d", field, maxCount, len(stops))
+		return BadParam(field, "%s: at most %d stop sequences, got %d", field, maxCount, len(stops))
 	}
 	total := 0
 	for i, s := range stops {
-		if len(s) > maxStopBytes {
-			return badParam(field, "%s[%d]: a stop sequence is at most %d bytes, got %d", field, i, maxStopBytes, len(s))
+		if len(s) > MaxStopBytes {
+			return BadParam(field, "%s[%d]: a stop sequence is at most %d bytes, got %d", field, i, MaxStopBytes, len(s))
 		}
 		total += len(s)
 	}
-	if total > maxStopsBytes {
-		return badParam(field, "%s: the stop sequences are at most %d bytes together, got %d", field, maxStopsBytes, total)
+	if total > MaxStopsBytes {
+		return BadParam(field, "%s: the stop sequences are at most %d bytes together, got %d", field, MaxStopsBytes, total)
 	}
 	return nil
 }
 
-// stopMatcher finds stop strings in generated text as it streams. Text that
+// StopMatcher finds stop strings in generated text as it streams. Text that
 // could be the beginning of a stop string is held back until the next
 // piece shows whether it is, so a client never sees part of a stop string.
 //
@@ -51,7 +50,7 @@ func checkStops(field string, stops []string, maxCount int) error {
 // less a byte. Text arrives whole UTF-8 characters (engine.TextStream), and
 // a held-back suffix begins where a stop begins, on a character, so what
 // is shown always ends on one.
-type stopMatcher struct {
+type StopMatcher struct {
 	stops []stopAutomaton
 	// pending[from:] is the held-back text; from moves on as text is
 	// shown, and the buffer is compacted once more than half is dead, so
@@ -66,8 +65,8 @@ type stopAutomaton struct {
 	state int     // bytes of text the input now ends with
 }
 
-func newStopMatcher(stops []string) *stopMatcher {
-	m := &stopMatcher{}
+func NewStopMatcher(stops []string) *StopMatcher {
+	m := &StopMatcher{}
 	for _, s := range stops {
 		if s != "" {
 			m.stops = append(m.stops, stopAutomaton{text: s, fail: borders(s)})
@@ -108,12 +107,12 @@ func (a *stopAutomaton) step(c byte) bool {
 	return k == len(a.text)
 }
 
-// push adds text and appends to dst what is safe to show. hit reports a
+// Push adds text and appends to dst what is safe to show. hit reports a
 // stop string: dst then ends just before it and the rest is dropped. When
-// several stops complete within one push, the one that starts first wins
+// several stops complete within one Push, the one that starts first wins
 // (the first listed, at equal starts), as a search of the held-back text
 // and the new text for each stop would find.
-func (m *stopMatcher) push(dst, text []byte) (out []byte, hit string) {
+func (m *StopMatcher) Push(dst, text []byte) (out []byte, hit string) {
 	if len(m.stops) == 0 {
 		return append(dst, text...), ""
 	}
@@ -151,14 +150,14 @@ func (m *stopMatcher) push(dst, text []byte) (out []byte, hit string) {
 	return dst, ""
 }
 
-// flush appends what is held back: the text ended without a stop string.
-func (m *stopMatcher) flush(dst []byte) []byte {
+// Flush appends what is held back: the text ended without a stop string.
+func (m *StopMatcher) Flush(dst []byte) []byte {
 	dst = append(dst, m.pending[m.from:]...)
 	m.reset()
 	return dst
 }
 
-func (m *stopMatcher) reset() {
+func (m *StopMatcher) reset() {
 	m.pending, m.from = m.pending[:0], 0
 	for j := range m.stops {
 		m.stops[j].state = 0

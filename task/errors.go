@@ -1,0 +1,94 @@
+// Package task is the request core: one request, whatever API sent it.
+// It checks a request's generation fields, submits every choice to the
+// model's scheduler with one rollback, follows each through the stop
+// matcher, and says what went wrong in typed errors that each API words
+// in its own shape (http/wire maps them to statuses). Nothing here knows
+// of HTTP.
+package task
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind is what sort of failure an Error is; the transport picks a status
+// and each API a type from it.
+type Kind uint8
+
+const (
+	// Invalid is a request the client must change: a bad field (Param
+	// names it), a prompt that does not tokenize, a refused grammar.
+	Invalid Kind = iota
+	// ContextExceeded is a prompt past the model's context.
+	ContextExceeded
+	// Overloaded is the scheduler's queue being full.
+	Overloaded
+	// TimedOut is the request's deadline passing before it could start.
+	TimedOut
+	// Unavailable is the server shutting down.
+	Unavailable
+	// Internal is a failure of ours: a generation that failed, a panic.
+	Internal
+	// WrongModel is a request the model is of the wrong kind for: an
+	// embedding model asked to generate, a generation model to embed.
+	WrongModel
+	// NotSupported is a request this model cannot serve at all (a suffix
+	// to a vocabulary without FIM tokens).
+	NotSupported
+)
+
+// Error is a failed request in API-neutral terms.
+type Error struct {
+	Kind  Kind
+	Param string // the offending field, when one is to blame
+	Code  string // a machine code, e.g. context_length_exceeded, grammar_limit_exceeded
+	Msg   string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// BadRequest is an Invalid error that blames no single field.
+func BadRequest(format string, args ...any) *Error {
+	return &Error{Kind: Invalid, Msg: fmt.Sprintf(format, args...)}
+}
+
+// BadParam is an Invalid error that blames field param.
+func BadParam(param, format string, args ...any) *Error {
+	return &Error{Kind: Invalid, Param: param, Msg: fmt.Sprintf(format, args...)}
+}
+
+// InternalError is a failure of the server's own.
+func InternalError(format string, args ...any) *Error {
+	return &Error{Kind: Internal, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ShuttingDown is the server refusing work because it is shutting down.
+func ShuttingDown(msg string) *Error { return &Error{Kind: Unavailable, Msg: msg} }
+
+// ErrShutDown ends a generation the scheduler stopped because the server
+// is shutting down (the drain period ran out before it finished).
+var ErrShutDown = ShuttingDown("the server shut down before the generation finished")
+
+// ContextExceededError is a prompt of n tokens refused by a context of ctx.
+func ContextExceededError(n, ctx int) *Error {
+	return &Error{Kind: ContextExceeded, Code: "context_length_exceeded",
+		Msg: fmt.Sprintf("the prompt is %d tokens, past the context of %d", n, ctx)}
+}
+
+// WrongModelError is a model of the wrong kind for what was asked.
+func WrongModelError(format string, args ...any) *Error {
+	return &Error{Kind: WrongModel, Msg: fmt.Sprintf(format, args...)}
+}
+
+// errOverloaded is the scheduler's full queue.
+var errOverloaded = &Error{Kind: Overloaded, Msg: "too many requests are queued; try again shortly"}
+
+// errDeadline is a request whose deadline passed while it queued.
+var errDeadline = &Error{Kind: TimedOut, Msg: "the request's deadline passed before it could start"}
+
+// AsError is err as an *Error when it is one (wrapped or not).
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}

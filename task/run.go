@@ -1,0 +1,158 @@
+package task
+
+import (
+	"cmp"
+	"context"
+	"errors"
+
+	"superfluid/reply"
+	"superfluid/sched"
+)
+
+// Request is one request of any API in the core's terms: its choices (n
+// per prompt, each with its own seed), each a Spec.
+type Request struct {
+	Choices []*Spec
+	// Collect keeps each raw choice's text in its Outcome, for an answer
+	// given whole; a streamed answer has it from the deltas. A chat turn's
+	// reply is always collected (Turn).
+	Collect bool
+	// Part is what one choice is called where a panic in it is logged and
+	// answered ("internal error in the choice"). Empty, a request of one
+	// choice runs on Run's caller's goroutine, and a panic in it is the
+	// caller's to recover (an API whose answer is one reply).
+	Part string
+}
+
+// Sink hears what a request's choices make visible, for an API to render.
+// A choice's calls come in order from one goroutine; different choices'
+// calls may interleave. An error returned by Delta or Ended (the client is
+// gone) fails that choice.
+type Sink interface {
+	// Delta is text (and tokens) choice i made visible; for a chat turn,
+	// evs are the reply events it completed, and the turn's end brings a
+	// last call with the parser's final events and a nil d.
+	Delta(i int, evs []reply.Event, d *Delta) error
+	// Ended is choice i run to its end; Ended may amend t (an API's own
+	// reading of the outcome) or fail it.
+	Ended(i int, t *Turn) error
+	// Failed hears each choice's failure as it happens, before the other
+	// choices are cancelled (a stream ends with its error event here).
+	Failed(err error)
+}
+
+// EndChoice, returned by a Sink's Delta, ends that choice there because
+// a rule of the API's own ended it (llama.cpp's n_indent and
+// t_max_predict_ms): its generation is cancelled and Ended hears the
+// outcome so far. It is not a failure; the other choices run on.
+var EndChoice = errors.New("task: the choice was ended by its API's own rule")
+
+// Job is a request whose every choice the scheduler accepted.
+type Job struct {
+	m       *Model
+	req     *Request
+	streams []*sched.Stream
+}
+
+// Start submits every choice of req with the one rollback (SubmitAll). A
+// handler starts a job before it starts a streamed response, so that a
+// refusal is still answered with a status.
+func Start(ctx context.Context, m *Model, req *Request) (*Job, error) {
+	sts, err := SubmitAll(ctx, m, req.Choices)
+	if err != nil {
+		return nil, err
+	}
+	return &Job{m: m, req: req, streams: sts}, nil
+}
+
+// Cancel cancels every choice: the job will not be run (or no longer
+// needs to be).
+func (j *Job) Cancel() {
+	for _, st := range j.streams {
+		st.Cancel()
+	}
+}
+
+// CancelChoice cancels choice i alone (a clock of the API's own ran out);
+// Run still calls its Ended with the outcome so far.
+func (j *Job) CancelChoice(i int) { j.streams[i].Cancel() }
+
+// Run follows every choice at once to its end — a raw completion through
+// the stop matcher (Follow), a chat turn also through its reply parser
+// (FollowTurn) — telling sink what each makes visible. The first choice
+// to fail cancels the others, since the answer is the failure; its error
+// is returned. A panic in a choice fails it (FanOut), not the process.
+func (j *Job) Run(ctx context.Context, sink Sink) ([]Turn, error) {
+	turns := make([]Turn, len(j.streams))
+	follow := func(i int) error {
+		s, st := j.req.Choices[i], j.streams[i]
+		var err error
+		if s.Reply != nil {
+			turns[i], err = FollowTurn(ctx, j.m, s, st, func(evs []reply.Event, d *Delta) error { return sink.Delta(i, evs, d) })
+		} else {
+			turns[i].Outcome, err = Follow(ctx, j.m, s, st, j.req.Collect, func(d *Delta) error { return sink.Delta(i, nil, d) })
+		}
+		if errors.Is(err, EndChoice) {
+			<-st.Done() // Follow cancelled it: its result is final once done
+			turns[i].Result, err = st.Result(), nil
+		}
+		if err != nil {
+			return err
+		}
+		return sink.Ended(i, &turns[i])
+	}
+	if j.req.Part == "" && len(j.streams) == 1 {
+		if err := follow(0); err != nil {
+			sink.Failed(err)
+			return turns, err
+		}
+		return turns, nil
+	}
+	part := cmp.Or(j.req.Part, "choice")
+	errs := FanOut(part, len(j.streams), follow, func(err error) {
+		sink.Failed(err)
+		j.Cancel()
+	})
+	for _, err := range errs {
+		if err != nil {
+			return turns, err
+		}
+	}
+	return turns, nil
+}
+
+// Run is Start and Job.Run in one call, for an answer given whole.
+func Run(ctx context.Context, m *Model, req *Request, sink Sink) ([]Turn, error) {
+	j, err := Start(ctx, m, req)
+	if err != nil {
+		return nil, err
+	}
+	return j.Run(ctx, sink)
+}
+
+// SinkFuncs is a Sink of functions, any of them nil to ignore what it hears.
+type SinkFuncs struct {
+	OnDelta  func(i int, evs []reply.Event, d *Delta) error
+	OnEnded  func(i int, t *Turn) error
+	OnFailed func(err error)
+}
+
+func (f SinkFuncs) Delta(i int, evs []reply.Event, d *Delta) error {
+	if f.OnDelta == nil {
+		return nil
+	}
+	return f.OnDelta(i, evs, d)
+}
+
+func (f SinkFuncs) Ended(i int, t *Turn) error {
+	if f.OnEnded == nil {
+		return nil
+	}
+	return f.OnEnded(i, t)
+}
+
+func (f SinkFuncs) Failed(err error) {
+	if f.OnFailed != nil {
+		f.OnFailed(err)
+	}
+}
