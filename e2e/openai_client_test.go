@@ -66,9 +66,9 @@ func streamChat(t *testing.T, client openai.Client, params openai.ChatCompletion
 }
 
 // directGreedy generates from prompt on an engine of its own, one lane,
-// tick by tick, exactly as `superfluid run` does (app/run_one.go's
-// GenerateOne): the reference the server's continuous batching must not
-// change for a greedy request.
+// tick by tick, with no scheduler or cache (as `superfluid run` did before
+// it ran on the request core): the reference the server's continuous
+// batching must not change for a greedy request.
 func directGreedy(t *testing.T, modelPath string, prompt []engine.Token, maxTokens int) string {
 	t.Helper()
 	e, err := cgo.Open(cgo.Options{ModelPath: modelPath, Ctx: 4096, Lanes: 1, Seqs: 1, Threads: 1})
