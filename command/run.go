@@ -33,7 +33,7 @@ func runCommand() *cli.Command {
 			&cli.Float64Flag{Name: "repeat-penalty", Value: 1, Usage: "penalty on tokens repeated from the last --repeat-last-n (1: off)"},
 			&cli.IntFlag{Name: "repeat-last-n", Value: task.LlamaRepeatLastN, Usage: "tokens the repeat penalty looks back over (-1: the context)"},
 			&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "sampling seed"},
-			&cli.StringSliceFlag{Name: "stop", Aliases: []string{"r", "reverse-prompt"}, Usage: "end the generation at this text, which is not printed (repeatable)"},
+			&cli.GenericFlag{Name: "stop", Aliases: []string{"r", "reverse-prompt"}, Value: &stopTexts{}, Usage: "end the generation at this text, which is not printed (repeatable; taken whole, spaces and commas included)"},
 			&cli.BoolFlag{Name: "chat", Usage: "wrap the prompt as a user message in the model's chat template"},
 			chatTemplateFileFlag(),
 			&cli.IntFlag{Name: "ctx", Value: 4096, Usage: "context size in tokens"},
@@ -97,7 +97,7 @@ func runAction(c *cli.Context) error {
 // oneRequest is the request the flags make; a sampling flag left unset is
 // absent, as a field left out of a /completion request is.
 func oneRequest(c *cli.Context) app.OneRequest {
-	r := app.OneRequest{Prompt: c.String("prompt"), Chat: c.Bool("chat"), MaxTokens: c.Int("max-tokens"), Stop: c.StringSlice("stop")}
+	r := app.OneRequest{Prompt: c.String("prompt"), Chat: c.Bool("chat"), MaxTokens: c.Int("max-tokens"), Stop: *c.Generic("stop").(*stopTexts)}
 	temp := max(c.Float64("temperature"), 0) // below 0 is greedy, as in llama.cpp
 	seed := int64(c.Uint64("seed"))          // the same 64 bits back in the sampler
 	penalty, window := c.Float64("repeat-penalty"), c.Int("repeat-last-n")
@@ -135,4 +135,21 @@ func rate(n int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
+}
+
+// stopTexts are --stop's values, each taken whole: urfave's string slice
+// flag would trim a stop string's spaces and newlines and split it at its
+// commas.
+type stopTexts []string
+
+func (s *stopTexts) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+func (s *stopTexts) String() string {
+	if s == nil {
+		return ""
+	}
+	return strings.Join(*s, " ")
 }
