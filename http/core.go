@@ -27,7 +27,7 @@ type (
 // for a chat reply the turn it answers (followTurn parses the reply by it).
 type genSpec struct {
 	task.Spec
-	turn *turnPlan
+	turn *task.ChatPlan
 }
 
 const (
@@ -108,8 +108,9 @@ func (g *genSpec) withSeed(i int) *genSpec {
 // spec is g's Spec with the turn's markers to render as text.
 func (g *genSpec) spec() *task.Spec {
 	if g.turn != nil && g.Reply == nil {
-		g.Show = g.turn.show
-		g.Reply = &task.ReplyPlan{Format: g.turn.format, Options: g.turn.opts}
+		g.Show = g.turn.Show
+		replyPlan := g.turn.Reply
+		g.Reply = &replyPlan
 	}
 	return &g.Spec
 }
@@ -190,3 +191,14 @@ func fanOut(what string, n int, part func(i int) error, ended func(err error)) [
 	}
 	return errs
 }
+
+// grammarFor is task.GrammarFor for the completion routes, which read
+// their structured-output fields here (structuredFields).
+func grammarFor(m *Model, c task.Constraint, prompt []engine.Token, templated bool) (*engine.GrammarSpec, error) {
+	g, err := task.GrammarFor(m.core(), c, prompt, templated)
+	return g, apiErr(err)
+}
+
+// apiResult is a task call's result with its error as an apiError, for
+// the handlers that call task directly: apiResult(task.PlanChat(…)).
+func apiResult[T any](v T, err error) (T, error) { return v, apiErr(err) }

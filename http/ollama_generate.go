@@ -87,7 +87,7 @@ func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *olla
 	if job.g.Grammar, err = grammarFor(m, shape, p.tokens, p.context); err != nil {
 		return nil, err
 	}
-	job.g.GrammarField = shape.field
+	job.g.GrammarField = shape.Field
 	return job, nil
 }
 
@@ -180,16 +180,16 @@ func ollamaTemplatedPrompt(m *Model, req *ollamaGenerateRequest) ([]engine.Token
 	}
 	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: req.Prompt})
 	if len(req.Context) == 0 {
-		return renderChat(m, msgs)
+		return apiResult(task.RenderChat(m.core(), msgs))
 	}
 	prev, err := contextTokens(m, req.Context)
 	if err != nil {
 		return nil, err
 	}
 	if m.Chat == nil {
-		return nil, noChatTemplate(m, `send the prompt with "raw": true`)
+		return nil, apiErr(task.NoChatTemplate(m.core(), `send the prompt with "raw": true`))
 	}
-	text, err := chatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true})
+	text, err := apiResult(task.ChatPrompt(m.core(), chat.Request{Messages: msgs, AddGenerationPrompt: true}))
 	if err != nil {
 		return nil, err
 	}

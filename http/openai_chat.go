@@ -171,17 +171,17 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, 0, err
 	}
-	turn := chatTurn{msgs: msgs, tools: tools, kwargs: req.ChatTemplateKwargs, shape: shape}
+	turn := task.Chat{Messages: msgs, Tools: tools, Kwargs: req.ChatTemplateKwargs, Shape: shape}
 	if e := req.ReasoningEffort; e != nil {
-		if err := turn.setEffort("reasoning_effort", *e); err != nil {
+		if err := apiErr(turn.SetEffort("reasoning_effort", *e)); err != nil {
 			return nil, 0, err
 		}
 	}
-	plan, err := planTurn(m, turn)
+	plan, err := apiResult(task.PlanChat(m.core(), &turn))
 	if err != nil {
 		return nil, 0, err
 	}
-	prompt := plan.prompt
+	prompt := plan.Prompt
 	limit := req.MaxCompletionTokens
 	field := "max_completion_tokens"
 	if limit == nil {
@@ -204,7 +204,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, 0, err
 	}
-	class, err := s.turnClass(ctx, turn)
+	class, err := s.turnClass(ctx, &turn)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -225,7 +225,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, 0, err
 	}
-	g.Grammar, g.GrammarField = plan.grammar, plan.field
+	g.Grammar, g.GrammarField = plan.Grammar, plan.GrammarField
 	return g, n, nil
 }
 

@@ -271,7 +271,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if g.Grammar, err = grammarFor(m, shape, nil, false); err != nil {
 		return nil, err
 	}
-	g.GrammarField = shape.field
+	g.GrammarField = shape.Field
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > maxLegacyLogprobs {
 			return nil, badParam("logprobs", "logprobs must be between 0 and %d", maxLegacyLogprobs)

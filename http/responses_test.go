@@ -107,11 +107,11 @@ func TestRespToolsSkipHostedTools(t *testing.T) {
 		json.RawMessage(`{"type": "function", "name": "f", "parameters": {"type": "object"}}`),
 		json.RawMessage(`{"type": "local_shell"}`),
 	})
-	if err != nil || len(tools.list) != 1 || tools.list[0].Name != "f" || len(echo) != 1 {
-		t.Fatalf("tools %+v, echo %d, %v", tools.list, len(echo), err)
+	if err != nil || len(tools.List) != 1 || tools.List[0].Name != "f" || len(echo) != 1 {
+		t.Fatalf("tools %+v, echo %d, %v", tools.List, len(echo), err)
 	}
-	if err := respToolChoice(&tools, json.RawMessage(`{"type": "function", "name": "f"}`), false); err != nil || tools.req.Only != "f" || !tools.req.Single {
-		t.Fatalf("named choice: %+v, %v", tools.req, err)
+	if err := respToolChoice(&tools, json.RawMessage(`{"type": "function", "name": "f"}`), false); err != nil || tools.Req.Only != "f" || !tools.Req.Single {
+		t.Fatalf("named choice: %+v, %v", tools.Req, err)
 	}
 	if err := respToolChoice(&tools, json.RawMessage(`{"type": "web_search_preview"}`), true); err == nil {
 		t.Fatal("a hosted tool choice was accepted")
@@ -123,13 +123,13 @@ func TestRespToolsSkipHostedTools(t *testing.T) {
 
 func TestRespFormat(t *testing.T) {
 	c, err := respFormat(json.RawMessage(`{"type": "json_schema", "name": "x", "schema": {"type": "object"}, "strict": true}`))
-	if err != nil || string(c.schema) != `{"type": "object"}` || !c.strict || c.field != "text.format.schema" {
+	if err != nil || string(c.Schema) != `{"type": "object"}` || !c.Strict || c.Field != "text.format.schema" {
 		t.Fatalf("got %+v, %v", c, err)
 	}
 	if _, err := respFormat(json.RawMessage(`{"type": "json_schema", "name": "x"}`)); err == nil {
 		t.Fatal("a json_schema format without a schema was accepted")
 	}
-	if c, err := respFormat(json.RawMessage(`{"type": "text"}`)); err != nil || !c.none() {
+	if c, err := respFormat(json.RawMessage(`{"type": "text"}`)); err != nil || !c.None() {
 		t.Fatalf("text: %+v, %v", c, err)
 	}
 }
