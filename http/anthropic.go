@@ -87,7 +87,7 @@ const anthropicMaxStops = 64
 
 // anthropicPlan is a Messages request made ready to submit.
 type anthropicPlan struct {
-	g *genSpec
+	g *task.Request
 	// breaks are the request's cache breakpoints and marks the prompt
 	// length each marks.
 	breaks []cacheBreak
@@ -142,8 +142,8 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Spec: task.Spec{Prompt: plan.Prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences,
-		Grammar: plan.Grammar, GrammarField: plan.GrammarField}, turn: plan}
+	g := &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences}}
+	plan.Apply(&g.Spec)
 	p := &anthropicPlan{g: g, breaks: breaks, omitThinking: turn.omitThinking}
 	if len(breaks) > 0 {
 		p.marks = markedPrefixes(m, turn.turns, turn.Tools, breaks, plan.Prompt)

@@ -77,7 +77,7 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 	if err != nil {
 		return nil, err
 	}
-	job.g.Grammar, job.g.GrammarField, job.g.turn = plan.Grammar, plan.GrammarField, plan
+	plan.Apply(&job.g.Spec)
 	return job, nil
 }
 

@@ -56,7 +56,7 @@ func (s *Server) responseStore() *respstore.Store {
 // far as the request decides it, and the input items to store with it.
 type respJob struct {
 	m     *Model
-	g     *genSpec
+	g     *task.Request
 	obj   respObject
 	input []json.RawMessage
 	store bool
@@ -128,8 +128,8 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Spec: task.Spec{Prompt: plan.Prompt, Class: class, MaxTokens: maxTok, Sampling: smp,
-		Grammar: plan.Grammar, GrammarField: plan.GrammarField}, turn: plan}
+	g := &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp}}
+	plan.Apply(&g.Spec)
 	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
 	if job.store {
 		if err := s.storable(rt.items); err != nil {

@@ -62,6 +62,14 @@ func PlanChat(m *Model, c *Chat) (*ChatPlan, error) {
 	return p, nil
 }
 
+// Apply sets on s what the plan decided: the prompt, the grammar and the
+// field it came from, how the reply is read and the markers shown.
+func (p *ChatPlan) Apply(s *Spec) {
+	reply := p.Reply
+	s.Prompt, s.Grammar, s.GrammarField = p.Prompt, p.Grammar, p.GrammarField
+	s.Reply, s.Show = &reply, p.Show
+}
+
 // constrain sets the plan's grammar: the calls' grammar when the request
 // has tools (lazy, from a call's opener on, unless a call is required),
 // else the structured-output constraint. Both at once would need a

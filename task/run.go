@@ -9,9 +9,18 @@ import (
 	"superfluid/sched"
 )
 
-// Request is one request of any API in the core's terms: its choices (n
-// per prompt, each with its own seed), each a Spec.
+// Request is one request of any API in the core's terms: the generation
+// its choices share (a chat turn's with its plan applied, ChatPlan.Apply)
+// and how many choices to make of it, or the choices themselves when they
+// differ by more than a seed (a completion API's list of prompts).
 type Request struct {
+	// Spec is what every choice shares.
+	Spec
+	// N is how many choices to make of Spec (0 counts as one), each
+	// sampling with its own seed (Spec.WithSeed) so that they differ.
+	N int
+	// Choices, when set by the API, are the choices as they are; else
+	// Plan makes them of Spec and N.
 	Choices []*Spec
 	// Collect keeps each raw choice's text in its Outcome, for an answer
 	// given whole; a streamed answer has it from the deltas. A chat turn's
@@ -58,11 +67,24 @@ type Job struct {
 // handler starts a job before it starts a streamed response, so that a
 // refusal is still answered with a status.
 func Start(ctx context.Context, m *Model, req *Request) (*Job, error) {
-	sts, err := SubmitAll(ctx, m, req.Choices)
+	sts, err := SubmitAll(ctx, m, Plan(req))
 	if err != nil {
 		return nil, err
 	}
 	return &Job{m: m, req: req, streams: sts}, nil
+}
+
+// Plan expands req into its choices, once: the API's own when it set
+// them, else N of Spec, choice i with Spec.WithSeed(i).
+func Plan(req *Request) []*Spec {
+	if req.Choices == nil {
+		req.Choices = make([]*Spec, max(req.N, 1))
+		for i := range req.Choices {
+			s := req.Spec.WithSeed(i)
+			req.Choices[i] = &s
+		}
+	}
+	return req.Choices
 }
 
 // Cancel cancels every choice: the job will not be run (or no longer
