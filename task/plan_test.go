@@ -1,7 +1,10 @@
 package task
 
 import (
+	"strings"
 	"testing"
+
+	"superfluid/chat"
 
 	"superfluid/engine"
 	"superfluid/reply"
@@ -12,19 +15,19 @@ import (
 // the seed plus i, so that the choices differ.
 func TestPlanExpandsChoicesWithTheirSeeds(t *testing.T) {
 	req := &Request{Spec: Spec{Prompt: []engine.Token{1, 2}, MaxTokens: 7, Sampling: engine.Sampling{Seed: 40}}, N: 3}
-	choices := Plan(req)
-	if len(choices) != 3 {
-		t.Fatalf("%d choices, want 3", len(choices))
+	choices, err := Plan(&Model{}, req)
+	if err != nil || len(choices) != 3 {
+		t.Fatalf("%d choices (%v), want 3", len(choices), err)
 	}
 	for i, c := range choices {
 		if c.Sampling.Seed != 40+uint64(i) || c.MaxTokens != 7 || len(c.Prompt) != 2 {
 			t.Errorf("choice %d: %+v", i, c)
 		}
 	}
-	if again := Plan(req); &again[0] != &choices[0] || again[0] != choices[0] {
+	if again, _ := Plan(&Model{}, req); &again[0] != &choices[0] || again[0] != choices[0] {
 		t.Error("a second Plan made the choices again")
 	}
-	if one := Plan(&Request{}); len(one) != 1 {
+	if one, _ := Plan(&Model{}, &Request{}); len(one) != 1 {
 		t.Errorf("N 0 made %d choices, want 1", len(one))
 	}
 }
@@ -32,7 +35,7 @@ func TestPlanExpandsChoicesWithTheirSeeds(t *testing.T) {
 // Choices an API set itself (one per prompt of a list) are kept as they are.
 func TestPlanKeepsTheAPIsChoices(t *testing.T) {
 	a, b := &Spec{MaxTokens: 1}, &Spec{MaxTokens: 2}
-	got := Plan(&Request{Spec: Spec{MaxTokens: 9}, N: 5, Choices: []*Spec{a, b}})
+	got, _ := Plan(&Model{}, &Request{Spec: Spec{MaxTokens: 9}, N: 5, Choices: []*Spec{a, b}, Chat: &Chat{}})
 	if len(got) != 2 || got[0] != a || got[1] != b {
 		t.Fatalf("choices %v", got)
 	}
@@ -90,5 +93,50 @@ func TestToolsChecks(t *testing.T) {
 	var none Tools
 	if err := none.Require("tool_choice", "required", "", false); err == nil {
 		t.Error("a required call without tools was accepted")
+	}
+}
+
+// byteText is a vocabulary of one token per byte.
+type byteText struct{}
+
+func (byteText) Tokenize(text string, _, _ bool) ([]engine.Token, error) {
+	toks := make([]engine.Token, len(text))
+	for i := range len(text) {
+		toks[i] = engine.Token(text[i])
+	}
+	return toks, nil
+}
+func (byteText) AppendPiece(dst []byte, tok engine.Token, _ bool) []byte {
+	return append(dst, byte(tok))
+}
+func (byteText) Detokenize(toks []engine.Token, _ bool) string {
+	b := make([]byte, len(toks))
+	for i, t := range toks {
+		b[i] = byte(t)
+	}
+	return string(b)
+}
+
+// A request with a chat turn is rendered through the model's template by
+// Plan, and every choice carries the prompt and the reply reading.
+func TestPlanRendersTheChat(t *testing.T) {
+	tmpl, err := chat.Parse(`{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}`, chat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Model{Desc: &engine.Descriptor{Ctx: 256, Vocab: 256}, Text: byteText{}, Chat: tmpl}
+	req := &Request{Chat: &Chat{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, N: 2}
+	choices, err := Plan(m, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range choices {
+		if got := (byteText{}).Detokenize(c.Prompt, false); got != "<user>hi<assistant>" || c.Reply == nil {
+			t.Errorf("choice %d: prompt %q, reply plan %v", i, got, c.Reply)
+		}
+	}
+	_, err = Plan(&Model{Desc: &engine.Descriptor{Ctx: 256}, Text: byteText{}}, &Request{Chat: &Chat{}})
+	if err == nil || !strings.Contains(err.Error(), "no chat template") {
+		t.Errorf("a model without a template: %v", err)
 	}
 }

@@ -16,6 +16,11 @@ import (
 type Request struct {
 	// Spec is what every choice shares.
 	Spec
+	// Chat, when set, is a chat turn: Plan renders it and sets its plan on
+	// Spec (ChatPlan.Apply), unless the API planned it already (Spec.Reply
+	// set) because it needed the prompt first — to count it, or to bound
+	// max tokens by it — or to refuse a bad turn before its other fields.
+	Chat *Chat
 	// N is how many choices to make of Spec (0 counts as one), each
 	// sampling with its own seed (Spec.WithSeed) so that they differ.
 	N int
@@ -67,24 +72,38 @@ type Job struct {
 // handler starts a job before it starts a streamed response, so that a
 // refusal is still answered with a status.
 func Start(ctx context.Context, m *Model, req *Request) (*Job, error) {
-	sts, err := SubmitAll(ctx, m, Plan(req))
+	choices, err := Plan(m, req)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := SubmitAll(ctx, m, choices)
 	if err != nil {
 		return nil, err
 	}
 	return &Job{m: m, req: req, streams: sts}, nil
 }
 
-// Plan expands req into its choices, once: the API's own when it set
-// them, else N of Spec, choice i with Spec.WithSeed(i).
-func Plan(req *Request) []*Spec {
-	if req.Choices == nil {
-		req.Choices = make([]*Spec, max(req.N, 1))
-		for i := range req.Choices {
-			s := req.Spec.WithSeed(i)
-			req.Choices[i] = &s
-		}
+// Plan makes req's choices, once: the API's own when it set them; else
+// its chat turn rendered, tokenized and checked into Spec (PlanChat) when
+// it has one not yet planned, and N of Spec, choice i with
+// Spec.WithSeed(i). Start calls it.
+func Plan(m *Model, req *Request) ([]*Spec, error) {
+	if req.Choices != nil {
+		return req.Choices, nil
 	}
-	return req.Choices
+	if req.Chat != nil && req.Reply == nil {
+		p, err := PlanChat(m, req.Chat)
+		if err != nil {
+			return nil, err
+		}
+		p.Apply(&req.Spec)
+	}
+	req.Choices = make([]*Spec, max(req.N, 1))
+	for i := range req.Choices {
+		s := req.Spec.WithSeed(i)
+		req.Choices[i] = &s
+	}
+	return req.Choices, nil
 }
 
 // Cancel cancels every choice: the job will not be run (or no longer
