@@ -120,11 +120,7 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err != nil {
 		return nil, err
 	}
-	defClass := ""
-	if rt.turn.Tools.Active() {
-		defClass = "agent" // a person waits on the agent's whole tool loop
-	}
-	class, err := s.requestClass(ctx, defClass)
+	class, err := s.turnClass(ctx, &rt.turn)
 	if err != nil {
 		return nil, err
 	}
