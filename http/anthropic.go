@@ -70,11 +70,11 @@ func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error 
 	if err != nil {
 		return err
 	}
-	plan, err := planTurn(m, turn.chatTurn)
+	plan, err := apiResult(task.PlanChat(m.core(), &turn.Chat))
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]int{"input_tokens": len(plan.prompt)})
+	return writeJSON(ctx, map[string]int{"input_tokens": len(plan.Prompt)})
 }
 
 // countTokensLimit stands for max_tokens in count_tokens, which takes
@@ -87,7 +87,7 @@ const anthropicMaxStops = 64
 
 // anthropicPlan is a Messages request made ready to submit.
 type anthropicPlan struct {
-	g *genSpec
+	g *task.Request
 	// breaks are the request's cache breakpoints and marks the prompt
 	// length each marks.
 	breaks []cacheBreak
@@ -134,19 +134,19 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planTurn(m, turn.chatTurn)
+	plan, err := apiResult(task.PlanChat(m.core(), &turn.Chat))
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, turn.chatTurn)
+	class, err := s.turnClass(ctx, &turn.Chat)
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Spec: task.Spec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences,
-		Grammar: plan.grammar, GrammarField: plan.field}, turn: plan}
+	g := &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: req.StopSequences}}
+	plan.Apply(&g.Spec)
 	p := &anthropicPlan{g: g, breaks: breaks, omitThinking: turn.omitThinking}
 	if len(breaks) > 0 {
-		p.marks = markedPrefixes(m, turn.turns, turn.tools, breaks, plan.prompt)
+		p.marks = markedPrefixes(m, turn.turns, turn.Tools, breaks, plan.Prompt)
 	}
 	return p, nil
 }
@@ -154,7 +154,7 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 // anthropicChatTurn is a request's turn with what the Anthropic side keeps
 // of it.
 type anthropicChatTurn struct {
-	chatTurn
+	task.Chat
 	turns        anthropicTurns
 	omitThinking bool
 }
@@ -191,7 +191,7 @@ func (s *Server) anthropicTurn(m *Model, req *anthropicRequest, maxTokens int) (
 	if err != nil {
 		return t, nil, err
 	}
-	t.chatTurn = chatTurn{msgs: msgs, tools: tools, think: think, continues: true, shape: shape}
+	t.Chat = task.Chat{Messages: msgs, Tools: tools, Think: think, Continues: true, Shape: shape}
 	t.omitThinking = omit
 	return t, breaks, nil
 }

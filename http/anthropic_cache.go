@@ -5,6 +5,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/task"
 )
 
 // Anthropic's prompt caching. A cache_control breakpoint on a tool, a
@@ -118,7 +119,7 @@ func (t anthropicTurns) upTo(b cacheBreak) anthropicTurns {
 // system block after what follows it in Anthropic's order (Qwen writes the
 // tools after the system prompt) marks less than Anthropic would, never
 // more. A breakpoint the template cannot render alone marks nothing.
-func markedPrefixes(m *Model, turns anthropicTurns, tools turnTools, breaks []cacheBreak, prompt []engine.Token) []int {
+func markedPrefixes(m *Model, turns anthropicTurns, tools task.Tools, breaks []cacheBreak, prompt []engine.Token) []int {
 	out := make([]int, len(breaks))
 	for i, b := range breaks {
 		if b.whole {
@@ -133,8 +134,8 @@ func markedPrefixes(m *Model, turns anthropicTurns, tools turnTools, breaks []ca
 			msgs = append(msgs, chat.Message{Role: chat.RoleUser})
 		}
 		t := tools
-		if b.tools >= 0 && b.tools < len(t.list) {
-			t.list, t.defs = t.list[:b.tools], t.defs[:b.tools]
+		if b.tools >= 0 && b.tools < len(t.List) {
+			t.List, t.Defs = t.List[:b.tools], t.Defs[:b.tools]
 		}
 		text, err := prefixText(m, msgs, t)
 		if err != nil {
@@ -149,19 +150,19 @@ func markedPrefixes(m *Model, turns anthropicTurns, tools turnTools, breaks []ca
 	return out
 }
 
-// prefixText renders msgs with tools as planTurn would, without the
+// prefixText renders msgs with tools as task.PlanChat would, without the
 // generation prompt.
-func prefixText(m *Model, msgs []chat.Message, t turnTools) (string, error) {
+func prefixText(m *Model, msgs []chat.Message, t task.Tools) (string, error) {
 	f := m.Reply()
 	req := chat.Request{Messages: msgs}
-	if t.active() && f.Format.HasCalls() {
+	if t.Active() && f.Format.HasCalls() {
 		if f.Format.Generic {
-			req.Messages = withSystemText(req.Messages, f.Format.SystemPrompt(t.list))
+			req.Messages = task.WithSystemText(req.Messages, f.Format.SystemPrompt(t.List))
 		} else {
-			req.Tools = t.defs
+			req.Tools = t.Defs
 		}
 	}
-	return chatPrompt(m, req)
+	return apiResult(task.ChatPrompt(m.core(), req))
 }
 
 func commonTokens(a, b []engine.Token) int {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 var anthropicSeeds = []string{
@@ -56,9 +57,9 @@ func FuzzAnthropicRequest(f *testing.F) {
 		turn, _, terr := srv.anthropicTurn(m, &req, countTokensLimit)
 		var counted int
 		if terr == nil {
-			plan, perr := planTurn(m, turn.chatTurn)
+			plan, perr := apiResult(task.PlanChat(m.core(), &turn.Chat))
 			if terr = perr; perr == nil {
-				counted = len(plan.prompt)
+				counted = len(plan.Prompt)
 			}
 		}
 		if terr != nil || counted != len(g.Prompt) || g.MaxTokens < 1 || g.Class != sched.Chat && g.Class != sched.Agent {

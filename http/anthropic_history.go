@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"superfluid/chat"
+	"superfluid/task"
 )
 
 // The Anthropic conversation: system blocks, then turns of content blocks,
@@ -189,7 +190,7 @@ func (t anthropicTurns) chat(prefix bool) ([]chat.Message, error) {
 			out = appendMerged(out, msg)
 		}
 	}
-	return callOnlyTurns(out), nil
+	return task.CallOnlyTurns(out), nil
 }
 
 // turnMessages maps one turn: a user turn's tool results become tool

@@ -6,9 +6,10 @@ import (
 
 	"superfluid/reply"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
-func anthropicSpecOf(t *testing.T, m *Model, body string) (*genSpec, error) {
+func anthropicSpecOf(t *testing.T, m *Model, body string) (*task.Request, error) {
 	t.Helper()
 	ctx := requestCtx([]byte(body))
 	var req anthropicRequest

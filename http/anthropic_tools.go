@@ -9,10 +9,11 @@ import (
 	"strings"
 
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // The Anthropic request's tools, tool_choice and thinking, read into a
-// chatTurn; and the class a tool-carrying request runs in.
+// task.Chat; and the class a tool-carrying request runs in.
 
 // anthropicTurnTools reads tools and tool_choice. Client tools ({name,
 // description, input_schema}, type absent or "custom") are offered to the
@@ -21,26 +22,26 @@ import (
 // a warning rather than refused: agents send them on every request
 // whether the backend runs them or not. The tools' cache breakpoints are
 // returned by the count of client tools up to and including each.
-func anthropicTurnTools(req *anthropicRequest) (turnTools, []int, []string, error) {
+func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, error) {
 	var list []reply.Tool
 	var marks []int
 	var ttls []string
 	if !isNull(req.Tools) {
 		var defs []json.RawMessage
 		if err := json.Unmarshal(req.Tools, &defs); err != nil {
-			return turnTools{}, nil, nil, badParam("tools", "tools: Input should be a valid list")
+			return task.Tools{}, nil, nil, badParam("tools", "tools: Input should be a valid list")
 		}
 		for i, d := range defs {
 			var t anthropicTool
 			if err := json.Unmarshal(d, &t); err != nil {
-				return turnTools{}, nil, nil, badParam("tools", "tools.%d: Input should be a valid tool definition", i)
+				return task.Tools{}, nil, nil, badParam("tools", "tools.%d: Input should be a valid tool definition", i)
 			}
 			if t.Type != "" && t.Type != "custom" {
 				slog.Warn("anthropic: skipping a server tool this server cannot run", "type", t.Type, "name", t.Name)
 				continue
 			}
 			if t.Name == "" {
-				return turnTools{}, nil, nil, badParam("tools", "tools.%d.name: Field required", i)
+				return task.Tools{}, nil, nil, badParam("tools", "tools.%d.name: Field required", i)
 			}
 			list = append(list, reply.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 			if t.CacheControl != nil {
@@ -48,7 +49,7 @@ func anthropicTurnTools(req *anthropicRequest) (turnTools, []int, []string, erro
 			}
 		}
 	}
-	tt, err := newTurnTools("tools", list)
+	tt, err := apiResult(task.NewTools("tools", list))
 	if err != nil {
 		return tt, nil, nil, err
 	}
@@ -56,10 +57,10 @@ func anthropicTurnTools(req *anthropicRequest) (turnTools, []int, []string, erro
 	if err != nil {
 		return tt, nil, nil, err
 	}
-	return tt, marks, ttls, tt.require("tool_choice", mode, name, single)
+	return tt, marks, ttls, apiErr(tt.Require("tool_choice", mode, name, single))
 }
 
-// anthropicChoice maps tool_choice onto turnTools' modes: auto, any (a
+// anthropicChoice maps tool_choice onto task.Tools' modes: auto, any (a
 // call is required), tool (that tool is required), none;
 // disable_parallel_tool_use allows one call at most.
 func anthropicChoice(raw json.RawMessage) (mode, name string, single bool, err error) {

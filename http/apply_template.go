@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
+	"superfluid/task"
 )
 
 // applyTemplateRequest is llama-server's POST /apply-template body: an
@@ -41,7 +42,7 @@ func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.AddGenerationPrompt != nil {
 		r.AddGenerationPrompt = *req.AddGenerationPrompt
 	}
-	prompt, err := chatPrompt(m, r)
+	prompt, err := apiResult(task.ChatPrompt(m.core(), r))
 	if err != nil {
 		return err
 	}

@@ -23,12 +23,9 @@ type (
 	samplingFields = task.SamplingFields
 )
 
-// genSpec is one generation as a handler plans it: the core's Spec, and
-// for a chat reply the turn it answers (followTurn parses the reply by it).
-type genSpec struct {
-	task.Spec
-	turn *turnPlan
-}
+// genSpec is the llama.cpp routes' name for task.Request, whose choices
+// they set themselves (startJob) until they move into their own package.
+type genSpec = task.Request
 
 const (
 	maxStops            = task.MaxStops
@@ -97,32 +94,14 @@ func keepHead(s string, n int) string { return task.KeepHead(s, n) }
 
 func finishName(f sched.Finish) string { return task.FinishName(f) }
 
-// withSeed returns g for choice i: each choice samples with its own seed
-// so that n > 1 gives different answers.
-func (g *genSpec) withSeed(i int) *genSpec {
-	c := *g
-	c.Spec = g.Spec.WithSeed(i)
-	return &c
-}
-
-// spec is g's Spec with the turn's markers to render as text.
-func (g *genSpec) spec() *task.Spec {
-	if g.turn != nil && g.Reply == nil {
-		g.Show = g.turn.show
-		g.Reply = &task.ReplyPlan{Format: g.turn.format, Options: g.turn.opts}
-	}
-	return &g.Spec
-}
-
 // startJob submits gs as the choices of one request (task.Start); part
 // names one of them in a panic's log and answer (task.Request.Part).
 func startJob(ctx context.Context, m *Model, part string, gs []*genSpec, collect bool) (*task.Job, error) {
 	req := &task.Request{Choices: make([]*task.Spec, len(gs)), Collect: collect, Part: part}
 	for i, g := range gs {
-		req.Choices[i] = g.spec()
+		req.Choices[i] = &g.Spec
 	}
-	job, err := task.Start(ctx, m.core(), req)
-	return job, apiErr(err)
+	return apiResult(task.Start(ctx, m.core(), req))
 }
 
 // runJob runs a started job to its end (task.Job.Run); the sink hears
@@ -135,11 +114,12 @@ func runJob(ctx context.Context, job *task.Job, sink task.SinkFuncs) ([]task.Tur
 	return turns, apiErr(err)
 }
 
-// startOne submits g as a request of one choice that runs on the
-// caller's goroutine (task.Request.Part empty): a panic in it is the
-// handler's or the stream writer's to recover, as for any one answer.
-func startOne(ctx context.Context, m *Model, g *genSpec, collect bool) (*task.Job, error) {
-	return startJob(ctx, m, "", []*genSpec{g}, collect)
+// startOne submits req, a request of one choice, to run on the caller's
+// goroutine (task.Request.Part empty): a panic in it is the handler's or
+// the stream writer's to recover, as for any one answer.
+func startOne(ctx context.Context, m *Model, req *task.Request, collect bool) (*task.Job, error) {
+	req.Collect = collect
+	return apiResult(task.Start(ctx, m.core(), req))
 }
 
 // followOne runs a job of one chat turn to its end; emit, when not nil,
@@ -190,3 +170,14 @@ func fanOut(what string, n int, part func(i int) error, ended func(err error)) [
 	}
 	return errs
 }
+
+// grammarFor is task.GrammarFor for the completion routes, which read
+// their structured-output fields here (structuredFields).
+func grammarFor(m *Model, c task.Constraint, prompt []engine.Token, templated bool) (*engine.GrammarSpec, error) {
+	g, err := task.GrammarFor(m.core(), c, prompt, templated)
+	return g, apiErr(err)
+}
+
+// apiResult is a task call's result with its error as an apiError, for
+// the handlers that call task directly: apiResult(task.PlanChat(…)).
+func apiResult[T any](v T, err error) (T, error) { return v, apiErr(err) }

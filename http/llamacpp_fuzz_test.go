@@ -139,7 +139,7 @@ func FuzzOpenAICompletionRequest(f *testing.F) {
 			if c.index != i {
 				t.Fatalf("choice %d has index %d", i, c.index)
 			}
-			checkJob(t, m, &llamaJob{spec: c.spec})
+			checkJob(t, m, &llamaJob{spec: &genSpec{Spec: *c.spec}})
 		}
 	})
 }

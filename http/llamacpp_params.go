@@ -89,7 +89,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if p.grammar, err = grammarFor(m, shape, nil, false); err != nil {
 		return nil, err
 	}
-	p.grammarAt = shape.field
+	p.grammarAt = shape.Field
 	if len(req.ResponseFields) > maxResponseFields {
 		return nil, badParam("response_fields", "at most %d response_fields", maxResponseFields)
 	}

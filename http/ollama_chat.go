@@ -10,6 +10,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // ollamaChat serves POST /api/chat.
@@ -63,20 +64,20 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 		return nil, err
 	}
 	job.model = opts.window(m)
-	turn := chatTurn{msgs: msgs, tools: tools, think: think, effort: effort, continues: true, shape: shape}
-	plan, err := planTurn(job.model, turn)
+	turn := task.Chat{Messages: msgs, Tools: tools, Think: think, Effort: effort, Continues: true, Shape: shape}
+	plan, err := apiResult(task.PlanChat(job.model.core(), &turn))
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, turn)
+	class, err := s.turnClass(ctx, &turn)
 	if err != nil {
 		return nil, err
 	}
-	job.g, err = ollamaSpec(m, job.model, &opts, plan.prompt, class, req.Logprobs, req.TopLogs)
+	job.g, err = ollamaSpec(m, job.model, &opts, plan.Prompt, class, req.Logprobs, req.TopLogs)
 	if err != nil {
 		return nil, err
 	}
-	job.g.Grammar, job.g.GrammarField, job.g.turn = plan.grammar, plan.field, plan
+	plan.Apply(&job.g.Spec)
 	return job, nil
 }
 
@@ -111,7 +112,7 @@ func ollamaMessages(model string, in []ollamaMessage) ([]chat.Message, error) {
 		}
 		out = append(out, chat.Message{Role: role, Content: msg.Content, ReasoningContent: msg.Thinking, ToolCalls: calls, Name: msg.ToolName})
 	}
-	return callOnlyTurns(out), nil
+	return task.CallOnlyTurns(out), nil
 }
 
 // ollamaToolCalls reads message i's tool_calls: [{function: {name,

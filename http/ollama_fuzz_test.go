@@ -132,7 +132,7 @@ func checkRefusal(t *testing.T, err error) {
 // checkSpec checks what a validated request hands to the scheduler: a
 // prompt of the model's tokens that fits the context with room left, and
 // limits and sampling the scheduler accepts.
-func checkSpec(t *testing.T, m *Model, g *genSpec) {
+func checkSpec(t *testing.T, m *Model, g *task.Request) {
 	t.Helper()
 	if len(g.Prompt) == 0 || len(g.Prompt) >= m.Desc.Ctx {
 		t.Fatalf("prompt of %d tokens for a context of %d", len(g.Prompt), m.Desc.Ctx)

@@ -13,11 +13,11 @@ import (
 )
 
 // ollamaJob is a validated Ollama request: what to generate and how to
-// answer. A job with no genSpec is a load (or unload) request, answered at
+// answer. A job with no task.Request is a load (or unload) request, answered at
 // once: the model is always loaded.
 type ollamaJob struct {
 	model  *Model // the served model, or a copy narrowed to num_ctx
-	g      *genSpec
+	g      *task.Request
 	name   string // the model name as the client spelled it, echoed back
 	stream bool
 	chat   bool // answer in /api/chat's shape
@@ -87,7 +87,7 @@ func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *olla
 	if job.g.Grammar, err = grammarFor(m, shape, p.tokens, p.context); err != nil {
 		return nil, err
 	}
-	job.g.GrammarField = shape.field
+	job.g.GrammarField = shape.Field
 	return job, nil
 }
 
@@ -150,12 +150,12 @@ func (s *Server) ollamaGeneratePrompt(ctx *fasthttp.RequestCtx, m, windowed *Mod
 }
 
 // ollamaSpec completes a job's generation from its options.
-func ollamaSpec(m, windowed *Model, opts *ollamaOptions, prompt []engine.Token, class sched.Class, logprobs bool, top int) (*genSpec, error) {
+func ollamaSpec(m, windowed *Model, opts *ollamaOptions, prompt []engine.Token, class sched.Class, logprobs bool, top int) (*task.Request, error) {
 	smp, err := opts.sampling(m)
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: opts.maxTokens(m, windowed, len(prompt)), Sampling: smp, Stop: opts.Stop}}
+	g := &task.Request{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: opts.maxTokens(m, windowed, len(prompt)), Sampling: smp, Stop: opts.Stop}}
 	if logprobs {
 		g.Logprobs, g.TopLogprobs = max(top, 1), top
 	}
@@ -180,16 +180,16 @@ func ollamaTemplatedPrompt(m *Model, req *ollamaGenerateRequest) ([]engine.Token
 	}
 	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: req.Prompt})
 	if len(req.Context) == 0 {
-		return renderChat(m, msgs)
+		return apiResult(task.RenderChat(m.core(), msgs))
 	}
 	prev, err := contextTokens(m, req.Context)
 	if err != nil {
 		return nil, err
 	}
 	if m.Chat == nil {
-		return nil, noChatTemplate(m, `send the prompt with "raw": true`)
+		return nil, apiErr(task.NoChatTemplate(m.core(), `send the prompt with "raw": true`))
 	}
-	text, err := chatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true})
+	text, err := apiResult(task.ChatPrompt(m.core(), chat.Request{Messages: msgs, AddGenerationPrompt: true}))
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		})
 		return nil
 	}
-	if job.g.turn != nil {
+	if job.g.Reply != nil {
 		return s.runOllamaTurn(ctx, job)
 	}
 	if job.stream {
@@ -124,7 +124,7 @@ func (tr *ollamaTrace) emit(job *ollamaJob) func(d *delta) error {
 	}
 }
 
-func ollamaLogprobOf(m *Model, g *genSpec, t *tokenOut) ollamaLogprob {
+func ollamaLogprobOf(m *Model, g *task.Request, t *tokenOut) ollamaLogprob {
 	lp := ollamaLogprob{ollamaTokenLogprob: ollamaTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece)}}
 	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
 		lp.TopLogprobs = append(lp.TopLogprobs, ollamaTokenLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
@@ -176,14 +176,14 @@ const ollamaCacheTag = "ollama /api/generate"
 
 // cacheKey is g's completion-cache key (task.CacheKey), "" for a chat
 // turn, whose reply is parsed rather than shown as text.
-func cacheKey(m *Model, g *genSpec) string {
-	if g.turn != nil {
+func cacheKey(m *Model, g *task.Request) string {
+	if g.Reply != nil {
 		return ""
 	}
 	return task.CacheKey(m.core(), &g.Spec, ollamaCacheTag)
 }
 
-func (s *Server) cachedCompletion(m *Model, g *genSpec) (task.Cached, bool) {
+func (s *Server) cachedCompletion(m *Model, g *task.Request) (task.Cached, bool) {
 	key := cacheKey(m, g)
 	if key == "" {
 		return task.Cached{}, false
@@ -192,7 +192,7 @@ func (s *Server) cachedCompletion(m *Model, g *genSpec) (task.Cached, bool) {
 }
 
 // rememberCompletion caches a greedy FIM answer that ran to its end.
-func (s *Server) rememberCompletion(m *Model, g *genSpec, out outcome) {
+func (s *Server) rememberCompletion(m *Model, g *task.Request, out outcome) {
 	key := cacheKey(m, g)
 	if key == "" || (out.Finish != "stop" && out.Finish != "length") {
 		return

@@ -155,33 +155,32 @@ func choiceCount(n *int) (int, error) {
 	return *n, nil
 }
 
-func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatRequest) (*genSpec, int, error) {
+func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatRequest) (*task.Request, error) {
 	if err := req.oaiUnhonoured.check(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	shape, err := req.structuredFields.constraint(m)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	msgs, err := chatMessages(req.Messages)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	tools, err := req.oaiTools.turnTools()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	turn := chatTurn{msgs: msgs, tools: tools, kwargs: req.ChatTemplateKwargs, shape: shape}
+	turn := task.Chat{Messages: msgs, Tools: tools, Kwargs: req.ChatTemplateKwargs, Shape: shape}
 	if e := req.ReasoningEffort; e != nil {
-		if err := turn.setEffort("reasoning_effort", *e); err != nil {
-			return nil, 0, err
+		if err := apiErr(turn.SetEffort("reasoning_effort", *e)); err != nil {
+			return nil, err
 		}
 	}
-	plan, err := planTurn(m, turn)
+	plan, err := apiResult(task.PlanChat(m.core(), &turn))
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	prompt := plan.prompt
 	limit := req.MaxCompletionTokens
 	field := "max_completion_tokens"
 	if limit == nil {
@@ -189,44 +188,45 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	}
 	maxTok, err := maxTokens(field, limit, m.Desc.Ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	n, err := choiceCount(req.N)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	stops, err := stopList(req.Stop, "stop")
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	class, err := s.turnClass(ctx, turn)
+	class, err := s.turnClass(ctx, &turn)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	g := &genSpec{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}, turn: plan}
+	g := &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}}
+	plan.Apply(&g.Spec)
 	if req.Logprobs {
 		top := 0
 		if req.TopLogprobs != nil {
 			top = *req.TopLogprobs
 		}
 		if top < 0 || top > engine.MaxLogprobs {
-			return nil, 0, badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
+			return nil, badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
 		}
 		g.Logprobs = max(top, 1)
 		g.TopLogprobs = top
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
-		return nil, 0, badParam("top_logprobs", "top_logprobs needs logprobs: true")
+		return nil, badParam("top_logprobs", "top_logprobs needs logprobs: true")
 	}
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	g.Grammar, g.GrammarField = plan.grammar, plan.field
-	return g, n, nil
+	g.N = n
+	return g, nil
 }
 
 func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
@@ -234,22 +234,23 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err := decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	g, n, err := s.chatSpec(ctx, m, &req)
+	g, err := s.chatSpec(ctx, m, &req)
 	if err != nil {
 		return err
 	}
 	id := newID("chatcmpl-")
 	created := time.Now().Unix()
 	if req.Stream {
-		return s.streamChat(ctx, m, g, n, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return s.streamChat(ctx, m, g, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
-	outs := chatChoices(g, n)
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	job, err := startJob(rctx, m, "choice", specsOf(outs), false)
+	g.Part = "choice"
+	job, err := apiResult(task.Start(rctx, m.core(), g))
 	if err != nil {
 		return err
 	}
+	outs := chatChoices(g.Choices)
 	turns, err := runJob(rctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *delta) error {
 		if c := outs[i]; d != nil && c.spec.Logprobs > 0 {
 			c.addLogprobs(m, d)
@@ -272,29 +273,20 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	return writeJSON(ctx, resp)
 }
 
-// chatChoices are g's n choices, each sampling with its own seed so that
-// n > 1 gives different answers.
-func chatChoices(g *genSpec, n int) []*choiceOut {
-	choices := make([]*choiceOut, n)
-	for i := range n {
-		choices[i] = &choiceOut{spec: g.withSeed(i)}
+// chatChoices are the rendering state of a request's choices (task.Plan
+// gave each its own seed, so that n > 1 gives different answers).
+func chatChoices(specs []*task.Spec) []*choiceOut {
+	choices := make([]*choiceOut, len(specs))
+	for i, spec := range specs {
+		choices[i] = &choiceOut{spec: spec}
 	}
 	return choices
-}
-
-// specsOf are the choices' generations, for startJob.
-func specsOf(choices []*choiceOut) []*genSpec {
-	gs := make([]*genSpec, len(choices))
-	for i, c := range choices {
-		gs[i] = c.spec
-	}
-	return gs
 }
 
 // choiceOut is one of n choices being generated.
 type choiceOut struct {
 	turnOut
-	spec     *genSpec
+	spec     *task.Spec
 	logprobs *oaiLogprobs
 }
 
@@ -322,7 +314,7 @@ func (c *choiceOut) addLogprobs(m *Model, d *delta) {
 
 // oaiTokenEntry is one token's logprob entry: its text, its bytes (a token
 // may be part of a character), and the top alternatives asked for.
-func oaiTokenEntry(m *Model, g *genSpec, t *tokenOut) oaiTokenLogprob {
+func oaiTokenEntry(m *Model, g *task.Spec, t *tokenOut) oaiTokenLogprob {
 	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
 	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
 		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
@@ -338,7 +330,7 @@ func byteList(b []byte) []int {
 	return out
 }
 
-func usageOf(g *genSpec, outs []*choiceOut) oaiUsage {
+func usageOf(g *task.Request, outs []*choiceOut) oaiUsage {
 	u := oaiUsage{PromptTokens: len(g.Prompt)}
 	for _, o := range outs {
 		u.CompletionTokens += o.Completed

@@ -93,7 +93,7 @@ type cmplChoice struct {
 	outcome
 	index    int
 	prompt   int
-	spec     *genSpec
+	spec     *task.Spec
 	echo     string // the prompt's text, when echo
 	evalOnly bool   // max_tokens 0: the prompt is evaluated, nothing generated
 	logprobs *oaiLegacyLogprobs
@@ -175,7 +175,7 @@ func (p *cmplPlan) cacheKey(m *Model) string {
 	if c.echo != "" || c.evalOnly {
 		return ""
 	}
-	return task.CacheKey(m.core(), &c.spec.Spec, "openai /v1/completions")
+	return task.CacheKey(m.core(), c.spec, "openai /v1/completions")
 }
 
 // fromCache fills c with a completion-cache answer: the whole prompt
@@ -221,7 +221,8 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 		}
 		plan.promptLens = append(plan.promptLens, len(prompt))
 		for j := range n {
-			c := &cmplChoice{index: p*n + j, prompt: p, spec: g.withSeed(j), evalOnly: req.MaxTokens != nil && *req.MaxTokens == 0}
+			spec := g.WithSeed(j)
+			c := &cmplChoice{index: p*n + j, prompt: p, spec: &spec, evalOnly: req.MaxTokens != nil && *req.MaxTokens == 0}
 			c.spec.Prompt = prompt
 			if fill {
 				c.spec.Class, c.spec.StopTokens = sched.FIM, fimStops(m)
@@ -239,7 +240,7 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 }
 
 // completionSpec reads the parameters every choice shares.
-func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*genSpec, error) {
+func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*task.Spec, error) {
 	limit := req.MaxTokens
 	if limit == nil {
 		def := 16 // OpenAI's default
@@ -258,7 +259,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}}
+	g := &task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
@@ -271,7 +272,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if g.Grammar, err = grammarFor(m, shape, nil, false); err != nil {
 		return nil, err
 	}
-	g.GrammarField = shape.field
+	g.GrammarField = shape.Field
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > maxLegacyLogprobs {
 			return nil, badParam("logprobs", "logprobs must be between 0 and %d", maxLegacyLogprobs)
@@ -307,11 +308,11 @@ func completionPrompt(m *Model, pieces []promptPiece, req *oaiCompletionRequest,
 // submit hands every choice to the scheduler before any is followed, with
 // the core's one rollback (task.Start); collect whole answers' text.
 func (p *cmplPlan) submit(ctx context.Context, m *Model, collect bool) error {
-	gs := make([]*genSpec, len(p.choices))
+	req := &task.Request{Choices: make([]*task.Spec, len(p.choices)), Collect: collect, Part: "choice"}
 	for i, c := range p.choices {
-		gs[i] = c.spec
+		req.Choices[i] = c.spec
 	}
-	job, err := startJob(ctx, m, "choice", gs, collect)
+	job, err := apiResult(task.Start(ctx, m.core(), req))
 	p.job = job
 	return err
 }

@@ -12,14 +12,15 @@ import (
 // "data: [DONE]". A failed write cancels every choice; a failed choice
 // ends the stream with an error event in OpenAI's shape
 // (data: {"error": {…}}) and no [DONE].
-func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n int, id string, created int64, includeUsage bool) error {
+func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request, id string, created int64, includeUsage bool) error {
 	rctx, cancel := s.requestContext(ctx)
-	choices := chatChoices(g, n)
-	job, err := startJob(rctx, m, "choice", specsOf(choices), false)
+	g.Part = "choice"
+	job, err := apiResult(task.Start(rctx, m.core(), g))
 	if err != nil {
 		cancel()
 		return err
 	}
+	choices := chatChoices(g.Choices)
 	fp := fingerprint(m)
 	chunk := func(i int, d oaiDelta, lp *oaiLogprobs, finish *string) oaiChatChunk {
 		return oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp,
@@ -33,7 +34,7 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *genSpec, n in
 				return
 			}
 		}
-		calls := make([]int, n) // each choice's calls so far
+		calls := make([]int, len(choices)) // each choice's calls so far
 		runJob(rctx, job, task.SinkFuncs{
 			OnDelta: func(i int, evs []reply.Event, d *delta) error {
 				c := choices[i]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // OpenAI chat's tools: the definitions, tool_choice and
@@ -21,15 +22,15 @@ type oaiTools struct {
 	FunctionCall      json.RawMessage `json:"function_call"`
 }
 
-// turnTools reads the fields. functions and function_call, which OpenAI
+// task.Tools reads the fields. functions and function_call, which OpenAI
 // deprecated for tools and tool_choice, mean the same and are read the
 // same; a request may not mix the two.
-func (o *oaiTools) turnTools() (turnTools, error) {
+func (o *oaiTools) turnTools() (task.Tools, error) {
 	toolsField, choiceField, raw, choice := "tools", "tool_choice", o.Tools, o.ToolChoice
 	legacy := !isNull(o.Functions) || !isNull(o.FunctionCall)
 	if legacy {
 		if !isNull(o.Tools) || !isNull(o.ToolChoice) {
-			return turnTools{}, badParam("functions", "functions and function_call cannot be combined with tools and tool_choice")
+			return task.Tools{}, badParam("functions", "functions and function_call cannot be combined with tools and tool_choice")
 		}
 		toolsField, choiceField, raw, choice = "functions", "function_call", o.Functions, o.FunctionCall
 	}
@@ -37,17 +38,17 @@ func (o *oaiTools) turnTools() (turnTools, error) {
 	if !isNull(raw) {
 		var defs []json.RawMessage
 		if err := json.Unmarshal(raw, &defs); err != nil {
-			return turnTools{}, badParam(toolsField, "%s must be an array", toolsField)
+			return task.Tools{}, badParam(toolsField, "%s must be an array", toolsField)
 		}
 		for i, d := range defs {
 			t, err := oaiTool(d, legacy)
 			if err != nil {
-				return turnTools{}, badParam(toolsField, "%s[%d]: %v", toolsField, i, err)
+				return task.Tools{}, badParam(toolsField, "%s[%d]: %v", toolsField, i, err)
 			}
 			list = append(list, t)
 		}
 	}
-	tt, err := newTurnTools(toolsField, list)
+	tt, err := apiResult(task.NewTools(toolsField, list))
 	if err != nil {
 		return tt, err
 	}
@@ -59,7 +60,7 @@ func (o *oaiTools) turnTools() (turnTools, error) {
 	if legacy {
 		single = true // a function_call reply held one call
 	}
-	if err := tt.require(choiceField, mode, name, single); err != nil {
+	if err := apiErr(tt.Require(choiceField, mode, name, single)); err != nil {
 		return tt, err
 	}
 	return tt, nil

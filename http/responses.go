@@ -17,7 +17,7 @@ import (
 )
 
 // OpenAI's Responses API, which Codex CLI speaks: POST /v1/responses runs
-// one assistant turn through the shared chat pipeline (planTurn,
+// one assistant turn through the shared chat pipeline (task.PlanChat,
 // followTurn) and answers it as output items — reasoning, a message,
 // function calls — whole or as a stream of events; a stored response can
 // be fetched, deleted, and continued by previous_response_id.
@@ -56,7 +56,7 @@ func (s *Server) responseStore() *respstore.Store {
 // far as the request decides it, and the input items to store with it.
 type respJob struct {
 	m     *Model
-	g     *genSpec
+	g     *task.Request
 	obj   respObject
 	input []json.RawMessage
 	store bool
@@ -108,7 +108,7 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planTurn(m, rt.turn)
+	plan, err := apiResult(task.PlanChat(m.core(), &rt.turn))
 	if err != nil {
 		return nil, err
 	}
@@ -120,16 +120,12 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err != nil {
 		return nil, err
 	}
-	defClass := ""
-	if rt.turn.tools.active() {
-		defClass = "agent" // a person waits on the agent's whole tool loop
-	}
-	class, err := s.requestClass(ctx, defClass)
+	class, err := s.turnClass(ctx, &rt.turn)
 	if err != nil {
 		return nil, err
 	}
-	g := &genSpec{Spec: task.Spec{Prompt: plan.prompt, Class: class, MaxTokens: maxTok, Sampling: smp,
-		Grammar: plan.grammar, GrammarField: plan.field}, turn: plan}
+	g := &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp}}
+	plan.Apply(&g.Spec)
 	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
 	if job.store {
 		if err := s.storable(rt.items); err != nil {
@@ -139,7 +135,7 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	job.obj = respObject{
 		ID: newID("resp_"), Object: "response", CreatedAt: unixNow(), Status: "in_progress",
 		Instructions: rt.instructions, MaxOutputTokens: req.MaxOutputTokens, Model: m.Name,
-		Output: []respItemOut{}, ParallelToolCalls: !rt.turn.tools.req.Single, Store: job.store,
+		Output: []respItemOut{}, ParallelToolCalls: !rt.turn.Tools.Req.Single, Store: job.store,
 		Temperature: valueOr(req.Temperature, 1), TopP: valueOr(req.TopP, 1),
 		Text: respTextOut{Format: rawOr(req.Text.Format, `{"type":"text"}`)}, ToolChoice: rawOr(req.ToolChoice, `"auto"`),
 		Tools: rt.tools, Truncation: "disabled", Metadata: rawOr(req.Metadata, `{}`),
@@ -155,7 +151,7 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 
 // respTurnOf is what a request asks of the model's turn, read.
 type respTurnOf struct {
-	turn chatTurn
+	turn task.Chat
 	// items are the conversation's input items, the previous response's
 	// first: what a response chained to this one continues.
 	items        []json.RawMessage
@@ -204,10 +200,10 @@ func (s *Server) respTurn(req *respRequest) (respTurnOf, error) {
 	if err != nil {
 		return rt, err
 	}
-	rt.turn = chatTurn{msgs: msgs, tools: tools, shape: shape}
+	rt.turn = task.Chat{Messages: msgs, Tools: tools, Shape: shape}
 	rt.tools = echo
 	if req.Reasoning != nil && req.Reasoning.Effort != nil {
-		if err := rt.turn.setEffort("reasoning.effort", *req.Reasoning.Effort); err != nil {
+		if err := apiErr(rt.turn.SetEffort("reasoning.effort", *req.Reasoning.Effort)); err != nil {
 			return rt, err
 		}
 	}

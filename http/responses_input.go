@@ -8,9 +8,10 @@ import (
 
 	"superfluid/chat"
 	"superfluid/reply"
+	"superfluid/task"
 )
 
-// Reading a Responses request's conversation and tools into a chatTurn.
+// Reading a Responses request's conversation and tools into a task.Chat.
 
 // respInputItems splits input into its items: a string is one user
 // message, a list is the items themselves.
@@ -116,7 +117,7 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 	if len(out) == 0 {
 		return nil, badParam("input", "input has no messages")
 	}
-	return callOnlyTurns(out), nil
+	return task.CallOnlyTurns(out), nil
 }
 
 // respContentText reads a message's content: a string or a list of text
@@ -193,13 +194,13 @@ type respToolDef struct {
 // for the client are skipped with a warning: agents send them by habit,
 // and the model answers without them. It returns the tools as the
 // response echoes them.
-func respTools(in []json.RawMessage) (turnTools, []json.RawMessage, error) {
+func respTools(in []json.RawMessage) (task.Tools, []json.RawMessage, error) {
 	var list []reply.Tool
 	echo := []json.RawMessage{}
 	for i, raw := range in {
 		var d respToolDef
 		if err := json.Unmarshal(raw, &d); err != nil {
-			return turnTools{}, nil, badParam("tools", "tools[%d]: not a tool (%v)", i, err)
+			return task.Tools{}, nil, badParam("tools", "tools[%d]: not a tool (%v)", i, err)
 		}
 		if d.Type != "function" {
 			slog.Warn("responses: skipping a tool this server cannot run", "index", i, "type", d.Type, "name", d.Name)
@@ -208,24 +209,24 @@ func respTools(in []json.RawMessage) (turnTools, []json.RawMessage, error) {
 		list = append(list, reply.Tool{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 		echo = append(echo, raw)
 	}
-	t, err := newTurnTools("tools", list)
+	t, err := apiResult(task.NewTools("tools", list))
 	return t, echo, err
 }
 
 // respToolChoice applies tool_choice: "none", "auto", "required", or
 // {"type": "function", "name": …}. A choice of a hosted tool, or of
 // allowed_tools, is refused by name: it demands what the server cannot do.
-func respToolChoice(t *turnTools, raw json.RawMessage, parallel bool) error {
+func respToolChoice(t *task.Tools, raw json.RawMessage, parallel bool) error {
 	single := !parallel
 	if isNull(raw) {
-		return t.require("tool_choice", "auto", "", single)
+		return apiErr(t.Require("tool_choice", "auto", "", single))
 	}
 	var mode string
 	if json.Unmarshal(raw, &mode) == nil {
 		if mode == "named" {
 			return badParam("tool_choice", "tool_choice: unknown mode %q", mode)
 		}
-		return t.require("tool_choice", mode, "", single)
+		return apiErr(t.Require("tool_choice", mode, "", single))
 	}
 	var obj struct {
 		Type string `json:"type"`
@@ -237,30 +238,30 @@ func respToolChoice(t *turnTools, raw json.RawMessage, parallel bool) error {
 	if obj.Type != "function" {
 		return notSupported("tool_choice", fmt.Sprintf("a tool_choice of type %q; only function tools are run", obj.Type))
 	}
-	return t.require("tool_choice", "named", obj.Name, single)
+	return apiErr(t.Require("tool_choice", "named", obj.Name, single))
 }
 
 // respFormat reads text.format into the structured-output constraint.
-func respFormat(raw json.RawMessage) (constraint, error) {
+func respFormat(raw json.RawMessage) (task.Constraint, error) {
 	const field = "text.format"
 	if isNull(raw) {
-		return constraint{}, nil
+		return task.Constraint{}, nil
 	}
 	var f respTextFormat
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return constraint{}, badParam(field, `text.format must be an object such as {"type": "json_schema", "name": …, "schema": {…}}`)
+		return task.Constraint{}, badParam(field, `text.format must be an object such as {"type": "json_schema", "name": …, "schema": {…}}`)
 	}
 	switch f.Type {
 	case "text":
-		return constraint{}, nil
+		return task.Constraint{}, nil
 	case "json_object":
-		return constraint{field: field, anyObject: true}, nil
+		return task.Constraint{Field: field, AnyObject: true}, nil
 	case "json_schema":
-		schema, err := schemaValue(field+".schema", f.Schema)
+		schema, err := apiResult(task.SchemaValue(field+".schema", f.Schema))
 		if err != nil {
-			return constraint{}, err
+			return task.Constraint{}, err
 		}
-		return constraint{field: field + ".schema", schema: schema, strict: f.Strict != nil && *f.Strict}, nil
+		return task.Constraint{Field: field + ".schema", Schema: schema, Strict: f.Strict != nil && *f.Strict}, nil
 	}
-	return constraint{}, badParam(field+".type", "text.format.type %q is not one of \"text\", \"json_object\", \"json_schema\"", f.Type)
+	return task.Constraint{}, badParam(field+".type", "text.format.type %q is not one of \"text\", \"json_object\", \"json_schema\"", f.Type)
 }

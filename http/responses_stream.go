@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // respBuilder assembles a response's output items from the parsed reply,
@@ -162,7 +163,7 @@ func (b *respBuilder) call(c reply.ToolCall) error {
 // incomplete when max_output_tokens cut it short. The terminal event is
 // left to end, so that the response can be stored first: a client that
 // has seen response.completed may name it at once.
-func (b *respBuilder) finish(g *genSpec, out turnOut) error {
+func (b *respBuilder) finish(g *task.Request, out turnOut) error {
 	status := "completed"
 	if out.Finish == "length" {
 		status = "incomplete"

@@ -107,11 +107,11 @@ func TestRespToolsSkipHostedTools(t *testing.T) {
 		json.RawMessage(`{"type": "function", "name": "f", "parameters": {"type": "object"}}`),
 		json.RawMessage(`{"type": "local_shell"}`),
 	})
-	if err != nil || len(tools.list) != 1 || tools.list[0].Name != "f" || len(echo) != 1 {
-		t.Fatalf("tools %+v, echo %d, %v", tools.list, len(echo), err)
+	if err != nil || len(tools.List) != 1 || tools.List[0].Name != "f" || len(echo) != 1 {
+		t.Fatalf("tools %+v, echo %d, %v", tools.List, len(echo), err)
 	}
-	if err := respToolChoice(&tools, json.RawMessage(`{"type": "function", "name": "f"}`), false); err != nil || tools.req.Only != "f" || !tools.req.Single {
-		t.Fatalf("named choice: %+v, %v", tools.req, err)
+	if err := respToolChoice(&tools, json.RawMessage(`{"type": "function", "name": "f"}`), false); err != nil || tools.Req.Only != "f" || !tools.Req.Single {
+		t.Fatalf("named choice: %+v, %v", tools.Req, err)
 	}
 	if err := respToolChoice(&tools, json.RawMessage(`{"type": "web_search_preview"}`), true); err == nil {
 		t.Fatal("a hosted tool choice was accepted")
@@ -123,13 +123,13 @@ func TestRespToolsSkipHostedTools(t *testing.T) {
 
 func TestRespFormat(t *testing.T) {
 	c, err := respFormat(json.RawMessage(`{"type": "json_schema", "name": "x", "schema": {"type": "object"}, "strict": true}`))
-	if err != nil || string(c.schema) != `{"type": "object"}` || !c.strict || c.field != "text.format.schema" {
+	if err != nil || string(c.Schema) != `{"type": "object"}` || !c.Strict || c.Field != "text.format.schema" {
 		t.Fatalf("got %+v, %v", c, err)
 	}
 	if _, err := respFormat(json.RawMessage(`{"type": "json_schema", "name": "x"}`)); err == nil {
 		t.Fatal("a json_schema format without a schema was accepted")
 	}
-	if c, err := respFormat(json.RawMessage(`{"type": "text"}`)); err != nil || !c.none() {
+	if c, err := respFormat(json.RawMessage(`{"type": "text"}`)); err != nil || !c.None() {
 		t.Fatalf("text: %+v, %v", c, err)
 	}
 }
@@ -153,7 +153,7 @@ func TestRespBuilderEventOrder(t *testing.T) {
 	b.take([]reply.Event{{Kind: reply.Reasoning, Text: "think"}, {Kind: reply.Reasoning, Text: "ing"}, {Kind: reply.Content, Text: "\n\n"},
 		{Kind: reply.Content, Text: "Hi"}, {Kind: reply.Content, Text: "."},
 		{Kind: reply.Content, Text: "\n"}, {Kind: reply.Call, Call: reply.ToolCall{Name: "f", Arguments: json.RawMessage(`{"a":1}`)}}})
-	b.finish(&genSpec{}, turnOut{outcome: outcome{Finish: "stop", Completed: 9}})
+	b.finish(&task.Request{}, turnOut{outcome: outcome{Finish: "stop", Completed: 9}})
 	b.end()
 	want := []string{
 		"response.created", "response.in_progress",
@@ -182,7 +182,7 @@ func TestRespBuilderCutShortIsIncomplete(t *testing.T) {
 	obj := respObject{Output: []respItemOut{}}
 	b := newRespBuilder(nil, &obj, nil)
 	b.take([]reply.Event{{Kind: reply.Content, Text: "abc"}})
-	b.finish(&genSpec{Spec: task.Spec{Prompt: make([]engine.Token, 4)}}, turnOut{outcome: outcome{Finish: "length", Completed: 3}})
+	b.finish(&task.Request{Spec: task.Spec{Prompt: make([]engine.Token, 4)}}, turnOut{outcome: outcome{Finish: "length", Completed: 3}})
 	if obj.Status != "incomplete" || obj.IncompleteDetails == nil || obj.IncompleteDetails.Reason != "max_output_tokens" ||
 		obj.Output[0].Status != "incomplete" || obj.Usage.TotalTokens != 7 {
 		t.Fatalf("got %+v", obj)

@@ -6,9 +6,10 @@ import (
 	"fmt"
 
 	"superfluid/engine"
+	"superfluid/task"
 )
 
-// Each API's structured-output field, read into a constraint.
+// Each API's structured-output field, read into a task.Constraint.
 
 // structuredFields are the structured-output fields of llama.cpp's bodies
 // (/completion, /infill) and of the OpenAI endpoints, which llama-server
@@ -44,77 +45,77 @@ const (
 // constraint reads the fields; at most one of response_format (other than
 // text), json_schema and grammar may ask for something, since llama.cpp
 // would silently prefer one.
-func (f *structuredFields) constraint(m *Model) (constraint, error) {
-	var set []constraint
+func (f *structuredFields) constraint(m *Model) (task.Constraint, error) {
+	var set []task.Constraint
 	if rf, err := responseFormat(f.ResponseFormat); err != nil {
-		return constraint{}, err
-	} else if !rf.none() {
+		return task.Constraint{}, err
+	} else if !rf.None() {
 		set = append(set, rf)
 	}
 	if !isNull(f.JSONSchema) {
-		schema, err := schemaValue("json_schema", f.JSONSchema)
+		schema, err := apiResult(task.SchemaValue("json_schema", f.JSONSchema))
 		if err != nil {
-			return constraint{}, err
+			return task.Constraint{}, err
 		}
 		// llama.cpp's converter admits no undeclared properties unless the
 		// schema says additionalProperties.
-		set = append(set, constraint{field: "json_schema", schema: schema, strict: true})
+		set = append(set, task.Constraint{Field: "json_schema", Schema: schema, Strict: true})
 	}
 	if !isNull(f.Grammar) {
 		var text string
 		if json.Unmarshal(f.Grammar, &text) != nil {
-			return constraint{}, badParam("grammar", "grammar must be a string of GBNF rules")
+			return task.Constraint{}, badParam("grammar", "grammar must be a string of GBNF rules")
 		}
 		if text != "" {
-			set = append(set, constraint{field: "grammar", gbnf: text})
+			set = append(set, task.Constraint{Field: "grammar", GBNF: text})
 		}
 	}
 	if len(set) > 1 {
-		return constraint{}, badParam(set[1].field, "%s and %s both constrain the output; send one", set[0].field, set[1].field)
+		return task.Constraint{}, badParam(set[1].Field, "%s and %s both constrain the output; send one", set[0].Field, set[1].Field)
 	}
-	var c constraint
+	var c task.Constraint
 	if len(set) == 1 {
 		c = set[0]
 	}
 	if err := f.lazyGrammar(m, &c); err != nil {
-		return constraint{}, err
+		return task.Constraint{}, err
 	}
 	return c, nil
 }
 
 // responseFormat reads OpenAI's response_format.
-func responseFormat(raw json.RawMessage) (constraint, error) {
+func responseFormat(raw json.RawMessage) (task.Constraint, error) {
 	const field = "response_format"
 	if isNull(raw) {
-		return constraint{}, nil
+		return task.Constraint{}, nil
 	}
 	var rf oaiResponseFormat
 	if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &rf) != nil {
-		return constraint{}, badParam(field, `response_format must be an object such as {"type": "json_schema", "json_schema": {"name": …, "schema": {…}}}`)
+		return task.Constraint{}, badParam(field, `response_format must be an object such as {"type": "json_schema", "json_schema": {"name": …, "schema": {…}}}`)
 	}
 	switch rf.Type {
 	case "text":
-		return constraint{}, nil
+		return task.Constraint{}, nil
 	case "json_object":
 		if !isNull(rf.Schema) { // llama.cpp's extension
-			schema, err := schemaValue(field+".schema", rf.Schema)
-			return constraint{field: field + ".schema", schema: schema, strict: true}, err
+			schema, err := apiResult(task.SchemaValue(field+".schema", rf.Schema))
+			return task.Constraint{Field: field + ".schema", Schema: schema, Strict: true}, err
 		}
-		return constraint{field: field, anyObject: true}, nil
+		return task.Constraint{Field: field, AnyObject: true}, nil
 	case "json_schema":
 		if rf.JSONSchema == nil {
-			return constraint{}, badParam(field+".json_schema", "response_format.json_schema is required when type is \"json_schema\"")
+			return task.Constraint{}, badParam(field+".json_schema", "response_format.json_schema is required when type is \"json_schema\"")
 		}
-		schema, err := schemaValue(field+".json_schema.schema", rf.JSONSchema.Schema)
+		schema, err := apiResult(task.SchemaValue(field+".json_schema.schema", rf.JSONSchema.Schema))
 		if err != nil {
-			return constraint{}, err
+			return task.Constraint{}, err
 		}
 		strict := rf.JSONSchema.Strict != nil && *rf.JSONSchema.Strict
-		return constraint{field: field + ".json_schema.schema", schema: schema, strict: strict}, nil
+		return task.Constraint{Field: field + ".json_schema.schema", Schema: schema, Strict: strict}, nil
 	case "":
-		return constraint{}, badParam(field+".type", "response_format.type is required: \"text\", \"json_object\" or \"json_schema\"")
+		return task.Constraint{}, badParam(field+".type", "response_format.type is required: \"text\", \"json_object\" or \"json_schema\"")
 	}
-	return constraint{}, badParam(field+".type", "response_format.type %q is not one of \"text\", \"json_object\", \"json_schema\"", rf.Type)
+	return task.Constraint{}, badParam(field+".type", "response_format.type %q is not one of \"text\", \"json_object\", \"json_schema\"", rf.Type)
 }
 
 // llamaTrigger is one of grammar_triggers, as llama-server reads it: type
@@ -127,7 +128,7 @@ type llamaTrigger struct {
 }
 
 // lazyGrammar reads grammar_lazy and grammar_triggers into c.
-func (f *structuredFields) lazyGrammar(m *Model, c *constraint) error {
+func (f *structuredFields) lazyGrammar(m *Model, c *task.Constraint) error {
 	lazy := false
 	if !isNull(f.GrammarLazy) && json.Unmarshal(f.GrammarLazy, &lazy) != nil {
 		return badParam("grammar_lazy", "grammar_lazy must be a boolean")
@@ -141,14 +142,14 @@ func (f *structuredFields) lazyGrammar(m *Model, c *constraint) error {
 		return nil
 	case !lazy:
 		return badParam("grammar_triggers", "grammar_triggers need grammar_lazy: true")
-	case c.none():
+	case c.None():
 		return badParam("grammar_lazy", "grammar_lazy needs a grammar or a json_schema to apply lazily")
 	case len(triggers) == 0:
 		return badParam("grammar_triggers", "a lazy grammar needs at least one trigger in grammar_triggers")
 	case len(triggers) > maxGrammarTriggers:
 		return badParam("grammar_triggers", "at most %d grammar_triggers", maxGrammarTriggers)
 	}
-	c.lazy = true
+	c.Lazy = true
 	for i, t := range triggers {
 		at := fmt.Sprintf("grammar_triggers[%d]", i)
 		if t.Type == nil {
@@ -162,17 +163,17 @@ func (f *structuredFields) lazyGrammar(m *Model, c *constraint) error {
 			if t.Token == nil || *t.Token < 0 || *t.Token >= int64(m.Desc.Vocab) {
 				return badParam("grammar_triggers", "%s.token must be a token id of this model", at)
 			}
-			c.tokens = append(c.tokens, engine.Token(*t.Token))
+			c.Tokens = append(c.Tokens, engine.Token(*t.Token))
 		case 1:
 			if t.Value == "" {
 				return badParam("grammar_triggers", "%s.value must not be empty", at)
 			}
-			c.patterns = append(c.patterns, regexpQuote(t.Value))
+			c.Patterns = append(c.Patterns, task.RegexpQuote(t.Value))
 		case 2:
 			if t.Value == "" {
 				return badParam("grammar_triggers", "%s.value must not be empty", at)
 			}
-			c.patterns = append(c.patterns, t.Value)
+			c.Patterns = append(c.Patterns, t.Value)
 		case 3:
 			e := notSupported("grammar_triggers", "a trigger pattern the whole output must match (type 3) is not supported; use type 2, a pattern found anywhere")
 			e.Msg = at + ": " + e.Msg
@@ -187,23 +188,23 @@ func (f *structuredFields) lazyGrammar(m *Model, c *constraint) error {
 // ollamaFormat reads Ollama's format: "json" (any JSON object) or a JSON
 // Schema. Ollama's converter, like llama.cpp's, admits no undeclared
 // properties, hence strict.
-func ollamaFormat(raw json.RawMessage) (constraint, error) {
+func ollamaFormat(raw json.RawMessage) (task.Constraint, error) {
 	raw = bytes.TrimSpace(raw)
 	if isNull(raw) || string(raw) == `""` {
-		return constraint{}, nil
+		return task.Constraint{}, nil
 	}
 	if raw[0] == '"' {
 		var s string
 		if json.Unmarshal(raw, &s) != nil || s != "json" {
-			return constraint{}, badParam("format", `invalid format: expected "json" or a valid JSON schema`)
+			return task.Constraint{}, badParam("format", `invalid format: expected "json" or a valid JSON schema`)
 		}
-		return constraint{field: "format", anyObject: true}, nil
+		return task.Constraint{Field: "format", AnyObject: true}, nil
 	}
-	schema, err := schemaValue("format", raw)
+	schema, err := apiResult(task.SchemaValue("format", raw))
 	if err != nil {
-		return constraint{}, badParam("format", `invalid format: expected "json" or a valid JSON schema`)
+		return task.Constraint{}, badParam("format", `invalid format: expected "json" or a valid JSON schema`)
 	}
-	return constraint{field: "format", schema: schema, strict: true}, nil
+	return task.Constraint{Field: "format", Schema: schema, Strict: true}, nil
 }
 
 // anthropicOutputFormat is output_config.format (and the beta's
@@ -216,27 +217,27 @@ type anthropicOutputFormat struct {
 // anthropicFormat reads output_config.format or output_format (not both).
 // Anthropic's structured outputs require additionalProperties false on
 // every object, so undeclared properties are never admitted.
-func anthropicFormat(config, beta json.RawMessage) (constraint, error) {
+func anthropicFormat(config, beta json.RawMessage) (task.Constraint, error) {
 	field, raw := "output_config.format", config
 	switch {
 	case !isNull(config) && !isNull(beta):
-		return constraint{}, badParam("output_format", "output_format is the older name of output_config.format; send one")
+		return task.Constraint{}, badParam("output_format", "output_format is the older name of output_config.format; send one")
 	case isNull(config):
 		field, raw = "output_format", beta
 	}
 	if isNull(raw) {
-		return constraint{}, nil
+		return task.Constraint{}, nil
 	}
 	var f anthropicOutputFormat
 	if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &f) != nil {
-		return constraint{}, badParam(field, `%s: Input should be an object {"type": "json_schema", "schema": {…}}`, field)
+		return task.Constraint{}, badParam(field, `%s: Input should be an object {"type": "json_schema", "schema": {…}}`, field)
 	}
 	if f.Type != "json_schema" {
-		return constraint{}, badParam(field, "%s.type: Input should be 'json_schema'", field)
+		return task.Constraint{}, badParam(field, "%s.type: Input should be 'json_schema'", field)
 	}
-	schema, err := schemaValue(field+".schema", f.Schema)
+	schema, err := apiResult(task.SchemaValue(field+".schema", f.Schema))
 	if err != nil {
-		return constraint{}, err
+		return task.Constraint{}, err
 	}
-	return constraint{field: field + ".schema", schema: schema, strict: true}, nil
+	return task.Constraint{Field: field + ".schema", Schema: schema, Strict: true}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"superfluid/engine"
 	"superfluid/grammar"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // Structured output through the real handlers of every API: each field
@@ -293,21 +294,21 @@ const fakeThinkEnd = engine.Token(fakeVocab)
 func (x thinkText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engine.Token, error) {
 	var out []engine.Token
 	for {
-		i := strings.Index(text, thinkEnd)
+		i := strings.Index(text, task.ThinkEnd)
 		if !parseSpecial || i < 0 {
 			rest, err := x.fakeText.Tokenize(text, addSpecial && len(out) == 0, parseSpecial)
 			return append(out, rest...), err
 		}
 		head, _ := x.fakeText.Tokenize(text[:i], addSpecial && len(out) == 0, parseSpecial)
 		out = append(append(out, head...), fakeThinkEnd)
-		text = text[i+len(thinkEnd):]
+		text = text[i+len(task.ThinkEnd):]
 		addSpecial = false
 	}
 }
 
 func (x thinkText) AppendPiece(dst []byte, tok engine.Token, special bool) []byte {
 	if tok == fakeThinkEnd {
-		return append(dst, thinkEnd...)
+		return append(dst, task.ThinkEnd...)
 	}
 	return x.fakeText.AppendPiece(dst, tok, special)
 }

@@ -92,3 +92,11 @@ func AsError(err error) (*Error, bool) {
 	ok := errors.As(err, &e)
 	return e, ok
 }
+
+// Unsupported is an Invalid error for a field the server does not honour:
+// it names the field and why, with the code unsupported_parameter.
+func Unsupported(field, why string) *Error {
+	e := BadParam(field, "%s is not supported: %s", field, why)
+	e.Code = "unsupported_parameter"
+	return e
+}

@@ -9,9 +9,23 @@ import (
 	"superfluid/sched"
 )
 
-// Request is one request of any API in the core's terms: its choices (n
-// per prompt, each with its own seed), each a Spec.
+// Request is one request of any API in the core's terms: the generation
+// its choices share (a chat turn's with its plan applied, ChatPlan.Apply)
+// and how many choices to make of it, or the choices themselves when they
+// differ by more than a seed (a completion API's list of prompts).
 type Request struct {
+	// Spec is what every choice shares.
+	Spec
+	// Chat, when set, is a chat turn: Plan renders it and sets its plan on
+	// Spec (ChatPlan.Apply), unless the API planned it already (Spec.Reply
+	// set) because it needed the prompt first — to count it, or to bound
+	// max tokens by it — or to refuse a bad turn before its other fields.
+	Chat *Chat
+	// N is how many choices to make of Spec (0 counts as one), each
+	// sampling with its own seed (Spec.WithSeed) so that they differ.
+	N int
+	// Choices, when set by the API, are the choices as they are; else
+	// Plan makes them of Spec and N.
 	Choices []*Spec
 	// Collect keeps each raw choice's text in its Outcome, for an answer
 	// given whole; a streamed answer has it from the deltas. A chat turn's
@@ -58,11 +72,38 @@ type Job struct {
 // handler starts a job before it starts a streamed response, so that a
 // refusal is still answered with a status.
 func Start(ctx context.Context, m *Model, req *Request) (*Job, error) {
-	sts, err := SubmitAll(ctx, m, req.Choices)
+	choices, err := Plan(m, req)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := SubmitAll(ctx, m, choices)
 	if err != nil {
 		return nil, err
 	}
 	return &Job{m: m, req: req, streams: sts}, nil
+}
+
+// Plan makes req's choices, once: the API's own when it set them; else
+// its chat turn rendered, tokenized and checked into Spec (PlanChat) when
+// it has one not yet planned, and N of Spec, choice i with
+// Spec.WithSeed(i). Start calls it.
+func Plan(m *Model, req *Request) ([]*Spec, error) {
+	if req.Choices != nil {
+		return req.Choices, nil
+	}
+	if req.Chat != nil && req.Reply == nil {
+		p, err := PlanChat(m, req.Chat)
+		if err != nil {
+			return nil, err
+		}
+		p.Apply(&req.Spec)
+	}
+	req.Choices = make([]*Spec, max(req.N, 1))
+	for i := range req.Choices {
+		s := req.Spec.WithSeed(i)
+		req.Choices[i] = &s
+	}
+	return req.Choices, nil
 }
 
 // Cancel cancels every choice: the job will not be run (or no longer

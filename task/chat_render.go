@@ -1,4 +1,4 @@
-package http
+package task
 
 import (
 	"errors"
@@ -13,34 +13,34 @@ import (
 // template with Template.Prompt, so the same conversation prompts the
 // model alike whichever API carried it.
 
-// chatPrompt renders r with the model's chat template. A template that
-// refuses the conversation (raise_exception) is a 400 carrying the
-// template's own message, which says what to change.
-func chatPrompt(m *Model, r chat.Request) (string, error) {
+// ChatPrompt renders r with the model's chat template. A template that
+// refuses the conversation (raise_exception) is a bad request carrying
+// the template's own message, which says what to change.
+func ChatPrompt(m *Model, r chat.Request) (string, error) {
 	if m.Chat == nil {
-		return "", noChatTemplate(m, "use the completion endpoints")
+		return "", NoChatTemplate(m, "use the completion endpoints")
 	}
-	if err := checkPromptBytes(m, "messages", requestBytes(r)); err != nil {
+	if err := CheckPromptBytes(m.Desc, "messages", requestBytes(r)); err != nil {
 		return "", err
 	}
 	text, err := m.Chat.Prompt(r)
 	if raise := (*chat.RaiseError)(nil); errors.As(err, &raise) {
-		return "", badParam("messages", "the model's chat template refuses this conversation: %s", raise.Message)
+		return "", BadParam("messages", "the model's chat template refuses this conversation: %s", raise.Message)
 	}
 	if err != nil {
-		return "", badRequest("the model's chat template cannot render this conversation: %v", err)
+		return "", BadRequest("the model's chat template cannot render this conversation: %v", err)
 	}
 	return text, nil
 }
 
-// noChatTemplate is the 400 for a chat request to a model served without a
-// chat template, with the reason it was refused at load when it was, and
-// what to do instead.
-func noChatTemplate(m *Model, instead string) error {
+// NoChatTemplate is the error for a chat request to a model served
+// without a chat template, with the reason it was refused at load when it
+// was, and what to do instead.
+func NoChatTemplate(m *Model, instead string) *Error {
 	if m.ChatRefused != nil {
-		return badRequest("the model has no usable chat template (%v); %s", m.ChatRefused, instead)
+		return BadRequest("the model has no usable chat template (%v); %s", m.ChatRefused, instead)
 	}
-	return badRequest("the model has no chat template; %s", instead)
+	return BadRequest("the model has no chat template; %s", instead)
 }
 
 // requestBytes is how much text r carries into the template, which is
@@ -62,25 +62,25 @@ func requestBytes(r chat.Request) int {
 	return n
 }
 
-// renderChat renders a conversation for the assistant's next turn and
+// RenderChat renders a conversation for the assistant's next turn and
 // tokenizes it.
-func renderChat(m *Model, msgs []chat.Message) ([]engine.Token, error) {
-	text, err := chatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true})
+func RenderChat(m *Model, msgs []chat.Message) ([]engine.Token, error) {
+	text, err := ChatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true})
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := tokenize(m, text, true)
+	prompt, err := Tokenize(m, text, true)
 	if err != nil {
 		return nil, err
 	}
-	return prompt, checkPrompt(m, prompt)
+	return prompt, CheckPrompt(m.Desc, prompt)
 }
 
-// callOnlyTurns marks the assistant turns that carry calls and no text as
+// CallOnlyTurns marks the assistant turns that carry calls and no text as
 // having no content, for the APIs that cannot send OpenAI's null: a turn
 // of tool_use blocks, function_call items, or Ollama's tool_calls beside
 // an empty content.
-func callOnlyTurns(msgs []chat.Message) []chat.Message {
+func CallOnlyTurns(msgs []chat.Message) []chat.Message {
 	for i := range msgs {
 		if msgs[i].Role == chat.RoleAssistant && len(msgs[i].ToolCalls) > 0 && msgs[i].Content == "" {
 			msgs[i].NoContent = true
