@@ -161,18 +161,6 @@ func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings 
 	return s
 }
 
-// llamaDefaultSettings is what a request that sets nothing runs with
-// (/props' default_generation_settings).
-func llamaDefaultSettings(m *Model) llamaSettings {
-	topK, topP, minP := samplingDefaults(m)
-	return llamaSettings{
-		NCtx: m.Desc.Ctx, Model: m.Name, NPredict: -1, Seed: math.MaxUint32,
-		Temperature: llamaDefaultTemperature, TopK: topK, TopP: topP, MinP: minP,
-		RepeatLastN: llamaDefaultRepeatLastN, RepeatPenalty: 1, Stop: []string{}, MaxTokens: -1,
-		CachePrompt: true, LogitBias: [][2]any{}, Samplers: llamaSamplerChain,
-	}
-}
-
 // llamaJob is one prompt of a request, ready to submit.
 type llamaJob struct {
 	index     int

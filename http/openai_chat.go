@@ -330,14 +330,6 @@ func oaiTokenEntry(m *Model, g *genSpec, t *tokenOut) oaiTokenLogprob {
 	return e
 }
 
-func byteList(b []byte) []int {
-	out := make([]int, len(b))
-	for i, c := range b {
-		out[i] = int(c)
-	}
-	return out
-}
-
 func usageOf(g *genSpec, outs []*choiceOut) oaiUsage {
 	u := oaiUsage{PromptTokens: len(g.Prompt)}
 	for _, o := range outs {

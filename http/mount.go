@@ -1,0 +1,99 @@
+package http
+
+import (
+	"context"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/http/wire"
+	"superfluid/sched"
+	"superfluid/task"
+)
+
+// serverHost is the server as the API packages see it (wire.Host).
+type serverHost struct{ s *Server }
+
+var _ wire.Host = serverHost{}
+
+func (h serverHost) RequestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
+	return h.s.requestContext(ctx)
+}
+
+// Stream is the one start of a streamed response: the request's context,
+// the work submitted under it, then the events on the writer goroutine
+// (streamResponse holds the drain gate and the model until they end).
+func (h serverHost) Stream(ctx *fasthttp.RequestCtx, sse bool, begin func(rctx context.Context) error,
+	produce func(rctx context.Context, ew *wire.EventWriter)) error {
+	rctx, done := h.s.requestContext(ctx)
+	if begin != nil {
+		if err := begin(rctx); err != nil {
+			done()
+			return err
+		}
+	}
+	streamResponse(ctx, sse, func(ew *eventWriter) {
+		defer done()
+		produce(rctx, ew)
+	})
+	return nil
+}
+
+func (h serverHost) Class(ctx *fasthttp.RequestCtx, field string) (sched.Class, error) {
+	return h.s.requestClass(ctx, field)
+}
+
+func (h serverHost) CompletionCache() *task.CompletionCache { return h.s.fimCache }
+
+func (h serverHost) FIMModel() string {
+	if ms := h.s.registry(); ms != nil {
+		return ms.FIMName()
+	}
+	return ""
+}
+
+func (h serverHost) CacheStatus(ctx *fasthttp.RequestCtx) any {
+	m, _ := ctx.UserValue(requestModelKey{}).(*Model)
+	if m == nil {
+		return nil
+	}
+	if st := cacheStatusOf(m); st != nil {
+		return st
+	}
+	return nil
+}
+
+func (h serverHost) Version() string { return h.s.cfg.Version }
+
+// requestModelKey is the RequestCtx user value under which a mounted
+// route's request leaves its *Model, for what only the transport knows of
+// it (CacheStatus).
+type requestModelKey struct{}
+
+// mounted is an API package's route as the route table holds it.
+func mounted(wr wire.Route) route {
+	handle := wr.Handle
+	return route{
+		method: wr.Method, kind: wr.API, public: wr.Public, loading: wr.Loading, anyModel: wr.AnyModel,
+		embeds: wr.Embeds, generates: wr.Generates, body: bodyOf(wr),
+		handler: func(_ *Server, ctx *fasthttp.RequestCtx, m *Model) error {
+			if m == nil {
+				return handle(ctx, nil)
+			}
+			ctx.SetUserValue(requestModelKey{}, m)
+			return handle(ctx, &m.Model)
+		},
+	}
+}
+
+// bodyOf is a route's body limit class.
+func bodyOf(wr wire.Route) bodyKind {
+	switch wr.Body {
+	case wire.BodyControl:
+		return bodyControl
+	case wire.BodyConversation:
+		return bodyConversation
+	case wire.BodyUpload:
+		return bodyUpload
+	}
+	return bodyKindOf(wr.Method, wr.Path)
+}
