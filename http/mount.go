@@ -15,6 +15,10 @@ type serverHost struct{ s *Server }
 
 var _ wire.Host = serverHost{}
 
+// host is s as the API packages see it; the handlers still in this
+// package start their streams through it too.
+func (s *Server) host() serverHost { return serverHost{s} }
+
 func (h serverHost) RequestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
 	return h.s.requestContext(ctx)
 }
@@ -23,7 +27,7 @@ func (h serverHost) RequestContext(ctx *fasthttp.RequestCtx) (context.Context, f
 // the work submitted under it, then the events on the writer goroutine
 // (streamResponse holds the drain gate and the model until they end).
 func (h serverHost) Stream(ctx *fasthttp.RequestCtx, sse bool, begin func(rctx context.Context) error,
-	produce func(rctx context.Context, ew *wire.EventWriter)) error {
+	produce func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter)) error {
 	rctx, done := h.s.requestContext(ctx)
 	if begin != nil {
 		if err := begin(rctx); err != nil {
@@ -33,7 +37,7 @@ func (h serverHost) Stream(ctx *fasthttp.RequestCtx, sse bool, begin func(rctx c
 	}
 	streamResponse(ctx, sse, func(ew *eventWriter) {
 		defer done()
-		produce(rctx, ew)
+		produce(rctx, done, ew)
 	})
 	return nil
 }

@@ -421,18 +421,14 @@ func (p *cmplPlan) usage() oaiUsage {
 // usage chunk when asked, and "data: [DONE]". A failed write cancels every
 // choice.
 func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan, head oaiCompletion, includeUsage bool) error {
-	rctx, cancel := s.requestContext(ctx)
-	if err := plan.submit(rctx, m, false); err != nil {
-		cancel()
-		return err
-	}
 	chunk := func(c oaiCompletionChoice) oaiCompletion {
 		h := head
 		h.Choices = []oaiCompletionChoice{c}
 		return h
 	}
-	streamResponse(ctx, true, func(ew *eventWriter) {
-		defer cancel()
+	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+		return plan.submit(rctx, m, false)
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
 		for _, c := range plan.choices {
 			if c.echo != "" {
 				if ew.Send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})) != nil {
@@ -462,5 +458,4 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 		}
 		ew.Raw("data: [DONE]\n\n")
 	})
-	return nil
 }

@@ -1,11 +1,13 @@
 package http
 
 import (
+	"context"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // respBuilder assembles a response's output items from the parsed reply,
@@ -211,14 +213,12 @@ func (b *respBuilder) fail(err error) {
 // stream with response.failed (and is not stored); a client that went
 // away cancels it.
 func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
-	rctx, cancel := s.requestContext(ctx)
-	run, err := startOne(rctx, job.m, job.g, false)
-	if err != nil {
-		cancel()
+	var run *task.Job
+	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+		var err error
+		run, err = startOne(rctx, job.m, job.g, false)
 		return err
-	}
-	streamResponse(ctx, true, func(ew *eventWriter) {
-		defer cancel()
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
 		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
 		if b.start() != nil {
 			return
@@ -236,7 +236,6 @@ func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 		s.keepResponse(job)
 		b.end()
 	})
-	return nil
 }
 
 func intp(i int) *int { return &i }

@@ -57,11 +57,12 @@ type Host interface {
 	// with that context and submits the work: when it fails nothing is
 	// streamed and Stream returns its error, so a refusal still gets its
 	// status code. produce then writes the events on fasthttp's writer
-	// goroutine after the handler returned: it must not touch ctx. The
-	// context ends when produce returns; a panic in produce ends the
-	// stream with an error event.
+	// goroutine after the handler returned: it must not touch ctx. cancel
+	// ends the context early (a failed choice ends the others); it ends
+	// anyway when produce returns. A panic in produce ends the stream with
+	// an error event.
 	Stream(ctx *fasthttp.RequestCtx, sse bool, begin func(rctx context.Context) error,
-		produce func(rctx context.Context, ew *EventWriter)) error
+		produce func(rctx context.Context, cancel context.CancelFunc, ew *EventWriter)) error
 	// Class is the scheduling class a request asked for in its class
 	// header (field names it in errors), else the server's default.
 	Class(ctx *fasthttp.RequestCtx, field string) (sched.Class, error)
