@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -111,7 +112,7 @@ func (w *anthropicBlockWriter) call(c reply.ToolCall) error {
 	if err := w.closeBlock(); err != nil {
 		return err
 	}
-	block := anthropicOut{Type: "tool_use", ID: newID("toolu_"), Name: c.Name, Input: emptyInput}
+	block := anthropicOut{Type: "tool_use", ID: wire.NewID("toolu_"), Name: c.Name, Input: emptyInput}
 	if err := w.send("content_block_start", anthropicBlockStart{Type: "content_block_start", Index: w.index, ContentBlock: block}); err != nil {
 		return err
 	}

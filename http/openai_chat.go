@@ -12,6 +12,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -238,7 +239,7 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	id := newID("chatcmpl-")
+	id := wire.NewID("chatcmpl-")
 	created := time.Now().Unix()
 	if req.Stream {
 		return s.streamChat(ctx, m, g, n, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)

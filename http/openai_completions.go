@@ -9,6 +9,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/fim"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
@@ -121,7 +122,7 @@ func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	head := oaiCompletion{ID: newID("cmpl-"), Object: "text_completion", Created: unixNow(), Model: m.Name, SystemFingerprint: fingerprint(m)}
+	head := oaiCompletion{ID: wire.NewID("cmpl-"), Object: "text_completion", Created: unixNow(), Model: m.Name, SystemFingerprint: fingerprint(m)}
 	if req.Stream {
 		return s.streamCompletions(ctx, m, plan, head, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -98,9 +99,9 @@ func (b *respBuilder) add(kind string) error {
 	it := respItemOut{Type: kind, Status: "in_progress"}
 	part := reasoningText("")
 	if kind == "message" {
-		it.ID, part = newID("msg_"), outputText("")
+		it.ID, part = wire.NewID("msg_"), outputText("")
 	} else {
-		it.ID = newID("rs_")
+		it.ID = wire.NewID("rs_")
 	}
 	b.obj.Output = append(b.obj.Output, it)
 	b.open = len(b.obj.Output) - 1
@@ -143,7 +144,7 @@ func (b *respBuilder) call(c reply.ToolCall) error {
 	if args == "" {
 		args = "{}"
 	}
-	it := respItemOut{ID: newID("fc_"), Type: "function_call", Status: "in_progress", CallID: newID("call_"), Name: c.Name}
+	it := respItemOut{ID: wire.NewID("fc_"), Type: "function_call", Status: "in_progress", CallID: wire.NewID("call_"), Name: c.Name}
 	i := len(b.obj.Output)
 	b.obj.Output = append(b.obj.Output, it)
 	if err := b.emit(respEvent{Type: "response.output_item.added", OutputIndex: intp(i), Item: &it}); err != nil {
