@@ -66,7 +66,41 @@ func (h serverHost) CacheStatus(ctx *fasthttp.RequestCtx) any {
 	return nil
 }
 
-func (h serverHost) Version() string { return h.s.cfg.Version }
+func (h serverHost) Settings() wire.Settings {
+	return wire.Settings{Version: h.s.cfg.Version, Started: h.s.started, KeepBillingHeader: h.s.cfg.KeepBillingHeader}
+}
+
+func (h serverHost) Available() []wire.ModelEntry {
+	ms := h.s.registry()
+	if ms == nil {
+		return nil
+	}
+	var out []wire.ModelEntry
+	for _, mi := range ms.Available() {
+		e := wire.ModelEntry{Name: mi.Name, Path: mi.Path, Size: mi.Size, Modified: mi.Modified, Digest: mi.Digest}
+		if mi.Loaded != nil {
+			e.Loaded = &mi.Loaded.Model
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (h serverHost) Loaded() []wire.LoadedEntry {
+	ms := h.s.registry()
+	if ms == nil {
+		return nil
+	}
+	var out []wire.LoadedEntry
+	for _, lm := range ms.Loaded() {
+		e := wire.LoadedEntry{Size: lm.Size, ExpiresAt: lm.ExpiresAt, InFlight: lm.InFlight, Pinned: lm.Pinned}
+		if lm.Model != nil {
+			e.Model = &lm.Model.Model
+		}
+		out = append(out, e)
+	}
+	return out
+}
 
 // requestModelKey is the RequestCtx user value under which a mounted
 // route's request leaves its *Model, for what only the transport knows of

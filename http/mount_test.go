@@ -95,3 +95,29 @@ func TestHostStream(t *testing.T) {
 		t.Errorf("the stream's context after the response: %v, want cancelled", streamCtx)
 	}
 }
+
+// The host's listings are the registry's, with each model as the request
+// core's: what /v1/models- and /api/tags-style handlers read.
+func TestHostListings(t *testing.T) {
+	s, err := NewServer(Config{Version: "v9.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.host()
+	if len(h.Available()) != 0 || len(h.Loaded()) != 0 {
+		t.Errorf("listings before the server has models: %v %v", h.Available(), h.Loaded())
+	}
+	m, _ := stubModel(t)
+	s.SetModel(m)
+	av := h.Available()
+	if len(av) != 1 || av[0].Name != m.Name || av[0].Loaded != &m.Model || av[0].Digest != m.Desc.Identity {
+		t.Errorf("Available: %+v", av)
+	}
+	ld := h.Loaded()
+	if len(ld) != 1 || ld[0].Model != &m.Model || !ld[0].Pinned || ld[0].Size != int64(m.Desc.ModelBytes) {
+		t.Errorf("Loaded: %+v", ld)
+	}
+	if st := h.Settings(); st.Version != "v9.9" || !st.Started.Equal(s.started) {
+		t.Errorf("Settings: %+v", st)
+	}
+}

@@ -39,7 +39,7 @@ func (a *api) props(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		"chat_template_caps":          map[string]any{},
 		"bos_token":                   tokenText(m, m.Desc.BOS),
 		"eos_token":                   tokenText(m, m.Desc.EOS),
-		"build_info":                  "superfluid " + a.host.Version(),
+		"build_info":                  "superfluid " + a.host.Settings().Version,
 		"modalities":                  map[string]bool{"vision": false, "audio": false},
 		"is_sleeping":                 false,
 		// Every /infill and suffix request is answered by this model.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -71,9 +72,43 @@ type Host interface {
 	// FIMModel is the name of the model that answers fill-in-the-middle
 	// requests, "" when it is the one the request named.
 	FIMModel() string
+	// Available lists every model a request can name, loaded or not;
+	// Loaded the models loaded now (both empty while the server loads).
+	Available() []ModelEntry
+	Loaded() []LoadedEntry
 	// CacheStatus is the request's model's prefix cache as the status
 	// endpoints report it (nil when there is none).
 	CacheStatus(ctx *fasthttp.RequestCtx) any
-	// Version is the server's version, as status endpoints report it.
-	Version() string
+	// Settings are the server's configuration values handlers read.
+	Settings() Settings
+}
+
+// Settings are the server's configuration values an API reads.
+type Settings struct {
+	Version string    // what /api/version and /props report
+	Started time.Time // when the server started
+	// KeepBillingHeader keeps the billing header Claude Code puts at the
+	// start of its system prompt (Anthropic).
+	KeepBillingHeader bool
+}
+
+// ModelEntry is one model a listing shows.
+type ModelEntry struct {
+	Name     string
+	Path     string
+	Size     int64 // the file's bytes
+	Modified time.Time
+	Digest   string      // gguf.ModelDigest of the file
+	Loaded   *task.Model // nil when not loaded
+}
+
+// LoadedEntry is one model loaded now.
+type LoadedEntry struct {
+	Model *task.Model
+	// Size is the memory it holds: the weights, the KV pool and the host
+	// cache budget.
+	Size      int64
+	ExpiresAt time.Time // zero: never unloaded for idleness
+	InFlight  int       // requests holding it
+	Pinned    bool      // never unloaded by LRU
 }
