@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -52,7 +53,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if p.sampling, err = llamaSampling(m, req); err != nil {
 		return nil, err
 	}
-	if p.stops, err = stopList(req.Stop, "stop"); err != nil {
+	if p.stops, err = wire.StopList(req.Stop, "stop"); err != nil {
 		return nil, err
 	}
 	if p.bias, err = parseLlamaBias(m, req.LogitBias); err != nil {

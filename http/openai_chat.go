@@ -201,7 +201,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, 0, err
 	}
-	stops, err := stopList(req.Stop, "stop")
+	stops, err := wire.StopList(req.Stop, "stop")
 	if err != nil {
 		return nil, 0, err
 	}

@@ -255,7 +255,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ge
 	if err != nil {
 		return nil, err
 	}
-	stops, err := stopList(req.Stop, "stop")
+	stops, err := wire.StopList(req.Stop, "stop")
 	if err != nil {
 		return nil, err
 	}
