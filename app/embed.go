@@ -77,7 +77,7 @@ func openEmbeddingStack(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelSt
 		return nil, err
 	}
 	tuneGC()
-	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng}, Embed: embedView{runner}}
+	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Embed: embedView{runner}}}
 	ms.Model.Prepare()
 	// The runner stops and is waited for where the scheduler would be.
 	ctx, cancel := context.WithCancel(context.Background())

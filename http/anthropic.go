@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -33,7 +34,7 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	pinMarked(m, p.g.Prompt, p.breaks, p.marks)
-	id := newID("msg_")
+	id := wire.NewID("msg_")
 	if req.Stream {
 		return s.streamAnthropic(ctx, m, p, id, req.Model)
 	}
@@ -228,7 +229,7 @@ func anthropicContentOf(evs []reply.Event, omitThinking bool) []anthropicOut {
 	for _, ev := range evs {
 		switch {
 		case ev.Kind == reply.Call:
-			blocks = append(blocks, anthropicOut{Type: "tool_use", ID: newID("toolu_"), Name: ev.Call.Name, Input: callInput(ev.Call.Arguments)})
+			blocks = append(blocks, anthropicOut{Type: "tool_use", ID: wire.NewID("toolu_"), Name: ev.Call.Name, Input: callInput(ev.Call.Arguments)})
 		case ev.Text == "":
 		case ev.Kind == reply.Reasoning:
 			if last("thinking") != nil {

@@ -1,13 +1,16 @@
 package http
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"hash"
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // streamAnthropic submits the plan, then streams the reply as Anthropic's
@@ -24,16 +27,14 @@ import (
 // stream; a failed write cancels the generation.
 func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropicPlan, id, model string) error {
 	g := p.g
-	rctx, cancel := s.requestContext(ctx)
-	job, err := startOne(rctx, m, g, false)
-	if err != nil {
-		cancel()
-		return err
-	}
+	var job *task.Job
 	start := anthropicResponse{ID: id, Type: "message", Role: "assistant", Model: model,
 		Content: []anthropicOut{}, Usage: anthropicUsage{InputTokens: len(g.Prompt)}}
-	streamResponse(ctx, true, func(ew *eventWriter) {
-		defer cancel()
+	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+		var err error
+		job, err = startOne(rctx, m, g, false)
+		return err
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
 		ew.Send("message_start", anthropicMessageStart{Type: "message_start", Message: start})
 		if ew.Send("ping", anthropicEvent{Type: "ping"}) != nil {
 			return
@@ -52,7 +53,6 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropi
 			Delta: anthropicStopDelta{StopReason: reason, StopSequence: seq}, Usage: anthropicUsageOf(len(g.Prompt), p.marked(), out.outcome)})
 		ew.Send("message_stop", anthropicEvent{Type: "message_stop"})
 	})
-	return nil
 }
 
 // anthropicBlockWriter words a turn's events as content block events,
@@ -112,7 +112,7 @@ func (w *anthropicBlockWriter) call(c reply.ToolCall) error {
 	if err := w.closeBlock(); err != nil {
 		return err
 	}
-	block := anthropicOut{Type: "tool_use", ID: newID("toolu_"), Name: c.Name, Input: emptyInput}
+	block := anthropicOut{Type: "tool_use", ID: wire.NewID("toolu_"), Name: c.Name, Input: emptyInput}
 	if err := w.send("content_block_start", anthropicBlockStart{Type: "content_block_start", Index: w.index, ContentBlock: block}); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 type (
 	Text      = task.Text
 	Scheduler = task.Scheduler
+	Embedder  = task.Embedder
 )
 
 // CacheView reports what the prefix cache holds, for /metrics and the
@@ -20,10 +21,9 @@ type CacheView interface {
 }
 
 // Model is a loaded model with everything the handlers need around it:
-// the request core's Model (what generation knows of it), and what only
-// the transport uses — the embedding runner and the cache's metrics.
+// the request core's Model (what generation and embedding know of it), and
+// what only the transport uses — the cache's metrics.
 type Model struct {
 	task.Model
-	Embed Embedder  // nil for a generation model
 	Cache CacheView // may be nil
 }

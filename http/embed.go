@@ -12,7 +12,6 @@ import (
 
 	"superfluid/embed"
 	"superfluid/engine"
-	"superfluid/metric"
 	"superfluid/sched"
 )
 
@@ -21,19 +20,6 @@ import (
 // each vector cut to the dimensions asked for and normalized as the API
 // normalizes, and the encodings. Each API's file only reads its request
 // into an embedSpec and words the response.
-
-// Embedder is the embedding runner (embed.Runner) as the handlers use it;
-// Model.Embed is nil for a generation model.
-type Embedder interface {
-	// Embed returns each input's pooled vector, not normalized.
-	Embed(ctx context.Context, inputs [][]engine.Token, c sched.Class) ([][]float32, error)
-	// MaxInputTokens is the most tokens one input may have.
-	MaxInputTokens() int
-	// Dim is the length of a vector.
-	Dim() int
-	// AddMetrics adds the runner's samples to a /metrics scrape.
-	AddMetrics(p *metric.Page)
-}
 
 // maxEmbedInputs bounds the inputs of one request (OpenAI's limit).
 const maxEmbedInputs = 2048

@@ -54,4 +54,6 @@ func writeJSON(ctx *fasthttp.RequestCtx, v any) error { return wire.WriteJSON(ct
 
 func finite(f float64) bool { return wire.Finite(f) }
 
+func byteList(b []byte) []int { return wire.ByteList(b) }
+
 type eventWriter = wire.EventWriter

@@ -115,7 +115,7 @@ func biasSettings(bias []engine.LogitBias) [][2]any {
 
 // checkSamplers accepts llama.cpp's samplers: an array of names or a
 // string of sampler letters. The engine's chain is fixed (see
-// llamaSamplerChain), so only the type is checked.
+// llamacpp.SamplerChain), so only the type is checked.
 func checkSamplers(raw json.RawMessage) error {
 	v, err := decodeAny(raw)
 	if err != nil {

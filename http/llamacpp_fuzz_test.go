@@ -144,30 +144,6 @@ func FuzzOpenAICompletionRequest(f *testing.F) {
 	})
 }
 
-func FuzzLlamaTokenize(f *testing.F) {
-	f.Add([]byte(`{"content":"hello <s> world","with_pieces":true,"parse_special":false}`), []byte(`{"tokens":[1,256,300]}`))
-	f.Add([]byte(`{"content":""}`), []byte(`{"tokens":[]}`))
-	m := fakeModel(f, true)
-	f.Fuzz(func(t *testing.T, tokBody, detokBody []byte) {
-		var tr llamaTokenizeRequest
-		if decodeBody(tokBody, &tr) == nil {
-			if toks, err := tokenizeContent(m, &tr); err == nil && toks == nil {
-				t.Fatal("nil tokens encode as null")
-			}
-		}
-		var dr llamaDetokenizeRequest
-		if decodeBody(detokBody, &dr) == nil {
-			if toks, err := detokenizeTokens(m, dr.Tokens); err == nil {
-				for _, tok := range toks {
-					if int(tok) >= m.Desc.Vocab || tok < 0 {
-						t.Fatalf("accepted token %d", tok)
-					}
-				}
-			}
-		}
-	})
-}
-
 // The line rules only ever cut: what they keep is a prefix of the text,
 // however it is split, and an n_indent stop is at an under-indented line.
 func FuzzLineGuard(f *testing.F) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -52,7 +53,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if p.sampling, err = llamaSampling(m, req); err != nil {
 		return nil, err
 	}
-	if p.stops, err = stopList(req.Stop, "stop"); err != nil {
+	if p.stops, err = wire.StopList(req.Stop, "stop"); err != nil {
 		return nil, err
 	}
 	if p.bias, err = parseLlamaBias(m, req.LogitBias); err != nil {
@@ -159,18 +160,6 @@ func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings 
 	s.TMaxPromptMS, s.TMaxPredictMS = p.maxPrompt.Milliseconds(), p.maxPredict.Milliseconds()
 	s.LogitBias = biasSettings(p.bias)
 	return s
-}
-
-// llamaDefaultSettings is what a request that sets nothing runs with
-// (/props' default_generation_settings).
-func llamaDefaultSettings(m *Model) llamaSettings {
-	topK, topP, minP := samplingDefaults(m)
-	return llamaSettings{
-		NCtx: m.Desc.Ctx, Model: m.Name, NPredict: -1, Seed: math.MaxUint32,
-		Temperature: llamaDefaultTemperature, TopK: topK, TopP: topP, MinP: minP,
-		RepeatLastN: llamaDefaultRepeatLastN, RepeatPenalty: 1, Stop: []string{}, MaxTokens: -1,
-		CachePrompt: true, LogitBias: [][2]any{}, Samplers: llamaSamplerChain,
-	}
 }
 
 // llamaJob is one prompt of a request, ready to submit.

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
@@ -15,14 +16,12 @@ import (
 // refusal still gets its status code. A failed write cancels every run; a
 // failed run ends the stream with an error event in llama.cpp's shape.
 func (s *Server) streamLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJob, p *llamaParams) error {
-	rctx, cancel := s.requestContext(ctx)
-	runs, err := startRuns(rctx, m, jobs, p)
-	if err != nil {
-		cancel()
+	var runs []*llamaRun
+	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+		var err error
+		runs, err = startRuns(rctx, m, jobs, p)
 		return err
-	}
-	streamResponse(ctx, true, func(ew *eventWriter) {
-		defer cancel()
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
 		followRuns(rctx, m, runs, func(r *llamaRun, text []byte, toks []tokenOut) error {
 			ev := llamaPartial{Index: r.job.index, Content: string(text), Tokens: make([]engine.Token, 0, len(toks)),
 				IDSlot: -1, TokensPredicted: r.seen, TokensEvaluated: len(r.job.spec.Prompt)}
@@ -42,5 +41,4 @@ func (s *Server) streamLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJo
 			return ew.Send("", json.RawMessage(b))
 		}, ew.FailAll(cancel))
 	})
-	return nil
 }

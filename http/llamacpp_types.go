@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"superfluid/engine"
+	"superfluid/http/llamacpp"
 )
 
 // llamaRequest is the body of /completion and /infill: llama.cpp's
@@ -106,35 +107,6 @@ type llamaAlt struct {
 	Logprob float64      `json:"logprob"`
 }
 
-// llamaSettings is generation_settings: the parameters a completion ran
-// with after defaults and checks (and /props' defaults).
-type llamaSettings struct {
-	NCtx             int      `json:"n_ctx"`
-	Model            string   `json:"model"`
-	NPredict         int      `json:"n_predict"`
-	Seed             uint64   `json:"seed"`
-	Temperature      float32  `json:"temperature"`
-	TopK             int32    `json:"top_k"`
-	TopP             float32  `json:"top_p"`
-	MinP             float32  `json:"min_p"`
-	RepeatLastN      int32    `json:"repeat_last_n"`
-	RepeatPenalty    float32  `json:"repeat_penalty"`
-	PresencePenalty  float32  `json:"presence_penalty"`
-	FrequencyPenalty float32  `json:"frequency_penalty"`
-	Stop             []string `json:"stop"`
-	MaxTokens        int      `json:"max_tokens"`
-	NKeep            int      `json:"n_keep"`
-	IgnoreEOS        bool     `json:"ignore_eos"`
-	Stream           bool     `json:"stream"`
-	NProbs           int      `json:"n_probs"`
-	NIndent          int      `json:"n_indent"`
-	TMaxPromptMS     int64    `json:"t_max_prompt_ms"`
-	TMaxPredictMS    int64    `json:"t_max_predict_ms"`
-	CachePrompt      bool     `json:"cache_prompt"`
-	LogitBias        [][2]any `json:"logit_bias"`
-	Samplers         []string `json:"samplers"`
-}
-
 // llamaResult is a finished completion as /completion and /infill return
 // it (and the last event of a stream).
 type llamaResult struct {
@@ -177,3 +149,14 @@ func finiteLogprob(x float32) float64 {
 	}
 	return float64(x)
 }
+
+// The llama.cpp API's generation settings and defaults are its package's
+// (superfluid/http/llamacpp); /completion and /infill report them too.
+type llamaSettings = llamacpp.Settings
+
+const (
+	llamaDefaultTemperature = llamacpp.DefaultTemperature
+	llamaDefaultRepeatLastN = llamacpp.DefaultRepeatLastN
+)
+
+func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(m.core()) }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
+	"superfluid/http/wire"
 )
 
 // modelWantOf reads which model a request asks for, before its handler
@@ -36,7 +37,7 @@ func modelWantOf(ctx *fasthttp.RequestCtx, kind apiKind) ModelWant {
 	}
 	if kind == apiOllama {
 		// An invalid keep_alive is the handler's 400; here it is unset.
-		if d, ok, err := parseKeepAlive(f["keep_alive"]); err == nil && ok {
+		if d, ok, err := wire.KeepAlive(f["keep_alive"]); err == nil && ok {
 			want.KeepAlive, want.HasKeepAlive = d, true
 		}
 	}

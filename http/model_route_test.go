@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"superfluid/http/wire"
 )
 
 func TestModelWantOf(t *testing.T) {
@@ -42,17 +43,17 @@ func TestModelWantOf(t *testing.T) {
 
 func TestParseKeepAlive(t *testing.T) {
 	for raw, want := range map[string]time.Duration{`30`: 30 * time.Second, `1.5`: 1500 * time.Millisecond, `"5m"`: 5 * time.Minute, `"-1m"`: -1, `-1`: -1, `"0"`: 0, `0`: 0} {
-		d, ok, err := parseKeepAlive([]byte(raw))
+		d, ok, err := wire.KeepAlive([]byte(raw))
 		if err != nil || !ok || d != want {
 			t.Errorf("%s: %v %v %v, want %v", raw, d, ok, err, want)
 		}
 	}
 	for _, raw := range []string{`"soon"`, `true`, `{}`} {
-		if _, _, err := parseKeepAlive([]byte(raw)); err == nil {
+		if _, _, err := wire.KeepAlive([]byte(raw)); err == nil {
 			t.Errorf("%s accepted", raw)
 		}
 	}
-	if _, ok, err := parseKeepAlive([]byte(`null`)); ok || err != nil {
+	if _, ok, err := wire.KeepAlive([]byte(`null`)); ok || err != nil {
 		t.Errorf("null: %v %v", ok, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 )
@@ -95,8 +96,8 @@ func (s singleModel) Acquire(_ context.Context, want ModelWant) (*Model, func(),
 }
 
 func (s singleModel) Available() []ModelInfo {
-	f := modelFacts(s.m)
-	out := []ModelInfo{{Name: s.m.Name, Path: s.m.Path, Size: f.size, Modified: f.modified, Digest: s.m.Desc.Identity, Loaded: s.m}}
+	size, modified := s.m.FileFacts()
+	out := []ModelInfo{{Name: s.m.Name, Path: s.m.Path, Size: size, Modified: modified, Digest: s.m.Desc.Identity, Loaded: s.m}}
 	st := s.srv.modelStore()
 	if st == nil {
 		return out
@@ -134,4 +135,14 @@ func (s *Server) fimModel(ctx context.Context, m *Model) (*Model, func()) {
 		return m, func() {}
 	}
 	return fm, release
+}
+
+// sameFile reports whether two paths name one file.
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }

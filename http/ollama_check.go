@@ -3,10 +3,9 @@ package http
 import (
 	"bytes"
 	"encoding/json"
-	"math"
-	"time"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 )
 
 // ollamaCheckModel refuses a request that names no model, as Ollama does
@@ -75,41 +74,12 @@ func hasItems(raw json.RawMessage) bool {
 // seconds or a Go duration string). The route applies it (modelWantOf):
 // the registry keeps the model loaded that long after the request.
 func checkKeepAlive(raw json.RawMessage) error {
-	_, _, err := parseKeepAlive(raw)
+	_, _, err := wire.KeepAlive(raw)
 	return err
-}
-
-// parseKeepAlive reads keep_alive: a number of seconds or a Go duration
-// string; ok is false when it is absent or null. A negative value keeps
-// the model loaded for ever, 0 unloads it once idle; a duration past what
-// time.Duration holds is for ever too.
-func parseKeepAlive(raw json.RawMessage) (d time.Duration, ok bool, err error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, false, nil
-	}
-	if f, isNum := optionNumber(raw); isNum {
-		if f < 0 || f*float64(time.Second) >= float64(math.MaxInt64) {
-			return -1, true, nil
-		}
-		return time.Duration(f * float64(time.Second)), true, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return 0, false, badParam("keep_alive", "keep_alive must be a number of seconds or a duration string")
-	}
-	d, err = time.ParseDuration(s)
-	if err != nil {
-		return 0, false, badParam("keep_alive", "keep_alive: %v", err)
-	}
-	if d < 0 {
-		d = -1
-	}
-	return d, true, nil
 }
 
 // keepAliveZero reports keep_alive 0: the client asks to unload.
 func keepAliveZero(raw json.RawMessage) bool {
-	d, ok, err := parseKeepAlive(raw)
+	d, ok, err := wire.KeepAlive(raw)
 	return err == nil && ok && d == 0
 }

@@ -3,7 +3,6 @@ package http
 import (
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,12 +33,7 @@ func modelFacts(m *Model) *ollamaFacts {
 	}
 	file, _ := gguf.Open(m.Path) // nil: facts from the descriptor alone
 	f := &ollamaFacts{info: modelInfo(m, file, false)}
-	if st, err := os.Stat(m.Path); err == nil {
-		f.size, f.modified = st.Size(), st.ModTime()
-	}
-	if f.size == 0 {
-		f.size = int64(m.Desc.ModelBytes)
-	}
+	f.size, f.modified = m.FileFacts()
 	arch := m.Desc.Architecture
 	f.details = ollamaDetails{Format: "gguf", Family: arch, Families: []string{arch},
 		ParameterSize: humanNumber(m.Desc.Params), QuantizationLevel: quantizationLevel(file)}

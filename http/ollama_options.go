@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 )
 
 // ollamaOptions are the fields of Ollama's "options" that change what is
@@ -111,16 +112,7 @@ func (o *ollamaOptions) set(key string, kind ollamaOptionKind, val []byte) error
 
 // optionNumber reads a JSON number (and nothing else: a numeric string is
 // not one, as in Ollama).
-func optionNumber(val []byte) (float64, bool) {
-	if len(val) == 0 || val[0] != '-' && (val[0] < '0' || val[0] > '9') {
-		return 0, false
-	}
-	var f float64
-	if err := json.Unmarshal(val, &f); err != nil {
-		return 0, false
-	}
-	return f, true
-}
+func optionNumber(val []byte) (float64, bool) { return wire.Number(val) }
 
 // optionInt reads an integer option; a fractional value is truncated as
 // Ollama truncates it, and one no int64 can hold is refused.

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"os"
 	"sync"
 	"time"
 
@@ -42,14 +41,4 @@ func (c *storedDetailsCache) storedDetails(sm StoredModel) ollamaDetails {
 	}
 	c.m.Store(key, d)
 	return d
-}
-
-// sameFile reports whether two paths name one file.
-func sameFile(a, b string) bool {
-	if a == b {
-		return true
-	}
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -29,13 +30,12 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		if !job.stream {
 			return writeJSON(ctx, job.final(res, nil))
 		}
-		streamResponse(ctx, false, func(ew *eventWriter) {
+		return s.host().Stream(ctx, false, nil, func(_ context.Context, _ context.CancelFunc, ew *eventWriter) {
 			if ew.Send("", job.chunk(hit.Text, nil)) == nil {
 				res.text = ""
 				ew.Send("", job.final(res, nil))
 			}
 		})
-		return nil
 	}
 	if job.g.Reply != nil {
 		return s.runOllamaTurn(ctx, job)
@@ -66,14 +66,12 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 // reported as an {"error": …} line, which Ollama's client returns as an
 // error.
 func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
-	rctx, cancel := s.requestContext(ctx)
-	run, err := startOne(rctx, job.model, job.g, cacheKey(job.model, job.g) != "")
-	if err != nil {
-		cancel()
+	var run *task.Job
+	return s.host().Stream(ctx, false, func(rctx context.Context) error {
+		var err error
+		run, err = startOne(rctx, job.model, job.g, cacheKey(job.model, job.g) != "")
 		return err
-	}
-	streamResponse(ctx, false, func(ew *eventWriter) {
-		defer cancel()
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
 		var tr ollamaTrace
 		collect := tr.emit(job)
 		out, err := followOneRaw(rctx, run, func(d *delta) error {
@@ -94,7 +92,6 @@ func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		s.rememberCompletion(job.model, job.g, out)
 		ew.Send("", job.final(job.result(out, &tr), nil))
 	})
-	return nil
 }
 
 // ollamaTrace collects, as tokens stream, what the last response reports

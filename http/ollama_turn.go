@@ -30,14 +30,12 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		msg := ollamaReply{Role: "assistant", Content: out.Content, Thinking: out.Reasoning, ToolCalls: ollamaCalls(out.Calls, 0)}
 		return writeJSON(ctx, job.finalTurn(job.result(out.outcome, &tr), msg, tr.logprobs))
 	}
-	rctx, cancel := s.requestContext(ctx)
-	run, err := startOne(rctx, job.model, job.g, false)
-	if err != nil {
-		cancel()
+	var run *task.Job
+	return s.host().Stream(ctx, false, func(rctx context.Context) error {
+		var err error
+		run, err = startOne(rctx, job.model, job.g, false)
 		return err
-	}
-	streamResponse(ctx, false, func(ew *eventWriter) {
-		defer cancel()
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
 		var tr ollamaTrace
 		out, err := s.followOllamaTurn(rctx, job, run, &tr, func(msg ollamaReply) error {
 			lps := tr.logprobs
@@ -50,7 +48,6 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 		}
 		ew.Send("", job.finalTurn(job.result(out.outcome, &tr), ollamaReply{Role: "assistant"}, nil))
 	})
-	return nil
 }
 
 // followOllamaTurn follows a submitted job, filling tr and handing send

@@ -1,8 +1,6 @@
 package http
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -27,13 +25,6 @@ func (s *Server) openaiModels(ctx *fasthttp.RequestCtx, _ *Model) error {
 		data = append(data, oaiModel{ID: mi.Name, Object: "model", Created: created, OwnedBy: "superfluid"})
 	}
 	return writeJSON(ctx, map[string]any{"object": "list", "data": data})
-}
-
-// newID returns a random response id with prefix.
-func newID(prefix string) string {
-	var b [12]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }
 
 // fingerprint names the model build for system_fingerprint.

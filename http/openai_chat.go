@@ -12,6 +12,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -199,7 +200,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, err
 	}
-	stops, err := stopList(req.Stop, "stop")
+	stops, err := wire.StopList(req.Stop, "stop")
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +239,7 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	id := newID("chatcmpl-")
+	id := wire.NewID("chatcmpl-")
 	created := time.Now().Unix()
 	if req.Stream {
 		return s.streamChat(ctx, m, g, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
@@ -320,14 +321,6 @@ func oaiTokenEntry(m *Model, g *task.Spec, t *tokenOut) oaiTokenLogprob {
 		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
 	})
 	return e
-}
-
-func byteList(b []byte) []int {
-	out := make([]int, len(b))
-	for i, c := range b {
-		out[i] = int(c)
-	}
-	return out
 }
 
 func usageOf(g *task.Request, outs []*choiceOut) oaiUsage {

@@ -9,6 +9,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/fim"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
@@ -121,7 +122,7 @@ func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	head := oaiCompletion{ID: newID("cmpl-"), Object: "text_completion", Created: unixNow(), Model: m.Name, SystemFingerprint: fingerprint(m)}
+	head := oaiCompletion{ID: wire.NewID("cmpl-"), Object: "text_completion", Created: unixNow(), Model: m.Name, SystemFingerprint: fingerprint(m)}
 	if req.Stream {
 		return s.streamCompletions(ctx, m, plan, head, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
@@ -255,7 +256,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 	if err != nil {
 		return nil, err
 	}
-	stops, err := stopList(req.Stop, "stop")
+	stops, err := wire.StopList(req.Stop, "stop")
 	if err != nil {
 		return nil, err
 	}
@@ -422,18 +423,14 @@ func (p *cmplPlan) usage() oaiUsage {
 // usage chunk when asked, and "data: [DONE]". A failed write cancels every
 // choice.
 func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan, head oaiCompletion, includeUsage bool) error {
-	rctx, cancel := s.requestContext(ctx)
-	if err := plan.submit(rctx, m, false); err != nil {
-		cancel()
-		return err
-	}
 	chunk := func(c oaiCompletionChoice) oaiCompletion {
 		h := head
 		h.Choices = []oaiCompletionChoice{c}
 		return h
 	}
-	streamResponse(ctx, true, func(ew *eventWriter) {
-		defer cancel()
+	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+		return plan.submit(rctx, m, false)
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
 		for _, c := range plan.choices {
 			if c.echo != "" {
 				if ew.Send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})) != nil {
@@ -463,5 +460,4 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 		}
 		ew.Raw("data: [DONE]\n\n")
 	})
-	return nil
 }

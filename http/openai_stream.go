@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"github.com/valyala/fasthttp"
 
 	"superfluid/reply"
@@ -13,21 +14,24 @@ import (
 // ends the stream with an error event in OpenAI's shape
 // (data: {"error": {…}}) and no [DONE].
 func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request, id string, created int64, includeUsage bool) error {
-	rctx, cancel := s.requestContext(ctx)
-	g.Part = "choice"
-	job, err := apiResult(task.Start(rctx, m.core(), g))
-	if err != nil {
-		cancel()
-		return err
-	}
-	choices := chatChoices(g.Choices)
+	var (
+		job     *task.Job
+		choices []*choiceOut
+	)
 	fp := fingerprint(m)
 	chunk := func(i int, d oaiDelta, lp *oaiLogprobs, finish *string) oaiChatChunk {
 		return oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp,
 			Choices: []oaiChunkChoice{{Index: i, Delta: d, Logprobs: lp, FinishReason: finish}}}
 	}
-	streamResponse(ctx, true, func(ew *eventWriter) {
-		defer cancel()
+	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+		g.Part = "choice"
+		var err error
+		if job, err = apiResult(task.Start(rctx, m.core(), g)); err != nil {
+			return err
+		}
+		choices = chatChoices(g.Choices)
+		return nil
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
 		for i := range choices {
 			empty := ""
 			if ew.Send("", chunk(i, oaiDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
@@ -74,7 +78,6 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 		}
 		ew.Raw("data: [DONE]\n\n")
 	})
-	return nil
 }
 
 // oaiEventDeltas words a turn's events as stream deltas. A call is two:

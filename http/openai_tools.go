@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -146,7 +147,7 @@ func callID(c reply.ToolCall) string {
 	if c.ID != "" {
 		return c.ID
 	}
-	return newID("call_")
+	return wire.NewID("call_")
 }
 
 // oaiToolCallOut is a call in a response: in message.tool_calls, and in a

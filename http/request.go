@@ -2,7 +2,6 @@ package http
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/valyala/fasthttp"
 
@@ -30,26 +29,4 @@ func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func
 	c, cancel := context.WithCancel(context.Background())
 	go watchClient(ctx.Conn(), cancel, c.Done(), s.cfg.ClientPoll)
 	return c, cancel
-}
-
-// stopList reads OpenAI's "stop": a string or an array of strings.
-func stopList(raw json.RawMessage, field string) ([]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one string
-	if err := json.Unmarshal(raw, &one); err == nil {
-		if err := checkStops(field, []string{one}, maxStops); err != nil {
-			return nil, err
-		}
-		return []string{one}, nil
-	}
-	var many []string
-	if err := json.Unmarshal(raw, &many); err != nil {
-		return nil, badParam(field, "%s must be a string or an array of strings", field)
-	}
-	if err := checkStops(field, many, maxStops); err != nil {
-		return nil, err
-	}
-	return many, nil
 }

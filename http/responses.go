@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/respstore"
 	"superfluid/task"
@@ -133,7 +134,7 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 		}
 	}
 	job.obj = respObject{
-		ID: newID("resp_"), Object: "response", CreatedAt: unixNow(), Status: "in_progress",
+		ID: wire.NewID("resp_"), Object: "response", CreatedAt: unixNow(), Status: "in_progress",
 		Instructions: rt.instructions, MaxOutputTokens: req.MaxOutputTokens, Model: m.Name,
 		Output: []respItemOut{}, ParallelToolCalls: !rt.turn.Tools.Req.Single, Store: job.store,
 		Temperature: valueOr(req.Temperature, 1), TopP: valueOr(req.TopP, 1),

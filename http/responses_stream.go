@@ -1,10 +1,12 @@
 package http
 
 import (
+	"context"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -97,9 +99,9 @@ func (b *respBuilder) add(kind string) error {
 	it := respItemOut{Type: kind, Status: "in_progress"}
 	part := reasoningText("")
 	if kind == "message" {
-		it.ID, part = newID("msg_"), outputText("")
+		it.ID, part = wire.NewID("msg_"), outputText("")
 	} else {
-		it.ID = newID("rs_")
+		it.ID = wire.NewID("rs_")
 	}
 	b.obj.Output = append(b.obj.Output, it)
 	b.open = len(b.obj.Output) - 1
@@ -142,7 +144,7 @@ func (b *respBuilder) call(c reply.ToolCall) error {
 	if args == "" {
 		args = "{}"
 	}
-	it := respItemOut{ID: newID("fc_"), Type: "function_call", Status: "in_progress", CallID: newID("call_"), Name: c.Name}
+	it := respItemOut{ID: wire.NewID("fc_"), Type: "function_call", Status: "in_progress", CallID: wire.NewID("call_"), Name: c.Name}
 	i := len(b.obj.Output)
 	b.obj.Output = append(b.obj.Output, it)
 	if err := b.emit(respEvent{Type: "response.output_item.added", OutputIndex: intp(i), Item: &it}); err != nil {
@@ -212,14 +214,12 @@ func (b *respBuilder) fail(err error) {
 // stream with response.failed (and is not stored); a client that went
 // away cancels it.
 func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
-	rctx, cancel := s.requestContext(ctx)
-	run, err := startOne(rctx, job.m, job.g, false)
-	if err != nil {
-		cancel()
+	var run *task.Job
+	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+		var err error
+		run, err = startOne(rctx, job.m, job.g, false)
 		return err
-	}
-	streamResponse(ctx, true, func(ew *eventWriter) {
-		defer cancel()
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
 		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
 		if b.start() != nil {
 			return
@@ -237,7 +237,6 @@ func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 		s.keepResponse(job)
 		b.end()
 	})
-	return nil
 }
 
 func intp(i int) *int { return &i }

@@ -4,10 +4,15 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"superfluid/http/llamacpp"
 )
 
 // routeTable gathers every API's routes: path → one route per method, and
-// the paths that hold an {id} segment, most specific (longest) first.
+// the paths that hold an {id} segment, most specific (longest) first. The
+// API packages' routes are mounted as they declare them (mounted); the
+// routes still defined in this package take their body class and
+// generation flag from the tables below.
 func (s *Server) routeTable() (map[string][]route, []string) {
 	all := map[string][]route{}
 	for _, part := range []map[string]route{
@@ -34,6 +39,10 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		for i := range rs {
 			rs[i].body = bodyKindOf(rs[i].method, path)
 		}
+	}
+	host := serverHost{s}
+	for _, wr := range slices.Concat(llamacpp.Routes(host)) {
+		all[wr.Path] = append(all[wr.Path], mounted(wr))
 	}
 	var patterns []string
 	for path := range all {

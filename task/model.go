@@ -34,6 +34,7 @@ type Model struct {
 	Desc  *engine.Descriptor
 	Text  Text
 	Sched Scheduler      // nil for an embedding model
+	Embed Embedder       // nil for a generation model
 	Chat  *chat.Template // nil when the model has no usable chat template
 	FIM   *fim.Builder   // nil when the vocabulary cannot fill in the middle
 	// ChatRefused says why Chat is nil when a template was refused at load

@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"cmp"
@@ -7,29 +7,31 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
+	"superfluid/task"
 )
 
-// llamaSlot is one entry of /slots (and /props' default_generation_settings).
-type llamaSlot struct {
-	ID           int           `json:"id"`
-	IDTask       int           `json:"id_task"`
-	NCtx         int           `json:"n_ctx"`
-	Speculative  bool          `json:"speculative"`
-	IsProcessing bool          `json:"is_processing"`
-	Params       llamaSettings `json:"params"`
+// slot is one entry of /slots (and /props' default_generation_settings).
+type slot struct {
+	ID           int      `json:"id"`
+	IDTask       int      `json:"id_task"`
+	NCtx         int      `json:"n_ctx"`
+	Speculative  bool     `json:"speculative"`
+	IsProcessing bool     `json:"is_processing"`
+	Params       Settings `json:"params"`
 }
 
-// llamaProps is GET /props: the defaults a completion runs with and what
+// props is GET /props: the defaults a completion runs with and what
 // the server serves. Clients read n_ctx and total_slots to size their
 // requests, and chat_template to render prompts themselves.
-func (s *Server) llamaProps(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) props(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	template := m.Desc.ChatTemplate
 	if template == "" && m.Chat != nil {
 		template = chat.ChatML // what chat requests are rendered with
 	}
-	return writeJSON(ctx, map[string]any{
-		"superfluid_cache":            cacheStatusOf(m),
-		"default_generation_settings": llamaSlot{ID: 0, IDTask: -1, NCtx: m.Desc.Ctx, Params: llamaDefaultSettings(m)},
+	return wire.WriteJSON(ctx, map[string]any{
+		"superfluid_cache":            a.host.CacheStatus(ctx),
+		"default_generation_settings": slot{ID: 0, IDTask: -1, NCtx: m.Desc.Ctx, Params: DefaultSettings(m)},
 		"total_slots":                 m.Desc.Lanes,
 		"model_path":                  m.Path,
 		"model_alias":                 m.Name,
@@ -37,40 +39,40 @@ func (s *Server) llamaProps(ctx *fasthttp.RequestCtx, m *Model) error {
 		"chat_template_caps":          map[string]any{},
 		"bos_token":                   tokenText(m, m.Desc.BOS),
 		"eos_token":                   tokenText(m, m.Desc.EOS),
-		"build_info":                  "superfluid " + s.cfg.Version,
+		"build_info":                  "superfluid " + a.host.Settings().Version,
 		"modalities":                  map[string]bool{"vision": false, "audio": false},
 		"is_sleeping":                 false,
 		// Every /infill and suffix request is answered by this model.
-		"superfluid_fim_model": cmp.Or(s.registry().FIMName(), m.Name),
+		"superfluid_fim_model": cmp.Or(a.host.FIMModel(), m.Name),
 	})
 }
 
-func tokenText(m *Model, t engine.Token) string {
+func tokenText(m *task.Model, t engine.Token) string {
 	if t < 0 || int(t) >= m.Desc.Vocab {
 		return ""
 	}
 	return string(m.Text.AppendPiece(nil, t, true))
 }
 
-// llamaSlots is GET /slots: one entry per lane. Lanes are interchangeable
+// slots is GET /slots: one entry per lane. Lanes are interchangeable
 // here — the scheduler hands any free one to the next request and the
 // prefix cache is shared — so the count of busy lanes is what is known,
 // and the first that many entries show is_processing. With
 // ?fail_on_no_slot=1 it answers 503 when every lane is busy, as llama.cpp
 // does.
-func (s *Server) llamaSlots(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) slots(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	lanes := m.Desc.Lanes
 	busy := 0
 	if m.Sched != nil { // an embedding model has no lanes busy generating
 		busy = int(m.Sched.Stats().LanesActive)
 	}
 	if string(ctx.QueryArgs().Peek("fail_on_no_slot")) == "1" && busy >= lanes {
-		return unavailable("no slot available")
+		return wire.Unavailable("no slot available")
 	}
-	params := llamaDefaultSettings(m)
-	slots := make([]llamaSlot, lanes)
+	params := DefaultSettings(m)
+	slots := make([]slot, lanes)
 	for i := range slots {
-		slots[i] = llamaSlot{ID: i, IDTask: -1, NCtx: m.Desc.Ctx, IsProcessing: i < busy, Params: params}
+		slots[i] = slot{ID: i, IDTask: -1, NCtx: m.Desc.Ctx, IsProcessing: i < busy, Params: params}
 	}
-	return writeJSON(ctx, slots)
+	return wire.WriteJSON(ctx, slots)
 }

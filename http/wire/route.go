@@ -1,0 +1,114 @@
+package wire
+
+import (
+	"context"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/sched"
+	"superfluid/task"
+)
+
+// How an API package plugs into the transport: it exports
+// Routes(h Host) []Route; package http mounts every route it returns and
+// calls the handler once the request passed the transport's checks (auth,
+// origin, body limit, the model named, loaded and of the right kind).
+
+// Handler serves one request with the model it named (nil for a route
+// with AnyModel). An error it returns is written in the route's API shape.
+type Handler func(ctx *fasthttp.RequestCtx, m *task.Model) error
+
+// Body is how large a body a route takes (the transport's limit classes).
+type Body int
+
+const (
+	// BodyByRoute: the transport's rule for the method and path (a POST
+	// carries a conversation unless it only names a model or an id).
+	BodyByRoute Body = iota
+	BodyControl
+	BodyConversation
+	BodyUpload
+)
+
+// Route is one method on one path. Path may hold "{id}" segments, each
+// matching any one segment.
+type Route struct {
+	Method, Path string
+	API          API // the shape its errors take
+	Handle       Handler
+	Public       bool // no API key needed
+	Loading      bool // answers while the model loads
+	Body         Body
+	// AnyModel routes name no model (listings, files, stored responses):
+	// the handler gets a nil model and nothing is loaded.
+	AnyModel bool
+	// Embeds: a generation model refuses it; Generates: an embedding
+	// model refuses it.
+	Embeds, Generates bool
+}
+
+// Host is what handlers need of the server that mounts them.
+type Host interface {
+	// RequestContext is the context a request's work runs under: it ends
+	// when the client hangs up or done is called (always call it).
+	RequestContext(ctx *fasthttp.RequestCtx) (rctx context.Context, done func())
+	// Stream starts a streamed response (SSE when sse, else NDJSON) under
+	// a context that watches the client. begin, when not nil, runs first
+	// with that context and submits the work: when it fails nothing is
+	// streamed and Stream returns its error, so a refusal still gets its
+	// status code. produce then writes the events on fasthttp's writer
+	// goroutine after the handler returned: it must not touch ctx. cancel
+	// ends the context early (a failed choice ends the others); it ends
+	// anyway when produce returns. A panic in produce ends the stream with
+	// an error event.
+	Stream(ctx *fasthttp.RequestCtx, sse bool, begin func(rctx context.Context) error,
+		produce func(rctx context.Context, cancel context.CancelFunc, ew *EventWriter)) error
+	// Class is the scheduling class a request asked for in its class
+	// header (field names it in errors), else the server's default.
+	Class(ctx *fasthttp.RequestCtx, field string) (sched.Class, error)
+	// CompletionCache keeps identical greedy FIM answers (task.CacheKey).
+	CompletionCache() *task.CompletionCache
+	// FIMModel is the name of the model that answers fill-in-the-middle
+	// requests, "" when it is the one the request named.
+	FIMModel() string
+	// Available lists every model a request can name, loaded or not;
+	// Loaded the models loaded now (both empty while the server loads).
+	Available() []ModelEntry
+	Loaded() []LoadedEntry
+	// CacheStatus is the request's model's prefix cache as the status
+	// endpoints report it (nil when there is none).
+	CacheStatus(ctx *fasthttp.RequestCtx) any
+	// Settings are the server's configuration values handlers read.
+	Settings() Settings
+}
+
+// Settings are the server's configuration values an API reads.
+type Settings struct {
+	Version string    // what /api/version and /props report
+	Started time.Time // when the server started
+	// KeepBillingHeader keeps the billing header Claude Code puts at the
+	// start of its system prompt (Anthropic).
+	KeepBillingHeader bool
+}
+
+// ModelEntry is one model a listing shows.
+type ModelEntry struct {
+	Name     string
+	Path     string
+	Size     int64 // the file's bytes
+	Modified time.Time
+	Digest   string      // gguf.ModelDigest of the file
+	Loaded   *task.Model // nil when not loaded
+}
+
+// LoadedEntry is one model loaded now.
+type LoadedEntry struct {
+	Model *task.Model
+	// Size is the memory it holds: the weights, the KV pool and the host
+	// cache budget.
+	Size      int64
+	ExpiresAt time.Time // zero: never unloaded for idleness
+	InFlight  int       // requests holding it
+	Pinned    bool      // never unloaded by LRU
+}
