@@ -9,6 +9,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"superfluid/engine"
@@ -73,9 +74,9 @@ func NewDrafter(eng, target *Engine, pMin float32) (*Drafter, error) {
 func (d *Drafter) Engine() *Engine { return d.eng }
 
 // Draft implements engine.Drafter.
-func (d *Drafter) Draft(reqs []engine.DraftRequest) error {
+func (d *Drafter) Draft(reqs []engine.DraftRequest) (time.Duration, error) {
 	if d.eng.e == nil {
-		return errClosed
+		return 0, errClosed
 	}
 	d.reqs, d.tokens = d.reqs[:0], d.tokens[:0]
 	outs := 0
@@ -91,17 +92,19 @@ func (d *Drafter) Draft(reqs []engine.DraftRequest) error {
 		outs += r.Max
 	}
 	if len(d.reqs) == 0 {
-		return nil
+		return 0, nil
 	}
 	if outs > len(d.out) {
 		d.out = make([]engine.Token, outs)
 	}
+	start := time.Now()
 	rc := C.sf_draft(d.eng.e, (*C.sf_draft_req)(pinSlice(&d.pinner, d.reqs)), C.uint32_t(len(d.reqs)),
 		(*C.int32_t)(pinSlice(&d.pinner, d.tokens)), C.uint32_t(len(d.tokens)),
 		(*C.int32_t)(pinSlice(&d.pinner, d.out)), C.uint32_t(len(d.out)), C.int32_t(d.targetVocab), C.float(d.pMin))
 	d.pinner.Unpin()
+	took := time.Since(start)
 	if rc != C.SF_OK {
-		return d.eng.err("draft", rc)
+		return took, d.eng.err("draft", rc)
 	}
 	k := 0
 	for i := range reqs {
@@ -113,5 +116,5 @@ func (d *Drafter) Draft(reqs []engine.DraftRequest) error {
 		k++
 		r.Draft = d.out[q.outOff : q.outOff+q.outLen : q.outOff+q.outLen]
 	}
-	return nil
+	return took, nil
 }

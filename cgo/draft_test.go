@@ -78,7 +78,7 @@ func modelDrafts(t *testing.T, d *Drafter, lanes []specLane, k int) func(i int, 
 	return func(i int, out []engine.Token, _ int) []engine.Token {
 		h := append(slices.Clone(lanes[i].prompt), out...)
 		reqs := []engine.DraftRequest{{Lane: uint32(i), History: h, Max: k}}
-		if err := d.Draft(reqs); err != nil {
+		if _, err := d.Draft(reqs); err != nil {
 			t.Fatal(err)
 		}
 		return slices.Clone(reqs[0].Draft)
@@ -137,7 +137,7 @@ func TestDraftModelFollowsTheHistory(t *testing.T) {
 	draftOf := func(d *Drafter, hist []engine.Token) []engine.Token {
 		t.Helper()
 		reqs := []engine.DraftRequest{{Lane: 1, History: hist, Max: 5}}
-		if err := d.Draft(reqs); err != nil {
+		if _, err := d.Draft(reqs); err != nil {
 			t.Fatal(err)
 		}
 		return slices.Clone(reqs[0].Draft)
@@ -174,12 +174,12 @@ func TestDraftModelBatchesLanes(t *testing.T) {
 	for i, h := range hs {
 		reqs[i] = engine.DraftRequest{Lane: uint32(10 + i), History: h, Max: 2 + i}
 	}
-	if err := d.Draft(reqs); err != nil {
+	if _, err := d.Draft(reqs); err != nil {
 		t.Fatal(err)
 	}
 	for i, h := range hs {
 		alone := []engine.DraftRequest{{Lane: 0, History: h, Max: 2 + i}}
-		if err := openDrafter(t, e, path, 0).Draft(alone); err != nil {
+		if _, err := openDrafter(t, e, path, 0).Draft(alone); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(reqs[i].Draft, alone[0].Draft) || len(reqs[i].Draft) != 2+i {
@@ -187,7 +187,7 @@ func TestDraftModelBatchesLanes(t *testing.T) {
 		}
 	}
 	sure := openDrafter(t, e, path, 1)
-	if err := sure.Draft(reqs); err != nil {
+	if _, err := sure.Draft(reqs); err != nil {
 		t.Fatal(err)
 	}
 	for i := range reqs {
@@ -197,15 +197,15 @@ func TestDraftModelBatchesLanes(t *testing.T) {
 	}
 	bad := []engine.DraftRequest{{Lane: 1, History: []engine.Token{-3}, Max: 2}}
 	var ee *engine.Error
-	if err := d.Draft(bad); !errors.As(err, &ee) || ee.Status != engine.StatusInvalid {
+	if _, err := d.Draft(bad); !errors.As(err, &ee) || ee.Status != engine.StatusInvalid {
 		t.Fatalf("a negative token: %v", err)
 	}
 	twice := []engine.DraftRequest{{Lane: 1, History: hs[0], Max: 2}, {Lane: 1, History: hs[1], Max: 2}}
-	if err := d.Draft(twice); err == nil {
+	if _, err := d.Draft(twice); err == nil {
 		t.Fatal("a lane twice in one call was not refused")
 	}
 	// Still usable.
-	if err := d.Draft(reqs[:1]); err != nil || len(reqs[0].Draft) != 2 {
+	if _, err := d.Draft(reqs[:1]); err != nil || len(reqs[0].Draft) != 2 {
 		t.Fatalf("after refusals: %v, %v", reqs[0].Draft, err)
 	}
 }

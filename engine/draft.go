@@ -1,14 +1,17 @@
 package engine
 
+import "time"
+
 // Drafter guesses how lanes continue — a second, smaller model sharing the
 // target's vocabulary (speculative decoding) — for the target to verify
 // (Decode's draft). One goroutine, the scheduler's, owns it.
 type Drafter interface {
 	// Draft fills each request's Draft with up to Max tokens that may
 	// follow its History; a request may get none. Drafts stay valid until
-	// the next call. An error drafts nothing and leaves the drafter
-	// usable.
-	Draft(reqs []DraftRequest) error
+	// the next call. It returns the time it took (what a drafted step
+	// costs beside the step itself). An error drafts nothing and leaves
+	// the drafter usable.
+	Draft(reqs []DraftRequest) (time.Duration, error)
 }
 
 // DraftRequest is one lane's request for a draft.
