@@ -61,6 +61,9 @@ var _ engine.Drafter = (*Drafter)(nil)
 // the draft model is below pMin ends the draft (llama-server's
 // --spec-draft-p-min; 0: never).
 func NewDrafter(eng, target *Engine, pMin float32) (*Drafter, error) {
+	if d := eng.Descriptor(); d.Pooling != engine.PoolingNone || d.Partial != engine.PartialNone {
+		return nil, fmt.Errorf("cgo: a draft model must generate and be cut back anywhere (an embedding, recurrent, hybrid or sliding-window model cannot)")
+	}
 	if err := CheckDraftVocab(target, eng); err != nil {
 		return nil, err
 	}
