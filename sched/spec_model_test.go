@@ -147,3 +147,30 @@ func TestDraftModelSettings(t *testing.T) {
 		t.Fatalf("draft-simple: %v, %v", typ, err)
 	}
 }
+
+// A draft model whose drafts never land (a random-weight one) costs
+// little behind the gate: the gates close, and the run takes under 3%
+// more virtual time than without drafts, the drafter's time included.
+func TestUselessDraftModelCostsLittle(t *testing.T) {
+	reqs := map[string]Request{
+		"a": {Prompt: repeatingPrompt(5, 40), Class: Chat, MaxTokens: 600},
+		"b": {Prompt: repeatingPrompt(7, 40), Class: Agent, MaxTokens: 600},
+	}
+	plain, _, ph := specRun(t, Speculation{}, 0, reqs)
+	// A draft-model call a tenth of a plain step (30 ms + 10 ms a row).
+	d := &fakeDrafter{cost: 5 * time.Millisecond}
+	got, s, h := specRunDrafter(t, Speculation{Type: SpecDraftSimple}, 0, reqs, drafterOf(d))
+	for name := range reqs {
+		if !slices.Equal(got[name], plain[name]) {
+			t.Fatalf("%s differs with drafts", name)
+		}
+	}
+	loss := float64(h.clock.Now().Sub(ph.clock.Now())) / float64(ph.clock.Now().Sub(epoch))
+	t.Logf("%d drafter calls, %d of %d draft tokens accepted, %d closes; virtual time %+.2f%% against no drafts", d.calls, s.DraftAccepted, s.DraftTokens, s.DraftGateClosed, 100*loss)
+	if s.DraftTokens == 0 || s.DraftAccepted != 0 || s.DraftGateClosed == 0 {
+		t.Fatalf("%d of %d draft tokens accepted, gate closed %d times", s.DraftAccepted, s.DraftTokens, s.DraftGateClosed)
+	}
+	if loss > 0.03 {
+		t.Fatalf("virtual time %+.2f%% against no drafts: the gate let a useless draft model cost more than 3%%", 100*loss)
+	}
+}
