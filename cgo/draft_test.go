@@ -209,3 +209,21 @@ func TestDraftModelBatchesLanes(t *testing.T) {
 		t.Fatalf("after refusals: %v, %v", reqs[0].Draft, err)
 	}
 }
+
+// A history longer than the draft engine's batch reaches it over several
+// calls, a batch a call, drafting nothing until it is in; then the lane
+// drafts what a lane with a short history would from the same tokens.
+func TestDraftModelCatchesUpABatchACall(t *testing.T) {
+	e := openTest(t, 1)
+	d := openDrafter(t, e, draftModel(t, 8, 0), 0) // a batch of 64
+	h := promptTokens(t, e, 150, "long")
+	for call := range 3 {
+		reqs := []engine.DraftRequest{{Lane: 1, History: h, Max: 3}}
+		if _, err := d.Draft(reqs); err != nil {
+			t.Fatal(err)
+		}
+		if want := call == 2; (len(reqs[0].Draft) == 3) != want {
+			t.Fatalf("call %d with 150 tokens to feed, a batch of 64: drafted %v", call, reqs[0].Draft)
+		}
+	}
+}

@@ -171,17 +171,22 @@ void make_room(sf_engine *e, const std::vector<draft_work> &work) {
     }
 }
 
-// Feeds every request's history the sequence lacks, as many rows a decode
-// as the batch takes; each request's last row gives its first draft token.
+// Feeds the history the sequences lack, at most one batch a call: the
+// requests whose whole rest fits first, in order, then as much of the
+// others as is left. A request fed to its end drafts its first token from
+// its last row; one not yet caught up drafts nothing this call, so a long
+// prompt reaches the draft model over several steps instead of stalling
+// one step of every lane.
 int catch_up(sf_engine *e, std::vector<draft_work> &work, const int32_t *tokens, int32_t *out,
              int32_t n_vocab_target, float p_min) {
     llama_batch &b = e->batch;
-    for (;;) {
-        b.n_tokens = 0;
-        e->draft_row_req.clear();
+    b.n_tokens = 0;
+    e->draft_row_req.clear();
+    for (int pass = 0; pass < 2; pass++) {
         for (size_t k = 0; k < work.size() && b.n_tokens < e->n_batch; k++) {
             draft_work &w = work[k];
-            if (w.seq < 0 || w.fed == w.req->hist_len) {
+            uint32_t rest = w.seq < 0 ? 0 : w.req->hist_len - w.fed;
+            if (rest == 0 || (pass == 0 && rest > (uint32_t)(e->n_batch - b.n_tokens))) {
                 continue;
             }
             const int32_t *h = tokens + w.req->hist_off;
@@ -192,22 +197,23 @@ int catch_up(sf_engine *e, std::vector<draft_work> &work, const int32_t *tokens,
                 w.fed++;
             }
         }
-        if (b.n_tokens == 0) {
-            return SF_OK;
-        }
-        if (int rc = decode(e)) {
-            return rc;
-        }
-        for (int32_t i = 0; i < b.n_tokens; i++) {
-            e->draft_seqs[(size_t)b.seq_id[i][0]].held.push_back(b.token[i]);
-            if (int32_t k = e->draft_row_req[(size_t)i]; k >= 0) {
-                work[(size_t)k].drafting = work[(size_t)k].max > 0;
-                if (work[(size_t)k].drafting) {
-                    take_next(e, work[(size_t)k], i, out, n_vocab_target, p_min);
-                }
+    }
+    if (b.n_tokens == 0) {
+        return SF_OK;
+    }
+    if (int rc = decode(e)) {
+        return rc;
+    }
+    for (int32_t i = 0; i < b.n_tokens; i++) {
+        e->draft_seqs[(size_t)b.seq_id[i][0]].held.push_back(b.token[i]);
+        if (int32_t k = e->draft_row_req[(size_t)i]; k >= 0) {
+            work[(size_t)k].drafting = work[(size_t)k].max > 0;
+            if (work[(size_t)k].drafting) {
+                take_next(e, work[(size_t)k], i, out, n_vocab_target, p_min);
             }
         }
     }
+    return SF_OK;
 }
 
 // One decode per draft position: each drafting lane's last draft token.

@@ -379,8 +379,10 @@ typedef struct sf_draft_req {
 } sf_draft_req;
 
 /* sf_draft drafts greedily for n requests, batched: one llama_decode
- * feeds every lane's new history (more where it exceeds the batch), then
- * one per draft position feeds the drafting lanes' last draft tokens. A
+ * feeds the lanes' new history, at most a batch of it (a lane not fed to
+ * its end drafts nothing this call, and catches up over the next ones),
+ * then one per draft position feeds the drafting lanes' last draft
+ * tokens. A
  * lane stops drafting at max, at a token outside the target's vocabulary
  * (n_vocab_target) or at one whose probability is below p_min. Requests
  * beyond the engine's sequences, or whose history passes its context, get
