@@ -227,6 +227,10 @@ int extend(sf_engine *e, std::vector<draft_work> &work, int32_t *out, int32_t n_
             if (!w.drafting) {
                 continue;
             }
+            if (b.n_tokens == e->n_batch) {
+                w.drafting = false;  // more sequences than a batch has rows
+                continue;
+            }
             const sf_draft_req &r = *w.req;
             add_row(b, out[r.out_off + r.out_len - 1], (int32_t)(r.hist_len + r.out_len - 1), w.seq, true);
             e->draft_row_req.push_back((int32_t)k);
