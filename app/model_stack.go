@@ -65,13 +65,12 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 	if err != nil {
 		return nil, err
 	}
-	drafter, err := openDrafter(o, eng)
+	drafter, err := openDrafter(spec, &o, eng)
 	if err != nil {
 		eng.Close()
 		return nil, err
 	}
 	if drafter != nil {
-		o.Sched.Speculation.Drafter = drafter
 		defer func() {
 			if err != nil {
 				drafter.Engine().Close()
