@@ -183,9 +183,10 @@ func (p *planner) beginDecodes(pl *engine.Plan, decoders int) {
 	s.room = max(0, p.batch-decoders) // a decode-only step: nothing else takes rows
 }
 
-// addDecode adds l's token to the step, with a draft when the lane's
-// history repeats, its gate is open and the step has room. Lanes come in
-// the order decoders sorts them, so better classes take the room first.
+// addDecode adds l's token to the step, with a draft when its gate is open,
+// the step has room and the source has one: the n-gram draft now, the
+// draft model's once finishDrafts has asked it for every lane. Lanes come
+// in the order decoders sorts them, so better classes take the room first.
 func (p *planner) addDecode(pl *engine.Plan, l *lane) {
 	s := &p.spec
 	l.draftOff, l.draftLen, l.stepTokens, l.stepAccepted = 0, 0, 0, 0
