@@ -121,6 +121,19 @@ func TestDraftModelOfAnotherVocabularyIsRefused(t *testing.T) {
 	}
 }
 
+// As llama-server's, the draft model serves the default model: a
+// --fim-model of another vocabulary loads beside it and runs without
+// drafts.
+func TestDraftModelServesTheDefaultModelOnly(t *testing.T) {
+	other := draftModelFile(t, 3, synth.BuiltinVocabSize()+1000)
+	st := startStack(t, app.Options{Lanes: 2, FIMModelPath: other,
+		Sched: sched.Config{Speculation: sched.Speculation{Type: sched.SpecDraftSimple, DraftModel: tinyModel(t), Ungated: true}}})
+	got := llamaDo[specCompletion](t, st, "/completion", jsonBody(map[string]any{"prompt": "the cat sat on the mat", "n_predict": 16, "temperature": 0}))
+	if got.Timings.DraftN == nil || *got.Timings.DraftN == 0 {
+		t.Fatal("the default model drafted nothing")
+	}
+}
+
 // Sampled decoding with a draft model's drafts keeps the target's
 // distribution: a short continuation sampled under many seeds, with and
 // without drafts, falls into the same outcomes alike (a two-sample
