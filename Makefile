@@ -185,7 +185,7 @@ bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
 # ungated — on random prose and on a repeated passage.
 bench-spec: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-tiny-v151936-f16.gguf
 	SF_BENCH_MODEL=$(CURDIR)/$(MODELS)/synth-0.5b-q8_0.gguf SF_BENCH_DRAFT_MODEL=$(CURDIR)/$(MODELS)/synth-tiny-v151936-f16.gguf \
-		$(GO) test -run '^$$' -bench '^Benchmark(SpecStepCost|Speculation|SpeculationDraftModel)$$' -benchtime 1x -count 1 -timeout 90m ./cgo/ ./e2e/
+		$(GO) test -run '^$$' -bench '^Benchmark(SpecStepCost|DraftModelCost|Speculation|SpeculationDraftModel)$$' -benchtime 1x -count 1 -timeout 90m ./cgo/ ./e2e/
 
 # The draft model for the 0.5B target: tiny, over its vocabulary, other weights.
 $(MODELS)/synth-tiny-v151936-f16.gguf: | build
