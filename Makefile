@@ -183,9 +183,14 @@ bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
 # draft rows a lane against a plain one (1 and 4 lanes, the break-even
 # acceptance), then n-gram drafts through the scheduler — none, gated,
 # ungated — on random prose and on a repeated passage.
-bench-spec: deps $(MODELS)/synth-0.5b-q8_0.gguf
-	SF_BENCH_MODEL=$(CURDIR)/$(MODELS)/synth-0.5b-q8_0.gguf \
-		$(GO) test -run '^$$' -bench '^Benchmark(SpecStepCost|Speculation)$$' -benchtime 1x -count 1 -timeout 60m ./cgo/ ./e2e/
+bench-spec: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-tiny-v151936-f16.gguf
+	SF_BENCH_MODEL=$(CURDIR)/$(MODELS)/synth-0.5b-q8_0.gguf SF_BENCH_DRAFT_MODEL=$(CURDIR)/$(MODELS)/synth-tiny-v151936-f16.gguf \
+		$(GO) test -run '^$$' -bench '^Benchmark(SpecStepCost|DraftModelCost|Speculation|SpeculationDraftModel)$$' -benchtime 1x -count 1 -timeout 90m ./cgo/ ./e2e/
+
+# The draft model for the 0.5B target: tiny, over its vocabulary, other weights.
+$(MODELS)/synth-tiny-v151936-f16.gguf: | build
+	@mkdir -p $(MODELS)
+	bin/superfluid model synth --shape tiny --vocab-size 151936 --seed 2 --type f16 -o $@
 
 # Issue 15's FIM-satellite benchmark: FIM latency on the small model, idle
 # and beside four 2,000-token prompts on the 0.5B one, with both in one

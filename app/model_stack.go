@@ -32,7 +32,8 @@ type modelStack struct {
 	// cache budget.
 	Size int64
 
-	turn      *sched.Turn // its place at the process's arbiter; nil without one
+	turn      *sched.Turn  // its place at the process's arbiter; nil without one
+	drafter   *cgo.Drafter // the draft model's engine (--spec-draft-model); nil without one
 	stopSched context.CancelFunc
 	schedDone chan error
 }
@@ -65,6 +66,18 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 	if err != nil {
 		return nil, err
 	}
+	drafter, err := openDrafter(spec, &o, eng)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	if drafter != nil {
+		defer func() {
+			if err != nil {
+				drafter.Engine().Close()
+			}
+		}()
+	}
 	desc := eng.Descriptor()
 	tuneGC()
 	tmpl, tmplRefused, err := LoadChatTemplate(spec.Path, o.ChatTemplateFile, desc, eng)
@@ -92,7 +105,10 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		eng.Close()
 		return nil, err
 	}
-	ms = &modelStack{Engine: eng, Cache: cache, Sched: sc, Size: measuredSize(desc, o.HostCache), turn: turn}
+	ms = &modelStack{Engine: eng, Cache: cache, Sched: sc, Size: measuredSize(desc, o.HostCache), turn: turn, drafter: drafter}
+	if drafter != nil {
+		ms.Size += measuredSize(drafter.Engine().Descriptor(), 0)
+	}
 	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc}, Cache: cacheMetrics{cache}}
 	ms.Model.Chat, ms.Model.ChatRefused = tmpl, tmplRefused
 	ms.Model.FIM = loadFIM(desc, eng)
@@ -120,5 +136,8 @@ func (ms *modelStack) close() error {
 		}
 	}
 	ms.Engine.Close()
+	if ms.drafter != nil {
+		ms.drafter.Engine().Close()
+	}
 	return err
 }

@@ -156,3 +156,98 @@ func TestBreakEvenAcceptance(t *testing.T) {
 		}
 	}
 }
+
+// draftCallTime is the mean wall time of n calls of d drafting k tokens
+// for each of lanes lanes whose histories (promptLen tokens to begin with,
+// caught up first) grow by one token a call, as plain decoding's do.
+func draftCallTime(b *testing.B, d *Drafter, vocab, lanes, k, promptLen, n int) time.Duration {
+	hist := make([][]engine.Token, lanes)
+	for i := range hist {
+		for j := range promptLen {
+			hist[i] = append(hist[i], engine.Token((3+i*37+j*11)%vocab))
+		}
+	}
+	reqs := make([]engine.DraftRequest, lanes)
+	call := func() time.Duration {
+		for i := range reqs {
+			reqs[i] = engine.DraftRequest{Lane: uint32(i), History: hist[i], Max: k}
+		}
+		took, err := d.Draft(reqs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return took
+	}
+	for range (promptLen+511)/512 + 1 {
+		call() // catch up
+	}
+	var spent time.Duration
+	for s := range n {
+		for i := range hist {
+			hist[i] = append(hist[i], engine.Token((5+s*17+i)%vocab))
+		}
+		spent += call()
+	}
+	return spent / time.Duration(n)
+}
+
+// BenchmarkDraftModelCost measures a draft model's part of a drafted
+// step: one drafter call for every lane (k draft positions, the lanes'
+// new tokens caught up) against the target's plain decode step, at 1 and 4
+// lanes (SF_BENCH_MODEL, SF_BENCH_DRAFT_MODEL: the 0.5b target and a tiny
+// draft over its vocabulary, as make bench-spec sets them), each k's
+// drafter call and the plain step taken in turn. Reported per k: the call's
+// time and its ratio to the plain step; the drafted step costs that much
+// on top of verifying its rows (BenchmarkSpecStepCost).
+func BenchmarkDraftModelCost(b *testing.B) {
+	path, draft := benchModel(b), os.Getenv("SF_BENCH_DRAFT_MODEL")
+	if draft == "" {
+		b.Skip("SF_BENCH_DRAFT_MODEL names no draft model")
+	}
+	threads := runtime.NumCPU()
+	if n, err := strconv.Atoi(os.Getenv("SF_BENCH_THREADS")); err == nil && n > 0 {
+		threads = n
+	}
+	ks := []int{1, 2, 4}
+	for _, lanes := range []int{1, 4} {
+		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
+			e, err := Open(Options{ModelPath: path, Ctx: 2048, Lanes: lanes, Seqs: lanes, Batch: 512, Threads: threads})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			de, err := Open(Options{ModelPath: draft, Ctx: 2048, Lanes: lanes, Seqs: lanes, Batch: 512, Threads: threads})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer de.Close()
+			d, err := NewDrafter(de, e, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			const promptLen, n = 64, 12
+			reps := benchReps(5)
+			plain := []float64{}
+			calls := make([][]float64, len(ks))
+			b.ResetTimer()
+			for range b.N {
+				for r := range reps {
+					runs := []func(){func() { plain = append(plain, specStepTime(b, e, lanes, 0, promptLen, n).Seconds()) }}
+					for i, k := range ks {
+						runs = append(runs, func() {
+							calls[i] = append(calls[i], draftCallTime(b, d, e.Descriptor().Vocab, lanes, k, promptLen, n).Seconds())
+						})
+					}
+					inTurn(r, runs...)
+				}
+			}
+			b.Logf("plain step: %.2f ms", 1e3*median(plain))
+			for i, k := range ks {
+				share := median(ratios(calls[i], plain))
+				b.Logf("k=%d: a drafter call %.2f ms, %.3fx the plain step", k, 1e3*median(calls[i]), share)
+				b.ReportMetric(1e3*median(calls[i]), fmt.Sprintf("k%d-draft-ms", k))
+				b.ReportMetric(share, fmt.Sprintf("k%d-draft/plain", k))
+			}
+		})
+	}
+}

@@ -40,6 +40,7 @@ func modelCommand() *cli.Command {
 					&cli.StringFlag{Name: "shape", Value: "tiny", Usage: "tiny, small or 0.5b"},
 					&cli.StringFlag{Name: "arch", Value: "llama", Usage: "architecture: " + strings.Join(synth.ArchNames(), ", ") + " (gemma4: sliding window; qwen35: hybrid attention and gated delta net; qwen3moe: 8 experts, 2 used; qwen35moe: both)"},
 					&cli.StringFlag{Name: "vocab", Usage: "graft the tokenizer of this vocab-only GGUF (default: a built-in byte-level BPE with ChatML and FIM tokens)"},
+					&cli.IntFlag{Name: "vocab-size", Usage: "pad the built-in vocabulary to this many tokens (default: the shape's; a tiny draft model for a 0.5b target needs 151936, the 0.5b shape's)"},
 					&cli.StringFlag{Name: "type", Value: "f16", Usage: "weight type: f16, q8_0 or q4_0"},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
 					&cli.StringFlag{Name: "pooling", Usage: "make an embedding model pooling its tokens so: mean, cls or last (default: none, a generation model)"},
@@ -80,6 +81,12 @@ func modelSynth(c *cli.Context) error {
 	shape, err := synth.ShapeByName(c.String("shape"))
 	if err != nil {
 		return err
+	}
+	if n := c.Int("vocab-size"); n != 0 {
+		if c.String("vocab") != "" {
+			return fmt.Errorf("model synth: --vocab-size pads the built-in vocabulary; a grafted one (--vocab) has its own size")
+		}
+		shape.Vocab = n
 	}
 	start := time.Now()
 	opts := synth.Options{Shape: shape, VocabFile: c.String("vocab"), Type: c.String("type"), Seed: c.Uint64("seed"), Arch: c.String("arch"), Pooling: c.String("pooling")}

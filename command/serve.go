@@ -38,7 +38,9 @@ func serveCommand() *cli.Command {
 		}, engineFlags(4), []cli.Flag{
 			&cli.IntFlag{Name: "seqs", Value: 0, Usage: "engine sequences: lanes plus cached conversations (0: 4 per lane)", EnvVars: env("SEQS")},
 			&cli.StringFlag{Name: "class-lanes", Usage: "lane caps per class, e.g. background=2,agent=6", EnvVars: env("CLASS_LANES")},
-			&cli.StringFlag{Name: "spec-type", Value: "none", Usage: "speculative decoding's draft source: none, or ngram-simple (the tokens that followed the last occurrence of the reply's latest tokens in the prompt and reply); drafts ride in the multi-lane step, each lane's only while they measurably pay", EnvVars: env("SPEC_TYPE")},
+			&cli.StringFlag{Name: "spec-type", Value: "none", Usage: "speculative decoding's draft source: none, ngram-simple (the tokens that followed the last occurrence of the reply's latest tokens in the prompt and reply) or draft-simple (a draft model, --spec-draft-model); drafts ride in the multi-lane step, each lane's only while they measurably pay", EnvVars: env("SPEC_TYPE")},
+			&cli.StringFlag{Name: "spec-draft-model", Usage: "draft model for --spec-type draft-simple: a small GGUF with the model's vocabulary", EnvVars: env("SPEC_DRAFT_MODEL")},
+			&cli.Float64Flag{Name: "spec-draft-p-min", Usage: "the draft model ends a draft at a token it gives less than this probability (0: never)", EnvVars: env("SPEC_DRAFT_P_MIN")},
 			&cli.IntFlag{Name: "spec-draft-n-max", Value: 4, Usage: "most draft tokens a lane carries in one step", EnvVars: env("SPEC_DRAFT_N_MAX")},
 			&cli.IntFlag{Name: "spec-draft-n-min", Value: 1, Usage: "fewest draft tokens worth carrying; a shorter draft is dropped", EnvVars: env("SPEC_DRAFT_N_MIN")},
 			&cli.Float64Flag{Name: "spec-synth-len", Usage: "benchmarking only: commit drafts as if accepted at this mean length per step, the model's own token included (1 to --spec-draft-n-max + 1), whatever they hold; output is not valid", EnvVars: env("SPEC_SYNTH_LEN")},
@@ -203,7 +205,8 @@ func speculationOption(c *cli.Context) (sched.Speculation, error) {
 	if err != nil {
 		return sched.Speculation{}, fmt.Errorf("serve: --spec-type: %w", err)
 	}
-	s := sched.Speculation{Type: t, DraftMax: c.Int("spec-draft-n-max"), DraftMin: c.Int("spec-draft-n-min")}
+	s := sched.Speculation{Type: t, DraftMax: c.Int("spec-draft-n-max"), DraftMin: c.Int("spec-draft-n-min"),
+		DraftModel: c.String("spec-draft-model"), DraftPMin: c.Float64("spec-draft-p-min")}
 	if s.DraftMax < 1 || s.DraftMin < 1 {
 		return sched.Speculation{}, fmt.Errorf("serve: --spec-draft-n-max %d and --spec-draft-n-min %d must be at least 1", s.DraftMax, s.DraftMin)
 	}

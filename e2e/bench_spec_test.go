@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/sched"
+	"superfluid/synth"
 )
 
 // BenchmarkSpeculation measures n-gram speculation through the scheduler
@@ -84,6 +86,107 @@ func BenchmarkSpeculation(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkSpeculationDraftModel measures drafts from a draft model
+// (draft-simple) through the scheduler on the real engine: the target
+// SF_BENCH_MODEL (else the 0.5B-shaped synthetic model, q8_0), the draft
+// SF_BENCH_DRAFT_MODEL (else the tiny-shaped one over the same 151,936-token
+// vocabulary, other random weights: its drafts never land), 1 and 4
+// streams of random prose, aggregate decode tokens/s of: no drafts; the
+// draft model's drafts behind the gate (the default) and ungated; and
+// synthetic acceptance at mean lengths 3 (drafts of 4) and 5 (drafts of
+// 6), where the draft model still drafts every step but its drafts are
+// committed at the set rate (the machinery's speed when drafts land; the
+// output is not the model's). Taken in turn each round, reversed every
+// other; reported: the rates and the paired ratios to no drafts.
+//
+//	make bench-spec
+func BenchmarkSpeculationDraftModel(b *testing.B) {
+	path := benchModel(b)
+	draft := benchDraftModel(b)
+	synth3, err := sched.SynthRates(nil, 3, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	synth5, err := sched.SynthRates(nil, 5, 6)
+	if err != nil {
+		b.Fatal(err)
+	}
+	configs := []sched.Speculation{
+		{},
+		{Type: sched.SpecDraftSimple},
+		{Type: sched.SpecDraftSimple, Ungated: true},
+		{Type: sched.SpecDraftSimple, DraftMax: 4, SynthRates: synth3},
+		{Type: sched.SpecDraftSimple, DraftMax: 6, SynthRates: synth5},
+	}
+	names := []string{"plain", "draft-gated", "draft-ungated", "synth-len3", "synth-len5"}
+	for _, streams := range []int{1, 4} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
+			stacks := make([]*schedStack, len(configs))
+			for i, c := range configs {
+				sc := stackConfig{model: path, lanes: streams, seqs: 2 * streams, threads: specBenchThreads(), sched: sched.Config{Speculation: c}}
+				if c.Type == sched.SpecDraftSimple {
+					sc.draftModel = draft
+				}
+				stacks[i] = newSchedStack(b, sc)
+			}
+			prompts := make([][]engine.Token, streams)
+			for i := range prompts {
+				prompts[i] = textTokens(b, stacks[0].eng.Engine, 200, uint64(3000+i))
+			}
+			rates := make([][]float64, len(configs))
+			reps := specBenchReps(3)
+			b.ResetTimer()
+			for range b.N {
+				for r := range reps {
+					runs := make([]func(), len(configs))
+					for i := range configs {
+						runs[i] = func() { rates[i] = append(rates[i], specDecodeRate(b, stacks[i], prompts, 64)) }
+					}
+					specInTurn(r, runs...)
+				}
+			}
+			for i, name := range names {
+				b.ReportMetric(specMedian(rates[i]), name+"-tok/s")
+				if i > 0 {
+					ratio := make([]float64, len(rates[i]))
+					for j := range ratio {
+						ratio[j] = rates[i][j] / rates[0][j]
+					}
+					b.ReportMetric(specMedian(ratio), name+"/plain")
+					b.Logf("%s/plain by round %.3f", name, ratio)
+				}
+				st := stacks[i].s.Stats()
+				b.Logf("%s: tok/s by round %.2f; drafts %d, accepted %d, gate closed %d", name, rates[i], st.DraftTokens, st.DraftAccepted, st.DraftGateClosed)
+			}
+		})
+	}
+}
+
+// benchDraftModel is SF_BENCH_DRAFT_MODEL, else the tiny-shaped synthetic
+// model over the 0.5B shape's vocabulary (written on first use).
+func benchDraftModel(b *testing.B) string {
+	if p := os.Getenv("SF_BENCH_DRAFT_MODEL"); p != "" {
+		return p
+	}
+	p := filepath.Join("..", ".cache", "models", "synth-tiny-v151936-f16.gguf")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	shape, err := synth.ShapeByName("tiny")
+	if err != nil {
+		b.Fatal(err)
+	}
+	big, err := synth.ShapeByName("0.5b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	shape.Vocab = big.Vocab
+	if err := synth.Write(p, synth.Options{Shape: shape, Type: "f16", Seed: 2}); err != nil {
+		b.Fatal(err)
+	}
+	return p
 }
 
 // specDecodeRate runs the prompts as concurrent Chat requests of maxTokens

@@ -40,6 +40,8 @@ type stackConfig struct {
 	sched   sched.Config
 	// parkDir, when set, gives the cache a park store there.
 	parkDir string
+	// draftModel, when set, is opened as sched's drafter (draft-simple).
+	draftModel string
 }
 
 // schedStack is engine → prefix cache → scheduler, built the way app.Start
@@ -48,6 +50,7 @@ type schedStack struct {
 	eng   *spyEngine
 	cache *kv.Cache
 	s     *sched.Scheduler
+	draft *cgo.Engine // the draft model's engine; nil without one
 
 	stopRun context.CancelFunc
 	runDone chan error
@@ -99,13 +102,31 @@ func newSchedStack(t testing.TB, c stackConfig) *schedStack {
 	if sc.Lanes == 0 {
 		sc.Lanes = c.lanes
 	}
+	var draft *cgo.Engine
+	if c.draftModel != "" {
+		draft, err = cgo.Open(cgo.Options{ModelPath: c.draftModel, Ctx: c.ctx, Lanes: c.lanes, Seqs: c.lanes, Threads: c.threads})
+		if err != nil {
+			raw.Close()
+			t.Fatalf("open the draft model: %v", err)
+		}
+		dr, err := cgo.NewDrafter(draft, raw, 0)
+		if err != nil {
+			draft.Close()
+			raw.Close()
+			t.Fatal(err)
+		}
+		sc.Speculation.Drafter = dr
+	}
 	s, err := sched.New(spy, cache, sc)
 	if err != nil {
 		raw.Close()
+		if draft != nil {
+			draft.Close()
+		}
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	st := &schedStack{eng: spy, cache: cache, s: s, stopRun: cancel, runDone: make(chan error, 1)}
+	st := &schedStack{eng: spy, cache: cache, s: s, draft: draft, stopRun: cancel, runDone: make(chan error, 1)}
 	go func() { st.runDone <- s.Run(ctx) }()
 	t.Cleanup(func() { st.close(t) })
 	return st
@@ -126,6 +147,9 @@ func (st *schedStack) close(t testing.TB) {
 		t.Errorf("cache close: %v", err)
 	}
 	st.eng.Close()
+	if st.draft != nil {
+		st.draft.Close()
+	}
 }
 
 // run submits req and collects its tokens and result.

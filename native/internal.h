@@ -153,6 +153,15 @@ struct sf_ckpt {
 // policy (sf_desc.ckpt_every, the prompt's end) says so.
 void sf_ckpt_after_prefill(sf_engine *e, const sf_lane *l, bool completes);
 
+// A draft engine's record of one of its sequences (draft.cpp): the
+// tokens its cells hold, and the lane they were drafted for.
+struct sf_draft_seq {
+    bool used = false;
+    uint32_t lane = 0;
+    uint64_t last_call = 0;  // the sf_draft call that last used it (LRU)
+    std::vector<llama_token> held;
+};
+
 struct sf_engine {
     llama_model *model = nullptr;
     llama_context *ctx = nullptr;
@@ -213,6 +222,12 @@ struct sf_engine {
     std::mutex grammar_mu;
     std::unordered_map<uint32_t, std::shared_ptr<const sf_grammar_compiled>> grammars;
     uint32_t next_grammar = 0;
+
+    // As a draft engine (draft.cpp): its sequences' records, one per
+    // sequence, and the calls made; the row -> request map of a draft batch.
+    std::vector<sf_draft_seq> draft_seqs;
+    uint64_t draft_calls = 0;
+    std::vector<int32_t> draft_row_req;
 
     // Scratch reused across ticks so a steady-state tick does not allocate.
     std::vector<sf_lane *> touched;

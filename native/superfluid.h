@@ -357,6 +357,46 @@ typedef struct sf_embed_input {
 int sf_embed(sf_engine *e, const int32_t *tokens, uint32_t n_tokens, const sf_embed_input *inputs,
              uint32_t n_inputs, float *out, size_t out_cap);
 
+/* Drafts from a second model (speculative decoding, draft.cpp). An engine
+ * opened on a small model with the target's vocabulary drafts for the
+ * target's lanes; the target verifies the drafts (sf_decode). The draft
+ * engine runs no ticks: its sequences are its own, one per lane it
+ * drafts for, holding what it last saw of that lane.
+ *
+ * sf_draft_compatible: SF_OK when draft's vocabulary is target's, as
+ * llama.cpp's speculative decoding checks it (type, BOS and EOS, sizes
+ * within 128, the text of every token from 5 on); else SF_ERR_UNSUPPORTED
+ * with the first difference in err. */
+int sf_draft_compatible(const sf_engine *target, const sf_engine *draft, char *err, int32_t err_cap);
+
+/* One lane's draft request: hist is the lane's tokens so far (prompt and
+ * reply, ending with the token the target feeds next); up to max tokens
+ * that follow it are drafted into out[out_off, +max), their count in
+ * out_len. lane names the lane: its sequence keeps what it held, so the
+ * next request feeds only what changed (rejected drafts are cut back). */
+typedef struct sf_draft_req {
+    uint32_t lane;
+    uint32_t hist_off; /* into tokens */
+    uint32_t hist_len;
+    uint32_t max;
+    uint32_t out_off;  /* into out */
+    uint32_t out_len;  /* out */
+} sf_draft_req;
+
+/* sf_draft drafts greedily for n requests, batched: one llama_decode
+ * feeds the lanes' new history, at most a batch of it (a lane not fed to
+ * its end drafts nothing this call, and catches up over the next ones),
+ * then one per draft position feeds the drafting lanes' last draft
+ * tokens. A
+ * lane stops drafting at max, at a token outside the target's vocabulary
+ * (n_vocab_target) or at one whose probability is below p_min. Requests
+ * beyond the engine's sequences, or whose history passes its context, get
+ * no draft. Malformed requests are SF_ERR_INVALID; a failed decode
+ * (SF_ERR_KV_FULL, SF_ERR_DECODE) empties every draft sequence and drafts
+ * nothing. */
+int sf_draft(sf_engine *d, sf_draft_req *reqs, uint32_t n_reqs, const int32_t *tokens, uint32_t n_tokens,
+             int32_t *out, uint32_t cap_out, int32_t n_vocab_target, float p_min);
+
 /* Grammars (llama.cpp's GBNF). sf_grammar_compile parses a grammar once and
  * files it under a new id (never 0) that admissions name; it may run on any
  * thread, also while a tick runs. root null or "" is "root". A lazy grammar

@@ -118,6 +118,9 @@ func (c *Config) validate(d *engine.Descriptor) error {
 	if err := c.Speculation.validate(); err != nil {
 		return err
 	}
+	if c.Speculation.Type == SpecDraftSimple && c.Speculation.Drafter == nil {
+		return fmt.Errorf("sched: speculation type %s without a drafter (the draft model, opened)", SpecDraftSimple)
+	}
 	for cl, n := range c.ClassLanes {
 		if n < 0 || n > c.Lanes {
 			return fmt.Errorf("sched: class lanes: cap %d for %s outside [0, %d]", n, Class(cl), c.Lanes)

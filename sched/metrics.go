@@ -62,8 +62,12 @@ func (s Snapshot) AddTo(p *metric.Page) {
 	} {
 		p.Add(c.def, float64(c.v))
 	}
-	p.Add(draftTokensTotal, float64(s.DraftTokens), string(SpecNgramSimple))
-	p.Add(draftAcceptedTotal, float64(s.DraftAccepted), string(SpecNgramSimple))
+	source := s.DraftSource
+	if source == "" {
+		source = SpecNgramSimple
+	}
+	p.Add(draftTokensTotal, float64(s.DraftTokens), string(source))
+	p.Add(draftAcceptedTotal, float64(s.DraftAccepted), string(source))
 	p.Add(lanesActive, float64(s.LanesActive))
 	p.Add(prefillBudgetTokens, float64(s.PrefillBudget))
 	for c := range NumClasses {

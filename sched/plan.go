@@ -42,6 +42,7 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 		p.addDecode(pl, l)
 		p.stepInteractiveDecode = p.stepInteractiveDecode || l.job.class.interactive()
 	}
+	p.finishDrafts(pl)
 	if !pl.Empty() {
 		p.stats.ticks.Add(1)
 	}

@@ -73,7 +73,13 @@ func (s *Scheduler) nudge() {
 func (s *Scheduler) Config() Config { return s.cfg }
 
 // Stats reads the live counters; safe from any goroutine at any time.
-func (s *Scheduler) Stats() Snapshot { return s.stats.Snapshot() }
+func (s *Scheduler) Stats() Snapshot {
+	snap := s.stats.Snapshot()
+	if t := s.cfg.Speculation.Type; t != "" && t != SpecNone {
+		snap.DraftSource = t
+	}
+	return snap
+}
 
 // SetBackgroundDivisor throttles Agent and Background decoding to one step
 // in n (n ≤ 1: none) from the next step on.

@@ -7,9 +7,10 @@ import (
 	"superfluid/engine"
 )
 
-// Speculative decoding: a decoding lane whose history repeats itself
-// carries a draft — the tokens that followed the last time its latest
-// tokens appeared (spec_ngram.go) — as extra rows of the step, and the
+// Speculative decoding: a decoding lane carries a draft — the tokens that
+// followed the last time its latest tokens appeared (spec_ngram.go), or
+// what a small draft model sharing the vocabulary predicts (spec_model.go)
+// — as extra rows of the step, and the
 // engine commits as many of them as the lane's own sampler agrees with,
 // plus one token of the model's own (engine.Decode). The tokens are
 // exactly those of a plain decode, for every lane (greedy or sampled,
@@ -28,12 +29,23 @@ type SpecType string
 const (
 	SpecNone        SpecType = "none"
 	SpecNgramSimple SpecType = "ngram-simple"
+	// SpecDraftSimple drafts with a second model (Speculation.Drafter).
+	SpecDraftSimple SpecType = "draft-simple"
 )
 
 // Speculation configures speculative decoding; the zero value is off.
 type Speculation struct {
 	// Type is the draft source; "" or SpecNone: no drafts.
 	Type SpecType
+	// DraftModel is the draft model's file, SpecDraftSimple's source
+	// (--spec-draft-model): the owner opens it as Drafter.
+	DraftModel string
+	// DraftPMin: the drafter ends a draft at a token it gives less than
+	// this probability (--spec-draft-p-min); 0: never.
+	DraftPMin float64
+	// Drafter drafts for SpecDraftSimple; New refuses that type without
+	// one.
+	Drafter engine.Drafter
 	// DraftMax bounds a draft's tokens (--spec-draft-n-max); 0: 4.
 	DraftMax int
 	// DraftMin is the shortest draft worth its rows (--spec-draft-n-min);
@@ -69,13 +81,13 @@ func ParseSpecType(s string) (SpecType, error) {
 	switch t := SpecType(s); t {
 	case "", SpecNone:
 		return SpecNone, nil
-	case SpecNgramSimple:
+	case SpecNgramSimple, SpecDraftSimple:
 		return t, nil
 	}
-	return "", fmt.Errorf("sched: speculation type %q: want %s or %s", s, SpecNone, SpecNgramSimple)
+	return "", fmt.Errorf("sched: speculation type %q: want %s, %s or %s", s, SpecNone, SpecNgramSimple, SpecDraftSimple)
 }
 
-func (s Speculation) on() bool { return s.Type == SpecNgramSimple }
+func (s Speculation) on() bool { return s.Type == SpecNgramSimple || s.Type == SpecDraftSimple }
 
 func (s Speculation) withDefaults() Speculation {
 	if s.Type == "" {
@@ -115,6 +127,12 @@ func (s Speculation) validate() error {
 		return fmt.Errorf("sched: speculation min gain %v outside [1, 100]", s.MinGain)
 	case len(s.SynthRates) > 0 && !s.on():
 		return fmt.Errorf("sched: synthetic acceptance without a draft source")
+	case s.Type == SpecDraftSimple && s.DraftModel == "" && s.Drafter == nil:
+		return fmt.Errorf("sched: speculation type %s needs a draft model (--spec-draft-model)", SpecDraftSimple)
+	case s.Type != SpecDraftSimple && (s.DraftModel != "" || s.Drafter != nil):
+		return fmt.Errorf("sched: a draft model (--spec-draft-model) drafts only with --spec-type %s", SpecDraftSimple)
+	case !(s.DraftPMin >= 0 && s.DraftPMin <= 1):
+		return fmt.Errorf("sched: speculation draft minimum probability %v outside [0, 1]", s.DraftPMin)
 	}
 	if len(s.SynthRates) > 0 {
 		if _, err := SynthRates(s.SynthRates, 0, s.DraftMax); err != nil {
@@ -137,6 +155,7 @@ type specState struct {
 	drafted bool
 	buf     []engine.Token
 	synth   synthState
+	model   modelDrafts
 }
 
 func newSpecState(cfg Speculation, d *engine.Descriptor, lanes int) specState {
@@ -164,9 +183,10 @@ func (p *planner) beginDecodes(pl *engine.Plan, decoders int) {
 	s.room = max(0, p.batch-decoders) // a decode-only step: nothing else takes rows
 }
 
-// addDecode adds l's token to the step, with a draft when the lane's
-// history repeats, its gate is open and the step has room. Lanes come in
-// the order decoders sorts them, so better classes take the room first.
+// addDecode adds l's token to the step, with a draft when its gate is open,
+// the step has room and the source has one: the n-gram draft now, the
+// draft model's once finishDrafts has asked it for every lane. Lanes come
+// in the order decoders sorts them, so better classes take the room first.
 func (p *planner) addDecode(pl *engine.Plan, l *lane) {
 	s := &p.spec
 	l.draftOff, l.draftLen, l.stepTokens, l.stepAccepted = 0, 0, 0, 0
@@ -182,22 +202,36 @@ func (p *planner) addDecode(pl *engine.Plan, l *lane) {
 	// The draft's rows follow the fed token's, inside the context.
 	k = min(k, p.ctx-l.npast-2)
 	synth := s.synth.on() && l.job.grammar == 0
+	pl.Decodes = append(pl.Decodes, engine.Decode{Lane: l.tag})
 	if k < s.cfg.DraftMin || !(s.cfg.Ungated || synth || l.gate.drafts()) {
-		pl.Decodes = append(pl.Decodes, engine.Decode{Lane: l.tag})
+		return
+	}
+	if s.cfg.Type == SpecDraftSimple {
+		s.room -= k // held until the drafter answers (finishDrafts)
+		s.model.ask(l, len(pl.Decodes)-1, k, synth)
 		return
 	}
 	s.buf = ngramDraft(s.buf[:0], l.tokens, specNgramMax, s.cfg.NgramMin, k)
+	p.addDraft(pl, len(pl.Decodes)-1, l, k, synth)
+}
+
+// addDraft gives l's decode, the plan's decode at index i, the draft in
+// s.buf (padded to k for synthetic acceptance), or leaves it plain when the
+// draft is shorter than DraftMin.
+func (p *planner) addDraft(pl *engine.Plan, i int, l *lane, k int, synth bool) {
+	s := &p.spec
 	if synth {
 		s.buf = synthDraft(s.buf, l.tokens, k)
 	}
 	if len(s.buf) < s.cfg.DraftMin {
-		pl.Decodes = append(pl.Decodes, engine.Decode{Lane: l.tag})
 		return
 	}
+	d := &pl.Decodes[i]
 	l.draftOff, l.draftLen = len(pl.Tokens), len(s.buf)
-	pl.AddDraft(l.tag, s.buf)
+	d.DraftOff, d.DraftLen = uint32(len(pl.Tokens)), uint32(len(s.buf))
+	pl.Tokens = append(pl.Tokens, s.buf...)
 	if synth {
-		pl.Decodes[len(pl.Decodes)-1].SynthAccept = uint32(s.synth.accepts(len(s.buf)))
+		d.SynthAccept = uint32(s.synth.accepts(len(s.buf)))
 	}
 	s.room -= len(s.buf)
 	s.drafted = true
@@ -236,7 +270,8 @@ func (p *planner) learnSpec(t *engine.Timings, secs float64, ran bool) {
 		p.stats.draftAccepted.Add(uint64(l.stepAccepted))
 		l.job.draftTokens += l.draftLen
 		l.job.draftAccepted += l.stepAccepted
-		if decodeOnly && !s.cfg.Ungated && !s.synth.on() && l.gate.observeDrafted(l.stepTokens, secs, s.baseline.plainSecs(s.lanes), s.cfg.MinGain) {
+		// The drafter's time is the drafted step's too.
+		if decodeOnly && !s.cfg.Ungated && !s.synth.on() && l.gate.observeDrafted(l.stepTokens, secs+s.draftSecs(), s.baseline.plainSecs(s.lanes), s.cfg.MinGain) {
 			p.stats.draftGateClosed.Add(1)
 		}
 		l.draftLen, l.stepTokens, l.stepAccepted = 0, 0, 0

@@ -23,9 +23,19 @@ func repeatingPrompt(period, n int) []engine.Token {
 // tokens and the counters.
 func specRun(t *testing.T, spec Speculation, period int, reqs map[string]Request) (map[string][]engine.Token, Snapshot, *harness) {
 	t.Helper()
+	return specRunDrafter(t, spec, period, reqs, nil)
+}
+
+// specRunDrafter is specRun with spec's drafter made by drafter (nil:
+// none) on the run's virtual clock.
+func specRunDrafter(t *testing.T, spec Speculation, period int, reqs map[string]Request, drafter func(*fakeClock) engine.Drafter) (map[string][]engine.Token, Snapshot, *harness) {
+	t.Helper()
 	clock := newFakeClock()
 	eng := enginetest.New(4, 64, 20, 1<<20, clock)
 	eng.Descriptor().Drafts = true
+	if drafter != nil {
+		spec.Drafter = drafter(clock)
+	}
 	h := newHarnessOn(t, eng, clock, Config{Speculation: spec})
 	h.eng.Period = period
 	h.eng.KeepPlans = true

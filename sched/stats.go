@@ -77,7 +77,10 @@ type Snapshot struct {
 	// Speculative decoding (Config.Speculation, n-gram drafts): draft
 	// tokens the steps verified, those accepted, and the times a lane's
 	// throughput gate stopped its drafts.
-	DraftTokens     uint64
+	DraftTokens uint64
+	// DraftSource is the configured draft source the draft counters count
+	// (--spec-type); ngram-simple when speculation is off, as before.
+	DraftSource     SpecType
 	DraftAccepted   uint64
 	DraftGateClosed uint64
 

@@ -1,0 +1,44 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+
+	"superfluid/cgo"
+	"superfluid/sched"
+)
+
+// openDrafter gives o's speculation its drafter when it asks for a draft
+// model (--spec-type draft-simple): the model of --spec-draft-model opened
+// for eng's lanes — an engine of its own, a sequence per lane, eng's
+// context and threads — refused, by that flag, when its vocabulary is not
+// eng's. As llama-server's, the draft model serves the default model
+// (o.ModelPath) only: any other this process loads (a --fim-model, a model
+// loaded on demand) and a model whose sequences cannot be cut back after a
+// draft run without drafts. nil, nil when there is nothing to open.
+func openDrafter(spec ModelSpec, o *Options, eng *cgo.Engine) (*cgo.Drafter, error) {
+	s := &o.Sched.Speculation
+	if s.Type != sched.SpecDraftSimple {
+		return nil, nil
+	}
+	desc := eng.Descriptor()
+	if spec.Path != o.ModelPath || !desc.Drafts {
+		if !desc.Drafts {
+			slog.Warn("speculation off: this model's sequences cannot be cut back after a draft", "model", spec.Path, "architecture", desc.Architecture)
+		}
+		*s = sched.Speculation{}
+		return nil, nil
+	}
+	d, err := cgo.Open(cgo.Options{ModelPath: s.DraftModel, Ctx: desc.Ctx, Lanes: desc.Lanes, Seqs: desc.Lanes,
+		Batch: cgo.DefaultUBatch, Threads: o.Threads, FlashAttn: o.FlashAttn, Poll: o.Poll})
+	if err != nil {
+		return nil, fmt.Errorf("--spec-draft-model %s: %w", s.DraftModel, err)
+	}
+	dr, err := cgo.NewDrafter(d, eng, float32(s.DraftPMin))
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("--spec-draft-model %s: %w", s.DraftModel, err)
+	}
+	s.Drafter = dr
+	return dr, nil
+}
