@@ -4,7 +4,9 @@
 # and 8 streams, alternating which build goes first each round, then
 # fim-under-load (4 background prompts of 2,000 tokens) on each in turn.
 # Reports per-round figures and the median of the paired after/before
-# ratios. Both servers stay loaded; only one works at a time.
+# ratios. Both servers stay loaded; only one works at a time. BEFORE may be
+# llama-server (a binary of that name), started with the same lanes,
+# context and threads (-np 8 -c 16384 -t 2), to measure against it.
 #
 #   bench/pair.sh BEFORE_BIN AFTER_BIN MODEL.gguf [ROUNDS]
 #
@@ -14,7 +16,10 @@ BEFORE=$1 AFTER=$2 MODEL=$3 ROUNDS=${4:-3}
 PA=18741 PB=18742 LOGS=${LOGS:-.cache/bench-pair}
 mkdir -p "$LOGS"
 start() { # bin port
-  "$1" serve -m "$MODEL" --port "$2" --lanes 8 --ctx 16384 --threads 2 > "$LOGS/serve-$2.log" 2>&1 &
+  case $(basename "$1") in
+  llama-server*) "$1" -m "$MODEL" --port "$2" -np 8 -c 16384 -t 2 > "$LOGS/serve-$2.log" 2>&1 & ;;
+  *) "$1" serve -m "$MODEL" --port "$2" --lanes 8 --ctx 16384 --threads 2 > "$LOGS/serve-$2.log" 2>&1 & ;;
+  esac
   echo $! > "$LOGS/serve-$2.pid"
   for _ in $(seq 120); do curl -sf "localhost:$2/health" > /dev/null && return; sleep 1; done
   echo "server $1 did not start (see $LOGS/serve-$2.log)"; exit 1
