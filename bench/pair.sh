@@ -6,7 +6,9 @@
 # Reports per-round figures and the median of the paired after/before
 # ratios. Both servers stay loaded; only one works at a time. BEFORE may be
 # llama-server (a binary of that name), started with the same lanes,
-# context and threads (-np 8 -c 16384 -t 2), to measure against it.
+# context and threads (-np 8 --kv-unified -c 16384 -t 2: one pool of
+# cells, as ours, so that 2,000-token background prompts fit), to measure
+# against it.
 # superfluid runs without park or data directories: park files an earlier
 # run left for the same prompts would serve the cold ones warm.
 #
@@ -22,7 +24,7 @@ KINDS=${KINDS:-prefill decode1 decode8}
 mkdir -p "$LOGS"
 start() { # bin port
   case $(basename "$1") in
-  llama-server*) "$1" -m "$MODEL" --port "$2" -np 8 -c 16384 -t 2 > "$LOGS/serve-$2.log" 2>&1 & ;;
+  llama-server*) "$1" -m "$MODEL" --port "$2" -np 8 --kv-unified -c 16384 -t 2 > "$LOGS/serve-$2.log" 2>&1 & ;;
   *) "$1" serve -m "$MODEL" --port "$2" --lanes 8 --ctx 16384 --threads 2 --park-dir off --data-dir off > "$LOGS/serve-$2.log" 2>&1 & ;;
   esac
   echo $! > "$LOGS/serve-$2.pid"
