@@ -166,13 +166,15 @@ bench: deps $(MODELS)/synth-0.5b-q8_0.gguf
 # models: a 2,000-token prefill (one tick, and one plain llama_decode at
 # micro-batches 64…512) and decode at 1 and 8 streams (sf_tick against a
 # plain llama_decode loop); on the Q4_0 model also weight repacking on
-# against off (the only one of the three types x86 repacks). On the
+# against off (the only one of the three types x86 repacks); on the f16
+# model also what idle cached cells in the KV pool cost a cold prompt,
+# against moving them to host memory and back. On the
 # offline fallback too: make ENGINE=module bench-engine. Run it on a quiet
 # machine.
 bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf $(MODELS)/synth-0.5b-q4_0.gguf
 	@for m in 0.5b-q8_0 small-f16 0.5b-q4_0; do \
 		benches='Prefill|PrefillUBatch|Decode|ThreadPool'; \
-		case $$m in *q4_0) benches="$$benches|PrefillRepack";; esac; \
+		case $$m in *q4_0) benches="$$benches|PrefillRepack";; *f16) benches="$$benches|PrefillBesideResident|HostRoundTrip";; esac; \
 		echo "== synth-$$m, llama.cpp $(or $(LLAMA_COMMIT),ec98e2002 (Go module))"; \
 		SF_BENCH_MODEL=$(CURDIR)/$(MODELS)/synth-$$m.gguf $(GO) test -run '^$$' \
 			-bench "^Benchmark($$benches)\$$" -benchtime 1x -count 1 -timeout 60m ./cgo/ \

@@ -6,19 +6,26 @@
 # Reports per-round figures and the median of the paired after/before
 # ratios. Both servers stay loaded; only one works at a time. BEFORE may be
 # llama-server (a binary of that name), started with the same lanes,
-# context and threads (-np 8 -c 16384 -t 2), to measure against it.
+# context and threads (-np 8 --kv-unified -c 16384 -t 2: one pool of
+# cells, as ours, so that 2,000-token background prompts fit), to measure
+# against it.
+# superfluid runs without park or data directories: park files an earlier
+# run left for the same prompts would serve the cold ones warm.
 #
 #   bench/pair.sh BEFORE_BIN AFTER_BIN MODEL.gguf [ROUNDS]
 #
-# Environment: FIM=0 skips fim-under-load; FIMN (6) FIM requests a phase.
+# Environment: FIM=0 skips fim-under-load; FIMN (6) FIM requests a phase;
+# KINDS (prefill decode1 decode8) the paired phases; PA, PB (18741, 18742)
+# the two servers' ports; LOGS (.cache/bench-pair) their logs.
 set -u
 BEFORE=$1 AFTER=$2 MODEL=$3 ROUNDS=${4:-3}
-PA=18741 PB=18742 LOGS=${LOGS:-.cache/bench-pair}
+PA=${PA:-18741} PB=${PB:-18742} LOGS=${LOGS:-.cache/bench-pair}
+KINDS=${KINDS:-prefill decode1 decode8}
 mkdir -p "$LOGS"
 start() { # bin port
   case $(basename "$1") in
-  llama-server*) "$1" -m "$MODEL" --port "$2" -np 8 -c 16384 -t 2 > "$LOGS/serve-$2.log" 2>&1 & ;;
-  *) "$1" serve -m "$MODEL" --port "$2" --lanes 8 --ctx 16384 --threads 2 > "$LOGS/serve-$2.log" 2>&1 & ;;
+  llama-server*) "$1" -m "$MODEL" --port "$2" -np 8 --kv-unified -c 16384 -t 2 > "$LOGS/serve-$2.log" 2>&1 & ;;
+  *) "$1" serve -m "$MODEL" --port "$2" --lanes 8 --ctx 16384 --threads 2 --park-dir off --data-dir off > "$LOGS/serve-$2.log" 2>&1 & ;;
   esac
   echo $! > "$LOGS/serve-$2.pid"
   for _ in $(seq 120); do curl -sf "localhost:$2/health" > /dev/null && return; sleep 1; done
@@ -27,9 +34,9 @@ start() { # bin port
 stop() { kill "$(cat "$LOGS/serve-$1.pid")" 2> /dev/null; }
 trap 'stop $PA; stop $PB' EXIT
 start "$BEFORE" $PA; start "$AFTER" $PB
-python3 - $PA $PB "$ROUNDS" <<'PY'
+python3 - $PA $PB "$ROUNDS" "$KINDS" <<'PY'
 import json, random, statistics, sys, threading, time, urllib.request
-pa, pb, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+pa, pb, rounds, kinds = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split()
 words = ['alpha', 'beta', 'gamma', 'delta', 'kappa', 'omega', 'sigma', 'theta', 'lambda', 'zeta']
 def prompt(seed, n=235):  # 235 words: about 1,500 tokens
     r = random.Random(seed)
@@ -46,7 +53,7 @@ def decode(port, seed, streams):
     ts = [threading.Thread(target=one, args=(i,)) for i in range(streams)]
     [x.start() for x in ts]; [x.join() for x in ts]
     return sum(o['timings']['predicted_n'] for o in out) / max(o['timings']['predicted_ms'] for o in out) * 1000
-for kind in ('prefill', 'decode1', 'decode8'):
+for kind in kinds:
     ratios = []
     for i in range(rounds):
         got = {}

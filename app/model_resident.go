@@ -1,0 +1,32 @@
+package app
+
+import "superfluid/engine"
+
+// residentIdleTokens is how many tokens of idle cached conversations a
+// full-attention model keeps in its KV pool when a host tier can take the
+// rest. llama.cpp's unified pool attends over every cell below the highest
+// one in use and masks the other sequences' cells, and its CPU
+// flash-attention kernel reads the mask of every tile before it can skip
+// one: each resident cell costs every prompt row. Measured on the 2-core
+// machine (cgo BenchmarkPrefillBesideResident, synth qwen3moe small f16,
+// rounds paired), a 2,000-token prompt prefilled at 0.82× the empty pool's
+// rate beside 2,000 resident cells, 0.73× beside 4,000 and 0.70× beside
+// 6,000; moving a 2,000-token sequence to host memory and back took 0.6%
+// of its prefill (BenchmarkHostRoundTrip). So idle entries go to host
+// memory, and only short ones (a padding block of cells) stay in the pool.
+const residentIdleTokens = 256
+
+// residentBudget is the cache's MaxResidentTokens for a model: a padding
+// block of idle tokens where a host tier takes evicted entries without
+// loss (every layer keeps a cell per token, so a restored entry cuts
+// anywhere); half the context otherwise. A sliding-window model's host
+// copy keeps only the last window and a recurrent one's the whole length,
+// so moving them out of the pool loses the cuts a diverging prompt needs
+// (they then resume from a checkpoint); without a host tier an evicted
+// entry is gone.
+func residentBudget(desc *engine.Descriptor, hostBytes int64) int {
+	if hostBytes > 0 && desc.Partial == engine.PartialNone {
+		return min(residentIdleTokens, desc.Ctx/2)
+	}
+	return desc.Ctx / 2
+}

@@ -1,0 +1,29 @@
+package app
+
+import (
+	"testing"
+
+	"superfluid/engine"
+)
+
+func TestResidentBudget(t *testing.T) {
+	cases := []struct {
+		name    string
+		partial engine.Partial
+		ctx     int
+		host    int64
+		want    int
+	}{
+		{"full attention with a host tier keeps a padding block", engine.PartialNone, 8192, 1 << 30, residentIdleTokens},
+		{"a context smaller than two blocks keeps half", engine.PartialNone, 256, 1 << 30, 128},
+		{"without a host tier an evicted entry is lost", engine.PartialNone, 8192, 0, 4096},
+		{"a sliding-window model's host copy loses its cuts", engine.PartialSWA, 8192, 1 << 30, 4096},
+		{"a recurrent model's host copy loses its cuts", engine.PartialRecurrent, 16384, 1 << 30, 8192},
+	}
+	for _, c := range cases {
+		desc := &engine.Descriptor{Ctx: c.ctx, Partial: c.partial}
+		if got := residentBudget(desc, c.host); got != c.want {
+			t.Errorf("%s: residentBudget = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
