@@ -86,7 +86,7 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 func ollamaCalls(calls []reply.ToolCall, first int) []ollamaToolCall {
 	out := make([]ollamaToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = ollamaToolCall{ID: callID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
+		out[i] = ollamaToolCall{ID: wire.CallID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
 	}
 	return out
 }
@@ -141,7 +141,7 @@ func ollamaToolCalls(i int, role string, raw json.RawMessage) ([]chat.ToolCall, 
 		if c.Function.Name == "" {
 			return nil, wire.BadParam("messages", "%s[%d].function.name: a tool call needs a name", field, j)
 		}
-		args, err := callArguments(c.Function.Arguments)
+		args, err := wire.CallArguments(c.Function.Arguments)
 		if err != nil {
 			return nil, wire.BadParam("messages", "%s[%d].function.arguments: %v", field, j, err)
 		}
