@@ -2,7 +2,6 @@ package http
 
 import (
 	"encoding/json"
-	"math"
 
 	"superfluid/engine"
 	"superfluid/http/llamacpp"
@@ -141,15 +140,6 @@ type llamaPartial struct {
 	Probs           []llamaProb    `json:"completion_probabilities,omitempty"`
 }
 
-// finiteLogprob keeps a logprob JSON can carry: llama.cpp reports the
-// lowest float for an impossible token, since JSON has no -Inf.
-func finiteLogprob(x float32) float64 {
-	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-		return -math.MaxFloat32
-	}
-	return float64(x)
-}
-
 // The llama.cpp API's generation settings and defaults are its package's
 // (superfluid/http/llamacpp); /completion and /infill report them too.
 type llamaSettings = llamacpp.Settings
@@ -159,4 +149,4 @@ const (
 	llamaDefaultRepeatLastN = llamacpp.DefaultRepeatLastN
 )
 
-func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(m.core()) }
+func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(&m.Model) }
