@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -75,26 +74,8 @@ func oaiToolCalls(i int, in []oaiToolCall) ([]chat.ToolCall, error) {
 	return out, nil
 }
 
-// callArguments returns a call's arguments as a JSON object: raw is a JSON
-// string holding one, or the object itself.
-func callArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("not a valid JSON string")
-		}
-		raw = bytes.TrimSpace([]byte(s))
-		if len(raw) == 0 {
-			// Clients send "" for a call that takes no arguments.
-			return json.RawMessage(`{}`), nil
-		}
-	}
-	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
-		return nil, fmt.Errorf("must be a JSON object (or a string holding one)")
-	}
-	return raw, nil
-}
+// callArguments is wire.CallArguments (shared with Ollama).
+func callArguments(raw json.RawMessage) (json.RawMessage, error) { return wire.CallArguments(raw) }
 
 // contentText reads message content: a string, null, or text parts.
 func contentText(raw json.RawMessage) (string, error) {

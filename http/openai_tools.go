@@ -140,15 +140,8 @@ func oaiReplyCalls(calls []reply.ToolCall) []oaiToolCallOut {
 	return out
 }
 
-// callID is the id a call is reported with: the model's own, else a new
-// one. Clients send it back with the tool's result, which is how the
-// template ties the two.
-func callID(c reply.ToolCall) string {
-	if c.ID != "" {
-		return c.ID
-	}
-	return wire.NewID("call_")
-}
+// callID is wire.CallID (shared with Ollama).
+func callID(c reply.ToolCall) string { return wire.CallID(c) }
 
 // oaiToolCallOut is a call in a response: in message.tool_calls, and in a
 // stream's delta.tool_calls, where index says which call a fragment

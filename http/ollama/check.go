@@ -1,4 +1,4 @@
-package http
+package ollama
 
 import (
 	"bytes"
@@ -8,31 +8,31 @@ import (
 	"superfluid/http/wire"
 )
 
-// ollamaCheckModel refuses a request that names no model, as Ollama does
+// checkModel refuses a request that names no model, as Ollama does
 // (400). The route resolved a named one already (modelError words an
 // unknown one as Ollama does: 404 and a hint to pull it).
-func ollamaCheckModel(name string) error {
+func checkModel(name string) error {
 	if name == "" {
-		return badParam("model", "model is required")
+		return wire.BadParam("model", "model is required")
 	}
 	return nil
 }
 
-// ollamaCheckCommon checks what /api/generate and /api/chat share.
-func ollamaCheckCommon(keepAlive json.RawMessage, top int) error {
+// checkCommon checks what /api/generate and /api/chat share.
+func checkCommon(keepAlive json.RawMessage, top int) error {
 	if err := checkKeepAlive(keepAlive); err != nil {
 		return err
 	}
 	if top < 0 || top > engine.MaxLogprobs {
-		return badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
+		return wire.BadParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
 	}
 	return nil
 }
 
-// ollamaThink reads think: a boolean, or a level ("low", "medium",
+// readThink reads think: a boolean, or a level ("low", "medium",
 // "high", "max") that also turns thinking on and reaches the template as
 // reasoning_effort (gpt-oss's levels; "max" is its highest).
-func ollamaThink(raw json.RawMessage) (on *bool, effort string, err error) {
+func readThink(raw json.RawMessage) (on *bool, effort string, err error) {
 	yes, no := true, false
 	switch t := string(bytes.TrimSpace(raw)); t {
 	case "", "null":
@@ -46,7 +46,7 @@ func ollamaThink(raw json.RawMessage) (on *bool, effort string, err error) {
 	case `"max"`:
 		return &yes, "high", nil
 	}
-	return nil, "", badParam("think", "think must be a boolean or one of \"high\", \"medium\", \"low\", \"max\"")
+	return nil, "", wire.BadParam("think", "think must be a boolean or one of \"high\", \"medium\", \"low\", \"max\"")
 }
 
 // loadReason is Ollama's done_reason for a request with nothing to

@@ -1,0 +1,192 @@
+package ollama
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/chat"
+	"superfluid/http/wire"
+	"superfluid/reply"
+	"superfluid/sched"
+	"superfluid/task"
+)
+
+// chat serves POST /api/chat.
+func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
+	start := time.Now()
+	var req chatRequest
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
+		return err
+	}
+	j, err := a.chatJob(ctx, m, &req)
+	if err != nil {
+		return err
+	}
+	j.start = start
+	return a.answer(ctx, j)
+}
+
+// chatJob validates a chat request and plans its turn: the conversation
+// and tools rendered with the model's chat template, thinking as think
+// asks, the reply parsed into content, thinking and tool calls.
+func (a *api) chatJob(ctx *fasthttp.RequestCtx, m *task.Model, req *chatRequest) (*job, error) {
+	if err := checkModel(req.Model); err != nil {
+		return nil, err
+	}
+	if err := checkCommon(req.KeepAlive, req.TopLogs); err != nil {
+		return nil, err
+	}
+	think, effort, err := readThink(req.Think)
+	if err != nil {
+		return nil, err
+	}
+	shape, err := readFormat(req.Format)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := readTools(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := parseOptions(req.Options)
+	if err != nil {
+		return nil, err
+	}
+	j := &job{name: req.Model, stream: req.Stream == nil || *req.Stream, chat: true}
+	if len(req.Messages) == 0 {
+		j.loadReason = loadReason(req.KeepAlive)
+		return j, nil
+	}
+	msgs, err := messages(req.Model, req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	j.model = opts.window(m)
+	turn := task.Chat{Messages: msgs, Tools: tools, Think: think, Effort: effort, Continues: true, Shape: shape}
+	plan, err := task.PlanChat(j.model, &turn)
+	if err != nil {
+		return nil, wire.Convert(err)
+	}
+	class, err := task.ChatClass(&turn, wire.ClassSent(ctx), func() (sched.Class, error) { return a.host.Class(ctx, "") })
+	if err != nil {
+		return nil, wire.Convert(err)
+	}
+	j.req, err = newRequest(m, j.model, &opts, plan.Prompt, class, req.Logprobs, req.TopLogs)
+	if err != nil {
+		return nil, err
+	}
+	plan.Apply(&j.req.Spec)
+	return j, nil
+}
+
+// replyCalls are a turn's calls as Ollama returns them, numbered from
+// first.
+func replyCalls(calls []reply.ToolCall, first int) []toolCall {
+	out := make([]toolCall, len(calls))
+	for i, c := range calls {
+		out[i] = toolCall{ID: wire.CallID(c), Function: toolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
+	}
+	return out
+}
+
+// messages maps Ollama's messages onto the template's roles (Ollama
+// lowercases roles; so does this). An assistant turn's tool calls, whose
+// arguments Ollama sends as an object, and a tool turn's tool_name reach
+// the template; images are refused: the server runs text models.
+func messages(model string, in []message) ([]chat.Message, error) {
+	out := make([]chat.Message, 0, len(in))
+	for i, msg := range in {
+		role := strings.ToLower(msg.Role)
+		switch role {
+		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
+		default:
+			return nil, wire.BadParam("messages", "messages[%d]: unknown role %q (expected system, user, assistant or tool)", i, msg.Role)
+		}
+		if hasItems(msg.Images) {
+			return nil, wire.BadParam("messages", "%q does not support images: this server runs text models only", model)
+		}
+		calls, err := messageCalls(i, role, msg.ToolCalls)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chat.Message{Role: role, Content: msg.Content, ReasoningContent: msg.Thinking, ToolCalls: calls, Name: msg.ToolName})
+	}
+	return task.CallOnlyTurns(out), nil
+}
+
+// messageCalls reads message i's tool_calls: [{function: {name,
+// arguments}}], arguments an object (a string holding one is taken too).
+func messageCalls(i int, role string, raw json.RawMessage) ([]chat.ToolCall, error) {
+	if !hasItems(raw) {
+		return nil, nil
+	}
+	field := fmt.Sprintf("messages[%d].tool_calls", i)
+	if role != chat.RoleAssistant {
+		return nil, wire.BadParam("messages", "%s: only assistant messages carry tool calls", field)
+	}
+	var in []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, wire.BadParam("messages", "%s: expected a list of {function: {name, arguments}}", field)
+	}
+	out := make([]chat.ToolCall, 0, len(in))
+	for j, c := range in {
+		if c.Function.Name == "" {
+			return nil, wire.BadParam("messages", "%s[%d].function.name: a tool call needs a name", field, j)
+		}
+		args, err := wire.CallArguments(c.Function.Arguments)
+		if err != nil {
+			return nil, wire.BadParam("messages", "%s[%d].function.arguments: %v", field, j, err)
+		}
+		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+	}
+	return out, nil
+}
+
+// toolDef is a tool as Ollama's chat API defines one (api.Tool), the
+// shape OpenAI's chat API has too.
+type toolDef struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// readTools reads tools: function definitions, which the model may call
+// as it sees fit (Ollama has no tool_choice).
+func readTools(raw json.RawMessage) (task.Tools, error) {
+	var list []reply.Tool
+	if !task.IsNull(raw) {
+		var defs []json.RawMessage
+		if err := json.Unmarshal(raw, &defs); err != nil {
+			return task.Tools{}, wire.BadParam("tools", "tools must be an array")
+		}
+		for i, d := range defs {
+			var def toolDef
+			if err := json.Unmarshal(d, &def); err != nil {
+				return task.Tools{}, wire.BadParam("tools", "tools[%d]: not a tool definition", i)
+			}
+			if def.Type != "function" {
+				return task.Tools{}, wire.BadParam("tools", "tools[%d]: tools of type %q are not supported (function only)", i, def.Type)
+			}
+			list = append(list, reply.Tool{Name: def.Function.Name, Description: def.Function.Description, Parameters: bytes.TrimSpace(def.Function.Parameters)})
+		}
+	}
+	tt, err := task.NewTools("tools", list)
+	if err != nil {
+		return tt, wire.Convert(err)
+	}
+	return tt, wire.Convert(tt.Require("tool_choice", "auto", "", false))
+}
