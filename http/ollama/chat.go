@@ -45,7 +45,7 @@ func (a *api) chatJob(ctx *fasthttp.RequestCtx, m *task.Model, req *chatRequest)
 	if err != nil {
 		return nil, err
 	}
-	shape, err := readFormat(req.Format)
+	shape, err := wire.OllamaFormat(req.Format)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (a *api) generateJob(ctx *fasthttp.RequestCtx, m *task.Model, req *generate
 	if err := checkGenerate(req); err != nil {
 		return nil, err
 	}
-	shape, err := readFormat(req.Format)
+	shape, err := wire.OllamaFormat(req.Format)
 	if err != nil {
 		return nil, err
 	}
