@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -26,7 +27,7 @@ type applyTemplateRequest struct {
 // asks nothing of the model.
 func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req applyTemplateRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	msgs, err := chatMessages(req.Messages)
@@ -35,7 +36,7 @@ func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	for i, t := range req.Tools {
 		if t = bytes.TrimSpace(t); len(t) == 0 || t[0] != '{' {
-			return badParam("tools", "tools[%d]: a tool definition is a JSON object", i)
+			return wire.BadParam("tools", "tools[%d]: a tool definition is a JSON object", i)
 		}
 	}
 	r := chat.Request{Messages: msgs, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs, AddGenerationPrompt: true}
@@ -46,5 +47,5 @@ func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]string{"prompt": prompt})
+	return wire.WriteJSON(ctx, map[string]string{"prompt": prompt})
 }

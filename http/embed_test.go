@@ -16,8 +16,10 @@ import (
 
 	"superfluid/embed"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/metric"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 const stubDim = 8
@@ -226,7 +228,7 @@ func TestOllamaEmbed(t *testing.T) {
 		t.Fatalf("truncated: %d %s", status, b)
 	}
 	status, _, b = call(t, c, "POST", "/api/embed", `{"model":"stub","input":"`+long+`","truncate":false}`)
-	if status != 400 || !strings.Contains(errorShapeOf(t, apiOllama, status, b), "at most 64") {
+	if status != 400 || !strings.Contains(errorShapeOf(t, wire.Ollama, status, b), "at most 64") {
 		t.Fatalf("not truncated: %d %s", status, b)
 	}
 	// No input: an empty list, as Ollama answers.
@@ -287,7 +289,7 @@ func TestLlamaEmbedding(t *testing.T) {
 // and never reach the runner.
 func TestEmbedRefusesBadInput(t *testing.T) {
 	c, st := embedServer(t)
-	huge := "[" + strings.Repeat(`"a",`, maxEmbedInputs) + `"a"]`
+	huge := "[" + strings.Repeat(`"a",`, task.MaxEmbedInputs) + `"a"]`
 	cases := []struct{ path, body, want string }{
 		{"/v1/embeddings", `{"input":` + huge + `}`, "at most 2048"},
 		{"/v1/embeddings", `{"input":[{"text":"a"}]}`, "input[0] must be"},
@@ -384,29 +386,7 @@ func TestEmbedRunnerErrors(t *testing.T) {
 		if status != want {
 			t.Errorf("%v: %d %s", err, status, b)
 		}
-		errorShapeOf(t, apiOpenAI, status, b)
-	}
-}
-
-func TestNormalize(t *testing.T) {
-	v, err := normalize([]float32{0, 0, 0}, normL2)
-	if err != nil || v[0] != 0 {
-		t.Errorf("zero vector: %v %v", v, err)
-	}
-	if _, err := normalize([]float32{1, float32(math.NaN())}, normL2); err == nil {
-		t.Error("NaN accepted")
-	}
-	if _, err := normalize([]float32{1, float32(math.Inf(1))}, normNone); err == nil {
-		t.Error("inf accepted")
-	}
-	// A huge p neither overflows nor underflows: it tends to max-abs.
-	v, _ = normalize([]float32{3, -4, 1e-30}, 1000)
-	if math.Abs(float64(v[1])+1) > 1e-3 {
-		t.Errorf("1000-norm: %v", v)
-	}
-	v, _ = normalize([]float32{3, -4}, 1)
-	if math.Abs(float64(v[0])-3.0/7) > 1e-7 {
-		t.Errorf("taxicab: %v", v)
+		errorShapeOf(t, wire.OpenAI, status, b)
 	}
 }
 

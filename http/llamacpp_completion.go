@@ -5,6 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/sched"
 )
 
@@ -13,7 +14,7 @@ import (
 // server's.
 func (s *Server) llamaCompletion(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req llamaRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	class, err := s.requestClass(ctx, "")
@@ -77,7 +78,7 @@ func writeLlamaResults(ctx *fasthttp.RequestCtx, m *Model, runs []*llamaRun, p *
 		res := r.response(m, false)
 		b, err := res.marshal(p.fields)
 		if err != nil {
-			return serverError("encoding the response: %v", err)
+			return wire.ServerError("encoding the response: %v", err)
 		}
 		parts[i] = b
 	}

@@ -69,7 +69,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 		return nil, err
 	}
 	if req.NProbs < 0 || req.NProbs > engine.MaxLogprobs {
-		return nil, badParam("n_probs", "n_probs must be between 0 and %d", engine.MaxLogprobs)
+		return nil, wire.BadParam("n_probs", "n_probs must be between 0 and %d", engine.MaxLogprobs)
 	}
 	p.nProbs = req.NProbs
 	if err := checkSamplers(req.Samplers); err != nil {
@@ -92,7 +92,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	}
 	p.grammarAt = shape.Field
 	if len(req.ResponseFields) > maxResponseFields {
-		return nil, badParam("response_fields", "at most %d response_fields", maxResponseFields)
+		return nil, wire.BadParam("response_fields", "at most %d response_fields", maxResponseFields)
 	}
 	if len(req.ResponseFields) > 0 { // an empty list means every field, as in llama.cpp
 		p.fields = req.ResponseFields
@@ -116,9 +116,9 @@ func llamaSampling(m *Model, req *llamaRequest) (engine.Sampling, error) {
 		seed = nil
 	}
 	if seed != nil && *seed < 0 {
-		return engine.Sampling{}, badParam("seed", "seed must be -1 (random) or a non-negative number")
+		return engine.Sampling{}, wire.BadParam("seed", "seed must be -1 (random) or a non-negative number")
 	}
-	s, err := sampling(m, samplingFields{Temperature: temp, DefaultTemperature: llamaDefaultTemperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	s, err := sampling(m, task.SamplingFields{Temperature: temp, DefaultTemperature: llamaDefaultTemperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return s, err
@@ -134,7 +134,7 @@ func timeLimit(ms int64, field string) (time.Duration, error) {
 		return 0, nil
 	}
 	if ms > maxTimeLimitMS {
-		return 0, badParam(field, "%s of %d ms is absurd", field, ms)
+		return 0, wire.BadParam(field, "%s of %d ms is absurd", field, ms)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -165,7 +165,7 @@ func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings 
 // llamaJob is one prompt of a request, ready to submit.
 type llamaJob struct {
 	index     int
-	spec      *genSpec
+	spec      *task.Request
 	truncated bool   // the FIM prompt builder left part of the input out
 	cacheKey  string // "": the answer may not come from the completion cache
 }
@@ -175,7 +175,7 @@ type llamaJob struct {
 // finish the prefill, and the sequence it leaves in the cache holds the
 // prompt only.
 func (p *llamaParams) newLlamaJob(index int, prompt []engine.Token, class sched.Class) *llamaJob {
-	g := &genSpec{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
+	g := &task.Request{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
 		Grammar: p.grammar, GrammarField: p.grammarAt}}
 	if p.warmup {
 		g.Grammar = nil

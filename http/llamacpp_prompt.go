@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 )
 
 // maxPrompts bounds the prompts one request may carry.
@@ -28,22 +29,22 @@ type promptPiece struct {
 func parsePrompts(raw json.RawMessage, field string) ([][]promptPiece, error) {
 	v, err := decodeAny(raw)
 	if err != nil {
-		return nil, badParam(field, "%s: %v", field, err)
+		return nil, wire.BadParam(field, "%s: %v", field, err)
 	}
 	switch x := v.(type) {
 	case nil:
-		return nil, badParam(field, "%s is required", field)
+		return nil, wire.BadParam(field, "%s is required", field)
 	case string:
 		return [][]promptPiece{{{text: x, isText: true}}}, nil
 	case []any:
 		if len(x) == 0 {
-			return nil, badParam(field, "%s is an empty array", field)
+			return nil, wire.BadParam(field, "%s is an empty array", field)
 		}
 		if one, ok, err := singlePrompt(x, field); err != nil || ok {
 			return [][]promptPiece{one}, err
 		}
 		if len(x) > maxPrompts {
-			return nil, badParam(field, "%s holds %d prompts; at most %d", field, len(x), maxPrompts)
+			return nil, wire.BadParam(field, "%s holds %d prompts; at most %d", field, len(x), maxPrompts)
 		}
 		out := make([][]promptPiece, 0, len(x))
 		for i, e := range x {
@@ -55,7 +56,7 @@ func parsePrompts(raw json.RawMessage, field string) ([][]promptPiece, error) {
 		}
 		return out, nil
 	}
-	return nil, badParam(field, "%s must be a string, an array of token ids, or an array of prompts", field)
+	return nil, wire.BadParam(field, "%s must be a string, an array of token ids, or an array of prompts", field)
 }
 
 // singlePrompt reads an array that is one prompt: only token ids, or token
@@ -84,13 +85,13 @@ func promptElement(e any, field string, i int) ([]promptPiece, error) {
 		return []promptPiece{{text: y, isText: true}}, nil
 	case []any:
 		if len(y) == 0 {
-			return nil, badParam(field, "%s[%d] is an empty array", field, i)
+			return nil, wire.BadParam(field, "%s[%d] is an empty array", field, i)
 		}
 		return mixedPieces(y, field)
 	case map[string]any:
-		return nil, badParam(field, "%s[%d]: multimodal prompts are not supported", field, i)
+		return nil, wire.BadParam(field, "%s[%d]: multimodal prompts are not supported", field, i)
 	}
-	return nil, badParam(field, "%s[%d] must be a string or an array of token ids", field, i)
+	return nil, wire.BadParam(field, "%s[%d] must be a string or an array of token ids", field, i)
 }
 
 // mixedPieces reads an array of token ids and strings into pieces,
@@ -104,7 +105,7 @@ func mixedPieces(x []any, field string) ([]promptPiece, error) {
 		case json.Number:
 			id, err := y.Int64()
 			if err != nil || id < 0 || id > math.MaxInt32 {
-				return nil, badParam(field, "%s: %s is not a token id", field, y)
+				return nil, wire.BadParam(field, "%s: %s is not a token id", field, y)
 			}
 			if len(out) == 0 || out[len(out)-1].isText {
 				out = append(out, promptPiece{})
@@ -112,7 +113,7 @@ func mixedPieces(x []any, field string) ([]promptPiece, error) {
 			last := &out[len(out)-1]
 			last.tokens = append(last.tokens, engine.Token(id))
 		default:
-			return nil, badParam(field, "%s: a prompt array holds token ids and strings only", field)
+			return nil, wire.BadParam(field, "%s: a prompt array holds token ids and strings only", field)
 		}
 	}
 	return out, nil
@@ -148,7 +149,7 @@ func promptTokens(m *Model, pieces []promptPiece, field string) ([]engine.Token,
 		if !p.isText {
 			for _, t := range p.tokens {
 				if int(t) >= m.Desc.Vocab {
-					return nil, badParam(field, "%s: token id %d is outside the vocabulary of %d", field, t, m.Desc.Vocab)
+					return nil, wire.BadParam(field, "%s: token id %d is outside the vocabulary of %d", field, t, m.Desc.Vocab)
 				}
 			}
 			out = append(out, p.tokens...)

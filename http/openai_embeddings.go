@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 func openaiEmbeddingRoutes() map[string]route {
 	return map[string]route{
-		"/v1/embeddings": {method: "POST", kind: apiOpenAI, handler: (*Server).openaiEmbeddings, embeds: true},
+		"/v1/embeddings": {method: "POST", kind: wire.OpenAI, handler: (*Server).openaiEmbeddings, embeds: true},
 	}
 }
 
@@ -44,7 +46,7 @@ type oaiEmbedUsage struct {
 
 func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req oaiEmbeddingRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	b64 := false
@@ -54,58 +56,49 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		case "base64":
 			b64 = true
 		default:
-			return badParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
+			return wire.BadParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
 		}
 	}
-	sp := embedSpec{field: "input", norm: normL2}
+	sp := task.EmbedRequest{Field: "input", Norm: task.NormL2}
 	if req.Dimensions != nil {
 		if *req.Dimensions < 1 {
-			return badParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
+			return wire.BadParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
 		}
-		sp.dims = *req.Dimensions
+		sp.Dims = *req.Dimensions
 	}
 	var err error
-	if sp.norm, err = embedNormParam(req.EmbdNormalize); err != nil {
+	if sp.Norm, err = wire.EmbedNormParam(req.EmbdNormalize); err != nil {
 		return err
 	}
-	if sp.inputs, err = parseEmbedInputs(req.Input, "input", embedInputShapes{tokens: true}, m.Desc.Vocab); err != nil {
+	if sp.Inputs, err = wire.ParseEmbedInputs(req.Input, "input", wire.EmbedInputShapes{Tokens: true}, m.Desc.Vocab); err != nil {
 		return err
 	}
-	for i, in := range sp.inputs {
-		if !in.isTokens && in.text == "" {
+	for i, in := range sp.Inputs {
+		if !in.IsTokens && in.Text == "" {
 			// OpenAI refuses an empty string rather than embed nothing.
-			return badParam("input", "input[%d] is an empty string", i)
+			return wire.BadParam("input", "input[%d] is an empty string", i)
 		}
 	}
-	res, err := s.runEmbed(ctx, m, &sp)
+	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
 	if err != nil {
 		return err
 	}
-	out := oaiEmbeddingResponse{Object: "list", Model: m.Name, Data: make([]oaiEmbedding, len(res.vecs)),
-		Usage: oaiEmbedUsage{PromptTokens: res.tokens, TotalTokens: res.tokens}}
+	out := oaiEmbeddingResponse{Object: "list", Model: m.Name, Data: make([]oaiEmbedding, len(res.Vecs)),
+		Usage: oaiEmbedUsage{PromptTokens: res.Tokens, TotalTokens: res.Tokens}}
 	if req.Model != "" {
 		out.Model = req.Model
 	}
-	for i, v := range res.vecs {
+	for i, v := range res.Vecs {
 		d := oaiEmbedding{Object: "embedding", Index: i}
 		if b64 {
-			d.Embedding = base64Floats(v)
+			d.Embedding = wire.Base64Floats(v)
 		} else {
 			d.Embedding = widen(v)
 		}
 		out.Data[i] = d
 	}
-	return writeJSON(ctx, out)
+	return wire.WriteJSON(ctx, out)
 }
 
-// widen writes float32 values as the float64 they are exactly, so a client
-// parsing the JSON into float64 (openai-go, Python) gets bit for bit what
-// it decodes from the base64 of the same vector; float32's own shortest
-// decimal would parse to a neighbouring float64.
-func widen(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
-}
+// widen is wire.Widen (shared with Ollama's /api/embeddings).
+func widen(v []float32) []float64 { return wire.Widen(v) }

@@ -7,6 +7,8 @@ import (
 
 	"superfluid/http/llamacpp"
 	"superfluid/http/ollama"
+	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 // routeTable gathers every API's routes: path → one route per method, and
@@ -85,9 +87,9 @@ func checkModelKind(m *Model, r route) error {
 	case m == nil:
 		return nil
 	case r.generates && m.Sched == nil:
-		return badRequest("model %q is an embedding model: it does not generate text", m.Name)
+		return wire.BadRequest("model %q is an embedding model: it does not generate text", m.Name)
 	case r.embeds && m.Embed == nil:
-		return errNoEmbeddings(m)
+		return fromTask(task.NoEmbeddings(&m.Model))
 	}
 	return nil
 }

@@ -45,6 +45,8 @@ func Routes(h wire.Host) []wire.Route {
 		{Method: "POST", Path: "/api/show", API: wire.Ollama, Handle: a.show},
 		{Method: "POST", Path: "/api/generate", API: wire.Ollama, Handle: a.generate, Generates: true},
 		{Method: "POST", Path: "/api/chat", API: wire.Ollama, Handle: a.chat, Generates: true},
+		{Method: "POST", Path: "/api/embed", API: wire.Ollama, Handle: a.embed, Embeds: true},
+		{Method: "POST", Path: "/api/embeddings", API: wire.Ollama, Handle: a.embeddings, Embeds: true},
 		{Method: "POST", Path: "/api/pull", API: wire.Ollama, Handle: a.pull, AnyModel: true},
 		{Method: "DELETE", Path: "/api/delete", API: wire.Ollama, Handle: a.delete, AnyModel: true},
 	}
