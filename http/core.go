@@ -120,18 +120,6 @@ func followOne(ctx context.Context, job *task.Job, emit func(evs []reply.Event, 
 	return turnOutOf(turns[0]), err
 }
 
-// followOneRaw runs a job of one raw generation to its end; emit, when not
-// nil, hears each delta.
-func followOneRaw(ctx context.Context, job *task.Job, emit func(d *task.Delta) error) (task.Outcome, error) {
-	out, err := followOne(ctx, job, func(_ []reply.Event, d *task.Delta) error {
-		if emit == nil {
-			return nil
-		}
-		return emit(d)
-	})
-	return out.Outcome, err
-}
-
 // turnOutOf is a core turn under the handlers' name for it.
 func turnOutOf(t task.Turn) turnOut {
 	return turnOut{Outcome: t.Outcome, Reasoning: t.Reasoning, Content: t.Content, Calls: t.Calls}
