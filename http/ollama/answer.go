@@ -140,7 +140,7 @@ func (r *reader) delta(evs []reply.Event, d *task.Delta) error {
 		return nil
 	}
 	msg := replyMessage{Role: "assistant"}
-	if j.req.Reply == nil {
+	if j.req.Reply == nil && d != nil {
 		msg.Content = string(d.Text)
 	}
 	for _, ev := range evs {

@@ -38,7 +38,7 @@ func (c *storedDetailsCache) of(e wire.ModelEntry) details {
 		if n, ok := f.Uint64("general.parameter_count"); ok {
 			d.ParameterSize = humanNumber(n)
 		}
-		d.QuantizationLevel = quantizationLevel(f)
+		d.QuantizationLevel = f.QuantizationLevel()
 	}
 	c.m.Store(key, d)
 	return d
