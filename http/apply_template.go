@@ -43,7 +43,7 @@ func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.AddGenerationPrompt != nil {
 		r.AddGenerationPrompt = *req.AddGenerationPrompt
 	}
-	prompt, err := apiResult(task.ChatPrompt(m.core(), r))
+	prompt, err := wire.Result(task.ChatPrompt(&m.Model, r))
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func completionJobs(m *Model, req *llamaRequest, class sched.Class) ([]*llamaJob
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := checkPrompt(m, toks); err != nil {
+		if err := wire.CheckPrompt(&m.Model, toks); err != nil {
 			return nil, nil, err
 		}
 		jobs = append(jobs, p.newLlamaJob(i, toks, class))

@@ -59,18 +59,18 @@ func infillJob(m *Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	prompt, info, err := fimPrompt(m, r, p.maxTokens)
+	prompt, info, err := wire.FIMPrompt(&m.Model, r, p.maxTokens)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkPrompt(m, prompt); err != nil {
+	if err := wire.CheckPrompt(&m.Model, prompt); err != nil {
 		return nil, nil, err
 	}
 	j := p.newLlamaJob(0, prompt, sched.FIM)
-	j.spec.StopTokens = fimStops(m)
+	j.spec.StopTokens = m.FIMStops()
 	j.truncated = info.Truncated()
 	if !p.warmup && !p.stream && !p.wantTokens { // a whole answer of text: what the cache can give back
-		j.cacheKey = task.CacheKey(m.core(), &j.spec.Spec, fmt.Sprintf("llama.cpp /infill|n_indent=%d", p.nIndent))
+		j.cacheKey = task.CacheKey(&m.Model, &j.spec.Spec, fmt.Sprintf("llama.cpp /infill|n_indent=%d", p.nIndent))
 	}
 	return j, p, nil
 }

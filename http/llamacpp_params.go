@@ -45,7 +45,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if n == nil && req.MaxTokens != nil {
 		n, field = req.MaxTokens, "max_tokens"
 	}
-	limit, err := maxTokens(field, n, m.Desc.Ctx)
+	limit, err := wire.MaxTokens(field, n, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 		}
 	}
 	// After ignore_eos: its bans count towards leaving nothing to sample.
-	if err := checkBias(m, "logit_bias", p.bias); err != nil {
+	if err := wire.CheckBias(&m.Model, "logit_bias", p.bias); err != nil {
 		return nil, err
 	}
 	if req.NProbs < 0 || req.NProbs > engine.MaxLogprobs {
@@ -87,7 +87,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	}
 	// /completion and /infill prompts are the client's text, not a
 	// rendered conversation: no reasoning block to wait for.
-	if p.grammar, err = grammarFor(m, shape, nil, false); err != nil {
+	if p.grammar, err = wire.GrammarFor(&m.Model, shape, nil, false); err != nil {
 		return nil, err
 	}
 	p.grammarAt = shape.Field
@@ -118,12 +118,12 @@ func llamaSampling(m *Model, req *llamaRequest) (engine.Sampling, error) {
 	if seed != nil && *seed < 0 {
 		return engine.Sampling{}, wire.BadParam("seed", "seed must be -1 (random) or a non-negative number")
 	}
-	s, err := sampling(m, task.SamplingFields{Temperature: temp, DefaultTemperature: llamaDefaultTemperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	s, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: temp, DefaultTemperature: llamaDefaultTemperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return s, err
 	}
-	s.PenaltyLastN, err = penaltyWindow("repeat_last_n", req.RepeatLastN, llamaDefaultRepeatLastN, m.Desc.Ctx)
+	s.PenaltyLastN, err = wire.PenaltyWindow("repeat_last_n", req.RepeatLastN, llamaDefaultRepeatLastN, m.Desc.Ctx)
 	return s, err
 }
 

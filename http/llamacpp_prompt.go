@@ -141,7 +141,7 @@ func promptTokens(m *Model, pieces []promptPiece, field string) ([]engine.Token,
 	for _, p := range pieces {
 		text += len(p.text)
 	}
-	if err := checkPromptBytes(m, field, text); err != nil {
+	if err := wire.CheckPromptBytes(&m.Model, field, text); err != nil {
 		return nil, err
 	}
 	var out []engine.Token
@@ -155,7 +155,7 @@ func promptTokens(m *Model, pieces []promptPiece, field string) ([]engine.Token,
 			out = append(out, p.tokens...)
 			continue
 		}
-		toks, err := tokenize(m, p.text, i == 0)
+		toks, err := wire.Tokenize(&m.Model, p.text, i == 0)
 		if err != nil {
 			return nil, err
 		}

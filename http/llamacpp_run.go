@@ -61,7 +61,7 @@ func startRuns(ctx context.Context, m *Model, jobs []*llamaJob, p *llamaParams) 
 	for i, j := range jobs {
 		specs[i] = j.spec
 	}
-	all, err := startJob(ctx, m, "run", specs, false)
+	all, err := wire.StartJob(ctx, &m.Model, "run", specs, false)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func followRuns(ctx context.Context, m *Model, runs []*llamaRun, onText func(r *
 			r.stopTimers() // a run that failed: its timers must not outlive the response
 		}
 	}()
-	_, err := runJob(ctx, runs[0].all, task.SinkFuncs{
+	_, err := wire.RunJob(ctx, runs[0].all, task.SinkFuncs{
 		OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 			r := runs[i]
 			var emit func([]byte, []task.TokenOut) error
@@ -238,7 +238,7 @@ func (r *llamaRun) reproducible() bool {
 // llamaProbOf is a token's completion_probabilities entry.
 func llamaProbOf(m *Model, t *task.TokenOut, n int) llamaProb {
 	p := llamaProb{ID: t.ID, Token: validText(t.Piece), Bytes: wire.ByteList(t.Piece), Logprob: finiteLogprob(t.Logprob), TopLogprobs: []llamaAlt{}}
-	task.EachTop(m.core(), t, n, func(tok engine.Token, piece []byte, logprob float32) {
+	task.EachTop(&m.Model, t, n, func(tok engine.Token, piece []byte, logprob float32) {
 		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: tok, Token: validText(piece), Bytes: wire.ByteList(piece), Logprob: finiteLogprob(logprob)})
 	})
 	return p

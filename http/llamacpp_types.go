@@ -160,4 +160,4 @@ const (
 	llamaDefaultRepeatLastN = llamacpp.DefaultRepeatLastN
 )
 
-func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(m.core()) }
+func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(&m.Model) }

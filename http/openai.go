@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 

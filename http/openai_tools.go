@@ -49,7 +49,7 @@ func (o *oaiTools) turnTools() (task.Tools, error) {
 			list = append(list, t)
 		}
 	}
-	tt, err := apiResult(task.NewTools(toolsField, list))
+	tt, err := wire.Result(task.NewTools(toolsField, list))
 	if err != nil {
 		return tt, err
 	}
@@ -61,7 +61,7 @@ func (o *oaiTools) turnTools() (task.Tools, error) {
 	if legacy {
 		single = true // a function_call reply held one call
 	}
-	if err := apiErr(tt.Require(choiceField, mode, name, single)); err != nil {
+	if err := wire.Convert(tt.Require(choiceField, mode, name, single)); err != nil {
 		return tt, err
 	}
 	return tt, nil
@@ -156,4 +156,17 @@ type oaiToolCallOut struct {
 type oaiFunctionOut struct {
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments"`
+}
+
+// oaiToolDef is a tool as OpenAI's chat API defines one.
+type oaiToolDef struct {
+	Type     string         `json:"type"`
+	Function oaiFunctionDef `json:"function"`
+}
+
+type oaiFunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
