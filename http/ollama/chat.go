@@ -12,7 +12,6 @@ import (
 	"superfluid/chat"
 	"superfluid/http/wire"
 	"superfluid/reply"
-	"superfluid/sched"
 	"superfluid/task"
 )
 
@@ -68,13 +67,13 @@ func (a *api) chatJob(ctx *fasthttp.RequestCtx, m *task.Model, req *chatRequest)
 	}
 	j.model = opts.window(m)
 	turn := task.Chat{Messages: msgs, Tools: tools, Think: think, Effort: effort, Continues: true, Shape: shape}
-	plan, err := task.PlanChat(j.model, &turn)
+	plan, err := wire.Result(task.PlanChat(j.model, &turn))
 	if err != nil {
-		return nil, wire.Convert(err)
+		return nil, err
 	}
-	class, err := task.ChatClass(&turn, wire.ClassSent(ctx), func() (sched.Class, error) { return a.host.Class(ctx, "") })
+	class, err := wire.TurnClass(ctx, a.host, &turn)
 	if err != nil {
-		return nil, wire.Convert(err)
+		return nil, err
 	}
 	j.req, err = newRequest(m, j.model, &opts, plan.Prompt, class, req.Logprobs, req.TopLogs)
 	if err != nil {
