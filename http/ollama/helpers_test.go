@@ -200,6 +200,7 @@ func unschedulable(d *engine.Descriptor, r *sched.Request) string {
 type testHost struct {
 	wire.Host
 	version string
+	cache   *task.CompletionCache
 }
 
 func (h testHost) Class(ctx *fasthttp.RequestCtx, field string) (sched.Class, error) {
@@ -210,4 +211,10 @@ func (h testHost) Settings() wire.Settings { return wire.Settings{Version: h.ver
 
 func (h testHost) FIMFor(_ context.Context, m *task.Model) (*task.Model, func()) { return m, func() {} }
 
-func testAPI() *api { return &api{host: testHost{}} }
+func (h testHost) CompletionCache() *task.CompletionCache { return h.cache }
+
+func (h testHost) RequestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
+	return context.WithCancel(context.Background())
+}
+
+func testAPI() *api { return &api{host: testHost{cache: task.NewCompletionCache(8)}} }
