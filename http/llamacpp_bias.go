@@ -15,7 +15,7 @@ import (
 // every token gets the bias, and a bias is a number in [-100, 100] or false
 // (the token is never produced).
 func parseLlamaBias(m *Model, raw json.RawMessage) ([]engine.LogitBias, error) {
-	v, err := decodeAny(raw)
+	v, err := wire.DecodeAny(raw)
 	if err != nil {
 		return nil, wire.BadParam("logit_bias", "logit_bias: %v", err)
 	}
@@ -119,7 +119,7 @@ func biasSettings(bias []engine.LogitBias) [][2]any {
 // string of sampler letters. The engine's chain is fixed (see
 // llamacpp.SamplerChain), so only the type is checked.
 func checkSamplers(raw json.RawMessage) error {
-	v, err := decodeAny(raw)
+	v, err := wire.DecodeAny(raw)
 	if err != nil {
 		return wire.BadParam("samplers", "samplers: %v", err)
 	}

@@ -34,13 +34,13 @@ func completionJobs(m *Model, req *llamaRequest, class sched.Class) ([]*llamaJob
 	if err != nil {
 		return nil, nil, err
 	}
-	prompts, err := parsePrompts(req.Prompt, "prompt")
+	prompts, err := wire.ParsePrompts(req.Prompt, "prompt")
 	if err != nil {
 		return nil, nil, err
 	}
 	jobs := make([]*llamaJob, 0, len(prompts))
 	for i, pieces := range prompts {
-		toks, err := promptTokens(m, pieces, "prompt")
+		toks, err := wire.PromptTokens(&m.Model, pieces, "prompt")
 		if err != nil {
 			return nil, nil, err
 		}

@@ -3,7 +3,6 @@ package http
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -237,13 +236,9 @@ func (r *llamaRun) reproducible() bool {
 
 // llamaProbOf is a token's completion_probabilities entry.
 func llamaProbOf(m *Model, t *task.TokenOut, n int) llamaProb {
-	p := llamaProb{ID: t.ID, Token: validText(t.Piece), Bytes: wire.ByteList(t.Piece), Logprob: finiteLogprob(t.Logprob), TopLogprobs: []llamaAlt{}}
+	p := llamaProb{ID: t.ID, Token: wire.ValidText(t.Piece), Bytes: wire.ByteList(t.Piece), Logprob: wire.FiniteLogprob(t.Logprob), TopLogprobs: []llamaAlt{}}
 	task.EachTop(&m.Model, t, n, func(tok engine.Token, piece []byte, logprob float32) {
-		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: tok, Token: validText(piece), Bytes: wire.ByteList(piece), Logprob: finiteLogprob(logprob)})
+		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: tok, Token: wire.ValidText(piece), Bytes: wire.ByteList(piece), Logprob: wire.FiniteLogprob(logprob)})
 	})
 	return p
 }
-
-// validText is a token's text without the bytes of a split character, as
-// llama.cpp shows it; "bytes" carries them all.
-func validText(b []byte) string { return strings.ToValidUTF8(string(b), "") }

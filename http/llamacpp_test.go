@@ -112,10 +112,10 @@ func TestParsePromptsShapes(t *testing.T) {
 		{raw: `[true]`, bad: true},
 		{raw: `[[1], 2]`, bad: true},
 	} {
-		prompts, err := parsePrompts(json.RawMessage(c.raw), "prompt")
+		prompts, err := wire.ParsePrompts(json.RawMessage(c.raw), "prompt")
 		var first []engine.Token
 		if err == nil {
-			first, err = promptTokens(m, prompts[0], "prompt")
+			first, err = wire.PromptTokens(&m.Model, prompts[0], "prompt")
 		}
 		if c.bad {
 			if err == nil {

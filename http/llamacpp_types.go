@@ -2,7 +2,6 @@ package http
 
 import (
 	"encoding/json"
-	"math"
 
 	"superfluid/engine"
 	"superfluid/http/llamacpp"
@@ -140,15 +139,6 @@ type llamaPartial struct {
 	TokensPredicted int            `json:"tokens_predicted"`
 	TokensEvaluated int            `json:"tokens_evaluated"`
 	Probs           []llamaProb    `json:"completion_probabilities,omitempty"`
-}
-
-// finiteLogprob keeps a logprob JSON can carry: llama.cpp reports the
-// lowest float for an impossible token, since JSON has no -Inf.
-func finiteLogprob(x float32) float64 {
-	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-		return -math.MaxFloat32
-	}
-	return float64(x)
 }
 
 // The llama.cpp API's generation settings and defaults are its package's

@@ -65,7 +65,7 @@ func oaiToolCalls(i int, in []oaiToolCall) ([]chat.ToolCall, error) {
 		if c.Function.Name == "" {
 			return nil, wire.BadParam("messages", "%s.function.name: a tool call needs a name", field)
 		}
-		args, err := callArguments(c.Function.Arguments)
+		args, err := wire.CallArguments(c.Function.Arguments)
 		if err != nil {
 			return nil, wire.BadParam("messages", "%s.function.arguments: %v", field, err)
 		}
@@ -73,9 +73,6 @@ func oaiToolCalls(i int, in []oaiToolCall) ([]chat.ToolCall, error) {
 	}
 	return out, nil
 }
-
-// callArguments is wire.CallArguments (shared with Ollama).
-func callArguments(raw json.RawMessage) (json.RawMessage, error) { return wire.CallArguments(raw) }
 
 // contentText reads message content: a string, null, or text parts.
 func contentText(raw json.RawMessage) (string, error) {

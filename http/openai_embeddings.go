@@ -94,12 +94,9 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		if b64 {
 			d.Embedding = wire.Base64Floats(v)
 		} else {
-			d.Embedding = widen(v)
+			d.Embedding = wire.Widen(v)
 		}
 		out.Data[i] = d
 	}
 	return wire.WriteJSON(ctx, out)
 }
-
-// widen is wire.Widen (shared with Ollama's /api/embeddings).
-func widen(v []float32) []float64 { return wire.Widen(v) }

@@ -134,14 +134,11 @@ func oaiChoice(field string, raw json.RawMessage, legacy bool) (mode, name strin
 func oaiReplyCalls(calls []reply.ToolCall) []oaiToolCallOut {
 	out := make([]oaiToolCallOut, len(calls))
 	for i, c := range calls {
-		out[i] = oaiToolCallOut{ID: callID(c), Type: "function",
+		out[i] = oaiToolCallOut{ID: wire.CallID(c), Type: "function",
 			Function: oaiFunctionOut{Name: c.Name, Arguments: string(c.Arguments)}}
 	}
 	return out
 }
-
-// callID is wire.CallID (shared with Ollama).
-func callID(c reply.ToolCall) string { return wire.CallID(c) }
 
 // oaiToolCallOut is a call in a response: in message.tool_calls, and in a
 // stream's delta.tool_calls, where index says which call a fragment
