@@ -1,10 +1,6 @@
 package http
 
-import (
-	"encoding/json"
-
-	"superfluid/http/wire"
-)
+import "encoding/json"
 
 // The OpenAI request and response bodies, field for field as the official
 // clients send and read them. Optional scalars are pointers so that "absent"
@@ -65,11 +61,11 @@ type oaiChatRequest struct {
 	User                string             `json:"user"`
 	// Tools, and what reaches the template: reasoning_effort (gpt-oss
 	// reads it) and chat_template_kwargs (enable_thinking …).
-	oaiTools
+	toolFields
 	ReasoningEffort    *string                    `json:"reasoning_effort"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// What the server does not honour, decoded to be refused by name.
 	oaiUnhonoured
 }

@@ -1,7 +1,6 @@
 package ollama
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -48,7 +47,7 @@ func (a *api) chatJob(ctx *fasthttp.RequestCtx, m *task.Model, req *chatRequest)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := readTools(req.Tools)
+	tools, err := (&wire.ToolFields{Tools: req.Tools}).ReadTools()
 	if err != nil {
 		return nil, err
 	}
@@ -150,42 +149,4 @@ func messageCalls(i int, role string, raw json.RawMessage) ([]chat.ToolCall, err
 		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 	}
 	return out, nil
-}
-
-// toolDef is a tool as Ollama's chat API defines one (api.Tool), the
-// shape OpenAI's chat API has too.
-type toolDef struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}
-
-// readTools reads tools: function definitions, which the model may call
-// as it sees fit (Ollama has no tool_choice).
-func readTools(raw json.RawMessage) (task.Tools, error) {
-	var list []reply.Tool
-	if !task.IsNull(raw) {
-		var defs []json.RawMessage
-		if err := json.Unmarshal(raw, &defs); err != nil {
-			return task.Tools{}, wire.BadParam("tools", "tools must be an array")
-		}
-		for i, d := range defs {
-			var def toolDef
-			if err := json.Unmarshal(d, &def); err != nil {
-				return task.Tools{}, wire.BadParam("tools", "tools[%d]: not a tool definition", i)
-			}
-			if def.Type != "function" {
-				return task.Tools{}, wire.BadParam("tools", "tools[%d]: tools of type %q are not supported (function only)", i, def.Type)
-			}
-			list = append(list, reply.Tool{Name: def.Function.Name, Description: def.Function.Description, Parameters: bytes.TrimSpace(def.Function.Parameters)})
-		}
-	}
-	tt, err := task.NewTools("tools", list)
-	if err != nil {
-		return tt, wire.Convert(err)
-	}
-	return tt, wire.Convert(tt.Require("tool_choice", "auto", "", false))
 }
