@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"superfluid/http/wire"
 )
 
 // Models is the set of models a server answers for: those loaded and those
@@ -66,7 +68,7 @@ type LoadedModel struct {
 var (
 	// ErrModelNotFound is an Acquire of a name no model answers to, or a
 	// ModelStore's of a name nothing in the directory has (404).
-	ErrModelNotFound = errors.New("model not found")
+	ErrModelNotFound = wire.ErrModelNotFound
 	// ErrModelNoRoom is an Acquire whose load cannot fit within the model
 	// count or the memory budget, even after unloading every idle
 	// on-demand model.
@@ -122,20 +124,6 @@ func (s singleModel) FIMName() string { return "" }
 
 // modelsBox lets an interface sit in an atomic.Pointer.
 type modelsBox struct{ Models }
-
-// fimModel is the model that answers m's fill-in-the-middle requests: the
-// FIM model when there is one, else m; release ends the hold on it.
-func (s *Server) fimModel(ctx context.Context, m *Model) (*Model, func()) {
-	ms := s.registry()
-	if ms == nil || ms.FIMName() == "" {
-		return m, func() {}
-	}
-	fm, release, err := ms.Acquire(ctx, ModelWant{Name: m.Name, FIM: true})
-	if err != nil || fm == nil {
-		return m, func() {}
-	}
-	return fm, release
-}
 
 // sameFile reports whether two paths name one file.
 func sameFile(a, b string) bool {

@@ -55,6 +55,20 @@ func (h serverHost) FIMModel() string {
 	return ""
 }
 
+// FIMFor is the model that answers m's fill-in-the-middle requests: the
+// FIM model when there is one, else m; release ends the hold on it.
+func (h serverHost) FIMFor(ctx context.Context, m *task.Model) (*task.Model, func()) {
+	ms := h.s.registry()
+	if ms == nil || ms.FIMName() == "" {
+		return m, func() {}
+	}
+	fm, release, err := ms.Acquire(ctx, ModelWant{Name: m.Name, FIM: true})
+	if err != nil || fm == nil {
+		return m, func() {}
+	}
+	return &fm.Model, release
+}
+
 func (h serverHost) CacheStatus(ctx *fasthttp.RequestCtx) any {
 	m, _ := ctx.UserValue(requestModelKey{}).(*Model)
 	if m == nil {
@@ -69,6 +83,10 @@ func (h serverHost) CacheStatus(ctx *fasthttp.RequestCtx) any {
 func (h serverHost) Settings() wire.Settings {
 	return wire.Settings{Version: h.s.cfg.Version, Started: h.s.started, KeepBillingHeader: h.s.cfg.KeepBillingHeader}
 }
+
+func (h serverHost) Store() wire.ModelStore { return h.s.modelStore() }
+
+func (h serverHost) Stopping() context.Context { return h.s.stopping }
 
 func (h serverHost) Available() []wire.ModelEntry {
 	ms := h.s.registry()
@@ -96,6 +114,9 @@ func (h serverHost) Loaded() []wire.LoadedEntry {
 		e := wire.LoadedEntry{Size: lm.Size, ExpiresAt: lm.ExpiresAt, InFlight: lm.InFlight, Pinned: lm.Pinned}
 		if lm.Model != nil {
 			e.Model = &lm.Model.Model
+			if st := cacheStatusOf(lm.Model); st != nil {
+				e.Cache = st
+			}
 		}
 		out = append(out, e)
 	}

@@ -310,7 +310,15 @@ func TestOllamaTagsListsTheDirectory(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var tags struct {
-		Models []ollamaListModel `json:"models"`
+		Models []struct {
+			Name       string    `json:"name"`
+			Size       int64     `json:"size"`
+			Digest     string    `json:"digest"`
+			ModifiedAt time.Time `json:"modified_at"`
+			Details    struct {
+				Format string `json:"format"`
+			} `json:"details"`
+		} `json:"models"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&tags); err != nil {
 		t.Fatal(err)
@@ -319,17 +327,6 @@ func TestOllamaTagsListsTheDirectory(t *testing.T) {
 		tags.Models[1].Size != 1234 || tags.Models[1].Digest != fakeSHA || !tags.Models[1].ModifiedAt.Equal(now) ||
 		tags.Models[1].Details.Format != "gguf" {
 		t.Fatalf("tags %+v", tags.Models)
-	}
-}
-
-func TestOllamaStoreName(t *testing.T) {
-	for in, want := range map[string]string{
-		"tiny:latest": "tiny", "tiny": "tiny", "hf.co/a/b:latest": "hf.co/a/b", "hf.co/a/b:Q4_K_M": "hf.co/a/b:Q4_K_M",
-		"https://h/x.gguf:latest": "https://h/x.gguf:latest",
-	} {
-		if got := ollamaStoreName(in); got != want {
-			t.Errorf("ollamaStoreName(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

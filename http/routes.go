@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"superfluid/http/llamacpp"
+	"superfluid/http/ollama"
 	"superfluid/http/wire"
 	"superfluid/task"
 )
@@ -21,9 +22,8 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		commonRoutes(),
 		openaiRoutes(),
 		llamaRoutes(), openaiCompletionRoutes(),
-		ollamaRoutes(),
 		anthropicRoutes(),
-		openaiEmbeddingRoutes(), ollamaEmbedRoutes(), llamaEmbedRoutes(),
+		openaiEmbeddingRoutes(), llamaEmbedRoutes(),
 	} {
 		for path, r := range part {
 			all[path] = append(all[path], r)
@@ -43,7 +43,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		}
 	}
 	host := serverHost{s}
-	for _, wr := range slices.Concat(llamacpp.Routes(host)) {
+	for _, wr := range slices.Concat(llamacpp.Routes(host), ollama.Routes(host)) {
 		all[wr.Path] = append(all[wr.Path], mounted(wr))
 	}
 	var patterns []string
@@ -60,7 +60,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 // which has no scheduler, answers them 400 before their handler runs.
 var generationPaths = []string{
 	"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages",
-	"/completion", "/infill", "/api/generate", "/api/chat",
+	"/completion", "/infill",
 }
 
 // bodyKindOf says how large a body a route takes: a POST carries a

@@ -114,7 +114,6 @@ type Server struct {
 	guard    atomic.Pointer[transportGuard]
 	hostname string
 	fimCache *task.CompletionCache
-	stored   storedDetailsCache // the directory models' /api/tags details
 	// routes maps a path to its routes, one per method; a path segment
 	// "{id}" matches any one segment (patterns lists those paths).
 	routes    map[string][]route

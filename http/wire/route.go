@@ -72,6 +72,9 @@ type Host interface {
 	// FIMModel is the name of the model that answers fill-in-the-middle
 	// requests, "" when it is the one the request named.
 	FIMModel() string
+	// FIMFor is the model that answers m's fill-in-the-middle requests
+	// (the FIM model, held until release is called), else m.
+	FIMFor(ctx context.Context, m *task.Model) (fm *task.Model, release func())
 	// Available lists every model a request can name, loaded or not;
 	// Loaded the models loaded now (both empty while the server loads).
 	Available() []ModelEntry
@@ -81,6 +84,12 @@ type Host interface {
 	CacheStatus(ctx *fasthttp.RequestCtx) any
 	// Settings are the server's configuration values handlers read.
 	Settings() Settings
+	// Store is the models directory pulls go into, nil when the server
+	// has none.
+	Store() ModelStore
+	// Stopping ends when the server begins to shut down: work that
+	// outlives a request's generation (a pull) stops then.
+	Stopping() context.Context
 }
 
 // Settings are the server's configuration values an API reads.
@@ -111,4 +120,7 @@ type LoadedEntry struct {
 	ExpiresAt time.Time // zero: never unloaded for idleness
 	InFlight  int       // requests holding it
 	Pinned    bool      // never unloaded by LRU
+	// Cache is its prefix cache as the status endpoints report it (nil
+	// when there is none).
+	Cache any
 }

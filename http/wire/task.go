@@ -141,18 +141,6 @@ func FollowOne(ctx context.Context, job *task.Job, emit func(evs []reply.Event, 
 	return TurnOutOf(turns[0]), err
 }
 
-// FollowOneRaw runs a job of one raw generation to its end; emit, when not
-// nil, hears each delta.
-func FollowOneRaw(ctx context.Context, job *task.Job, emit func(d *task.Delta) error) (task.Outcome, error) {
-	out, err := FollowOne(ctx, job, func(_ []reply.Event, d *task.Delta) error {
-		if emit == nil {
-			return nil
-		}
-		return emit(d)
-	})
-	return out.Outcome, err
-}
-
 // Recovered takes in a panic caught on a goroutine serving a request (see
 // task.Recovered); the request ends with the 500 returned.
 func Recovered(where string, v any) *Error { return FromTask(task.Recovered(where, v)) }

@@ -1,4 +1,4 @@
-package http
+package ollama
 
 import (
 	"bytes"
@@ -8,18 +8,18 @@ import (
 	"superfluid/http/wire"
 )
 
-// ollamaCheckModel refuses a request that names no model, as Ollama does
+// checkModel refuses a request that names no model, as Ollama does
 // (400). The route resolved a named one already (modelError words an
 // unknown one as Ollama does: 404 and a hint to pull it).
-func ollamaCheckModel(name string) error {
+func checkModel(name string) error {
 	if name == "" {
 		return wire.BadParam("model", "model is required")
 	}
 	return nil
 }
 
-// ollamaCheckCommon checks what /api/generate and /api/chat share.
-func ollamaCheckCommon(keepAlive json.RawMessage, top int) error {
+// checkCommon checks what /api/generate and /api/chat share.
+func checkCommon(keepAlive json.RawMessage, top int) error {
 	if err := checkKeepAlive(keepAlive); err != nil {
 		return err
 	}
@@ -29,10 +29,10 @@ func ollamaCheckCommon(keepAlive json.RawMessage, top int) error {
 	return nil
 }
 
-// ollamaThink reads think: a boolean, or a level ("low", "medium",
+// readThink reads think: a boolean, or a level ("low", "medium",
 // "high", "max") that also turns thinking on and reaches the template as
 // reasoning_effort (gpt-oss's levels; "max" is its highest).
-func ollamaThink(raw json.RawMessage) (on *bool, effort string, err error) {
+func readThink(raw json.RawMessage) (on *bool, effort string, err error) {
 	yes, no := true, false
 	switch t := string(bytes.TrimSpace(raw)); t {
 	case "", "null":

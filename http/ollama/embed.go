@@ -1,4 +1,4 @@
-package http
+package ollama
 
 import (
 	"encoding/json"
@@ -9,15 +9,8 @@ import (
 	"superfluid/task"
 )
 
-func ollamaEmbedRoutes() map[string]route {
-	return map[string]route{
-		"/api/embed":      {method: "POST", kind: wire.Ollama, handler: (*Server).ollamaEmbed, embeds: true},
-		"/api/embeddings": {method: "POST", kind: wire.Ollama, handler: (*Server).ollamaEmbeddings, embeds: true},
-	}
-}
-
-// ollamaEmbedRequest is POST /api/embed (api.EmbedRequest, v0.24.0).
-type ollamaEmbedRequest struct {
+// embedRequest is POST /api/embed (api.EmbedRequest, v0.24.0).
+type embedRequest struct {
 	Model      string                     `json:"model"`
 	Input      json.RawMessage            `json:"input"`
 	Truncate   *bool                      `json:"truncate"`
@@ -26,22 +19,22 @@ type ollamaEmbedRequest struct {
 	Options    map[string]json.RawMessage `json:"options"`
 }
 
-// ollamaEmbeddingRequest is the older POST /api/embeddings.
-type ollamaEmbeddingRequest struct {
+// embeddingRequest is the older POST /api/embeddings.
+type embeddingRequest struct {
 	Model     string                     `json:"model"`
 	Prompt    *string                    `json:"prompt"`
 	KeepAlive json.RawMessage            `json:"keep_alive"`
 	Options   map[string]json.RawMessage `json:"options"`
 }
 
-// ollamaEmbedOptions checks keep_alive and options as Ollama types them.
+// embedOptions checks keep_alive and options as Ollama types them.
 // Sampling options do not change an embedding and are ignored; num_ctx
 // bounds an input's tokens (Ollama truncates to it), returned as the limit.
-func ollamaEmbedOptions(keepAlive json.RawMessage, options map[string]json.RawMessage) (int, error) {
+func embedOptions(keepAlive json.RawMessage, options map[string]json.RawMessage) (int, error) {
 	if err := checkKeepAlive(keepAlive); err != nil {
 		return 0, err
 	}
-	o, err := parseOllamaOptions(options)
+	o, err := parseOptions(options)
 	if err != nil {
 		return 0, err
 	}
@@ -51,19 +44,19 @@ func ollamaEmbedOptions(keepAlive json.RawMessage, options map[string]json.RawMe
 	return 0, nil
 }
 
-// ollamaEmbed serves /api/embed: a string or an array of strings,
+// embed serves /api/embed: a string or an array of strings,
 // truncated to fit unless truncate is false, each vector L2-normalized
 // (and cut to dimensions, then normalized again), as Ollama's EmbedHandler
 // does. No input at all is an empty list, as in Ollama.
-func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
-	var req ollamaEmbedRequest
+func (a *api) embed(ctx *fasthttp.RequestCtx, m *task.Model) error {
+	var req embedRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	if err := ollamaCheckModel(req.Model); err != nil {
+	if err := checkModel(req.Model); err != nil {
 		return err
 	}
-	limit, err := ollamaEmbedOptions(req.KeepAlive, req.Options)
+	limit, err := embedOptions(req.KeepAlive, req.Options)
 	if err != nil {
 		return err
 	}
@@ -78,7 +71,7 @@ func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	out := map[string]any{"model": req.Model, "embeddings": [][]float32{}}
 	if len(sp.Inputs) > 0 {
-		res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
+		res, err := wire.RunEmbed(ctx, a.host, m, &sp)
 		if err != nil {
 			return err
 		}
@@ -90,26 +83,26 @@ func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
 	return wire.WriteJSON(ctx, out)
 }
 
-// ollamaEmbeddings serves the older /api/embeddings: one prompt, one
+// embeddings serves the older /api/embeddings: one prompt, one
 // vector, not normalized — Ollama's EmbeddingsHandler returns the runner's
 // vector as it is — and never truncated (its runner refuses a prompt too
 // long). An empty prompt is an empty vector (Ollama loads the model).
-func (s *Server) ollamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
-	var req ollamaEmbeddingRequest
+func (a *api) embeddings(ctx *fasthttp.RequestCtx, m *task.Model) error {
+	var req embeddingRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	if err := ollamaCheckModel(req.Model); err != nil {
+	if err := checkModel(req.Model); err != nil {
 		return err
 	}
-	if _, err := ollamaEmbedOptions(req.KeepAlive, req.Options); err != nil {
+	if _, err := embedOptions(req.KeepAlive, req.Options); err != nil {
 		return err
 	}
 	if req.Prompt == nil || *req.Prompt == "" {
 		return wire.WriteJSON(ctx, map[string]any{"embedding": []float32{}})
 	}
 	sp := task.EmbedRequest{Field: "prompt", Inputs: []task.EmbedInput{{Text: *req.Prompt}}, Norm: task.NormNone}
-	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
+	res, err := wire.RunEmbed(ctx, a.host, m, &sp)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package http
+package ollama
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 // server cannot honour are decoded anyway, so that a request using them is
 // refused by name instead of being silently misunderstood.
 
-type ollamaGenerateRequest struct {
+type generateRequest struct {
 	Model     string                     `json:"model"`
 	Prompt    string                     `json:"prompt"`
 	Suffix    string                     `json:"suffix"`
@@ -32,9 +32,9 @@ type ollamaGenerateRequest struct {
 	TopLogs   int                        `json:"top_logprobs"`
 }
 
-type ollamaChatRequest struct {
+type chatRequest struct {
 	Model     string                     `json:"model"`
-	Messages  []ollamaMessage            `json:"messages"`
+	Messages  []message                  `json:"messages"`
 	Stream    *bool                      `json:"stream"`
 	Format    json.RawMessage            `json:"format"`
 	KeepAlive json.RawMessage            `json:"keep_alive"`
@@ -47,7 +47,7 @@ type ollamaChatRequest struct {
 	TopLogs   int                        `json:"top_logprobs"`
 }
 
-type ollamaMessage struct {
+type message struct {
 	Role      string          `json:"role"`
 	Content   string          `json:"content"`
 	Thinking  string          `json:"thinking"`
@@ -56,15 +56,15 @@ type ollamaMessage struct {
 	ToolName  string          `json:"tool_name"`
 }
 
-type ollamaShowRequest struct {
+type showRequest struct {
 	Model   string `json:"model"`
 	Name    string `json:"name"` // the field's name before "model"
 	Verbose bool   `json:"verbose"`
 }
 
-// ollamaMetrics are the timings and counts of a finished generation; Ollama
+// metrics are the timings and counts of a finished generation; Ollama
 // leaves the zero ones out.
-type ollamaMetrics struct {
+type metrics struct {
 	TotalDuration      time.Duration `json:"total_duration,omitempty"`
 	LoadDuration       time.Duration `json:"load_duration,omitempty"`
 	PromptEvalCount    int           `json:"prompt_eval_count,omitempty"`
@@ -73,58 +73,58 @@ type ollamaMetrics struct {
 	EvalDuration       time.Duration `json:"eval_duration,omitempty"`
 }
 
-type ollamaTokenLogprob struct {
+type tokenLogprob struct {
 	Token   string  `json:"token"`
 	Logprob float64 `json:"logprob"`
 	Bytes   []int   `json:"bytes,omitempty"`
 }
 
-type ollamaLogprob struct {
-	ollamaTokenLogprob
-	TopLogprobs []ollamaTokenLogprob `json:"top_logprobs,omitempty"`
+type logprob struct {
+	tokenLogprob
+	TopLogprobs []tokenLogprob `json:"top_logprobs,omitempty"`
 }
 
-type ollamaGenerateResponse struct {
+type generateResponse struct {
 	Model      string         `json:"model"`
 	CreatedAt  time.Time      `json:"created_at"`
 	Response   string         `json:"response"`
 	Done       bool           `json:"done"`
 	DoneReason string         `json:"done_reason,omitempty"`
 	Context    []engine.Token `json:"context,omitempty"`
-	ollamaMetrics
-	Logprobs []ollamaLogprob `json:"logprobs,omitempty"`
+	metrics
+	Logprobs []logprob `json:"logprobs,omitempty"`
 }
 
-type ollamaReply struct {
-	Role      string           `json:"role"`
-	Content   string           `json:"content"`
-	Thinking  string           `json:"thinking,omitempty"`
-	ToolCalls []ollamaToolCall `json:"tool_calls,omitempty"`
+type replyMessage struct {
+	Role      string     `json:"role"`
+	Content   string     `json:"content"`
+	Thinking  string     `json:"thinking,omitempty"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
 }
 
-// ollamaToolCall is a call as Ollama returns it: arguments an object.
-type ollamaToolCall struct {
-	ID       string             `json:"id,omitempty"`
-	Function ollamaToolFunction `json:"function"`
+// toolCall is a call as Ollama returns it: arguments an object.
+type toolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Function toolFunction `json:"function"`
 }
 
-type ollamaToolFunction struct {
+type toolFunction struct {
 	Index     int             `json:"index"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-type ollamaChatResponse struct {
-	Model      string      `json:"model"`
-	CreatedAt  time.Time   `json:"created_at"`
-	Message    ollamaReply `json:"message"`
-	Done       bool        `json:"done"`
-	DoneReason string      `json:"done_reason,omitempty"`
-	ollamaMetrics
-	Logprobs []ollamaLogprob `json:"logprobs,omitempty"`
+type chatResponse struct {
+	Model      string       `json:"model"`
+	CreatedAt  time.Time    `json:"created_at"`
+	Message    replyMessage `json:"message"`
+	Done       bool         `json:"done"`
+	DoneReason string       `json:"done_reason,omitempty"`
+	metrics
+	Logprobs []logprob `json:"logprobs,omitempty"`
 }
 
-type ollamaDetails struct {
+type details struct {
 	ParentModel       string   `json:"parent_model"`
 	Format            string   `json:"format"`
 	Family            string   `json:"family"`
@@ -133,34 +133,34 @@ type ollamaDetails struct {
 	QuantizationLevel string   `json:"quantization_level"`
 }
 
-type ollamaListModel struct {
-	Name       string        `json:"name"`
-	Model      string        `json:"model"`
-	ModifiedAt time.Time     `json:"modified_at"`
-	Size       int64         `json:"size"`
-	Digest     string        `json:"digest"`
-	Details    ollamaDetails `json:"details"`
+type listModel struct {
+	Name       string    `json:"name"`
+	Model      string    `json:"model"`
+	ModifiedAt time.Time `json:"modified_at"`
+	Size       int64     `json:"size"`
+	Digest     string    `json:"digest"`
+	Details    details   `json:"details"`
 }
 
-type ollamaRunningModel struct {
-	Name          string        `json:"name"`
-	Model         string        `json:"model"`
-	Size          int64         `json:"size"`
-	Digest        string        `json:"digest"`
-	Details       ollamaDetails `json:"details"`
-	ExpiresAt     time.Time     `json:"expires_at"`
-	SizeVRAM      int64         `json:"size_vram"`
-	ContextLength int           `json:"context_length"`
+type runningModel struct {
+	Name          string    `json:"name"`
+	Model         string    `json:"model"`
+	Size          int64     `json:"size"`
+	Digest        string    `json:"digest"`
+	Details       details   `json:"details"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	SizeVRAM      int64     `json:"size_vram"`
+	ContextLength int       `json:"context_length"`
 	// Cache is superfluid's own addition: the model's conversations
 	// resident in the KV pool, in host memory and parked on disk.
-	Cache *cacheStatus `json:"superfluid_cache,omitempty"`
+	Cache any `json:"superfluid_cache,omitempty"`
 }
 
-type ollamaShowResponse struct {
+type showResponse struct {
 	Modelfile    string         `json:"modelfile"`
 	Parameters   string         `json:"parameters"`
 	Template     string         `json:"template"`
-	Details      ollamaDetails  `json:"details"`
+	Details      details        `json:"details"`
 	ModelInfo    map[string]any `json:"model_info"`
 	Capabilities []string       `json:"capabilities"`
 	ModifiedAt   time.Time      `json:"modified_at"`

@@ -1,4 +1,4 @@
-package http
+package ollama
 
 import (
 	"encoding/json"
@@ -28,7 +28,7 @@ func rawOptions(t *testing.T, s string) map[string]json.RawMessage {
 // null for "default", unknown keys ignored, and known-but-unused keys
 // type-checked.
 func TestParseOllamaOptions(t *testing.T) {
-	o, err := parseOllamaOptions(rawOptions(t, `{"num_predict":12.9,"temperature":0,"top_k":null,"seed":9007199254740993,
+	o, err := parseOptions(rawOptions(t, `{"num_predict":12.9,"temperature":0,"top_k":null,"seed":9007199254740993,
 		"stop":["a","b"],"mirostat":"whatever","num_gpu":1,"use_mmap":false,"num_ctx":1e9}`))
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestParseOllamaOptions(t *testing.T) {
 		`{"num_keep":{"a":1}}`:  `option "num_keep" must be of type integer`,
 		`{"stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]}`: "at most 16",
 	} {
-		_, err := parseOllamaOptions(rawOptions(t, body))
+		_, err := parseOptions(rawOptions(t, body))
 		var ae *wire.Error
 		if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Msg, want) {
 			t.Errorf("%s: %v, want a 400 saying %q", body, err, want)
@@ -60,7 +60,7 @@ func TestParseOllamaOptions(t *testing.T) {
 // repeat_last_n maps onto the engine's.
 func TestOllamaSampling(t *testing.T) {
 	m := chatmlModel(t, 4096)
-	var o ollamaOptions
+	var o options
 	s, err := o.sampling(m)
 	if err != nil {
 		t.Fatal(err)
@@ -68,12 +68,12 @@ func TestOllamaSampling(t *testing.T) {
 	if s.Temperature != 0.8 || s.TopK != 40 || math.Abs(float64(s.TopP)-0.95) > 1e-6 || math.Abs(float64(s.MinP)-0.05) > 1e-6 || s.RepeatPenalty != 1 {
 		t.Errorf("defaults %+v", s)
 	}
-	o, _ = parseOllamaOptions(rawOptions(t, `{"temperature":0,"seed":7,"repeat_penalty":1.2,"repeat_last_n":100000}`))
+	o, _ = parseOptions(rawOptions(t, `{"temperature":0,"seed":7,"repeat_penalty":1.2,"repeat_last_n":100000}`))
 	if s, err = o.sampling(m); err != nil || s.Temperature != 0 || s.Seed != 7 || s.RepeatPenalty != 1.2 || s.PenaltyLastN != 4096 {
 		t.Errorf("set: %+v, %v", s, err)
 	}
 	for _, body := range []string{`{"temperature":-1}`, `{"top_p":0}`, `{"top_p":1.5}`, `{"min_p":2}`, `{"top_k":-1}`, `{"repeat_last_n":-2}`, `{"repeat_penalty":0}`} {
-		o, _ := parseOllamaOptions(rawOptions(t, body))
+		o, _ := parseOptions(rawOptions(t, body))
 		if _, err := o.sampling(m); err == nil {
 			t.Errorf("%s accepted", body)
 		}
@@ -99,7 +99,7 @@ func TestOllamaWindowAndLimit(t *testing.T) {
 		{`{"num_ctx":100,"num_predict":200}`, 100, 10, 90, 100},
 	}
 	for _, tc := range cases {
-		o, err := parseOllamaOptions(rawOptions(t, tc.opts))
+		o, err := parseOptions(rawOptions(t, tc.opts))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestOllamaWindowAndLimit(t *testing.T) {
 func TestRenderContinuation(t *testing.T) {
 	m := chatmlModel(t, 512)
 	render := func(msgs ...chat.Message) string {
-		text, err := task.RenderTurn(&m.Model, chat.Request{Messages: msgs, AddGenerationPrompt: true}, true)
+		text, err := task.RenderTurn(m, chat.Request{Messages: msgs, AddGenerationPrompt: true}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,53 +135,53 @@ func TestRenderContinuation(t *testing.T) {
 // and class; the context of a previous answer goes first, as tokens.
 func TestOllamaGeneratePrompts(t *testing.T) {
 	m := chatmlModel(t, 512)
-	srv, _ := NewServer(Config{})
-	job := func(body string) *ollamaJob {
+	a := testAPI()
+	plan := func(body string) *job {
 		t.Helper()
 		ctx := requestCtx([]byte(body))
-		var req ollamaGenerateRequest
+		var req generateRequest
 		if err := wire.DecodeJSON(ctx, &req); err != nil {
 			t.Fatal(err)
 		}
-		j, err := srv.ollamaGenerateJob(ctx, m, &req)
+		j, err := a.generateJob(ctx, m, &req)
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
 		return j
 	}
-	text := func(j *ollamaJob) string { return m.Text.Detokenize(j.g.Prompt, true) }
-	j := job(`{"model":"tiny","prompt":"hi","system":"s"}`)
-	if text(j) != "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" || !j.context || !j.stream || j.g.Class != sched.Chat {
+	text := func(j *job) string { return m.Text.Detokenize(j.req.Prompt, true) }
+	j := plan(`{"model":"tiny","prompt":"hi","system":"s"}`)
+	if text(j) != "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" || !j.context || !j.stream || j.req.Class != sched.Chat {
 		t.Errorf("templated: %q %+v", text(j), j)
 	}
-	if j = job(`{"model":"tiny","prompt":"<|im_start|>x","raw":true,"stream":false}`); text(j) != "<|im_start|>x" || j.context || j.stream {
+	if j = plan(`{"model":"tiny","prompt":"<|im_start|>x","raw":true,"stream":false}`); text(j) != "<|im_start|>x" || j.context || j.stream {
 		t.Errorf("raw: %q %+v", text(j), j)
 	}
-	j = job(`{"model":"tiny","prompt":"a","suffix":"b","raw":true}`)
-	if text(j) != "<|fim_prefix|>a<|fim_suffix|>b<|fim_middle|>" || j.g.Class != sched.FIM || len(j.g.StopTokens) == 0 || j.context {
-		t.Errorf("FIM: %q %+v", text(j), j.g)
+	j = plan(`{"model":"tiny","prompt":"a","suffix":"b","raw":true}`)
+	if text(j) != "<|fim_prefix|>a<|fim_suffix|>b<|fim_middle|>" || j.req.Class != sched.FIM || len(j.req.StopTokens) == 0 || j.context {
+		t.Errorf("FIM: %q %+v", text(j), j.req)
 	}
-	j = job(`{"model":"tiny","prompt":"hi","context":[104,105]}`)
+	j = plan(`{"model":"tiny","prompt":"hi","context":[104,105]}`)
 	if text(j) != "hi<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" {
 		t.Errorf("with context: %q", text(j))
 	}
-	if j = job(`{"model":"tiny","keep_alive":"0s"}`); j.g != nil || j.loadReason != "unload" {
+	if j = plan(`{"model":"tiny","keep_alive":"0s"}`); j.req != nil || j.loadReason != "unload" {
 		t.Errorf("unload: %+v", j)
 	}
 	ctx := requestCtx(nil)
 	ctx.Request.Header.Set("X-Superfluid-Class", "background")
-	if j, err := srv.ollamaGenerateJob(ctx, m, &ollamaGenerateRequest{Model: "tiny", Prompt: "p"}); err != nil || j.g.Class != sched.Background {
+	if j, err := a.generateJob(ctx, m, &generateRequest{Model: "tiny", Prompt: "p"}); err != nil || j.req.Class != sched.Background {
 		t.Errorf("class header: %v %+v", err, j)
 	}
-	if j, err := srv.ollamaGenerateJob(ctx, m, &ollamaGenerateRequest{Model: "tiny", Prompt: "p", Suffix: "s"}); err != nil || j.g.Class != sched.FIM {
+	if j, err := a.generateJob(ctx, m, &generateRequest{Model: "tiny", Prompt: "p", Suffix: "s"}); err != nil || j.req.Class != sched.FIM {
 		t.Errorf("FIM ignores the class header: %v %+v", err, j)
 	}
 }
 
 func TestOllamaNamesAndNumbers(t *testing.T) {
 	for name, want := range map[string]string{"tiny": "tiny:latest", "tiny:q8": "tiny:q8", "host:1/lib/m": "host:1/lib/m:latest"} {
-		if got := ollamaName(&Model{Model: task.Model{Name: name}}); got != want {
-			t.Errorf("ollamaName(%q) = %q, want %q", name, got, want)
+		if got := taggedName(name); got != want {
+			t.Errorf("taggedName(%q) = %q, want %q", name, got, want)
 		}
 	}
 	for n, want := range map[uint64]string{999: "999", 139584: "140K", 494032768: "494.03M", 8000000000: "8B", 7615616512: "7.6B"} {
@@ -190,9 +190,9 @@ func TestOllamaNamesAndNumbers(t *testing.T) {
 		}
 	}
 	for version, want := range map[string]string{"": "0.0.0", "dev": "0.0.0-dev", "v1.2.3": "1.2.3", "0.4.0-rc1": "0.4.0-rc1"} {
-		srv, _ := NewServer(Config{Version: version})
+		a := &api{host: testHost{version: version}}
 		ctx := requestCtx(nil)
-		srv.ollamaVersion(ctx, nil)
+		a.version(ctx, nil)
 		if got := string(ctx.Response.Body()); got != `{"version":"`+want+`"}` {
 			t.Errorf("version %q answers %s", version, got)
 		}
@@ -229,17 +229,17 @@ func must(v any, _ bool) any { return v }
 func TestOllamaWithoutFIM(t *testing.T) {
 	m := chatmlModel(t, 512)
 	m.FIM = nil
-	srv, _ := NewServer(Config{})
-	_, err := srv.ollamaGenerateJob(requestCtx(nil), m, &ollamaGenerateRequest{Model: "tiny", Prompt: "a", Suffix: "b"})
+	a := testAPI()
+	_, err := a.generateJob(requestCtx(nil), m, &generateRequest{Model: "tiny", Prompt: "a", Suffix: "b"})
 	var ae *wire.Error
 	if !errors.As(err, &ae) || ae.Status != 400 || ae.Msg != `"tiny" does not support insert` {
 		t.Errorf("suffix: %v", err)
 	}
 	ctx := requestCtx([]byte(`{"model":"tiny"}`))
-	if err := srv.ollamaShow(ctx, m); err != nil {
+	if err := a.show(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	var show ollamaShowResponse
+	var show showResponse
 	if err := json.Unmarshal(ctx.Response.Body(), &show); err != nil {
 		t.Fatal(err)
 	}

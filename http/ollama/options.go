@@ -1,4 +1,4 @@
-package http
+package ollama
 
 import (
 	"bytes"
@@ -12,9 +12,9 @@ import (
 	"superfluid/task"
 )
 
-// ollamaOptions are the fields of Ollama's "options" that change what is
+// options are the fields of Ollama's "options" that change what is
 // generated. Absent fields are nil: Ollama's defaults apply (see sampling).
-type ollamaOptions struct {
+type options struct {
 	NumPredict, TopK, RepeatLastN, NumCtx *int
 	Seed                                  *int64
 	Temperature, TopP, MinP               *float64
@@ -23,17 +23,17 @@ type ollamaOptions struct {
 	Stop                                  []string
 }
 
-type ollamaOptionKind uint8
+type optionKind uint8
 
 const (
-	optInt ollamaOptionKind = iota
+	optInt optionKind = iota
 	optFloat
 	optBool
 	optStrings
 )
 
-// ollamaOptionKinds lists every option api.Options (v0.24.0) knows, with
-// its JSON type. The ones ollamaOptions has no field for (num_keep,
+// optionKinds lists every option api.Options (v0.24.0) knows, with
+// its JSON type. The ones options has no field for (num_keep,
 // num_batch, num_gpu, main_gpu, use_mmap, num_thread) are type-checked as
 // Ollama does and then ignored: none changes the reply (batch, threads and
 // GPU layers are fixed when the server starts and shared by every request;
@@ -41,7 +41,7 @@ const (
 // typical_p is refused unless 1, its default (the engine has no typical
 // sampler).
 // Options Ollama does not know are ignored, as Ollama ignores them.
-var ollamaOptionKinds = map[string]ollamaOptionKind{
+var optionKinds = map[string]optionKind{
 	"num_predict": optInt, "top_k": optInt, "repeat_last_n": optInt, "num_ctx": optInt, "seed": optInt,
 	"temperature": optFloat, "top_p": optFloat, "min_p": optFloat, "repeat_penalty": optFloat,
 	"presence_penalty": optFloat, "frequency_penalty": optFloat, "stop": optStrings,
@@ -49,12 +49,12 @@ var ollamaOptionKinds = map[string]ollamaOptionKind{
 	"main_gpu": optInt, "use_mmap": optBool, "num_thread": optInt,
 }
 
-// parseOllamaOptions reads "options" with Ollama's typing rules
+// parseOptions reads "options" with Ollama's typing rules
 // (api.Options.FromMap): integers accept any JSON number and drop the
 // fraction, floats any number, stop an array of strings; null leaves an
 // option at its default; a value of the wrong type is a 400.
-func parseOllamaOptions(raw map[string]json.RawMessage) (ollamaOptions, error) {
-	var o ollamaOptions
+func parseOptions(raw map[string]json.RawMessage) (options, error) {
+	var o options
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
 		keys = append(keys, k)
@@ -62,7 +62,7 @@ func parseOllamaOptions(raw map[string]json.RawMessage) (ollamaOptions, error) {
 	sort.Strings(keys) // the first bad option reported is the same every time
 	for _, key := range keys {
 		val := bytes.TrimSpace(raw[key])
-		kind, known := ollamaOptionKinds[key]
+		kind, known := optionKinds[key]
 		if !known {
 			slog.Debug("ollama: ignoring unknown option", "option", key)
 			continue
@@ -77,7 +77,7 @@ func parseOllamaOptions(raw map[string]json.RawMessage) (ollamaOptions, error) {
 	return o, nil
 }
 
-func (o *ollamaOptions) set(key string, kind ollamaOptionKind, val []byte) error {
+func (o *options) set(key string, kind optionKind, val []byte) error {
 	switch kind {
 	case optInt:
 		n, err := optionInt(key, val)
@@ -132,7 +132,7 @@ func optionInt(key string, val []byte) (int64, error) {
 	return int64(f), nil
 }
 
-func (o *ollamaOptions) setInt(key string, n int64) {
+func (o *options) setInt(key string, n int64) {
 	// Every int option but seed is a count: clamp it into int range so that
 	// a huge value is refused or capped by the checks that follow rather
 	// than wrapping around.
@@ -151,7 +151,7 @@ func (o *ollamaOptions) setInt(key string, n int64) {
 	}
 }
 
-func (o *ollamaOptions) setFloat(key string, f float64) {
+func (o *options) setFloat(key string, f float64) {
 	switch key {
 	case "temperature":
 		o.Temperature = &f
@@ -170,9 +170,9 @@ func (o *ollamaOptions) setFloat(key string, f float64) {
 	}
 }
 
-// ollamaDefaultTemperature is Ollama's (api.DefaultOptions) for requests
+// defaultTemperature is Ollama's (api.DefaultOptions) for requests
 // that leave temperature out.
-const ollamaDefaultTemperature = 0.8
+const defaultTemperature = 0.8
 
 // sampling turns the options into engine sampling with Ollama's default
 // temperature; omitted top_k, top_p and min_p take the model's defaults as
@@ -184,7 +184,7 @@ const ollamaDefaultTemperature = 0.8
 // llama.cpp runner applied 1.1 by default; following the former keeps
 // temperature 0 the same greedy text every other API gives. seed -1 is
 // Ollama's "random".
-func (o *ollamaOptions) sampling(m *Model) (engine.Sampling, error) {
+func (o *options) sampling(m *task.Model) (engine.Sampling, error) {
 	if o.TypicalP != nil && *o.TypicalP != 1 {
 		return engine.Sampling{}, wire.NotSupported("typical_p", wire.WhySampler)
 	}
@@ -192,7 +192,7 @@ func (o *ollamaOptions) sampling(m *Model) (engine.Sampling, error) {
 	if seed != nil && *seed == -1 {
 		seed = nil
 	}
-	s, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: o.Temperature, DefaultTemperature: ollamaDefaultTemperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
+	s, err := wire.Sampling(m, task.SamplingFields{Temperature: o.Temperature, DefaultTemperature: defaultTemperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
 		Seed: seed, RepeatPenalty: o.RepeatPenalty, FrequencyPenalty: o.FrequencyPenalty, PresencePenalty: o.PresencePenalty})
 	if err != nil {
 		return s, err
@@ -206,7 +206,7 @@ func (o *ollamaOptions) sampling(m *Model) (engine.Sampling, error) {
 // by every lane. A larger num_ctx cannot be granted and is clamped. The
 // returned model is m, or a copy whose descriptor reports the smaller
 // context, so that prompt checks and FIM truncation fit the window.
-func (o *ollamaOptions) window(m *Model) *Model {
+func (o *options) window(m *task.Model) *task.Model {
 	if o.NumCtx == nil || *o.NumCtx <= 0 || *o.NumCtx >= m.Desc.Ctx {
 		return m
 	}
@@ -222,7 +222,7 @@ func (o *ollamaOptions) window(m *Model) *Model {
 // as "until the model stops"; generation here also stops when the window
 // is full. Within a window smaller than the server's context the limit is
 // the room the prompt leaves.
-func (o *ollamaOptions) maxTokens(m, windowed *Model, promptLen int) int {
+func (o *options) maxTokens(m, windowed *task.Model, promptLen int) int {
 	n := 0
 	if o.NumPredict != nil && *o.NumPredict > 0 {
 		n = min(*o.NumPredict, m.Desc.Ctx)

@@ -1,4 +1,4 @@
-package http
+package ollama
 
 import (
 	"encoding/json"
@@ -14,32 +14,32 @@ import (
 	"superfluid/task"
 )
 
-// ollamaChat serves POST /api/chat.
-func (s *Server) ollamaChat(ctx *fasthttp.RequestCtx, m *Model) error {
+// chat serves POST /api/chat.
+func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	start := time.Now()
-	var req ollamaChatRequest
+	var req chatRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	job, err := s.ollamaChatJob(ctx, m, &req)
+	j, err := a.chatJob(ctx, m, &req)
 	if err != nil {
 		return err
 	}
-	job.start = start
-	return s.runOllama(ctx, job)
+	j.start = start
+	return a.answer(ctx, j)
 }
 
-// ollamaChatJob validates a chat request and plans its turn: the
-// conversation and tools rendered with the model's chat template, thinking
-// as think asks, the reply parsed into content, thinking and tool calls.
-func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaChatRequest) (*ollamaJob, error) {
-	if err := ollamaCheckModel(req.Model); err != nil {
+// chatJob validates a chat request and plans its turn: the conversation
+// and tools rendered with the model's chat template, thinking as think
+// asks, the reply parsed into content, thinking and tool calls.
+func (a *api) chatJob(ctx *fasthttp.RequestCtx, m *task.Model, req *chatRequest) (*job, error) {
+	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
-	if err := ollamaCheckCommon(req.KeepAlive, req.TopLogs); err != nil {
+	if err := checkCommon(req.KeepAlive, req.TopLogs); err != nil {
 		return nil, err
 	}
-	think, effort, err := ollamaThink(req.Think)
+	think, effort, err := readThink(req.Think)
 	if err != nil {
 		return nil, err
 	}
@@ -51,51 +51,52 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 	if err != nil {
 		return nil, err
 	}
-	opts, err := parseOllamaOptions(req.Options)
+	opts, err := parseOptions(req.Options)
 	if err != nil {
 		return nil, err
 	}
-	job := &ollamaJob{name: req.Model, stream: req.Stream == nil || *req.Stream, chat: true}
+	j := &job{name: req.Model, stream: req.Stream == nil || *req.Stream, chat: true}
 	if len(req.Messages) == 0 {
-		job.loadReason = loadReason(req.KeepAlive)
-		return job, nil
+		j.loadReason = loadReason(req.KeepAlive)
+		return j, nil
 	}
-	msgs, err := ollamaMessages(req.Model, req.Messages)
+	msgs, err := messages(req.Model, req.Messages)
 	if err != nil {
 		return nil, err
 	}
-	job.model = opts.window(m)
+	j.model = opts.window(m)
 	turn := task.Chat{Messages: msgs, Tools: tools, Think: think, Effort: effort, Continues: true, Shape: shape}
-	plan, err := wire.Result(task.PlanChat(&job.model.Model, &turn))
+	plan, err := wire.Result(task.PlanChat(j.model, &turn))
 	if err != nil {
 		return nil, err
 	}
-	class, err := wire.TurnClass(ctx, s.host(), &turn)
+	class, err := wire.TurnClass(ctx, a.host, &turn)
 	if err != nil {
 		return nil, err
 	}
-	job.g, err = ollamaSpec(m, job.model, &opts, plan.Prompt, class, req.Logprobs, req.TopLogs)
+	j.req, err = newRequest(m, j.model, &opts, plan.Prompt, class, req.Logprobs, req.TopLogs)
 	if err != nil {
 		return nil, err
 	}
-	plan.Apply(&job.g.Spec)
-	return job, nil
+	plan.Apply(&j.req.Spec)
+	return j, nil
 }
 
-// ollamaCalls are a turn's calls as Ollama returns them.
-func ollamaCalls(calls []reply.ToolCall, first int) []ollamaToolCall {
-	out := make([]ollamaToolCall, len(calls))
+// replyCalls are a turn's calls as Ollama returns them, numbered from
+// first.
+func replyCalls(calls []reply.ToolCall, first int) []toolCall {
+	out := make([]toolCall, len(calls))
 	for i, c := range calls {
-		out[i] = ollamaToolCall{ID: wire.CallID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
+		out[i] = toolCall{ID: wire.CallID(c), Function: toolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
 	}
 	return out
 }
 
-// ollamaMessages maps Ollama's messages onto the template's roles (Ollama
+// messages maps Ollama's messages onto the template's roles (Ollama
 // lowercases roles; so does this). An assistant turn's tool calls, whose
 // arguments Ollama sends as an object, and a tool turn's tool_name reach
 // the template; images are refused: the server runs text models.
-func ollamaMessages(model string, in []ollamaMessage) ([]chat.Message, error) {
+func messages(model string, in []message) ([]chat.Message, error) {
 	out := make([]chat.Message, 0, len(in))
 	for i, msg := range in {
 		role := strings.ToLower(msg.Role)
@@ -107,7 +108,7 @@ func ollamaMessages(model string, in []ollamaMessage) ([]chat.Message, error) {
 		if hasItems(msg.Images) {
 			return nil, wire.BadParam("messages", "%q does not support images: this server runs text models only", model)
 		}
-		calls, err := ollamaToolCalls(i, role, msg.ToolCalls)
+		calls, err := messageCalls(i, role, msg.ToolCalls)
 		if err != nil {
 			return nil, err
 		}
@@ -116,9 +117,9 @@ func ollamaMessages(model string, in []ollamaMessage) ([]chat.Message, error) {
 	return task.CallOnlyTurns(out), nil
 }
 
-// ollamaToolCalls reads message i's tool_calls: [{function: {name,
+// messageCalls reads message i's tool_calls: [{function: {name,
 // arguments}}], arguments an object (a string holding one is taken too).
-func ollamaToolCalls(i int, role string, raw json.RawMessage) ([]chat.ToolCall, error) {
+func messageCalls(i int, role string, raw json.RawMessage) ([]chat.ToolCall, error) {
 	if !hasItems(raw) {
 		return nil, nil
 	}

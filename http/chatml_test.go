@@ -18,8 +18,8 @@ import (
 )
 
 // A byte-level vocabulary with the synthetic models' special tokens
-// (ChatML and Qwen's FIM markers) after the 256 bytes, for the Ollama and
-// Anthropic decoder tests: chat prompts render and FIM prompts build as
+// (ChatML and Qwen's FIM markers) after the 256 bytes, for the Anthropic
+// decoder tests (http/ollama has its own copy): chat prompts render and FIM prompts build as
 // they do on the real server, without cgo.
 var chatmlSpecials = []string{
 	"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|fim_prefix|>", "<|fim_suffix|>",
@@ -150,107 +150,5 @@ func checkSpec(t *testing.T, m *Model, g *task.Request) {
 	}
 	if msg := unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
 		t.Fatalf("spec the scheduler would refuse (%s): %+v", msg, g)
-	}
-}
-
-var ollamaGenerateSeeds = []string{
-	`{"model":"tiny","prompt":"hello"}`,
-	`{"model":"tiny:latest","prompt":"hello","system":"be brief","stream":false,"options":{"temperature":0,"num_predict":8,"stop":["\n"]}}`,
-	`{"model":"tiny","prompt":"<|im_start|>user\nhi<|im_end|>\n","raw":true,"options":{"seed":-1,"top_k":0,"top_p":1,"min_p":0.05}}`,
-	`{"model":"tiny","prompt":"def f(","suffix":"\n  return 1\n","options":{"num_predict":16,"num_ctx":64,"temperature":0}}`,
-	`{"model":"tiny","prompt":"","suffix":"x"}`,
-	`{"model":"tiny","keep_alive":0}`,
-	`{"model":"tiny","prompt":"again","context":[1,2,3],"options":{"repeat_penalty":1.1,"repeat_last_n":-1}}`,
-	`{"model":"tiny","prompt":"hi","logprobs":true,"top_logprobs":3,"options":{"num_ctx":10}}`,
-	`{"model":"tiny","prompt":"hi","format":"json","images":["aGk="]}`,
-	`{"model":"tiny","prompt":"hi","options":{"temperature":"hot","num_predict":1e30,"mirostat":2}}`,
-	`{"model":"tiny","prompt":"hi","think":"high","keep_alive":"5m"}`,
-	// Poison values: each is normalized or refused before the scheduler.
-	`{"model":"tiny","prompt":"hi","options":{"temperature":1e-40,"top_p":1e-50,"repeat_penalty":1e-40}}`,
-	`{"model":"tiny","prompt":"hi","options":{"temperature":1e400,"seed":1e30,"num_predict":1e15,"repeat_last_n":1e15}}`,
-	`{"model":"tiny","prompt":"hi","top_logprobs":1e30,"options":{"typical_p":0.5,"num_ctx":1e30}}`,
-	`{"model":"tiny","prompt":"` + strings.Repeat("x", 16*128+1) + `","raw":true}`,
-}
-
-// Decoding and validating any /api/generate body never panics: it is
-// refused with a client error, or it becomes a load answer or a spec the
-// scheduler accepts.
-func FuzzOllamaGenerateRequest(f *testing.F) {
-	for _, s := range ollamaGenerateSeeds {
-		f.Add([]byte(s))
-	}
-	m := chatmlModel(f, 128)
-	srv, err := NewServer(Config{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := requestCtx(body)
-		var req ollamaGenerateRequest
-		if err := wire.DecodeJSON(ctx, &req); err != nil {
-			checkRefusal(t, err)
-			return
-		}
-		job, err := srv.ollamaGenerateJob(ctx, m, &req)
-		if err != nil {
-			checkRefusal(t, err)
-			return
-		}
-		checkOllamaJob(t, m, job)
-		if job.g != nil && (job.g.Class == sched.FIM) != (req.Suffix != "") {
-			t.Fatalf("class %v for suffix %q", job.g.Class, req.Suffix)
-		}
-	})
-}
-
-var ollamaChatSeeds = []string{
-	`{"model":"tiny","messages":[{"role":"user","content":"hello"}]}`,
-	`{"model":"tiny","messages":[{"role":"System","content":"s"},{"role":"user","content":"hi"},{"role":"assistant","content":"Sure"}],"stream":false}`,
-	`{"model":"tiny","messages":[{"role":"tool","content":"42","tool_name":"f"}],"options":{"num_predict":-2}}`,
-	`{"model":"tiny","messages":[]}`,
-	`{"model":"tiny","messages":[{"role":"user","content":"hi","images":["aGk="]}],"tools":[{"type":"function"}]}`,
-	`{"model":"tiny","messages":[{"role":"assistant","content":"x","tool_calls":[{"function":{"name":"f"}}]}]}`,
-	`{"model":"nope","messages":[{"role":"user","content":"hi"}],"format":{"type":"object"}}`,
-	`{"model":"tiny","messages":[{"role":"user","content":"hi"}],"think":true,"options":{"temperature":5e-324}}`,
-	`{"model":"tiny","messages":[{"role":"user","content":"` + strings.Repeat("x", 16*128+1) + `"}]}`,
-}
-
-// Decoding and validating any /api/chat body never panics.
-func FuzzOllamaChatRequest(f *testing.F) {
-	for _, s := range ollamaChatSeeds {
-		f.Add([]byte(s))
-	}
-	m := chatmlModel(f, 128)
-	srv, err := NewServer(Config{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := requestCtx(body)
-		var req ollamaChatRequest
-		if err := wire.DecodeJSON(ctx, &req); err != nil {
-			checkRefusal(t, err)
-			return
-		}
-		job, err := srv.ollamaChatJob(ctx, m, &req)
-		if err != nil {
-			checkRefusal(t, err)
-			return
-		}
-		checkOllamaJob(t, m, job)
-	})
-}
-
-func checkOllamaJob(t *testing.T, m *Model, job *ollamaJob) {
-	t.Helper()
-	if job.g == nil {
-		if job.loadReason != "load" && job.loadReason != "unload" {
-			t.Fatalf("a job with nothing to generate and done_reason %q", job.loadReason)
-		}
-		return
-	}
-	checkSpec(t, job.model, job.g)
-	if job.model.Desc.Ctx > m.Desc.Ctx || job.g.MaxTokens > job.model.Desc.Ctx-len(job.g.Prompt) && job.model != m {
-		t.Fatalf("window %d, limit %d for a prompt of %d", job.model.Desc.Ctx, job.g.MaxTokens, len(job.g.Prompt))
 	}
 }

@@ -1,4 +1,4 @@
-package http
+package ollama
 
 import (
 	"cmp"
@@ -11,14 +11,15 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/wire"
+	"superfluid/task"
 )
 
-// Ollama's model lifecycle over the models directory (ModelStore):
+// Ollama's model lifecycle over the models directory (wire.ModelStore):
 // /api/pull streams a download's progress as Ollama does, /api/delete
 // removes a model. Names are what package pull fetches — hf.co/ORG/REPO:QUANT
 // or a URL — not Ollama's registry names.
 
-type ollamaPullRequest struct {
+type pullRequest struct {
 	Model string `json:"model"`
 	Name  string `json:"name"` // the field's name before "model"
 	// Insecure is accepted and ignored, as Ollama v0.24.0 ignores it
@@ -31,29 +32,29 @@ type ollamaPullRequest struct {
 	Stream   *bool           `json:"stream"`
 }
 
-type ollamaDeleteRequest struct {
+type deleteRequest struct {
 	Model string `json:"model"`
 	Name  string `json:"name"`
 }
 
-// ollamaProgress is Ollama's api.ProgressResponse.
-type ollamaProgress struct {
+// progress is Ollama's api.ProgressResponse.
+type progress struct {
 	Status    string `json:"status"`
 	Digest    string `json:"digest,omitempty"`
 	Total     int64  `json:"total,omitempty"`
 	Completed int64  `json:"completed,omitempty"`
 }
 
-var ollamaPullSuccess = ollamaProgress{Status: "success"}
+var pullSuccess = progress{Status: "success"}
 
-// ollamaPull answers POST /api/pull. The pull runs on its own goroutine;
-// the handler waits for its first report, so that a name the store
-// refuses is a plain 4xx, then streams the reports as NDJSON lines (or,
-// with stream false, answers the last one). The pull stops when the
-// client leaves or the server shuts down; its partial file stays for the
-// next pull to resume.
-func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
-	var req ollamaPullRequest
+// pull answers POST /api/pull. The pull runs on its own goroutine; the
+// handler waits for its first report, so that a name the store refuses is
+// a plain 4xx, then streams the reports as NDJSON lines (or, with stream
+// false, answers the last one). The pull stops when the client leaves or
+// the server shuts down; its partial file stays for the next pull to
+// resume.
+func (a *api) pull(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	var req pullRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
@@ -64,44 +65,56 @@ func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 	); err != nil {
 		return err
 	}
-	name := ollamaStoreName(cmp.Or(req.Model, req.Name))
+	name := storeName(cmp.Or(req.Model, req.Name))
 	if name == "" {
 		return wire.BadParam("model", "model is required")
 	}
-	store, err := s.requireStore()
+	store, err := a.requireStore()
 	if err != nil {
 		return err
 	}
-	rctx, cancel := s.requestContext(ctx)
-	unhook := context.AfterFunc(s.stopping, cancel)
-	end := func() { unhook(); cancel() }
-	feed := startPull(rctx, store, name)
-	first, done, err := feed.next()
-	if done && len(first) == 0 {
-		end()
-		if err != nil {
-			return storeError(err, name)
-		}
-		return wire.WriteJSON(ctx, ollamaPullSuccess)
-	}
 	if req.Stream != nil && !*req.Stream {
-		defer end()
-		for !done {
-			_, done, err = feed.next()
+		rctx, done := a.host.RequestContext(ctx)
+		defer done()
+		defer context.AfterFunc(a.host.Stopping(), done)()
+		feed := startPull(rctx, store, name)
+		for finished := false; !finished; {
+			_, finished, err = feed.next()
 		}
 		if err != nil {
 			return storeError(err, name)
 		}
-		return wire.WriteJSON(ctx, ollamaPullSuccess)
+		return wire.WriteJSON(ctx, pullSuccess)
 	}
-	streamResponse(ctx, false, func(ew *wire.EventWriter) {
-		defer end()
+	var (
+		feed  *pullFeed
+		first []progress
+	)
+	err = a.host.Stream(ctx, false, func(rctx context.Context) error {
+		pctx, cancel := context.WithCancel(rctx)
+		unhook := context.AfterFunc(a.host.Stopping(), cancel)
+		feed = startPull(pctx, store, name)
+		var done bool
+		var err error
+		first, done, err = feed.next()
+		if done && len(first) == 0 {
+			unhook()
+			cancel()
+			if err != nil {
+				return storeError(err, name)
+			}
+			return errPulledAtOnce
+		}
+		feed.end = func() { unhook(); cancel() }
+		return nil
+	}, func(_ context.Context, _ context.CancelFunc, ew *wire.EventWriter) {
+		defer feed.end()
 		defer feed.drain() // the pull has ended before the response does
-		batch := first
+		batch, done, err := first, false, error(nil)
 		for {
 			for _, p := range batch {
 				if ew.Send("", p) != nil {
-					cancel() // the client is gone
+					feed.end() // the client is gone
 					return
 				}
 			}
@@ -114,14 +127,21 @@ func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 			ew.Fail(storeError(err, name))
 			return
 		}
-		ew.Send("", ollamaPullSuccess)
+		ew.Send("", pullSuccess)
 	})
-	return nil
+	if errors.Is(err, errPulledAtOnce) {
+		return wire.WriteJSON(ctx, pullSuccess)
+	}
+	return err
 }
 
-// ollamaDelete answers DELETE /api/delete: 200 with no body, as Ollama.
-func (s *Server) ollamaDelete(ctx *fasthttp.RequestCtx, _ *Model) error {
-	var req ollamaDeleteRequest
+// errPulledAtOnce is a pull that ended well before its first report (the
+// model was there already): its answer is one JSON object, not a stream.
+var errPulledAtOnce = errors.New("ollama: the pull ended before its first report")
+
+// delete answers DELETE /api/delete: 200 with no body, as Ollama.
+func (a *api) delete(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	var req deleteRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
@@ -129,31 +149,31 @@ func (s *Server) ollamaDelete(ctx *fasthttp.RequestCtx, _ *Model) error {
 	if asked == "" {
 		return wire.BadParam("model", "model is required")
 	}
-	store, err := s.requireStore()
+	store, err := a.requireStore()
 	if err != nil {
 		return err
 	}
-	rctx, done := s.requestContext(ctx)
+	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	if err := store.Delete(rctx, ollamaStoreName(asked)); err != nil {
+	if err := store.Delete(rctx, storeName(asked)); err != nil {
 		return storeError(err, asked)
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	return nil
 }
 
-func (s *Server) requireStore() (ModelStore, error) {
-	if st := s.modelStore(); st != nil {
+func (a *api) requireStore() (wire.ModelStore, error) {
+	if st := a.host.Store(); st != nil {
 		return st, nil
 	}
 	return nil, &wire.Error{Status: fasthttp.StatusNotImplemented, Type: "invalid_request_error",
 		Msg: "this server has no models directory to pull into or delete from"}
 }
 
-// ollamaStoreName is the store's name for what an Ollama client sends:
+// storeName is the store's name for what an Ollama client sends:
 // without the ":latest" tag /api/tags adds to every name (and that Ollama
 // clients add to a name without one).
-func ollamaStoreName(name string) string {
+func storeName(name string) string {
 	l := strings.ToLower(name)
 	if strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
 		return name
@@ -165,36 +185,36 @@ func ollamaStoreName(name string) string {
 // missing model Ollama's 404, a serving model a 409, anything else a 500
 // (as Ollama answers a failed pull).
 func storeError(err error, name string) error {
-	var api *wire.Error
+	var we *wire.Error
 	switch {
-	case errors.As(err, &api):
-		return api
-	case errors.Is(err, ErrBadModelName):
+	case errors.As(err, &we):
+		return we
+	case errors.Is(err, wire.ErrBadModelName):
 		return wire.BadParam("model", "%v", err)
-	case errors.Is(err, ErrModelNotFound):
+	case errors.Is(err, wire.ErrModelNotFound):
 		return wire.NotFound("model '%s' not found", name)
-	case errors.Is(err, ErrModelInUse):
+	case errors.Is(err, wire.ErrModelInUse):
 		return &wire.Error{Status: fasthttp.StatusConflict, Type: "invalid_request_error", Param: "model", Msg: err.Error()}
 	}
 	return wire.ServerError("%v", err)
 }
 
-// ollamaProgressOf words a store's report as Ollama's progress line.
+// progressOf words a store's report as Ollama's progress line.
 // Ollama names a layer by its digest's first 12 hex digits. A file whose
 // digest is not yet known (a plain URL) is named by its file name, in the
 // digest field too: clients key progress bars by the digest (Ollama's CLI
 // takes one without "sha256:" as the bar's name) and Open WebUI shows a
 // line without one as a notification, one per line.
-func ollamaProgressOf(p PullProgress) ollamaProgress {
+func progressOf(p wire.PullProgress) progress {
 	switch p.Phase {
-	case PullResolving:
-		return ollamaProgress{Status: "pulling manifest"}
-	case PullVerifying:
-		return ollamaProgress{Status: "verifying sha256 digest"}
-	case PullWriting:
-		return ollamaProgress{Status: "writing manifest"}
+	case wire.PullResolving:
+		return progress{Status: "pulling manifest"}
+	case wire.PullVerifying:
+		return progress{Status: "verifying sha256 digest"}
+	case wire.PullWriting:
+		return progress{Status: "writing manifest"}
 	}
-	out := ollamaProgress{Status: "pulling " + p.File, Digest: p.File, Total: p.Total, Completed: p.Completed}
+	out := progress{Status: "pulling " + p.File, Digest: p.File, Total: p.Total, Completed: p.Completed}
 	if len(p.SHA256) >= 12 {
 		out.Status, out.Digest = "pulling "+p.SHA256[:12], "sha256:"+p.SHA256
 	}
@@ -207,30 +227,31 @@ func ollamaProgressOf(p PullProgress) ollamaProgress {
 // so at most one line per phase is ever pending.
 type pullFeed struct {
 	mu      sync.Mutex
-	pending []ollamaProgress
+	pending []progress
 	done    bool
 	err     error
 	wake    chan struct{} // one token: something changed
+	end     func()        // stops the pull and lets go of the server's stop
 }
 
 // startPull runs store.Pull on its own goroutine, feeding a pullFeed. A
 // panic in the store ends the pull with an error, not the process.
-func startPull(ctx context.Context, store ModelStore, name string) *pullFeed {
+func startPull(ctx context.Context, store wire.ModelStore, name string) *pullFeed {
 	f := &pullFeed{wake: make(chan struct{}, 1)}
 	go func() {
 		var err error
 		defer func() {
 			if v := recover(); v != nil {
-				err = wire.Recovered("pull", v)
+				err = wire.FromTask(task.Recovered("pull", v))
 			}
 			f.finish(err)
 		}()
-		err = store.Pull(ctx, name, func(p PullProgress) { f.report(ollamaProgressOf(p)) })
+		err = store.Pull(ctx, name, func(p wire.PullProgress) { f.report(progressOf(p)) })
 	}()
 	return f
 }
 
-func (f *pullFeed) report(p ollamaProgress) {
+func (f *pullFeed) report(p progress) {
 	f.mu.Lock()
 	if n := len(f.pending); n > 0 && f.pending[n-1].Status == p.Status {
 		f.pending[n-1] = p
@@ -257,7 +278,7 @@ func (f *pullFeed) signal() {
 
 // next waits until reports are pending or the pull has ended, and takes
 // them; done and err are the pull's end, once it has come.
-func (f *pullFeed) next() (batch []ollamaProgress, done bool, err error) {
+func (f *pullFeed) next() (batch []progress, done bool, err error) {
 	for {
 		f.mu.Lock()
 		batch, f.pending = f.pending, nil
