@@ -37,3 +37,6 @@ func fingerprint(m *Model) string {
 
 // unixNow is the created time of responses.
 func unixNow() int64 { return time.Now().Unix() }
+
+// ms is a duration in milliseconds, as the APIs' timings report it.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

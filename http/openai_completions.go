@@ -192,7 +192,7 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 	if err := req.LlamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
-	prompts, err := parsePrompts(req.Prompt, "prompt")
+	prompts, err := wire.ParsePrompts(req.Prompt, "prompt")
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 				c.spec.MaxTokens, c.spec.Sampling, c.spec.Stop, c.spec.Bias, c.spec.Logprobs, c.spec.Grammar = 1, engine.Greedy(), nil, nil, 0, nil
 			}
 			if req.Echo {
-				c.echo = promptText(m, pieces, prompt)
+				c.echo = task.PromptText(m.core(), pieces, prompt)
 			}
 			plan.choices = append(plan.choices, c)
 		}
@@ -288,18 +288,18 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 
 // completionPrompt renders one prompt: plain, or with the suffix in the
 // model's FIM format.
-func completionPrompt(m *Model, pieces []promptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
+func completionPrompt(m *Model, pieces []task.PromptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
 	if !fill {
-		toks, err := promptTokens(m, pieces, "prompt")
+		toks, err := apiResult(task.PromptTokens(m.core(), pieces, "prompt"))
 		if err != nil {
 			return nil, err
 		}
 		return toks, checkPrompt(m, toks)
 	}
-	if len(pieces) != 1 || !pieces[0].isText {
+	if len(pieces) != 1 || !pieces[0].IsText {
 		return nil, badParam("suffix", "suffix needs text prompts, not token ids")
 	}
-	toks, _, err := fimPrompt(m, fim.Request{Prefix: pieces[0].text, Suffix: *req.Suffix}, maxTok)
+	toks, _, err := fimPrompt(m, fim.Request{Prefix: pieces[0].Text, Suffix: *req.Suffix}, maxTok)
 	if err != nil {
 		return nil, err
 	}
@@ -384,16 +384,16 @@ func newLegacyLogprobs() *oaiLegacyLogprobs {
 func appendLegacyLogprobs(m *Model, lp *oaiLegacyLogprobs, toks []tokenOut, n int, offset *int) {
 	for i := range toks {
 		t := &toks[i]
-		text := validText(t.Piece)
+		text := wire.ValidText(t.Piece)
 		top := make(map[string]float64, n+1)
 		task.EachTop(m.core(), t, n, func(_ engine.Token, piece []byte, logprob float32) {
-			top[validText(piece)] = finiteLogprob(logprob)
+			top[wire.ValidText(piece)] = wire.FiniteLogprob(logprob)
 		})
 		if _, ok := top[text]; !ok {
-			top[text] = finiteLogprob(t.Logprob)
+			top[text] = wire.FiniteLogprob(t.Logprob)
 		}
 		lp.Tokens = append(lp.Tokens, text)
-		lp.TokenLogprobs = append(lp.TokenLogprobs, finiteLogprob(t.Logprob))
+		lp.TokenLogprobs = append(lp.TokenLogprobs, wire.FiniteLogprob(t.Logprob))
 		lp.TopLogprobs = append(lp.TopLogprobs, top)
 		lp.TextOffset = append(lp.TextOffset, *offset)
 		*offset += len(t.Piece)

@@ -58,7 +58,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 // which has no scheduler, answers them 400 before their handler runs.
 var generationPaths = []string{
 	"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages",
-	"/completion", "/infill", "/api/generate", "/api/chat",
+	"/api/generate", "/api/chat",
 }
 
 // bodyKindOf says how large a body a route takes: a POST carries a

@@ -48,11 +48,13 @@ import (
 // api is llamacpp's handlers over the server that mounts them.
 type api struct{ host wire.Host }
 
-// Routes are the llama.cpp API's routes on h. (/completion, /infill and
-// /apply-template are still package http's.)
+// Routes are the llama.cpp API's routes on h. (/apply-template is still
+// package http's.)
 func Routes(h wire.Host) []wire.Route {
 	a := &api{host: h}
 	return []wire.Route{
+		{Method: "POST", Path: "/completion", API: wire.Llama, Handle: a.completion, Generates: true},
+		{Method: "POST", Path: "/infill", API: wire.Llama, Handle: a.infill, Generates: true},
 		{Method: "POST", Path: "/tokenize", API: wire.Llama, Handle: a.tokenize},
 		{Method: "POST", Path: "/detokenize", API: wire.Llama, Handle: a.detokenize},
 		{Method: "GET", Path: "/props", API: wire.Llama, Handle: a.props},

@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"encoding/json"
@@ -7,17 +7,18 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/fim"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
 
-// llamaInfill is POST /infill, what llama.vim and llama.vscode send: the
+// infill is POST /infill, what llama.vim and llama.vscode send: the
 // text around the cursor and other files of the project, built into the
 // model's FIM format, always in class FIM. Identical greedy whole-response
 // requests are answered from the completion cache.
-func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) infill(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req llamaRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	j, p, err := infillJob(m, &req)
@@ -25,14 +26,14 @@ func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	if j.cacheKey != "" { // greedy and whole: the completion cache may hold it
-		if c, ok := s.fimCache.Get(j.cacheKey); ok {
+		if c, ok := a.host.CompletionCache().Get(j.cacheKey); ok {
 			return writeLlamaResults(ctx, m, []*llamaRun{cachedRun(j, p, c)}, p)
 		}
 	}
 	if p.stream {
-		return s.streamLlama(ctx, m, []*llamaJob{j}, p)
+		return a.stream(ctx, m, []*llamaJob{j}, p)
 	}
-	rctx, done := s.requestContext(ctx)
+	rctx, done := a.host.RequestContext(ctx)
 	defer done()
 	runs, err := startRuns(rctx, m, []*llamaJob{j}, p)
 	if err != nil {
@@ -43,13 +44,13 @@ func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	r := runs[0]
 	if j.cacheKey != "" && r.reproducible() {
-		s.fimCache.Put(task.Cached{Key: j.cacheKey, Text: string(r.content), Tokens: r.predicted, Finish: r.stopType, StopWord: r.stopWord})
+		a.host.CompletionCache().Put(task.Cached{Key: j.cacheKey, Text: string(r.content), Tokens: r.predicted, Finish: r.stopType, StopWord: r.stopWord})
 	}
 	return writeLlamaResults(ctx, m, runs, p)
 }
 
 // infillJob checks an /infill request and builds its FIM prompt.
-func infillJob(m *Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
+func infillJob(m *task.Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
 	p, err := llamaOptions(m, req)
 	if err != nil {
 		return nil, nil, err
@@ -58,18 +59,18 @@ func infillJob(m *Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	prompt, info, err := fimPrompt(m, r, p.maxTokens)
+	prompt, info, err := task.FIMPrompt(m, r, p.maxTokens)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkPrompt(m, prompt); err != nil {
+	if err := task.CheckPrompt(m.Desc, prompt); err != nil {
 		return nil, nil, err
 	}
 	j := p.newLlamaJob(0, prompt, sched.FIM)
-	j.spec.StopTokens = fimStops(m)
+	j.spec.StopTokens = m.FIMStops()
 	j.truncated = info.Truncated()
 	if !p.warmup && !p.stream && !p.wantTokens { // a whole answer of text: what the cache can give back
-		j.cacheKey = task.CacheKey(m.core(), &j.spec.Spec, fmt.Sprintf("llama.cpp /infill|n_indent=%d", p.nIndent))
+		j.cacheKey = task.CacheKey(m, j.spec, fmt.Sprintf("llama.cpp /infill|n_indent=%d", p.nIndent))
 	}
 	return j, p, nil
 }
@@ -79,12 +80,12 @@ func infillRequest(req *llamaRequest) (fim.Request, error) {
 	r := fim.Request{Prefix: req.InputPrefix, Suffix: req.InputSuffix}
 	if len(req.Prompt) > 0 && string(req.Prompt) != "null" {
 		if err := json.Unmarshal(req.Prompt, &r.Prompt); err != nil {
-			return r, badParam("prompt", "prompt of /infill must be a string (the text typed after the prefix)")
+			return r, wire.BadParam("prompt", "prompt of /infill must be a string (the text typed after the prefix)")
 		}
 	}
 	for i, e := range req.InputExtra {
 		if e.Text == nil {
-			return r, badParam("input_extra", "input_extra[%d] must have a \"text\" field with a string value", i)
+			return r, wire.BadParam("input_extra", "input_extra[%d] must have a \"text\" field with a string value", i)
 		}
 		r.Extra = append(r.Extra, fim.File{Name: e.Filename, Text: *e.Text})
 	}

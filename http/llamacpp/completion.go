@@ -1,22 +1,24 @@
-package http
+package llamacpp
 
 import (
 	"bytes"
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
-// llamaCompletion is POST /completion: one prompt (or several, answered as
+// completion is POST /completion: one prompt (or several, answered as
 // an array) continued in the class the request names, by default the
 // server's.
-func (s *Server) llamaCompletion(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) completion(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req llamaRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	class, err := s.requestClass(ctx, "")
+	class, err := a.host.Class(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -24,26 +26,26 @@ func (s *Server) llamaCompletion(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	return s.runLlama(ctx, m, jobs, p)
+	return a.run(ctx, m, jobs, p)
 }
 
 // completionJobs checks a /completion request and renders its prompts.
-func completionJobs(m *Model, req *llamaRequest, class sched.Class) ([]*llamaJob, *llamaParams, error) {
+func completionJobs(m *task.Model, req *llamaRequest, class sched.Class) ([]*llamaJob, *llamaParams, error) {
 	p, err := llamaOptions(m, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	prompts, err := parsePrompts(req.Prompt, "prompt")
+	prompts, err := wire.ParsePrompts(req.Prompt, "prompt")
 	if err != nil {
 		return nil, nil, err
 	}
 	jobs := make([]*llamaJob, 0, len(prompts))
 	for i, pieces := range prompts {
-		toks, err := promptTokens(m, pieces, "prompt")
+		toks, err := task.PromptTokens(m, pieces, "prompt")
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := checkPrompt(m, toks); err != nil {
+		if err := task.CheckPrompt(m.Desc, toks); err != nil {
 			return nil, nil, err
 		}
 		jobs = append(jobs, p.newLlamaJob(i, toks, class))
@@ -51,13 +53,13 @@ func completionJobs(m *Model, req *llamaRequest, class sched.Class) ([]*llamaJob
 	return jobs, p, nil
 }
 
-// runLlama submits the jobs and answers: streamed, or whole — one object,
+// run submits the jobs and answers: streamed, or whole — one object,
 // or an array when the request had several prompts.
-func (s *Server) runLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJob, p *llamaParams) error {
+func (a *api) run(ctx *fasthttp.RequestCtx, m *task.Model, jobs []*llamaJob, p *llamaParams) error {
 	if p.stream {
-		return s.streamLlama(ctx, m, jobs, p)
+		return a.stream(ctx, m, jobs, p)
 	}
-	rctx, done := s.requestContext(ctx)
+	rctx, done := a.host.RequestContext(ctx)
 	defer done()
 	runs, err := startRuns(rctx, m, jobs, p)
 	if err != nil {
@@ -71,13 +73,13 @@ func (s *Server) runLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJob, 
 
 // writeLlamaResults answers with the runs' results: one object, or an
 // array in prompt order.
-func writeLlamaResults(ctx *fasthttp.RequestCtx, m *Model, runs []*llamaRun, p *llamaParams) error {
+func writeLlamaResults(ctx *fasthttp.RequestCtx, m *task.Model, runs []*llamaRun, p *llamaParams) error {
 	parts := make([][]byte, len(runs))
 	for i, r := range runs {
 		res := r.response(m, false)
 		b, err := res.marshal(p.fields)
 		if err != nil {
-			return serverError("encoding the response: %v", err)
+			return wire.ServerError("encoding the response: %v", err)
 		}
 		parts[i] = b
 	}

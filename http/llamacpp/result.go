@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"bytes"
@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"superfluid/engine"
+	"superfluid/task"
 )
 
 // response renders a finished run as llama.cpp's final result. In a stream
 // the content and tokens went out in the partial events, so the last one
 // carries neither (as llama.cpp does).
-func (r *llamaRun) response(m *Model, streamed bool) llamaResult {
+func (r *llamaRun) response(m *task.Model, streamed bool) llamaResult {
 	res := r.result
 	prompt := r.job.spec.Prompt
 	out := llamaResult{
@@ -57,6 +58,7 @@ func (r *llamaRun) timings() llamaTimings {
 	return t
 }
 
+// ms is a duration in milliseconds, as timings reports it.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // marshal renders the result, keeping only the requested fields.

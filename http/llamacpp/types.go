@@ -1,11 +1,9 @@
-package http
+package llamacpp
 
 import (
 	"encoding/json"
-	"math"
 
 	"superfluid/engine"
-	"superfluid/http/llamacpp"
 	"superfluid/http/wire"
 )
 
@@ -119,7 +117,7 @@ type llamaResult struct {
 	Model              string         `json:"model"`
 	TokensPredicted    int            `json:"tokens_predicted"`
 	TokensEvaluated    int            `json:"tokens_evaluated"`
-	GenerationSettings llamaSettings  `json:"generation_settings"`
+	GenerationSettings Settings       `json:"generation_settings"`
 	Prompt             string         `json:"prompt"`
 	HasNewLine         bool           `json:"has_new_line"`
 	Truncated          bool           `json:"truncated"`
@@ -141,23 +139,3 @@ type llamaPartial struct {
 	TokensEvaluated int            `json:"tokens_evaluated"`
 	Probs           []llamaProb    `json:"completion_probabilities,omitempty"`
 }
-
-// finiteLogprob keeps a logprob JSON can carry: llama.cpp reports the
-// lowest float for an impossible token, since JSON has no -Inf.
-func finiteLogprob(x float32) float64 {
-	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-		return -math.MaxFloat32
-	}
-	return float64(x)
-}
-
-// The llama.cpp API's generation settings and defaults are its package's
-// (superfluid/http/llamacpp); /completion and /infill report them too.
-type llamaSettings = llamacpp.Settings
-
-const (
-	llamaDefaultTemperature = llamacpp.DefaultTemperature
-	llamaDefaultRepeatLastN = llamacpp.DefaultRepeatLastN
-)
-
-func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(m.core()) }
