@@ -22,7 +22,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		llamaRoutes(), openaiCompletionRoutes(),
 		ollamaRoutes(),
 		anthropicRoutes(),
-		openaiEmbeddingRoutes(), ollamaEmbedRoutes(), llamaEmbedRoutes(),
+		openaiEmbeddingRoutes(), ollamaEmbedRoutes(),
 	} {
 		for path, r := range part {
 			all[path] = append(all[path], r)
@@ -55,8 +55,10 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	return all, patterns
 }
 
-// generationPaths are the routes that generate text: an embedding model,
-// which has no scheduler, answers them 400 before their handler runs.
+// generationPaths are the routes still in this package that generate
+// text: an embedding model, which has no scheduler, answers them 400
+// before their handler runs. (An API package's route says so itself:
+// wire.Route.Generates.)
 var generationPaths = []string{
 	"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages",
 	"/api/generate", "/api/chat",

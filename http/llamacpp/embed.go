@@ -1,18 +1,13 @@
-package http
+package llamacpp
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 	"superfluid/task"
 )
-
-func llamaEmbedRoutes() map[string]route {
-	r := route{method: "POST", kind: apiLlama, handler: (*Server).llamaEmbeddings, embeds: true}
-	return map[string]route{"/embedding": r, "/embeddings": r}
-}
 
 // llamaEmbedRequest is llama-server's non-OpenAI /embedding(s): "input"
 // (or "content") as tokenize_input_prompts reads it — a string, token ids,
@@ -33,9 +28,11 @@ type llamaEmbedding struct {
 	Embedding [][]float32 `json:"embedding"`
 }
 
-func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
+// embeddings is POST /embedding and /embeddings: one pooled vector per
+// input, in input order.
+func (a *api) embeddings(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req llamaEmbedRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	// llama-server checks encoding_format here but writes floats whatever
@@ -45,11 +42,11 @@ func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	field, raw := "input", req.Input
-	if isAbsent(raw) {
+	if task.IsNull(raw) {
 		field, raw = "content", req.Content
 	}
-	if isAbsent(raw) {
-		return badRequest(`"input" or "content" must be provided`)
+	if task.IsNull(raw) {
+		return wire.BadRequest(`"input" or "content" must be provided`)
 	}
 	norm, err := wire.EmbedNormParam(req.EmbdNormalize)
 	if err != nil {
@@ -59,7 +56,7 @@ func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	if sp.Inputs, err = wire.ParseEmbedInputs(raw, field, wire.EmbedInputShapes{Tokens: true, Mixed: true}, m.Desc.Vocab); err != nil {
 		return err
 	}
-	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
+	res, err := wire.RunEmbed(ctx, a.host, m, &sp)
 	if err != nil {
 		return err
 	}
@@ -67,10 +64,5 @@ func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	for i, v := range res.Vecs {
 		out[i] = llamaEmbedding{Index: i, Embedding: [][]float32{v}}
 	}
-	return writeJSON(ctx, out)
-}
-
-func isAbsent(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) == 0 || string(raw) == "null"
+	return wire.WriteJSON(ctx, out)
 }
