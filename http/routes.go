@@ -19,7 +19,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	for _, part := range []map[string]route{
 		commonRoutes(),
 		openaiRoutes(),
-		llamaRoutes(), openaiCompletionRoutes(),
+		openaiCompletionRoutes(),
 		ollamaRoutes(),
 		anthropicRoutes(),
 		openaiEmbeddingRoutes(), ollamaEmbedRoutes(),

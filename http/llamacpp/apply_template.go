@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -14,37 +15,37 @@ import (
 // OpenAI chat request of which only what the template sees is read.
 type applyTemplateRequest struct {
 	Model               string                     `json:"model"`
-	Messages            []oaiMessage               `json:"messages"`
+	Messages            []wire.OpenAIMessage       `json:"messages"`
 	Tools               []json.RawMessage          `json:"tools"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
 }
 
-// llamaApplyTemplate serves POST /apply-template: the prompt a chat
+// applyTemplate serves POST /apply-template: the prompt a chat
 // request would be rendered into, through the same code the generation
 // endpoints use. Tools are accepted here, unlike there: rendering them
 // asks nothing of the model.
-func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) applyTemplate(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req applyTemplateRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	msgs, err := chatMessages(req.Messages)
+	msgs, err := wire.ChatMessages(req.Messages)
 	if err != nil {
 		return err
 	}
 	for i, t := range req.Tools {
 		if t = bytes.TrimSpace(t); len(t) == 0 || t[0] != '{' {
-			return badParam("tools", "tools[%d]: a tool definition is a JSON object", i)
+			return wire.BadParam("tools", "tools[%d]: a tool definition is a JSON object", i)
 		}
 	}
 	r := chat.Request{Messages: msgs, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs, AddGenerationPrompt: true}
 	if req.AddGenerationPrompt != nil {
 		r.AddGenerationPrompt = *req.AddGenerationPrompt
 	}
-	prompt, err := apiResult(task.ChatPrompt(m.core(), r))
+	prompt, err := task.ChatPrompt(m, r)
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]string{"prompt": prompt})
+	return wire.WriteJSON(ctx, map[string]string{"prompt": prompt})
 }
