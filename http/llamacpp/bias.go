@@ -10,11 +10,11 @@ import (
 	"superfluid/task"
 )
 
-// parseLlamaBias reads llama.cpp's logit_bias: an array of [token, bias]
+// parseBias reads llama.cpp's logit_bias: an array of [token, bias]
 // pairs or an object {token: bias}, where a token is an id or a text whose
 // every token gets the bias, and a bias is a number in [-100, 100] or false
 // (the token is never produced).
-func parseLlamaBias(m *task.Model, raw json.RawMessage) ([]engine.LogitBias, error) {
+func parseBias(m *task.Model, raw json.RawMessage) ([]engine.LogitBias, error) {
 	v, err := wire.DecodeAny(raw)
 	if err != nil {
 		return nil, wire.BadParam("logit_bias", "logit_bias: %v", err)

@@ -14,7 +14,7 @@ import (
 // an array) continued in the class the request names, by default the
 // server's.
 func (a *api) completion(ctx *fasthttp.RequestCtx, m *task.Model) error {
-	var req llamaRequest
+	var req completionRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
@@ -30,8 +30,8 @@ func (a *api) completion(ctx *fasthttp.RequestCtx, m *task.Model) error {
 }
 
 // completionJobs checks a /completion request and renders its prompts.
-func completionJobs(m *task.Model, req *llamaRequest, class sched.Class) ([]*llamaJob, *llamaParams, error) {
-	p, err := llamaOptions(m, req)
+func completionJobs(m *task.Model, req *completionRequest, class sched.Class) ([]*promptJob, *completionParams, error) {
+	p, err := readParams(m, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -39,7 +39,7 @@ func completionJobs(m *task.Model, req *llamaRequest, class sched.Class) ([]*lla
 	if err != nil {
 		return nil, nil, err
 	}
-	jobs := make([]*llamaJob, 0, len(prompts))
+	jobs := make([]*promptJob, 0, len(prompts))
 	for i, pieces := range prompts {
 		toks, err := task.PromptTokens(m, pieces, "prompt")
 		if err != nil {
@@ -48,14 +48,14 @@ func completionJobs(m *task.Model, req *llamaRequest, class sched.Class) ([]*lla
 		if err := task.CheckPrompt(m.Desc, toks); err != nil {
 			return nil, nil, err
 		}
-		jobs = append(jobs, p.newLlamaJob(i, toks, class))
+		jobs = append(jobs, p.newJob(i, toks, class))
 	}
 	return jobs, p, nil
 }
 
 // run submits the jobs and answers: streamed, or whole — one object,
 // or an array when the request had several prompts.
-func (a *api) run(ctx *fasthttp.RequestCtx, m *task.Model, jobs []*llamaJob, p *llamaParams) error {
+func (a *api) run(ctx *fasthttp.RequestCtx, m *task.Model, jobs []*promptJob, p *completionParams) error {
 	if p.stream {
 		return a.stream(ctx, m, jobs, p)
 	}
@@ -73,7 +73,7 @@ func (a *api) run(ctx *fasthttp.RequestCtx, m *task.Model, jobs []*llamaJob, p *
 
 // writeLlamaResults answers with the runs' results: one object, or an
 // array in prompt order.
-func writeLlamaResults(ctx *fasthttp.RequestCtx, m *task.Model, runs []*llamaRun, p *llamaParams) error {
+func writeLlamaResults(ctx *fasthttp.RequestCtx, m *task.Model, runs []*completionRun, p *completionParams) error {
 	parts := make([][]byte, len(runs))
 	for i, r := range runs {
 		res := r.response(m, false)

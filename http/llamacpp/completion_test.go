@@ -130,17 +130,17 @@ func TestParsePromptsShapes(t *testing.T) {
 // logit_bias: pairs or an object, ids or text, numbers or false.
 func TestParseLlamaBias(t *testing.T) {
 	m := fakeModel(t, true)
-	got, err := parseLlamaBias(m, json.RawMessage(`[[65, 1.5], ["bc", false]]`))
+	got, err := parseBias(m, json.RawMessage(`[[65, 1.5], ["bc", false]]`))
 	if err != nil || len(got) != 3 || got[0] != (engine.LogitBias{Token: 65, Bias: 1.5}) ||
 		got[1].Token != 'b' || !math.IsInf(float64(got[2].Bias), -1) {
 		t.Fatalf("pairs: %v %v", got, err)
 	}
-	got, err = parseLlamaBias(m, json.RawMessage(`{"66": -2, "z": false}`))
+	got, err = parseBias(m, json.RawMessage(`{"66": -2, "z": false}`))
 	if err != nil || len(got) != 2 {
 		t.Fatalf("object: %v %v", got, err)
 	}
 	for _, bad := range []string{`[[65]]`, `[[65, 101]]`, `[[65, true]]`, `[[99999, 1]]`, `{"-1": 1}`, `"x"`, `[[1.5, 1]]`} {
-		if _, err := parseLlamaBias(m, json.RawMessage(bad)); err == nil {
+		if _, err := parseBias(m, json.RawMessage(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
@@ -150,17 +150,17 @@ func TestParseLlamaBias(t *testing.T) {
 // greedy; seed -1 is random.
 func TestLlamaSamplingDefaults(t *testing.T) {
 	m := fakeModel(t, true)
-	s, err := llamaSampling(m, &llamaRequest{})
+	s, err := samplingOf(m, &completionRequest{})
 	if err != nil || s.Temperature != 0.8 || s.TopK != 40 || s.TopP != 0.95 || s.MinP != 0.05 || s.PenaltyLastN != 64 || s.RepeatPenalty != 1 {
 		t.Fatalf("defaults: %+v %v", s, err)
 	}
 	neg, seed := -1.0, int64(-1)
-	s, err = llamaSampling(m, &llamaRequest{Temperature: &neg, Seed: &seed})
+	s, err = samplingOf(m, &completionRequest{Temperature: &neg, Seed: &seed})
 	if err != nil || s.Temperature != 0 {
 		t.Fatalf("negative temperature: %+v %v", s, err)
 	}
 	seed = -2
-	if _, err := llamaSampling(m, &llamaRequest{Seed: &seed}); err == nil {
+	if _, err := samplingOf(m, &completionRequest{Seed: &seed}); err == nil {
 		t.Fatal("seed -2 accepted")
 	}
 }
@@ -168,7 +168,7 @@ func TestLlamaSamplingDefaults(t *testing.T) {
 // The warm-up samples one greedy token, with nothing that could slow it.
 func TestWarmupJobIsOneGreedyToken(t *testing.T) {
 	m := fakeModel(t, true)
-	req := decodeLlama(t, `{"input_extra":[{"filename":"a.go","text":"package a\n"}],"n_predict":0,"n_probs":3,"logit_bias":[[65,2]]}`)
+	req := decodeRequest(t, `{"input_extra":[{"filename":"a.go","text":"package a\n"}],"n_predict":0,"n_probs":3,"logit_bias":[[65,2]]}`)
 	j, p, err := infillJob(m, req)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestWarmupJobIsOneGreedyToken(t *testing.T) {
 func TestInfillCacheKey(t *testing.T) {
 	m := fakeModel(t, true)
 	key := func(body string) string {
-		j, _, err := infillJob(m, decodeLlama(t, body))
+		j, _, err := infillJob(m, decodeRequest(t, body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestInfillCacheKey(t *testing.T) {
 // from /v1/completions with a suffix: package http's test).
 func TestInfillWithoutFIMTokens(t *testing.T) {
 	m := fakeModel(t, false)
-	if _, _, err := infillJob(m, decodeLlama(t, `{"input_prefix":"a"}`)); wire.AsError(err).Status != 501 {
+	if _, _, err := infillJob(m, decodeRequest(t, `{"input_prefix":"a"}`)); wire.AsError(err).Status != 501 {
 		t.Fatalf("/infill: %v", err)
 	}
 }
@@ -230,7 +230,7 @@ func TestInfillWithoutFIMTokens(t *testing.T) {
 func TestInfillCacheKeyHasTheGrammar(t *testing.T) {
 	m := fakeModel(t, true)
 	key := func(extra string) string {
-		var req llamaRequest
+		var req completionRequest
 		if err := json.Unmarshal([]byte(infillBody(`,"temperature":0`+extra)), &req); err != nil {
 			t.Fatal(err)
 		}
@@ -250,9 +250,9 @@ func infillBody(extra string) string {
 	return `{"input_prefix":"def f():\n","input_suffix":"\n","prompt":"  re"` + extra + `}`
 }
 
-func decodeLlama(t testing.TB, body string) *llamaRequest {
+func decodeRequest(t testing.TB, body string) *completionRequest {
 	t.Helper()
-	var req llamaRequest
+	var req completionRequest
 	if err := decodeBody([]byte(body), &req); err != nil {
 		t.Fatal(err)
 	}

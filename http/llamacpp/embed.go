@@ -9,19 +9,19 @@ import (
 	"superfluid/task"
 )
 
-// llamaEmbedRequest is llama-server's non-OpenAI /embedding(s): "input"
+// embedRequest is llama-server's non-OpenAI /embedding(s): "input"
 // (or "content") as tokenize_input_prompts reads it — a string, token ids,
 // or an array mixing strings and token arrays — and embd_normalize (-1
 // none, 0 max absolute, 1 taxicab, 2 euclidean, the default, p > 2 the
 // p-norm).
-type llamaEmbedRequest struct {
+type embedRequest struct {
 	Input          json.RawMessage `json:"input"`
 	Content        json.RawMessage `json:"content"`
 	EmbdNormalize  *int64          `json:"embd_normalize"`
 	EncodingFormat json.RawMessage `json:"encoding_format"`
 }
 
-type llamaEmbedding struct {
+type embedding struct {
 	Index int `json:"index"`
 	// One vector per token for a model without pooling; ours pool, so
 	// there is one, nested as llama-server nests it.
@@ -31,7 +31,7 @@ type llamaEmbedding struct {
 // embeddings is POST /embedding and /embeddings: one pooled vector per
 // input, in input order.
 func (a *api) embeddings(ctx *fasthttp.RequestCtx, m *task.Model) error {
-	var req llamaEmbedRequest
+	var req embedRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
@@ -60,9 +60,9 @@ func (a *api) embeddings(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
-	out := make([]llamaEmbedding, len(res.Vecs))
+	out := make([]embedding, len(res.Vecs))
 	for i, v := range res.Vecs {
-		out[i] = llamaEmbedding{Index: i, Embedding: [][]float32{v}}
+		out[i] = embedding{Index: i, Embedding: [][]float32{v}}
 	}
 	return wire.WriteJSON(ctx, out)
 }

@@ -44,7 +44,7 @@ var llamaSeeds = []string{
 }
 
 // checkJob holds what the server relies on for a job it would submit.
-func checkJob(t *testing.T, m *task.Model, j *llamaJob) {
+func checkJob(t *testing.T, m *task.Model, j *promptJob) {
 	g := j.spec
 	if len(g.Prompt) == 0 || len(g.Prompt) >= m.Desc.Ctx {
 		t.Fatalf("accepted a prompt of %d tokens in a context of %d", len(g.Prompt), m.Desc.Ctx)
@@ -68,7 +68,7 @@ func FuzzLlamaCompletionRequest(f *testing.F) {
 	}
 	m := fakeModel(f, true)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req llamaRequest
+		var req completionRequest
 		if decodeBody(body, &req) != nil {
 			return
 		}
@@ -79,7 +79,7 @@ func FuzzLlamaCompletionRequest(f *testing.F) {
 		}
 		for _, j := range jobs {
 			checkJob(t, m, j)
-			r := &llamaRun{job: j, p: p, content: []byte("out"), stopType: "eos"}
+			r := &completionRun{job: j, p: p, content: []byte("out"), stopType: "eos"}
 			res := r.response(m, p.stream)
 			if _, err := res.marshal(p.fields); err != nil {
 				t.Fatalf("cannot encode a result: %v", err)
@@ -95,7 +95,7 @@ func FuzzLlamaInfillRequest(f *testing.F) {
 	models := map[bool]*task.Model{true: fakeModel(f, true), false: fakeModel(f, false)}
 	f.Fuzz(func(t *testing.T, body []byte, capable bool) {
 		m := models[capable]
-		var req llamaRequest
+		var req completionRequest
 		if decodeBody(body, &req) != nil {
 			return
 		}

@@ -17,7 +17,7 @@ import (
 // model's FIM format, always in class FIM. Identical greedy whole-response
 // requests are answered from the completion cache.
 func (a *api) infill(ctx *fasthttp.RequestCtx, m *task.Model) error {
-	var req llamaRequest
+	var req completionRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
@@ -27,15 +27,15 @@ func (a *api) infill(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	}
 	if j.cacheKey != "" { // greedy and whole: the completion cache may hold it
 		if c, ok := a.host.CompletionCache().Get(j.cacheKey); ok {
-			return writeLlamaResults(ctx, m, []*llamaRun{cachedRun(j, p, c)}, p)
+			return writeLlamaResults(ctx, m, []*completionRun{cachedRun(j, p, c)}, p)
 		}
 	}
 	if p.stream {
-		return a.stream(ctx, m, []*llamaJob{j}, p)
+		return a.stream(ctx, m, []*promptJob{j}, p)
 	}
 	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	runs, err := startRuns(rctx, m, []*llamaJob{j}, p)
+	runs, err := startRuns(rctx, m, []*promptJob{j}, p)
 	if err != nil {
 		return err
 	}
@@ -50,8 +50,8 @@ func (a *api) infill(ctx *fasthttp.RequestCtx, m *task.Model) error {
 }
 
 // infillJob checks an /infill request and builds its FIM prompt.
-func infillJob(m *task.Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
-	p, err := llamaOptions(m, req)
+func infillJob(m *task.Model, req *completionRequest) (*promptJob, *completionParams, error) {
+	p, err := readParams(m, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,7 +66,7 @@ func infillJob(m *task.Model, req *llamaRequest) (*llamaJob, *llamaParams, error
 	if err := task.CheckPrompt(m.Desc, prompt); err != nil {
 		return nil, nil, err
 	}
-	j := p.newLlamaJob(0, prompt, sched.FIM)
+	j := p.newJob(0, prompt, sched.FIM)
 	j.spec.StopTokens = m.FIMStops()
 	j.truncated = info.Truncated()
 	if !p.warmup && !p.stream && !p.wantTokens { // a whole answer of text: what the cache can give back
@@ -76,7 +76,7 @@ func infillJob(m *task.Model, req *llamaRequest) (*llamaJob, *llamaParams, error
 }
 
 // infillRequest reads /infill's own fields into a FIM request.
-func infillRequest(req *llamaRequest) (fim.Request, error) {
+func infillRequest(req *completionRequest) (fim.Request, error) {
 	r := fim.Request{Prefix: req.InputPrefix, Suffix: req.InputSuffix}
 	if len(req.Prompt) > 0 && string(req.Prompt) != "null" {
 		if err := json.Unmarshal(req.Prompt, &r.Prompt); err != nil {
@@ -94,8 +94,8 @@ func infillRequest(req *llamaRequest) (fim.Request, error) {
 
 // cachedRun is a completion-cache answer dressed as a finished run: the
 // whole prompt counts as cached and no work was done.
-func cachedRun(j *llamaJob, p *llamaParams, c task.Cached) *llamaRun {
-	r := &llamaRun{job: j, p: p, content: []byte(c.Text), predicted: c.Tokens, stopType: c.Finish,
+func cachedRun(j *promptJob, p *completionParams, c task.Cached) *completionRun {
+	r := &completionRun{job: j, p: p, content: []byte(c.Text), predicted: c.Tokens, stopType: c.Finish,
 		stopWord: c.StopWord, truncated: j.truncated, fromCache: true}
 	r.result = sched.Result{PromptTokens: len(j.spec.Prompt), CachedTokens: len(j.spec.Prompt), Generated: c.Tokens}
 	return r

@@ -54,7 +54,7 @@ func Routes(h wire.Host) []wire.Route {
 	return []wire.Route{
 		{Method: "POST", Path: "/completion", API: wire.Llama, Handle: a.completion, Generates: true},
 		{Method: "POST", Path: "/infill", API: wire.Llama, Handle: a.infill, Generates: true},
-		// The prompt a chat request renders to (apply_template.go).
+		// The prompt a chat request renders to.
 		{Method: "POST", Path: "/apply-template", API: wire.Llama, Handle: a.applyTemplate},
 		{Method: "POST", Path: "/embedding", API: wire.Llama, Handle: a.embeddings, Embeds: true},
 		{Method: "POST", Path: "/embeddings", API: wire.Llama, Handle: a.embeddings, Embeds: true},

@@ -16,9 +16,9 @@ const (
 	maxResponseFields = 256
 )
 
-// llamaParams is what a /completion or /infill request asks for beyond its
+// completionParams is what a /completion or /infill request asks for beyond its
 // prompt, checked, with llama.cpp's defaults applied.
-type llamaParams struct {
+type completionParams struct {
 	maxTokens  int  // 0: until the context is full
 	warmup     bool // n_predict 0: evaluate the prompt into the cache only
 	sampling   engine.Sampling
@@ -36,8 +36,8 @@ type llamaParams struct {
 	settings   Settings
 }
 
-// llamaOptions checks a request's parameters (not its prompt).
-func llamaOptions(m *task.Model, req *llamaRequest) (*llamaParams, error) {
+// readParams checks a request's parameters (not its prompt).
+func readParams(m *task.Model, req *completionRequest) (*completionParams, error) {
 	if err := req.LlamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
@@ -49,14 +49,14 @@ func llamaOptions(m *task.Model, req *llamaRequest) (*llamaParams, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &llamaParams{maxTokens: limit, warmup: n != nil && *n == 0, stream: req.Stream, wantTokens: req.ReturnTokens, nIndent: req.NIndent}
-	if p.sampling, err = llamaSampling(m, req); err != nil {
+	p := &completionParams{maxTokens: limit, warmup: n != nil && *n == 0, stream: req.Stream, wantTokens: req.ReturnTokens, nIndent: req.NIndent}
+	if p.sampling, err = samplingOf(m, req); err != nil {
 		return nil, err
 	}
 	if p.stops, err = wire.StopList(req.Stop, "stop"); err != nil {
 		return nil, err
 	}
-	if p.bias, err = parseLlamaBias(m, req.LogitBias); err != nil {
+	if p.bias, err = parseBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
 	if req.IgnoreEOS {
@@ -97,15 +97,15 @@ func llamaOptions(m *task.Model, req *llamaRequest) (*llamaParams, error) {
 	if len(req.ResponseFields) > 0 { // an empty list means every field, as in llama.cpp
 		p.fields = req.ResponseFields
 	}
-	p.settings = llamaSettingsOf(m, req, p)
+	p.settings = settingsOf(m, req, p)
 	return p, nil
 }
 
-// llamaSampling applies llama.cpp's conventions: a negative temperature
+// samplingOf applies llama.cpp's conventions: a negative temperature
 // is greedy, seed -1 (or its unsigned 32-bit form) is random, and omitted
 // top_k, top_p and min_p take the model's defaults like every other API's
 // (llama-server's 40, 0.95 and 0.05 unless the GGUF recommends others).
-func llamaSampling(m *task.Model, req *llamaRequest) (engine.Sampling, error) {
+func samplingOf(m *task.Model, req *completionRequest) (engine.Sampling, error) {
 	temp := req.Temperature
 	if temp != nil && *temp < 0 {
 		greedy := 0.0
@@ -139,8 +139,8 @@ func timeLimit(ms int64, field string) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// llamaSettingsOf is the generation_settings a request runs with.
-func llamaSettingsOf(m *task.Model, req *llamaRequest, p *llamaParams) Settings {
+// settingsOf is the generation_settings a request runs with.
+func settingsOf(m *task.Model, req *completionRequest, p *completionParams) Settings {
 	nPredict := -1
 	if p.maxTokens > 0 {
 		nPredict = p.maxTokens
@@ -162,19 +162,19 @@ func llamaSettingsOf(m *task.Model, req *llamaRequest, p *llamaParams) Settings 
 	return s
 }
 
-// llamaJob is one prompt of a request, ready to submit.
-type llamaJob struct {
+// promptJob is one prompt of a request, ready to submit.
+type promptJob struct {
 	index     int
 	spec      *task.Spec
 	truncated bool   // the FIM prompt builder left part of the input out
 	cacheKey  string // "": the answer may not come from the completion cache
 }
 
-// newLlamaJob makes the generation of one prompt. The warm-up generates a
+// newJob makes the generation of one prompt. The warm-up generates a
 // single greedy token that is thrown away: the engine must sample once to
 // finish the prefill, and the sequence it leaves in the cache holds the
 // prompt only.
-func (p *llamaParams) newLlamaJob(index int, prompt []engine.Token, class sched.Class) *llamaJob {
+func (p *completionParams) newJob(index int, prompt []engine.Token, class sched.Class) *promptJob {
 	g := &task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
 		Grammar: p.grammar, GrammarField: p.grammarAt}
 	if p.warmup {
@@ -183,5 +183,5 @@ func (p *llamaParams) newLlamaJob(index int, prompt []engine.Token, class sched.
 	} else if p.nProbs > 0 {
 		g.Logprobs, g.TopLogprobs = p.nProbs, p.nProbs
 	}
-	return &llamaJob{index: index, spec: g}
+	return &promptJob{index: index, spec: g}
 }
