@@ -17,8 +17,8 @@ import (
 // checked: there is one behaviour, the one described here.
 func anthropicRoutes() map[string]route {
 	return map[string]route{
-		"/v1/messages":              {method: "POST", kind: apiAnthropic, handler: (*Server).anthropicMessages},
-		"/v1/messages/count_tokens": {method: "POST", kind: apiAnthropic, handler: (*Server).anthropicCountTokens},
+		"/v1/messages":              {method: "POST", kind: wire.Anthropic, handler: (*Server).anthropicMessages},
+		"/v1/messages/count_tokens": {method: "POST", kind: wire.Anthropic, handler: (*Server).anthropicCountTokens},
 	}
 }
 
@@ -26,7 +26,7 @@ func anthropicRoutes() map[string]route {
 // streamed as server-sent events when "stream" is true.
 func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req anthropicRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	p, err := s.anthropicSpec(ctx, m, &req)
@@ -45,15 +45,15 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	var evs []reply.Event
-	out, err := followOne(rctx, job, func(e []reply.Event, _ *delta) error { evs = append(evs, e...); return nil })
+	out, err := followOne(rctx, job, func(e []reply.Event, _ *task.Delta) error { evs = append(evs, e...); return nil })
 	if err != nil {
 		return err
 	}
 	reason, seq := anthropicStopReason(out)
-	return writeJSON(ctx, anthropicResponse{
+	return wire.WriteJSON(ctx, anthropicResponse{
 		ID: id, Type: "message", Role: "assistant", Model: req.Model,
 		Content: anthropicContentOf(evs, p.omitThinking), StopReason: &reason, StopSequence: seq,
-		Usage: anthropicUsageOf(len(p.g.Prompt), p.marked(), out.outcome),
+		Usage: anthropicUsageOf(len(p.g.Prompt), p.marked(), out.Outcome),
 	})
 }
 
@@ -61,7 +61,7 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 // length in this model's tokens, rendered exactly as /v1/messages would.
 func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req anthropicRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	if err := anthropicCheckModel(req.Model); err != nil {
@@ -75,7 +75,7 @@ func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error 
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]int{"input_tokens": len(plan.Prompt)})
+	return wire.WriteJSON(ctx, map[string]int{"input_tokens": len(plan.Prompt)})
 }
 
 // countTokensLimit stands for max_tokens in count_tokens, which takes
@@ -112,19 +112,19 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 		return nil, err
 	}
 	if req.MaxTokens == nil {
-		return nil, badParam("max_tokens", "max_tokens: Field required")
+		return nil, wire.BadParam("max_tokens", "max_tokens: Field required")
 	}
 	if *req.MaxTokens < 1 {
-		return nil, badParam("max_tokens", "max_tokens: must be at least 1")
+		return nil, wire.BadParam("max_tokens", "max_tokens: must be at least 1")
 	}
 	maxTok, err := maxTokens("max_tokens", req.MaxTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 1) {
-		return nil, badParam("temperature", "temperature: must be between 0 and 1")
+		return nil, wire.BadParam("temperature", "temperature: must be between 0 and 1")
 	}
-	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
+	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func outputConfigFormat(req *anthropicRequest) json.RawMessage {
 // Anthropic API does; the route resolved a named one already.
 func anthropicCheckModel(name string) error {
 	if name == "" {
-		return badParam("model", "model: Field required")
+		return wire.BadParam("model", "model: Field required")
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -43,7 +44,7 @@ func FuzzAnthropicRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ctx := requestCtx(body)
 		var req anthropicRequest
-		if err := decodeJSON(ctx, &req); err != nil {
+		if err := wire.DecodeJSON(ctx, &req); err != nil {
 			checkRefusal(t, err)
 			return
 		}

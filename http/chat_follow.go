@@ -2,11 +2,12 @@ package http
 
 import (
 	"superfluid/reply"
+	"superfluid/task"
 )
 
 // turnOut is an assistant turn as it was generated and read.
 type turnOut struct {
-	outcome
+	task.Outcome
 	Reasoning string
 	Content   string
 	Calls     []reply.ToolCall

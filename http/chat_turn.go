@@ -13,10 +13,6 @@ import (
 // Each chat API reads its own fields into a task.Chat and plans it with
 // task.PlanChat; what stays here is the transport's part of a turn.
 
-// isNull reports an absent or null field (task.IsNull), as every API's
-// decoding asks it.
-var isNull = task.IsNull
-
 // turnClass is the class a chat turn runs in: the X-Superfluid-Class
 // header when sent, else task.ChatClass's rule (a turn with tools is an
 // agent's), else the server's default.

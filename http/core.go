@@ -16,23 +16,6 @@ import (
 	"superfluid/task"
 )
 
-type (
-	delta          = task.Delta
-	tokenOut       = task.TokenOut
-	outcome        = task.Outcome
-	samplingFields = task.SamplingFields
-)
-
-// genSpec is the llama.cpp routes' name for task.Request, whose choices
-// they set themselves (startJob) until they move into their own package.
-type genSpec = task.Request
-
-const (
-	maxStops            = task.MaxStops
-	maxBiasEntries      = task.MaxBiasEntries
-	promptBytesPerToken = task.PromptBytesPerToken
-)
-
 // core is m as the request core generates with it.
 func (m *Model) core() *task.Model { return &m.Model }
 
@@ -40,7 +23,7 @@ func (m *Model) core() *task.Model { return &m.Model }
 // renders; other errors pass as they are.
 func apiErr(err error) error { return wire.Convert(err) }
 
-func fromTask(te *task.Error) *apiError { return wire.FromTask(te) }
+func fromTask(te *task.Error) *wire.Error { return wire.FromTask(te) }
 
 // errShutDown ends a generation the scheduler stopped because the server
 // is shutting down (the drain period ran out before it finished).
@@ -66,7 +49,7 @@ func maxTokens(field string, n *int, ctxSize int) (int, error) {
 	return v, apiErr(err)
 }
 
-func sampling(m *Model, f samplingFields) (engine.Sampling, error) {
+func sampling(m *Model, f task.SamplingFields) (engine.Sampling, error) {
 	s, err := task.Sampling(m.core(), f)
 	return s, apiErr(err)
 }
@@ -96,7 +79,7 @@ func finishName(f sched.Finish) string { return task.FinishName(f) }
 
 // startJob submits gs as the choices of one request (task.Start); part
 // names one of them in a panic's log and answer (task.Request.Part).
-func startJob(ctx context.Context, m *Model, part string, gs []*genSpec, collect bool) (*task.Job, error) {
+func startJob(ctx context.Context, m *Model, part string, gs []*task.Request, collect bool) (*task.Job, error) {
 	req := &task.Request{Choices: make([]*task.Spec, len(gs)), Collect: collect, Part: part}
 	for i, g := range gs {
 		req.Choices[i] = &g.Spec
@@ -124,8 +107,8 @@ func startOne(ctx context.Context, m *Model, req *task.Request, collect bool) (*
 
 // followOne runs a job of one chat turn to its end; emit, when not nil,
 // hears each delta with the reply events it completed (task.Sink.Delta).
-func followOne(ctx context.Context, job *task.Job, emit func(evs []reply.Event, d *delta) error) (turnOut, error) {
-	turns, err := runJob(ctx, job, task.SinkFuncs{OnDelta: func(_ int, evs []reply.Event, d *delta) error {
+func followOne(ctx context.Context, job *task.Job, emit func(evs []reply.Event, d *task.Delta) error) (turnOut, error) {
+	turns, err := runJob(ctx, job, task.SinkFuncs{OnDelta: func(_ int, evs []reply.Event, d *task.Delta) error {
 		if emit == nil {
 			return nil
 		}
@@ -139,24 +122,24 @@ func followOne(ctx context.Context, job *task.Job, emit func(evs []reply.Event, 
 
 // followOneRaw runs a job of one raw generation to its end; emit, when not
 // nil, hears each delta.
-func followOneRaw(ctx context.Context, job *task.Job, emit func(d *delta) error) (outcome, error) {
-	out, err := followOne(ctx, job, func(_ []reply.Event, d *delta) error {
+func followOneRaw(ctx context.Context, job *task.Job, emit func(d *task.Delta) error) (task.Outcome, error) {
+	out, err := followOne(ctx, job, func(_ []reply.Event, d *task.Delta) error {
 		if emit == nil {
 			return nil
 		}
 		return emit(d)
 	})
-	return out.outcome, err
+	return out.Outcome, err
 }
 
 // turnOutOf is a core turn under the handlers' name for it.
 func turnOutOf(t task.Turn) turnOut {
-	return turnOut{outcome: t.Outcome, Reasoning: t.Reasoning, Content: t.Content, Calls: t.Calls}
+	return turnOut{Outcome: t.Outcome, Reasoning: t.Reasoning, Content: t.Content, Calls: t.Calls}
 }
 
 // recovered takes in a panic caught on a goroutine serving a request (see
 // task.Recovered); the request ends with the 500 returned.
-func recovered(where string, v any) *apiError { return fromTask(task.Recovered(where, v)) }
+func recovered(where string, v any) *wire.Error { return fromTask(task.Recovered(where, v)) }
 
 // fanOut is task.FanOut with its errors as apiErrors.
 func fanOut(what string, n int, part func(i int) error, ended func(err error)) []error {

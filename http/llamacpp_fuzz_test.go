@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -54,7 +55,7 @@ func FuzzOpenAICompletionRequest(f *testing.F) {
 		}
 		plan, err := planCompletions(m, &req, sched.Chat)
 		if err != nil {
-			asAPIError(err)
+			wire.AsError(err)
 			return
 		}
 		for i, c := range plan.choices {

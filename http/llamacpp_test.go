@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/sched"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestCompletionsSuffixWithoutFIMTokens(t *testing.T) {
 	m := fakeModel(t, false)
 	req := decodeCompletions(t, `{"prompt":"a","suffix":"b"}`)
-	if _, err := planCompletions(m, req, sched.Chat); asAPIError(err).Status != 501 {
+	if _, err := planCompletions(m, req, sched.Chat); wire.AsError(err).Status != 501 {
 		t.Fatalf("/v1/completions: %v", err)
 	}
 }
@@ -68,9 +69,9 @@ func decodeCompletions(t testing.TB, body string) *oaiCompletionRequest {
 	return &req
 }
 
-// decodeBody runs decodeJSON, the server's request decoder, over body.
+// decodeBody runs wire.DecodeJSON, the server's request decoder, over body.
 func decodeBody(body []byte, v any) error {
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetBody(body)
-	return decodeJSON(&ctx, v)
+	return wire.DecodeJSON(&ctx, v)
 }

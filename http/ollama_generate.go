@@ -33,7 +33,7 @@ type ollamaJob struct {
 func (s *Server) ollamaGenerate(ctx *fasthttp.RequestCtx, m *Model) error {
 	start := time.Now()
 	var req ollamaGenerateRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	job, err := s.ollamaGenerateJob(ctx, m, &req)
@@ -104,16 +104,16 @@ func ollamaCheckGenerate(req *ollamaGenerateRequest) error {
 	if on, _, err := ollamaThink(req.Think); err != nil {
 		return err
 	} else if on != nil && *on {
-		return badParam("think", "%q does not support thinking on /api/generate; use /api/chat", req.Model)
+		return wire.BadParam("think", "%q does not support thinking on /api/generate; use /api/chat", req.Model)
 	}
 	if hasItems(req.Images) {
-		return badParam("images", "%q does not support images: this server runs text models only", req.Model)
+		return wire.BadParam("images", "%q does not support images: this server runs text models only", req.Model)
 	}
 	if req.Template != "" {
-		return badParam("template", "template overrides are not supported: render the prompt yourself and send it with \"raw\": true")
+		return wire.BadParam("template", "template overrides are not supported: render the prompt yourself and send it with \"raw\": true")
 	}
 	if req.Raw && (req.System != "" || len(req.Context) > 0) {
-		return badRequest("raw mode does not support template, system, or context")
+		return wire.BadRequest("raw mode does not support template, system, or context")
 	}
 	return nil
 }
@@ -133,7 +133,7 @@ func (s *Server) ollamaGeneratePrompt(ctx *fasthttp.RequestCtx, m, windowed *Mod
 	if req.Suffix != "" {
 		if m.FIM == nil || !m.FIM.Capable() {
 			// Ollama's answer for a model without the insert capability.
-			return ollamaPrompt{}, badParam("suffix", "%q does not support insert", req.Model)
+			return ollamaPrompt{}, wire.BadParam("suffix", "%q does not support insert", req.Model)
 		}
 		toks, _, err := fimPrompt(windowed, fim.Request{Prefix: req.Prompt, Suffix: req.Suffix}, opts.maxTokens(m, m, 0))
 		return ollamaPrompt{tokens: toks, class: sched.FIM, stops: fimStops(m)}, err
@@ -205,12 +205,12 @@ func ollamaTemplatedPrompt(m *Model, req *ollamaGenerateRequest) ([]engine.Token
 // contextTokens checks "context": token ids of this model's vocabulary.
 func contextTokens(m *Model, ids []int64) ([]engine.Token, error) {
 	if len(ids) >= m.Desc.Ctx {
-		return nil, contextExceeded(len(ids), m.Desc.Ctx)
+		return nil, wire.FromTask(task.ContextExceededError(len(ids), m.Desc.Ctx))
 	}
 	out := make([]engine.Token, len(ids))
 	for i, id := range ids {
 		if id < 0 || id >= int64(m.Desc.Vocab) {
-			return nil, badParam("context", "context[%d] = %d is not a token of this model", i, id)
+			return nil, wire.BadParam("context", "context[%d] = %d is not a token of this model", i, id)
 		}
 		out[i] = engine.Token(id)
 	}

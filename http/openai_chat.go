@@ -18,17 +18,17 @@ import (
 // bring the token back, and a map that bans every token is refused like
 // the other APIs' (nothing could be generated).
 func logitBias(m *Model, in map[string]float64) ([]engine.LogitBias, error) {
-	if len(in) > maxBiasEntries {
-		return nil, badParam("logit_bias", "logit_bias names %d tokens; at most %d", len(in), maxBiasEntries)
+	if len(in) > task.MaxBiasEntries {
+		return nil, wire.BadParam("logit_bias", "logit_bias names %d tokens; at most %d", len(in), task.MaxBiasEntries)
 	}
 	var out []engine.LogitBias
 	for k, v := range in {
 		id, err := strconv.Atoi(k)
 		if err != nil || id < 0 || id >= m.Desc.Vocab {
-			return nil, badParam("logit_bias", "logit_bias key %q is not a token id of this model", k)
+			return nil, wire.BadParam("logit_bias", "logit_bias key %q is not a token id of this model", k)
 		}
 		if !(v >= -100 && v <= 100) {
-			return nil, badParam("logit_bias", "logit_bias %v for token %d outside [-100, 100]", v, id)
+			return nil, wire.BadParam("logit_bias", "logit_bias %v for token %d outside [-100, 100]", v, id)
 		}
 		bias := float32(v)
 		if v == -100 {
@@ -45,7 +45,7 @@ func choiceCount(n *int) (int, error) {
 		return 1, nil
 	}
 	if *n < 1 || *n > 16 {
-		return 0, badParam("n", "n must be between 1 and 16")
+		return 0, wire.BadParam("n", "n must be between 1 and 16")
 	}
 	return *n, nil
 }
@@ -89,7 +89,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -110,12 +110,12 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 			top = *req.TopLogprobs
 		}
 		if top < 0 || top > engine.MaxLogprobs {
-			return nil, badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
+			return nil, wire.BadParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
 		}
 		g.Logprobs = max(top, 1)
 		g.TopLogprobs = top
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
-		return nil, badParam("top_logprobs", "top_logprobs needs logprobs: true")
+		return nil, wire.BadParam("top_logprobs", "top_logprobs needs logprobs: true")
 	}
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 
 func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req oaiChatRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	g, err := s.chatSpec(ctx, m, &req)
@@ -146,7 +146,7 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	outs := chatChoices(g.Choices)
-	turns, err := runJob(rctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *delta) error {
+	turns, err := runJob(rctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 		if c := outs[i]; d != nil && c.spec.Logprobs > 0 {
 			c.addLogprobs(m, d)
 		}
@@ -165,7 +165,7 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 		})
 	}
 	resp.Usage = usageOf(g, outs)
-	return writeJSON(ctx, resp)
+	return wire.WriteJSON(ctx, resp)
 }
 
 // chatChoices are the rendering state of a request's choices (task.Plan
@@ -198,7 +198,7 @@ func (c *choiceOut) message() oaiChatMessage {
 	return msg
 }
 
-func (c *choiceOut) addLogprobs(m *Model, d *delta) {
+func (c *choiceOut) addLogprobs(m *Model, d *task.Delta) {
 	if c.logprobs == nil {
 		c.logprobs = &oaiLogprobs{Content: []oaiTokenLogprob{}}
 	}
@@ -209,10 +209,10 @@ func (c *choiceOut) addLogprobs(m *Model, d *delta) {
 
 // oaiTokenEntry is one token's logprob entry: its text, its bytes (a token
 // may be part of a character), and the top alternatives asked for.
-func oaiTokenEntry(m *Model, g *task.Spec, t *tokenOut) oaiTokenLogprob {
-	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
+func oaiTokenEntry(m *Model, g *task.Spec, t *task.TokenOut) oaiTokenLogprob {
+	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: wire.ByteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
 	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
-		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
+		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: wire.ByteList(piece)})
 	})
 	return e
 }

@@ -10,7 +10,7 @@ import (
 
 func openaiEmbeddingRoutes() map[string]route {
 	return map[string]route{
-		"/v1/embeddings": {method: "POST", kind: apiOpenAI, handler: (*Server).openaiEmbeddings, embeds: true},
+		"/v1/embeddings": {method: "POST", kind: wire.OpenAI, handler: (*Server).openaiEmbeddings, embeds: true},
 	}
 }
 
@@ -46,7 +46,7 @@ type oaiEmbedUsage struct {
 
 func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req oaiEmbeddingRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	b64 := false
@@ -56,13 +56,13 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		case "base64":
 			b64 = true
 		default:
-			return badParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
+			return wire.BadParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
 		}
 	}
 	sp := task.EmbedRequest{Field: "input", Norm: task.NormL2}
 	if req.Dimensions != nil {
 		if *req.Dimensions < 1 {
-			return badParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
+			return wire.BadParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
 		}
 		sp.Dims = *req.Dimensions
 	}
@@ -76,7 +76,7 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	for i, in := range sp.Inputs {
 		if !in.IsTokens && in.Text == "" {
 			// OpenAI refuses an empty string rather than embed nothing.
-			return badParam("input", "input[%d] is an empty string", i)
+			return wire.BadParam("input", "input[%d] is an empty string", i)
 		}
 	}
 	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
@@ -97,7 +97,7 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		}
 		out.Data[i] = d
 	}
-	return writeJSON(ctx, out)
+	return wire.WriteJSON(ctx, out)
 }
 
 // widen writes float32 values as the float64 they are exactly, so a client

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -31,7 +32,7 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 		}
 		choices = chatChoices(g.Choices)
 		return nil
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		for i := range choices {
 			empty := ""
 			if ew.Send("", chunk(i, oaiDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
@@ -40,7 +41,7 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 		}
 		calls := make([]int, len(choices)) // each choice's calls so far
 		runJob(rctx, job, task.SinkFuncs{
-			OnDelta: func(i int, evs []reply.Event, d *delta) error {
+			OnDelta: func(i int, evs []reply.Event, d *task.Delta) error {
 				c := choices[i]
 				var lp *oaiLogprobs
 				if d != nil && c.spec.Logprobs > 0 && len(d.Tokens) > 0 {

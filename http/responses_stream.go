@@ -199,7 +199,7 @@ func (b *respBuilder) end() error {
 
 // fail ends a streamed response that could not finish.
 func (b *respBuilder) fail(err error) {
-	e := asAPIError(err)
+	e := wire.AsError(err)
 	code := e.Code
 	if code == "" {
 		code = "server_error"
@@ -219,12 +219,12 @@ func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 		var err error
 		run, err = startOne(rctx, job.m, job.g, false)
 		return err
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
 		if b.start() != nil {
 			return
 		}
-		out, err := followOne(rctx, run, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
+		out, err := followOne(rctx, run, func(evs []reply.Event, _ *task.Delta) error { return b.take(evs) })
 		if err != nil {
 			if rctx.Err() == nil {
 				b.fail(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"superfluid/http/llamacpp"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -88,7 +89,7 @@ func checkModelKind(m *Model, r route) error {
 	case m == nil:
 		return nil
 	case r.generates && m.Sched == nil:
-		return badRequest("model %q is an embedding model: it does not generate text", m.Name)
+		return wire.BadRequest("model %q is an embedding model: it does not generate text", m.Name)
 	case r.embeds && m.Embed == nil:
 		return fromTask(task.NoEmbeddings(&m.Model))
 	}

@@ -21,7 +21,7 @@ type streamKey struct{}
 // RequestCtx. Everything it needs is captured before. A panic in produce
 // ends this stream with an error event, not the process; produce's own
 // deferred calls (cancelling its request) run first.
-func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *eventWriter)) {
+func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *wire.EventWriter)) {
 	if sse {
 		ctx.SetContentType("text/event-stream")
 		ctx.Response.Header.Set("Cache-Control", "no-cache")
