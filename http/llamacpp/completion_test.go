@@ -217,7 +217,7 @@ func TestInfillCacheKey(t *testing.T) {
 	}
 }
 
-// A vocabulary without FIM tokens gets fimPrompt's 501 from /infill (and
+// A vocabulary without FIM tokens gets task.FIMPrompt's 501 from /infill (and
 // from /v1/completions with a suffix: package http's test).
 func TestInfillWithoutFIMTokens(t *testing.T) {
 	m := fakeModel(t, false)
