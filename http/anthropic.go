@@ -40,12 +40,12 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	job, err := startOne(rctx, m, p.g, false)
+	job, err := wire.StartOne(rctx, &m.Model, p.g, false)
 	if err != nil {
 		return err
 	}
 	var evs []reply.Event
-	out, err := followOne(rctx, job, func(e []reply.Event, _ *task.Delta) error { evs = append(evs, e...); return nil })
+	out, err := wire.FollowOne(rctx, job, func(e []reply.Event, _ *task.Delta) error { evs = append(evs, e...); return nil })
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error 
 	if err != nil {
 		return err
 	}
-	plan, err := apiResult(task.PlanChat(m.core(), &turn.Chat))
+	plan, err := wire.Result(task.PlanChat(&m.Model, &turn.Chat))
 	if err != nil {
 		return err
 	}
@@ -117,29 +117,29 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 	if *req.MaxTokens < 1 {
 		return nil, wire.BadParam("max_tokens", "max_tokens: must be at least 1")
 	}
-	maxTok, err := maxTokens("max_tokens", req.MaxTokens, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens("max_tokens", req.MaxTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 1) {
 		return nil, wire.BadParam("temperature", "temperature: must be between 0 and 1")
 	}
-	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
+	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
-	if err := checkStops("stop_sequences", req.StopSequences, anthropicMaxStops); err != nil {
+	if err := wire.CheckStops("stop_sequences", req.StopSequences, anthropicMaxStops); err != nil {
 		return nil, err
 	}
 	turn, breaks, err := s.anthropicTurn(m, req, *req.MaxTokens)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := apiResult(task.PlanChat(m.core(), &turn.Chat))
+	plan, err := wire.Result(task.PlanChat(&m.Model, &turn.Chat))
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, &turn.Chat)
+	class, err := wire.TurnClass(ctx, s.host(), &turn.Chat)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +280,7 @@ func callInput(args json.RawMessage) json.RawMessage {
 // anthropicStopReason names how a turn ended: tool_use when the model
 // stopped after calling. A full context is reported as max_tokens: the
 // reply was cut short, not finished.
-func anthropicStopReason(out turnOut) (string, *string) {
+func anthropicStopReason(out wire.TurnOut) (string, *string) {
 	switch {
 	case out.StopWord != "":
 		w := out.StopWord

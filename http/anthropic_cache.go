@@ -142,7 +142,7 @@ func markedPrefixes(m *Model, turns anthropicTurns, tools task.Tools, breaks []c
 		if err != nil {
 			continue
 		}
-		toks, err := tokenize(m, text, true)
+		toks, err := wire.Tokenize(&m.Model, text, true)
 		if err != nil {
 			continue
 		}
@@ -163,7 +163,7 @@ func prefixText(m *Model, msgs []chat.Message, t task.Tools) (string, error) {
 			req.Tools = t.Defs
 		}
 	}
-	return apiResult(task.ChatPrompt(m.core(), req))
+	return wire.Result(task.ChatPrompt(&m.Model, req))
 }
 
 func commonTokens(a, b []engine.Token) int {

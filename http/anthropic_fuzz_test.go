@@ -58,7 +58,7 @@ func FuzzAnthropicRequest(f *testing.F) {
 		turn, _, terr := srv.anthropicTurn(m, &req, countTokensLimit)
 		var counted int
 		if terr == nil {
-			plan, perr := apiResult(task.PlanChat(m.core(), &turn.Chat))
+			plan, perr := wire.Result(task.PlanChat(&m.Model, &turn.Chat))
 			if terr = perr; perr == nil {
 				counted = len(plan.Prompt)
 			}

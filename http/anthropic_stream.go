@@ -32,7 +32,7 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropi
 		Content: []anthropicOut{}, Usage: anthropicUsage{InputTokens: len(g.Prompt)}}
 	return s.host().Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		job, err = startOne(rctx, m, g, false)
+		job, err = wire.StartOne(rctx, &m.Model, g, false)
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		ew.Send("message_start", anthropicMessageStart{Type: "message_start", Message: start})
@@ -40,7 +40,7 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropi
 			return
 		}
 		bw := &anthropicBlockWriter{send: ew.Send, omitThinking: p.omitThinking}
-		out, err := followOne(rctx, job, func(evs []reply.Event, _ *task.Delta) error { return bw.events(evs) })
+		out, err := wire.FollowOne(rctx, job, func(evs []reply.Event, _ *task.Delta) error { return bw.events(evs) })
 		if err != nil {
 			ew.Fail(err)
 			return

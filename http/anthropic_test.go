@@ -76,15 +76,15 @@ func TestAnthropicSpec(t *testing.T) {
 func TestAnthropicStopReasonAndUsage(t *testing.T) {
 	call := []reply.ToolCall{{Name: "f", Arguments: []byte(`{}`)}}
 	for _, tc := range []struct {
-		out    turnOut
+		out    wire.TurnOut
 		reason string
 		seq    string
 	}{
-		{turnOut{Outcome: task.Outcome{Finish: "stop"}}, "end_turn", ""},
-		{turnOut{Outcome: task.Outcome{Finish: "stop", StopWord: "END"}}, "stop_sequence", "END"},
-		{turnOut{Outcome: task.Outcome{Finish: "length"}}, "max_tokens", ""},
-		{turnOut{Outcome: task.Outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
-		{turnOut{Outcome: task.Outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop"}}, "end_turn", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop", StopWord: "END"}}, "stop_sequence", "END"},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "length"}}, "max_tokens", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
 	} {
 		reason, seq := anthropicStopReason(tc.out)
 		if reason != tc.reason || (seq == nil) != (tc.seq == "") || seq != nil && *seq != tc.seq {

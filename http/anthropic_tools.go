@@ -50,7 +50,7 @@ func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, err
 			}
 		}
 	}
-	tt, err := apiResult(task.NewTools("tools", list))
+	tt, err := wire.Result(task.NewTools("tools", list))
 	if err != nil {
 		return tt, nil, nil, err
 	}
@@ -58,7 +58,7 @@ func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, err
 	if err != nil {
 		return tt, nil, nil, err
 	}
-	return tt, marks, ttls, apiErr(tt.Require("tool_choice", mode, name, single))
+	return tt, marks, ttls, wire.Convert(tt.Require("tool_choice", mode, name, single))
 }
 
 // anthropicChoice maps tool_choice onto task.Tools' modes: auto, any (a

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -144,4 +145,25 @@ func TestChatHistoryWithToolCalls(t *testing.T) {
 		t.Errorf("prompted with %q, want %q and %q", prompts, shown, ollamaWant)
 	}
 	mu.Unlock()
+}
+
+// OpenAI sends arguments as a string holding an object; "" is what some
+// clients send for a call that takes none.
+func TestCallArguments(t *testing.T) {
+	for raw, want := range map[string]string{
+		`"{\"a\": 1}"`: `{"a": 1}`,
+		`{"a": 1}`:     `{"a": 1}`,
+		`""`:           `{}`,
+		`"  "`:         `{}`,
+	} {
+		got, err := wire.CallArguments(json.RawMessage(raw))
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %s, %v; want %s", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{`"[1]"`, `5`, `null`, `"{"`, ``} {
+		if got, err := wire.CallArguments(json.RawMessage(raw)); err == nil {
+			t.Errorf("%s: accepted as %s", raw, got)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 

@@ -2,6 +2,7 @@ package http
 
 import (
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 

@@ -66,11 +66,11 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 	}
 	job.model = opts.window(m)
 	turn := task.Chat{Messages: msgs, Tools: tools, Think: think, Effort: effort, Continues: true, Shape: shape}
-	plan, err := apiResult(task.PlanChat(job.model.core(), &turn))
+	plan, err := wire.Result(task.PlanChat(&job.model.Model, &turn))
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, &turn)
+	class, err := wire.TurnClass(ctx, s.host(), &turn)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 func ollamaCalls(calls []reply.ToolCall, first int) []ollamaToolCall {
 	out := make([]ollamaToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = ollamaToolCall{ID: callID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
+		out[i] = ollamaToolCall{ID: wire.CallID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 	"superfluid/task"
 )
@@ -112,5 +113,5 @@ func (s *Server) ollamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	return wire.WriteJSON(ctx, map[string]any{"embedding": widen(res.Vecs[0])})
+	return wire.WriteJSON(ctx, map[string]any{"embedding": wire.Widen(res.Vecs[0])})
 }

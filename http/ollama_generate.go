@@ -85,7 +85,7 @@ func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *olla
 	}
 	job.g.StopTokens = p.stops
 	// Only a templated prompt has the template's reasoning block.
-	if job.g.Grammar, err = grammarFor(m, shape, p.tokens, p.context); err != nil {
+	if job.g.Grammar, err = wire.GrammarFor(&m.Model, shape, p.tokens, p.context); err != nil {
 		return nil, err
 	}
 	job.g.GrammarField = shape.Field
@@ -135,8 +135,8 @@ func (s *Server) ollamaGeneratePrompt(ctx *fasthttp.RequestCtx, m, windowed *Mod
 			// Ollama's answer for a model without the insert capability.
 			return ollamaPrompt{}, wire.BadParam("suffix", "%q does not support insert", req.Model)
 		}
-		toks, _, err := fimPrompt(windowed, fim.Request{Prefix: req.Prompt, Suffix: req.Suffix}, opts.maxTokens(m, m, 0))
-		return ollamaPrompt{tokens: toks, class: sched.FIM, stops: fimStops(m)}, err
+		toks, _, err := wire.FIMPrompt(&windowed.Model, fim.Request{Prefix: req.Prompt, Suffix: req.Suffix}, opts.maxTokens(m, m, 0))
+		return ollamaPrompt{tokens: toks, class: sched.FIM, stops: m.FIMStops()}, err
 	}
 	class, err := s.requestClass(ctx, "")
 	if err != nil {
@@ -164,11 +164,11 @@ func ollamaSpec(m, windowed *Model, opts *ollamaOptions, prompt []engine.Token, 
 }
 
 func ollamaRawPrompt(m *Model, text string) ([]engine.Token, error) {
-	prompt, err := tokenize(m, text, true)
+	prompt, err := wire.Tokenize(&m.Model, text, true)
 	if err != nil {
 		return nil, err
 	}
-	return prompt, checkPrompt(m, prompt)
+	return prompt, wire.CheckPrompt(&m.Model, prompt)
 }
 
 // ollamaTemplatedPrompt renders system and prompt as a conversation. The
@@ -181,25 +181,25 @@ func ollamaTemplatedPrompt(m *Model, req *ollamaGenerateRequest) ([]engine.Token
 	}
 	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: req.Prompt})
 	if len(req.Context) == 0 {
-		return apiResult(task.RenderChat(m.core(), msgs))
+		return wire.Result(task.RenderChat(&m.Model, msgs))
 	}
 	prev, err := contextTokens(m, req.Context)
 	if err != nil {
 		return nil, err
 	}
 	if m.Chat == nil {
-		return nil, apiErr(task.NoChatTemplate(m.core(), `send the prompt with "raw": true`))
+		return nil, wire.Convert(task.NoChatTemplate(&m.Model, `send the prompt with "raw": true`))
 	}
-	text, err := apiResult(task.ChatPrompt(m.core(), chat.Request{Messages: msgs, AddGenerationPrompt: true}))
+	text, err := wire.Result(task.ChatPrompt(&m.Model, chat.Request{Messages: msgs, AddGenerationPrompt: true}))
 	if err != nil {
 		return nil, err
 	}
-	next, err := tokenize(m, text, false)
+	next, err := wire.Tokenize(&m.Model, text, false)
 	if err != nil {
 		return nil, err
 	}
 	prompt := append(prev, next...)
-	return prompt, checkPrompt(m, prompt)
+	return prompt, wire.CheckPrompt(&m.Model, prompt)
 }
 
 // contextTokens checks "context": token ids of this model's vocabulary.

@@ -181,7 +181,7 @@ func quantizationLevel(f *gguf.File) string {
 // ollamaParameters are the sampling defaults this server applies to
 // Ollama requests, and the context it runs with, as Modelfile parameters.
 func ollamaParameters(m *Model) []string {
-	topK, topP, minP := samplingDefaults(m)
+	topK, topP, minP := wire.SamplingDefaults(&m.Model)
 	return []string{
 		fmt.Sprintf("%-30s %d", "num_ctx", m.Desc.Ctx),
 		fmt.Sprintf("%-30s %g", "temperature", ollamaDefaultTemperature),

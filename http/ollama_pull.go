@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 
@@ -220,7 +221,7 @@ func startPull(ctx context.Context, store ModelStore, name string) *pullFeed {
 		var err error
 		defer func() {
 			if v := recover(); v != nil {
-				err = recovered("pull", v)
+				err = wire.Recovered("pull", v)
 			}
 			f.finish(err)
 		}()

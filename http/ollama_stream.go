@@ -47,11 +47,11 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	rctx, done := s.requestContext(ctx)
 	defer done()
 	var tr ollamaTrace
-	run, err := startOne(rctx, job.model, job.g, true)
+	run, err := wire.StartOne(rctx, &job.model.Model, job.g, true)
 	if err != nil {
 		return err
 	}
-	out, err := followOneRaw(rctx, run, tr.emit(job))
+	out, err := wire.FollowOneRaw(rctx, run, tr.emit(job))
 	if err != nil {
 		return err
 	}
@@ -70,12 +70,12 @@ func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	var run *task.Job
 	return s.host().Stream(ctx, false, func(rctx context.Context) error {
 		var err error
-		run, err = startOne(rctx, job.model, job.g, cacheKey(job.model, job.g) != "")
+		run, err = wire.StartOne(rctx, &job.model.Model, job.g, cacheKey(job.model, job.g) != "")
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		var tr ollamaTrace
 		collect := tr.emit(job)
-		out, err := followOneRaw(rctx, run, func(d *task.Delta) error {
+		out, err := wire.FollowOneRaw(rctx, run, func(d *task.Delta) error {
 			if collect != nil {
 				collect(d)
 			}
@@ -124,7 +124,7 @@ func (tr *ollamaTrace) emit(job *ollamaJob) func(d *task.Delta) error {
 
 func ollamaLogprobOf(m *Model, g *task.Request, t *task.TokenOut) ollamaLogprob {
 	lp := ollamaLogprob{ollamaTokenLogprob: ollamaTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: wire.ByteList(t.Piece)}}
-	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
+	task.EachTop(&m.Model, t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
 		lp.TopLogprobs = append(lp.TopLogprobs, ollamaTokenLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: wire.ByteList(piece)})
 	})
 	return lp
@@ -178,7 +178,7 @@ func cacheKey(m *Model, g *task.Request) string {
 	if g.Reply != nil {
 		return ""
 	}
-	return task.CacheKey(m.core(), &g.Spec, ollamaCacheTag)
+	return task.CacheKey(&m.Model, &g.Spec, ollamaCacheTag)
 }
 
 func (s *Server) cachedCompletion(m *Model, g *task.Request) (task.Cached, bool) {

@@ -115,7 +115,7 @@ func TestOllamaWindowAndLimit(t *testing.T) {
 func TestRenderContinuation(t *testing.T) {
 	m := chatmlModel(t, 512)
 	render := func(msgs ...chat.Message) string {
-		text, err := task.RenderTurn(m.core(), chat.Request{Messages: msgs, AddGenerationPrompt: true}, true)
+		text, err := task.RenderTurn(&m.Model, chat.Request{Messages: msgs, AddGenerationPrompt: true}, true)
 		if err != nil {
 			t.Fatal(err)
 		}

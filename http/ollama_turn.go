@@ -19,7 +19,7 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	if !job.stream {
 		rctx, done := s.requestContext(ctx)
 		defer done()
-		run, err := startOne(rctx, job.model, job.g, false)
+		run, err := wire.StartOne(rctx, &job.model.Model, job.g, false)
 		if err != nil {
 			return err
 		}
@@ -34,7 +34,7 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	var run *task.Job
 	return s.host().Stream(ctx, false, func(rctx context.Context) error {
 		var err error
-		run, err = startOne(rctx, job.model, job.g, false)
+		run, err = wire.StartOne(rctx, &job.model.Model, job.g, false)
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		var tr ollamaTrace
@@ -53,10 +53,10 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 
 // followOllamaTurn follows a submitted job, filling tr and handing send
 // (when not nil) one message per delta that shows something.
-func (s *Server) followOllamaTurn(ctx context.Context, job *ollamaJob, run *task.Job, tr *ollamaTrace, send func(ollamaReply) error) (turnOut, error) {
+func (s *Server) followOllamaTurn(ctx context.Context, job *ollamaJob, run *task.Job, tr *ollamaTrace, send func(ollamaReply) error) (wire.TurnOut, error) {
 	collect := tr.emit(job)
 	calls := 0
-	return followOne(ctx, run, func(evs []reply.Event, d *task.Delta) error {
+	return wire.FollowOne(ctx, run, func(evs []reply.Event, d *task.Delta) error {
 		if d != nil && collect != nil {
 			collect(d)
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 
@@ -38,6 +39,3 @@ func fingerprint(m *Model) string {
 
 // unixNow is the created time of responses.
 func unixNow() int64 { return time.Now().Unix() }
-
-// ms is a duration in milliseconds, as the APIs' timings report it.
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -36,7 +36,7 @@ func logitBias(m *Model, in map[string]float64) ([]engine.LogitBias, error) {
 		}
 		out = append(out, engine.LogitBias{Token: engine.Token(id), Bias: bias})
 	}
-	return out, checkBias(m, "logit_bias", out)
+	return out, wire.CheckBias(&m.Model, "logit_bias", out)
 }
 
 // choiceCount reads "n" (1–16).
@@ -68,11 +68,11 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	}
 	turn := task.Chat{Messages: msgs, Tools: tools, Kwargs: req.ChatTemplateKwargs, Shape: shape}
 	if e := req.ReasoningEffort; e != nil {
-		if err := apiErr(turn.SetEffort("reasoning_effort", *e)); err != nil {
+		if err := wire.Convert(turn.SetEffort("reasoning_effort", *e)); err != nil {
 			return nil, err
 		}
 	}
-	plan, err := apiResult(task.PlanChat(m.core(), &turn))
+	plan, err := wire.Result(task.PlanChat(&m.Model, &turn))
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if limit == nil {
 		limit, field = req.MaxTokens, "max_tokens"
 	}
-	maxTok, err := maxTokens(field, limit, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens(field, limit, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, &turn)
+	class, err := wire.TurnClass(ctx, s.host(), &turn)
 	if err != nil {
 		return nil, err
 	}
@@ -141,12 +141,12 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	rctx, done := s.requestContext(ctx)
 	defer done()
 	g.Part = "choice"
-	job, err := apiResult(task.Start(rctx, m.core(), g))
+	job, err := wire.Result(task.Start(rctx, &m.Model, g))
 	if err != nil {
 		return err
 	}
 	outs := chatChoices(g.Choices)
-	turns, err := runJob(rctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
+	turns, err := wire.RunJob(rctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 		if c := outs[i]; d != nil && c.spec.Logprobs > 0 {
 			c.addLogprobs(m, d)
 		}
@@ -156,12 +156,12 @@ func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	for i, t := range turns {
-		outs[i].turnOut = turnOutOf(t)
+		outs[i].TurnOut = wire.TurnOutOf(t)
 	}
 	resp := oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
 	for i, o := range outs {
 		resp.Choices = append(resp.Choices, oaiChatChoice{
-			Index: i, Message: o.message(), Logprobs: o.logprobs, FinishReason: o.finishReason(),
+			Index: i, Message: o.message(), Logprobs: o.logprobs, FinishReason: o.FinishReason(),
 		})
 	}
 	resp.Usage = usageOf(g, outs)
@@ -180,7 +180,7 @@ func chatChoices(specs []*task.Spec) []*choiceOut {
 
 // choiceOut is one of n choices being generated.
 type choiceOut struct {
-	turnOut
+	wire.TurnOut
 	spec     *task.Spec
 	logprobs *oaiLogprobs
 }
@@ -211,7 +211,7 @@ func (c *choiceOut) addLogprobs(m *Model, d *task.Delta) {
 // may be part of a character), and the top alternatives asked for.
 func oaiTokenEntry(m *Model, g *task.Spec, t *task.TokenOut) oaiTokenLogprob {
 	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: wire.ByteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
-	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
+	task.EachTop(&m.Model, t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
 		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: wire.ByteList(piece)})
 	})
 	return e

@@ -176,7 +176,7 @@ func (p *cmplPlan) cacheKey(m *Model) string {
 	if c.echo != "" || c.evalOnly {
 		return ""
 	}
-	return task.CacheKey(m.core(), c.spec, "openai /v1/completions")
+	return task.CacheKey(&m.Model, c.spec, "openai /v1/completions")
 }
 
 // fromCache fills c with a completion-cache answer: the whole prompt
@@ -226,13 +226,13 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 			c := &cmplChoice{index: p*n + j, prompt: p, spec: &spec, evalOnly: req.MaxTokens != nil && *req.MaxTokens == 0}
 			c.spec.Prompt = prompt
 			if fill {
-				c.spec.Class, c.spec.StopTokens = sched.FIM, fimStops(m)
+				c.spec.Class, c.spec.StopTokens = sched.FIM, m.FIMStops()
 			}
 			if c.evalOnly {
 				c.spec.MaxTokens, c.spec.Sampling, c.spec.Stop, c.spec.Bias, c.spec.Logprobs, c.spec.Grammar = 1, engine.Greedy(), nil, nil, 0, nil
 			}
 			if req.Echo {
-				c.echo = task.PromptText(m.core(), pieces, prompt)
+				c.echo = wire.PromptText(&m.Model, pieces, prompt)
 			}
 			plan.choices = append(plan.choices, c)
 		}
@@ -247,11 +247,11 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 		def := 16 // OpenAI's default
 		limit = &def
 	}
-	maxTok, err := maxTokens("max_tokens", limit, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens("max_tokens", limit, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -270,7 +270,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 	}
 	// Completion prompts are the client's text, not a rendered
 	// conversation: no reasoning block to wait for.
-	if g.Grammar, err = grammarFor(m, shape, nil, false); err != nil {
+	if g.Grammar, err = wire.GrammarFor(&m.Model, shape, nil, false); err != nil {
 		return nil, err
 	}
 	g.GrammarField = shape.Field
@@ -288,22 +288,22 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 
 // completionPrompt renders one prompt: plain, or with the suffix in the
 // model's FIM format.
-func completionPrompt(m *Model, pieces []task.PromptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
+func completionPrompt(m *Model, pieces []wire.PromptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
 	if !fill {
-		toks, err := apiResult(task.PromptTokens(m.core(), pieces, "prompt"))
+		toks, err := wire.PromptTokens(&m.Model, pieces, "prompt")
 		if err != nil {
 			return nil, err
 		}
-		return toks, checkPrompt(m, toks)
+		return toks, wire.CheckPrompt(&m.Model, toks)
 	}
 	if len(pieces) != 1 || !pieces[0].IsText {
 		return nil, wire.BadParam("suffix", "suffix needs text prompts, not token ids")
 	}
-	toks, _, err := fimPrompt(m, fim.Request{Prefix: pieces[0].Text, Suffix: *req.Suffix}, maxTok)
+	toks, _, err := wire.FIMPrompt(&m.Model, fim.Request{Prefix: pieces[0].Text, Suffix: *req.Suffix}, maxTok)
 	if err != nil {
 		return nil, err
 	}
-	return toks, checkPrompt(m, toks)
+	return toks, wire.CheckPrompt(&m.Model, toks)
 }
 
 // submit hands every choice to the scheduler before any is followed, with
@@ -313,7 +313,7 @@ func (p *cmplPlan) submit(ctx context.Context, m *Model, collect bool) error {
 	for i, c := range p.choices {
 		req.Choices[i] = c.spec
 	}
-	job, err := apiResult(task.Start(ctx, m.core(), req))
+	job, err := wire.Result(task.Start(ctx, &m.Model, req))
 	p.job = job
 	return err
 }
@@ -322,7 +322,7 @@ func (p *cmplPlan) submit(ctx context.Context, m *Model, collect bool) error {
 // choice cancels the others, since the response is the failure. emit, when
 // not nil, sees each delta of a choice that generates.
 func (p *cmplPlan) run(ctx context.Context, emit func(c *cmplChoice, d *task.Delta) error, ended func(c *cmplChoice) error, failed func(error)) error {
-	_, err := runJob(ctx, p.job, task.SinkFuncs{
+	_, err := wire.RunJob(ctx, p.job, task.SinkFuncs{
 		OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 			if c := p.choices[i]; emit != nil && !c.evalOnly {
 				return emit(c, d)
@@ -386,7 +386,7 @@ func appendLegacyLogprobs(m *Model, lp *oaiLegacyLogprobs, toks []task.TokenOut,
 		t := &toks[i]
 		text := wire.ValidText(t.Piece)
 		top := make(map[string]float64, n+1)
-		task.EachTop(m.core(), t, n, func(_ engine.Token, piece []byte, logprob float32) {
+		task.EachTop(&m.Model, t, n, func(_ engine.Token, piece []byte, logprob float32) {
 			top[wire.ValidText(piece)] = wire.FiniteLogprob(logprob)
 		})
 		if _, ok := top[text]; !ok {

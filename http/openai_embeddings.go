@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 	"superfluid/task"
 )
@@ -93,21 +94,9 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		if b64 {
 			d.Embedding = wire.Base64Floats(v)
 		} else {
-			d.Embedding = widen(v)
+			d.Embedding = wire.Widen(v)
 		}
 		out.Data[i] = d
 	}
 	return wire.WriteJSON(ctx, out)
-}
-
-// widen writes float32 values as the float64 they are exactly, so a client
-// parsing the JSON into float64 (openai-go, Python) gets bit for bit what
-// it decodes from the base64 of the same vector; float32's own shortest
-// decimal would parse to a neighbouring float64.
-func widen(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/wire"
@@ -27,7 +28,7 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 	return s.host().Stream(ctx, true, func(rctx context.Context) error {
 		g.Part = "choice"
 		var err error
-		if job, err = apiResult(task.Start(rctx, m.core(), g)); err != nil {
+		if job, err = wire.Result(task.Start(rctx, &m.Model, g)); err != nil {
 			return err
 		}
 		choices = chatChoices(g.Choices)
@@ -40,7 +41,7 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 			}
 		}
 		calls := make([]int, len(choices)) // each choice's calls so far
-		runJob(rctx, job, task.SinkFuncs{
+		wire.RunJob(rctx, job, task.SinkFuncs{
 			OnDelta: func(i int, evs []reply.Event, d *task.Delta) error {
 				c := choices[i]
 				var lp *oaiLogprobs
@@ -64,8 +65,8 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 			},
 			OnEnded: func(i int, t *task.Turn) error {
 				c := choices[i]
-				c.turnOut = turnOutOf(*t)
-				finish := c.finishReason()
+				c.TurnOut = wire.TurnOutOf(*t)
+				finish := c.FinishReason()
 				return ew.Send("", chunk(i, oaiDelta{}, nil, &finish))
 			},
 			OnFailed: ew.FailAll(cancel),

@@ -49,7 +49,7 @@ func (o *oaiTools) turnTools() (task.Tools, error) {
 			list = append(list, t)
 		}
 	}
-	tt, err := apiResult(task.NewTools(toolsField, list))
+	tt, err := wire.Result(task.NewTools(toolsField, list))
 	if err != nil {
 		return tt, err
 	}
@@ -61,7 +61,7 @@ func (o *oaiTools) turnTools() (task.Tools, error) {
 	if legacy {
 		single = true // a function_call reply held one call
 	}
-	if err := apiErr(tt.Require(choiceField, mode, name, single)); err != nil {
+	if err := wire.Convert(tt.Require(choiceField, mode, name, single)); err != nil {
 		return tt, err
 	}
 	return tt, nil
@@ -134,20 +134,10 @@ func oaiChoice(field string, raw json.RawMessage, legacy bool) (mode, name strin
 func oaiReplyCalls(calls []reply.ToolCall) []oaiToolCallOut {
 	out := make([]oaiToolCallOut, len(calls))
 	for i, c := range calls {
-		out[i] = oaiToolCallOut{ID: callID(c), Type: "function",
+		out[i] = oaiToolCallOut{ID: wire.CallID(c), Type: "function",
 			Function: oaiFunctionOut{Name: c.Name, Arguments: string(c.Arguments)}}
 	}
 	return out
-}
-
-// callID is the id a call is reported with: the model's own, else a new
-// one. Clients send it back with the tool's result, which is how the
-// template ties the two.
-func callID(c reply.ToolCall) string {
-	if c.ID != "" {
-		return c.ID
-	}
-	return wire.NewID("call_")
 }
 
 // oaiToolCallOut is a call in a response: in message.tool_calls, and in a
@@ -163,4 +153,17 @@ type oaiToolCallOut struct {
 type oaiFunctionOut struct {
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments"`
+}
+
+// oaiToolDef is a tool as OpenAI's chat API defines one.
+type oaiToolDef struct {
+	Type     string         `json:"type"`
+	Function oaiFunctionDef `json:"function"`
+}
+
+type oaiFunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }

@@ -423,7 +423,7 @@ func TestUnhonouredFieldsRefused(t *testing.T) {
 // since the FIM format truncates them anyway.
 func TestPromptBytesRefusedBeforeTokenizing(t *testing.T) {
 	m, sc, wt, do := poisonServer(t, engine.ModelSampling{})
-	limit := maxPromptBytes(m)
+	limit := wire.MaxPromptBytes(&m.Model)
 	if limit != 16*512 {
 		t.Fatalf("limit %d for a context of 512", limit)
 	}

@@ -77,12 +77,12 @@ func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	run, err := startOne(rctx, m, job.g, false)
+	run, err := wire.StartOne(rctx, &m.Model, job.g, false)
 	if err != nil {
 		return err
 	}
 	b := newRespBuilder(m, &job.obj, nil)
-	out, err := followOne(rctx, run, func(evs []reply.Event, _ *task.Delta) error { return b.take(evs) })
+	out, err := wire.FollowOne(rctx, run, func(evs []reply.Event, _ *task.Delta) error { return b.take(evs) })
 	if err != nil {
 		return err
 	}
@@ -109,19 +109,19 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err != nil {
 		return nil, err
 	}
-	plan, err := apiResult(task.PlanChat(m.core(), &rt.turn))
+	plan, err := wire.Result(task.PlanChat(&m.Model, &rt.turn))
 	if err != nil {
 		return nil, err
 	}
-	maxTok, err := maxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
+	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, &rt.turn)
+	class, err := wire.TurnClass(ctx, s.host(), &rt.turn)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (s *Server) respTurn(req *respRequest) (respTurnOf, error) {
 	rt.turn = task.Chat{Messages: msgs, Tools: tools, Shape: shape}
 	rt.tools = echo
 	if req.Reasoning != nil && req.Reasoning.Effort != nil {
-		if err := apiErr(rt.turn.SetEffort("reasoning.effort", *req.Reasoning.Effort)); err != nil {
+		if err := wire.Convert(rt.turn.SetEffort("reasoning.effort", *req.Reasoning.Effort)); err != nil {
 			return rt, err
 		}
 	}

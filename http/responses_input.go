@@ -210,7 +210,7 @@ func respTools(in []json.RawMessage) (task.Tools, []json.RawMessage, error) {
 		list = append(list, reply.Tool{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 		echo = append(echo, raw)
 	}
-	t, err := apiResult(task.NewTools("tools", list))
+	t, err := wire.Result(task.NewTools("tools", list))
 	return t, echo, err
 }
 
@@ -220,14 +220,14 @@ func respTools(in []json.RawMessage) (task.Tools, []json.RawMessage, error) {
 func respToolChoice(t *task.Tools, raw json.RawMessage, parallel bool) error {
 	single := !parallel
 	if task.IsNull(raw) {
-		return apiErr(t.Require("tool_choice", "auto", "", single))
+		return wire.Convert(t.Require("tool_choice", "auto", "", single))
 	}
 	var mode string
 	if json.Unmarshal(raw, &mode) == nil {
 		if mode == "named" {
 			return wire.BadParam("tool_choice", "tool_choice: unknown mode %q", mode)
 		}
-		return apiErr(t.Require("tool_choice", mode, "", single))
+		return wire.Convert(t.Require("tool_choice", mode, "", single))
 	}
 	var obj struct {
 		Type string `json:"type"`
@@ -239,7 +239,7 @@ func respToolChoice(t *task.Tools, raw json.RawMessage, parallel bool) error {
 	if obj.Type != "function" {
 		return wire.NotSupported("tool_choice", fmt.Sprintf("a tool_choice of type %q; only function tools are run", obj.Type))
 	}
-	return apiErr(t.Require("tool_choice", "named", obj.Name, single))
+	return wire.Convert(t.Require("tool_choice", "named", obj.Name, single))
 }
 
 // respFormat reads text.format into the structured-output constraint.
@@ -258,7 +258,7 @@ func respFormat(raw json.RawMessage) (task.Constraint, error) {
 	case "json_object":
 		return task.Constraint{Field: field, AnyObject: true}, nil
 	case "json_schema":
-		schema, err := apiResult(task.SchemaValue(field+".schema", f.Schema))
+		schema, err := wire.Result(task.SchemaValue(field+".schema", f.Schema))
 		if err != nil {
 			return task.Constraint{}, err
 		}

@@ -91,7 +91,7 @@ func checkModelKind(m *Model, r route) error {
 	case r.generates && m.Sched == nil:
 		return wire.BadRequest("model %q is an embedding model: it does not generate text", m.Name)
 	case r.embeds && m.Embed == nil:
-		return fromTask(task.NoEmbeddings(&m.Model))
+		return wire.FromTask(task.NoEmbeddings(&m.Model))
 	}
 	return nil
 }

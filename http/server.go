@@ -331,7 +331,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 // their own (streamResponse, fanOut).
 func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, path string) {
 	if v := recover(); v != nil {
-		wire.WriteError(ctx, kindOfPath(path), recovered("handler of "+path, v))
+		wire.WriteError(ctx, kindOfPath(path), wire.Recovered("handler of "+path, v))
 	}
 }
 

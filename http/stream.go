@@ -48,7 +48,7 @@ func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *wire.Ev
 		defer releaseModel()
 		defer func() {
 			if v := recover(); v != nil {
-				ew.Fail(recovered("stream writer", v))
+				ew.Fail(wire.Recovered("stream writer", v))
 			}
 		}()
 		ew.Attach(w)

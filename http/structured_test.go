@@ -454,7 +454,7 @@ func TestReasoningRootNameIsUnused(t *testing.T) {
 }
 
 func TestGrammarFinishIsStop(t *testing.T) {
-	if got := finishName(sched.FinishGrammar); got != "stop" {
+	if got := task.FinishName(sched.FinishGrammar); got != "stop" {
 		t.Fatalf("finishName(FinishGrammar) = %q, want stop", got)
 	}
 }

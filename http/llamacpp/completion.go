@@ -41,7 +41,7 @@ func completionJobs(m *task.Model, req *completionRequest, class sched.Class) ([
 	}
 	jobs := make([]*promptJob, 0, len(prompts))
 	for i, pieces := range prompts {
-		toks, err := task.PromptTokens(m, pieces, "prompt")
+		toks, err := wire.PromptTokens(m, pieces, "prompt")
 		if err != nil {
 			return nil, nil, err
 		}

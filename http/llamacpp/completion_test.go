@@ -9,7 +9,6 @@ import (
 	"superfluid/engine"
 	"superfluid/http/wire"
 	"superfluid/sched"
-	"superfluid/task"
 )
 
 // The n_indent rule cuts the first under-indented line after the first
@@ -113,7 +112,7 @@ func TestParsePromptsShapes(t *testing.T) {
 		prompts, err := wire.ParsePrompts(json.RawMessage(c.raw), "prompt")
 		var first []engine.Token
 		if err == nil {
-			first, err = task.PromptTokens(m, prompts[0], "prompt")
+			first, err = wire.PromptTokens(m, prompts[0], "prompt")
 		}
 		if c.bad {
 			if err == nil {

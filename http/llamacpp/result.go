@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -46,20 +46,17 @@ func (r *completionRun) timings() timings {
 	if res.Prefill > 0 || r.predicted > 0 {
 		promptN = max(len(r.job.spec.Prompt)-res.CachedTokens, 0)
 	}
-	predictedMS := ms(res.Decode)
+	predictedMS := wire.Milliseconds(res.Decode)
 	if r.p.warmup {
 		predictedMS = 0
 	}
-	t := newTimings(res.CachedTokens, promptN, ms(res.Prefill), r.predicted, predictedMS)
+	t := newTimings(res.CachedTokens, promptN, wire.Milliseconds(res.Prefill), r.predicted, predictedMS)
 	if res.DraftTokens > 0 {
 		accepted := res.DraftAccepted
 		t.DraftN, t.DraftNAccepted = res.DraftTokens, &accepted
 	}
 	return t
 }
-
-// ms is a duration in milliseconds, as timings reports it.
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // marshal renders the result, keeping only the requested fields.
 func (res *completionResult) marshal(fields []string) ([]byte, error) {

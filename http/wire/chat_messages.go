@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -10,8 +9,7 @@ import (
 )
 
 // OpenAI's chat messages, which llama.cpp's /apply-template takes as they
-// are, read into the template's messages; a tool call's arguments, which
-// Ollama's and the Responses API's history carry too.
+// are, read into the template's messages.
 
 // OpenAIMessage is a message of OpenAI's chat completions, as OpenAI's
 // chat and llama.cpp's /apply-template read it.
@@ -99,27 +97,6 @@ func openAIToolCalls(i int, in []OpenAIToolCall) ([]chat.ToolCall, error) {
 		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 	}
 	return out, nil
-}
-
-// CallArguments returns a call's arguments as a JSON object: raw is a JSON
-// string holding one, or the object itself.
-func CallArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("not a valid JSON string")
-		}
-		raw = bytes.TrimSpace([]byte(s))
-		if len(raw) == 0 {
-			// Clients send "" for a call that takes no arguments.
-			return json.RawMessage(`{}`), nil
-		}
-	}
-	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
-		return nil, fmt.Errorf("must be a JSON object (or a string holding one)")
-	}
-	return raw, nil
 }
 
 // contentText reads message content: a string, null, or text parts.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math"
-	"strings"
 	"time"
 )
 
@@ -60,17 +59,3 @@ func KeepAlive(raw json.RawMessage) (d time.Duration, ok bool, err error) {
 	}
 	return d, true, nil
 }
-
-// FiniteLogprob keeps a logprob JSON can carry: llama.cpp reports the
-// lowest float for an impossible token, since JSON has no -Inf (OpenAI's
-// completions logprobs follow it).
-func FiniteLogprob(x float32) float64 {
-	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-		return -math.MaxFloat32
-	}
-	return float64(x)
-}
-
-// ValidText is a token's text without the bytes of a split character, as
-// llama.cpp shows it; a "bytes" field carries them all.
-func ValidText(b []byte) string { return strings.ToValidUTF8(string(b), "") }
