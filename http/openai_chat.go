@@ -54,7 +54,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, err
 	}
-	shape, err := req.StructuredFields.Constraint(&m.Model)
+	shape, err := req.structuredFields.Constraint(&m.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, err
 	}
-	tools, err := req.oaiTools.turnTools()
+	tools, err := req.toolFields.ReadTools()
 	if err != nil {
 		return nil, err
 	}

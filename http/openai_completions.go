@@ -59,9 +59,9 @@ type oaiCompletionRequest struct {
 	LogitBias        map[string]float64 `json:"logit_bias"`
 	User             string             `json:"user"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// llama.cpp's extensions the server does not honour, to be refused.
-	wire.LlamaUnhonoured
+	llamaUnhonoured
 }
 
 // oaiLegacyLogprobs is the completions API's logprobs object.
@@ -189,7 +189,7 @@ func (c *cmplChoice) fromCache(hit task.Cached) {
 
 // planCompletions checks a request and renders every choice's generation.
 func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*cmplPlan, error) {
-	if err := req.LlamaUnhonoured.Check(); err != nil {
+	if err := req.llamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
 	prompts, err := wire.ParsePrompts(req.Prompt, "prompt")
@@ -264,7 +264,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
-	shape, err := req.StructuredFields.Constraint(&m.Model)
+	shape, err := req.structuredFields.Constraint(&m.Model)
 	if err != nil {
 		return nil, err
 	}

@@ -15,33 +15,33 @@ type oaiStreamOptions struct {
 }
 
 type oaiChatRequest struct {
-	Model               string               `json:"model"`
-	Messages            []wire.OpenAIMessage `json:"messages"`
-	MaxTokens           *int                 `json:"max_tokens"`
-	MaxCompletionTokens *int                 `json:"max_completion_tokens"`
-	Temperature         *float64             `json:"temperature"`
-	TopP                *float64             `json:"top_p"`
-	TopK                *int                 `json:"top_k"` // llama.cpp extension
-	MinP                *float64             `json:"min_p"` // llama.cpp extension
-	N                   *int                 `json:"n"`
-	Stream              bool                 `json:"stream"`
-	StreamOptions       *oaiStreamOptions    `json:"stream_options"`
-	Stop                json.RawMessage      `json:"stop"`
-	Seed                *int64               `json:"seed"`
-	Logprobs            bool                 `json:"logprobs"`
-	TopLogprobs         *int                 `json:"top_logprobs"`
-	FrequencyPenalty    *float64             `json:"frequency_penalty"`
-	PresencePenalty     *float64             `json:"presence_penalty"`
-	RepeatPenalty       *float64             `json:"repeat_penalty"` // llama.cpp extension
-	LogitBias           map[string]float64   `json:"logit_bias"`
-	User                string               `json:"user"`
+	Model               string             `json:"model"`
+	Messages            []wire.Message     `json:"messages"`
+	MaxTokens           *int               `json:"max_tokens"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	Temperature         *float64           `json:"temperature"`
+	TopP                *float64           `json:"top_p"`
+	TopK                *int               `json:"top_k"` // llama.cpp extension
+	MinP                *float64           `json:"min_p"` // llama.cpp extension
+	N                   *int               `json:"n"`
+	Stream              bool               `json:"stream"`
+	StreamOptions       *oaiStreamOptions  `json:"stream_options"`
+	Stop                json.RawMessage    `json:"stop"`
+	Seed                *int64             `json:"seed"`
+	Logprobs            bool               `json:"logprobs"`
+	TopLogprobs         *int               `json:"top_logprobs"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty"`
+	PresencePenalty     *float64           `json:"presence_penalty"`
+	RepeatPenalty       *float64           `json:"repeat_penalty"` // llama.cpp extension
+	LogitBias           map[string]float64 `json:"logit_bias"`
+	User                string             `json:"user"`
 	// Tools, and what reaches the template: reasoning_effort (gpt-oss
 	// reads it) and chat_template_kwargs (enable_thinking …).
-	oaiTools
+	toolFields
 	ReasoningEffort    *string                    `json:"reasoning_effort"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// What the server does not honour, decoded to be refused by name.
 	oaiUnhonoured
 }

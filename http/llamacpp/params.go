@@ -38,7 +38,7 @@ type completionParams struct {
 
 // readParams checks a request's parameters (not its prompt).
 func readParams(m *task.Model, req *completionRequest) (*completionParams, error) {
-	if err := req.LlamaUnhonoured.Check(); err != nil {
+	if err := req.llamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
 	n, field := req.NPredict, "n_predict"
@@ -81,7 +81,7 @@ func readParams(m *task.Model, req *completionRequest) (*completionParams, error
 	if p.maxPredict, err = timeLimit(req.TMaxPredictMS, "t_max_predict_ms"); err != nil {
 		return nil, err
 	}
-	shape, err := req.StructuredFields.Constraint(m)
+	shape, err := req.structuredFields.Constraint(m)
 	if err != nil {
 		return nil, err
 	}

@@ -45,10 +45,19 @@ type completionRequest struct {
 	InputExtra  []extraFile `json:"input_extra"`
 
 	// Structured output: response_format, json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// What the server does not honour, decoded to be refused by name.
-	wire.LlamaUnhonoured
+	llamaUnhonoured
 }
+
+// The wire field sets completionRequest embeds, under unexported names: a
+// field embedded under an exported type's name would put that name in
+// encoding/json's error paths ("StructuredFields.grammar"), where clients
+// are told the field's own name.
+type (
+	structuredFields = wire.StructuredFields
+	llamaUnhonoured  = wire.LlamaUnhonoured
+)
 
 // extraFile is one input_extra chunk. Editors send more ("time"), which
 // is ignored.

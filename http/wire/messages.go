@@ -1,5 +1,8 @@
 package wire
 
+// OpenAI chat messages, which llama.cpp's /apply-template takes too, read
+// onto the template's roles.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -8,35 +11,31 @@ import (
 	"superfluid/task"
 )
 
-// OpenAI's chat messages, which llama.cpp's /apply-template takes as they
-// are, read into the template's messages.
-
-// OpenAIMessage is a message of OpenAI's chat completions, as OpenAI's
-// chat and llama.cpp's /apply-template read it.
-type OpenAIMessage struct {
+// Message is a chat message as OpenAI's clients send it.
+type Message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"` // a string, or an array of content parts
 	Name    string          `json:"name,omitempty"`
 	// An assistant turn's calls, and the call a tool turn answers.
-	ToolCalls  []OpenAIToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string           `json:"tool_call_id,omitempty"`
+	ToolCalls  []MessageToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string            `json:"tool_call_id,omitempty"`
 	// An assistant turn's reasoning, as llama-server and DeepSeek send it.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
-type OpenAIToolCall struct {
-	ID       string             `json:"id"`
-	Type     string             `json:"type"`
-	Function OpenAIFunctionCall `json:"function"`
+type MessageToolCall struct {
+	ID       string              `json:"id"`
+	Type     string              `json:"type"`
+	Function MessageFunctionCall `json:"function"`
 }
 
-type OpenAIFunctionCall struct {
+type MessageFunctionCall struct {
 	Name string `json:"name"`
 	// Arguments is a JSON string holding a JSON object, as OpenAI sends it.
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-type OpenAIContentPart struct {
+type ContentPart struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
 }
@@ -45,7 +44,7 @@ type OpenAIContentPart struct {
 // be a string or an array of text parts. An assistant turn's tool calls
 // reach the template with their arguments decoded to an object, as
 // transformers passes them.
-func ChatMessages(in []OpenAIMessage) ([]chat.Message, error) {
+func ChatMessages(in []Message) ([]chat.Message, error) {
 	if len(in) == 0 {
 		return nil, BadParam("messages", "messages must not be empty")
 	}
@@ -59,14 +58,14 @@ func ChatMessages(in []OpenAIMessage) ([]chat.Message, error) {
 		default:
 			return nil, BadParam("messages", "messages[%d]: unknown role %q", i, msg.Role)
 		}
-		text, err := contentText(msg.Content)
+		text, err := ContentText(msg.Content)
 		if err != nil {
 			return nil, BadParam("messages", "messages[%d].content: %v", i, err)
 		}
 		if len(msg.ToolCalls) > 0 && role != chat.RoleAssistant {
 			return nil, BadParam("messages", "messages[%d].tool_calls: only assistant messages carry tool calls", i)
 		}
-		calls, err := openAIToolCalls(i, msg.ToolCalls)
+		calls, err := MessageToolCalls(i, msg.ToolCalls)
 		if err != nil {
 			return nil, err
 		}
@@ -76,11 +75,11 @@ func ChatMessages(in []OpenAIMessage) ([]chat.Message, error) {
 	return out, nil
 }
 
-// OpenAIToolCalls reads message i's tool calls. OpenAI sends arguments as a
+// MessageToolCalls reads message i's tool calls. OpenAI sends arguments as a
 // JSON string holding an object; an object itself is taken too (some
 // clients send one). Anything else is refused naming the field, since a
 // template would otherwise print garbage where the call's arguments go.
-func openAIToolCalls(i int, in []OpenAIToolCall) ([]chat.ToolCall, error) {
+func MessageToolCalls(i int, in []MessageToolCall) ([]chat.ToolCall, error) {
 	out := make([]chat.ToolCall, 0, len(in))
 	for j, c := range in {
 		field := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
@@ -99,8 +98,8 @@ func openAIToolCalls(i int, in []OpenAIToolCall) ([]chat.ToolCall, error) {
 	return out, nil
 }
 
-// contentText reads message content: a string, null, or text parts.
-func contentText(raw json.RawMessage) (string, error) {
+// ContentText reads message content: a string, null, or text parts.
+func ContentText(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
@@ -108,7 +107,7 @@ func contentText(raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return s, nil
 	}
-	var parts []OpenAIContentPart
+	var parts []ContentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", fmt.Errorf("expected a string or an array of content parts")
 	}
