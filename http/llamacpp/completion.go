@@ -68,12 +68,12 @@ func (a *api) run(ctx *fasthttp.RequestCtx, m *task.Model, jobs []*promptJob, p 
 	if err := waitRuns(rctx, m, runs); err != nil {
 		return err
 	}
-	return writeLlamaResults(ctx, m, runs, p)
+	return writeResults(ctx, m, runs, p)
 }
 
-// writeLlamaResults answers with the runs' results: one object, or an
+// writeResults answers with the runs' results: one object, or an
 // array in prompt order.
-func writeLlamaResults(ctx *fasthttp.RequestCtx, m *task.Model, runs []*completionRun, p *completionParams) error {
+func writeResults(ctx *fasthttp.RequestCtx, m *task.Model, runs []*completionRun, p *completionParams) error {
 	parts := make([][]byte, len(runs))
 	for i, r := range runs {
 		res := r.response(m, false)

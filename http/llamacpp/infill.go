@@ -27,7 +27,7 @@ func (a *api) infill(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	}
 	if j.cacheKey != "" { // greedy and whole: the completion cache may hold it
 		if c, ok := a.host.CompletionCache().Get(j.cacheKey); ok {
-			return writeLlamaResults(ctx, m, []*completionRun{cachedRun(j, p, c)}, p)
+			return writeResults(ctx, m, []*completionRun{cachedRun(j, p, c)}, p)
 		}
 	}
 	if p.stream {
@@ -46,7 +46,7 @@ func (a *api) infill(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if j.cacheKey != "" && r.reproducible() {
 		a.host.CompletionCache().Put(task.Cached{Key: j.cacheKey, Text: string(r.content), Tokens: r.predicted, Finish: r.stopType, StopWord: r.stopWord})
 	}
-	return writeLlamaResults(ctx, m, runs, p)
+	return writeResults(ctx, m, runs, p)
 }
 
 // infillJob checks an /infill request and builds its FIM prompt.
