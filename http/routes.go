@@ -21,9 +21,9 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	for _, part := range []map[string]route{
 		commonRoutes(),
 		openaiRoutes(),
-		llamaRoutes(), openaiCompletionRoutes(),
+		openaiCompletionRoutes(),
 		anthropicRoutes(),
-		openaiEmbeddingRoutes(), llamaEmbedRoutes(),
+		openaiEmbeddingRoutes(),
 	} {
 		for path, r := range part {
 			all[path] = append(all[path], r)
@@ -56,11 +56,12 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	return all, patterns
 }
 
-// generationPaths are the routes that generate text: an embedding model,
-// which has no scheduler, answers them 400 before their handler runs.
+// generationPaths are the routes still in this package that generate
+// text: an embedding model, which has no scheduler, answers them 400
+// before their handler runs. (An API package's route says so itself:
+// wire.Route.Generates.)
 var generationPaths = []string{
 	"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages",
-	"/completion", "/infill",
 }
 
 // bodyKindOf says how large a body a route takes: a POST carries a

@@ -458,23 +458,3 @@ func TestGrammarFinishIsStop(t *testing.T) {
 		t.Fatalf("finishName(FinishGrammar) = %q, want stop", got)
 	}
 }
-
-// The completion cache keeps answers under different grammars apart.
-func TestInfillCacheKeyHasTheGrammar(t *testing.T) {
-	m := fakeModel(t, true)
-	key := func(extra string) string {
-		var req llamaRequest
-		if err := json.Unmarshal([]byte(infillBody(`,"temperature":0`+extra)), &req); err != nil {
-			t.Fatal(err)
-		}
-		j, _, err := infillJob(m, &req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j.cacheKey
-	}
-	plain, a, b := key(""), key(`,"grammar":"root ::= \"a\""`), key(`,"grammar":"root ::= \"b\""`)
-	if plain == "" || a == "" || plain == a || a == b {
-		t.Fatalf("cache keys %q %q %q should differ", plain, a, b)
-	}
-}

@@ -1,6 +1,6 @@
 // Package llamacpp is the llama.cpp server's own API (tools/server in
-// llama.cpp): /completion, /infill, /tokenize, /detokenize, /props and
-// /slots, field for field as llama.vim, llama.vscode and llama.cpp's web
+// llama.cpp): /completion, /infill, /embedding(s), /apply-template,
+// /tokenize, /detokenize, /props and /slots, field for field as llama.vim, llama.vscode and llama.cpp's web
 // UI send and read them. It is the model for every API package: it imports
 // task, http/wire and leaf packages only, and its handlers decode a
 // request, hand it to the core and render what comes back.
@@ -48,11 +48,16 @@ import (
 // api is llamacpp's handlers over the server that mounts them.
 type api struct{ host wire.Host }
 
-// Routes are the llama.cpp API's routes on h. (/completion, /infill and
-// /apply-template are still package http's.)
+// Routes are the llama.cpp API's routes on h.
 func Routes(h wire.Host) []wire.Route {
 	a := &api{host: h}
 	return []wire.Route{
+		{Method: "POST", Path: "/completion", API: wire.Llama, Handle: a.completion, Generates: true},
+		{Method: "POST", Path: "/infill", API: wire.Llama, Handle: a.infill, Generates: true},
+		// The prompt a chat request renders to.
+		{Method: "POST", Path: "/apply-template", API: wire.Llama, Handle: a.applyTemplate},
+		{Method: "POST", Path: "/embedding", API: wire.Llama, Handle: a.embeddings, Embeds: true},
+		{Method: "POST", Path: "/embeddings", API: wire.Llama, Handle: a.embeddings, Embeds: true},
 		{Method: "POST", Path: "/tokenize", API: wire.Llama, Handle: a.tokenize},
 		{Method: "POST", Path: "/detokenize", API: wire.Llama, Handle: a.detokenize},
 		{Method: "GET", Path: "/props", API: wire.Llama, Handle: a.props},

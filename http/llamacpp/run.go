@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"context"
@@ -25,11 +25,11 @@ const (
 	phasePromptExpired
 )
 
-// llamaRun follows one submitted llamaJob and keeps what llama.cpp's
+// completionRun follows one submitted promptJob and keeps what llama.cpp's
 // server reports of a finished slot.
-type llamaRun struct {
-	job   *llamaJob
-	p     *llamaParams
+type completionRun struct {
+	job   *promptJob
+	p     *completionParams
 	all   *task.Job // the request's runs, this one at index
 	index int
 	guard lineGuard
@@ -42,7 +42,7 @@ type llamaRun struct {
 
 	content   []byte
 	tokens    []engine.Token
-	probs     []llamaProb
+	probs     []tokenProb
 	seen      int // tokens with text, so far
 	predicted int // tokens generated, end-of-generation included
 	stopType  string
@@ -55,18 +55,18 @@ type llamaRun struct {
 
 // startRuns submits every job before any is followed (task.Start), so
 // that a refusal (a full queue) gets a status code and cancels the rest.
-func startRuns(ctx context.Context, m *Model, jobs []*llamaJob, p *llamaParams) ([]*llamaRun, error) {
-	specs := make([]*task.Request, len(jobs))
+func startRuns(ctx context.Context, m *task.Model, jobs []*promptJob, p *completionParams) ([]*completionRun, error) {
+	req := &task.Request{Choices: make([]*task.Spec, len(jobs)), Part: "run"}
 	for i, j := range jobs {
-		specs[i] = j.spec
+		req.Choices[i] = j.spec
 	}
-	all, err := wire.StartJob(ctx, &m.Model, "run", specs, false)
+	all, err := task.Start(ctx, m, req)
 	if err != nil {
 		return nil, err
 	}
-	runs := make([]*llamaRun, len(jobs))
+	runs := make([]*completionRun, len(jobs))
 	for i, j := range jobs {
-		r := &llamaRun{job: j, p: p, all: all, index: i, guard: lineGuard{nIndent: p.nIndent}, truncated: j.truncated}
+		r := &completionRun{job: j, p: p, all: all, index: i, guard: lineGuard{nIndent: p.nIndent}, truncated: j.truncated}
 		if p.maxPrompt > 0 && !p.warmup {
 			r.promptTimer = time.AfterFunc(p.maxPrompt, r.expirePrompt)
 		}
@@ -79,8 +79,8 @@ func startRuns(ctx context.Context, m *Model, jobs []*llamaJob, p *llamaParams) 
 // when not nil, receives each run's visible text as it comes and ended
 // each finished run (streaming). A failed run cancels the others, since
 // the response is the failure; failed hears it first.
-func followRuns(ctx context.Context, m *Model, runs []*llamaRun, onText func(r *llamaRun, text []byte, toks []task.TokenOut) error,
-	ended func(r *llamaRun) error, failed func(error)) error {
+func followRuns(ctx context.Context, m *task.Model, runs []*completionRun, onText func(r *completionRun, text []byte, toks []task.TokenOut) error,
+	ended func(r *completionRun) error, failed func(error)) error {
 	if len(runs) == 0 {
 		return nil
 	}
@@ -89,7 +89,7 @@ func followRuns(ctx context.Context, m *Model, runs []*llamaRun, onText func(r *
 			r.stopTimers() // a run that failed: its timers must not outlive the response
 		}
 	}()
-	_, err := wire.RunJob(ctx, runs[0].all, task.SinkFuncs{
+	_, err := runs[0].all.Run(ctx, task.SinkFuncs{
 		OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 			r := runs[i]
 			var emit func([]byte, []task.TokenOut) error
@@ -114,25 +114,25 @@ func followRuns(ctx context.Context, m *Model, runs []*llamaRun, onText func(r *
 }
 
 // waitRuns follows runs at once to their ends (whole responses).
-func waitRuns(ctx context.Context, m *Model, runs []*llamaRun) error {
+func waitRuns(ctx context.Context, m *task.Model, runs []*completionRun) error {
 	return followRuns(ctx, m, runs, nil, nil, nil)
 }
 
 // expirePrompt is t_max_prompt_ms running out: a run still without a token
 // is cancelled (what it prefilled stays in the prefix cache).
-func (r *llamaRun) expirePrompt() {
+func (r *completionRun) expirePrompt() {
 	if r.phase.CompareAndSwap(phaseWaiting, phasePromptExpired) {
 		r.all.CancelChoice(r.index)
 	}
 }
 
 // cutPredict is the hard bound of t_max_predict_ms.
-func (r *llamaRun) cutPredict() {
+func (r *completionRun) cutPredict() {
 	r.predictCut.Store(true)
 	r.all.CancelChoice(r.index)
 }
 
-func (r *llamaRun) stopTimers() {
+func (r *completionRun) stopTimers() {
 	if r.promptTimer != nil {
 		r.promptTimer.Stop()
 	}
@@ -143,7 +143,7 @@ func (r *llamaRun) stopTimers() {
 
 // end takes in how the run's generation ended (the stop matcher's outcome,
 // its result final) and concludes it in llama.cpp's terms.
-func (r *llamaRun) end(ctx context.Context, out task.Outcome) error {
+func (r *completionRun) end(ctx context.Context, out task.Outcome) error {
 	r.stopTimers() // the run has ended: a timer firing now would mislabel it
 	r.predicted = out.Completed
 	r.stopWord = out.StopWord
@@ -153,7 +153,7 @@ func (r *llamaRun) end(ctx context.Context, out task.Outcome) error {
 
 // take handles one delta: starts the predict clock at the first token,
 // applies the line rules, keeps text, ids and probabilities.
-func (r *llamaRun) take(m *Model, g *lineGuard, d *task.Delta, onText func([]byte, []task.TokenOut) error) error {
+func (r *completionRun) take(m *task.Model, g *lineGuard, d *task.Delta, onText func([]byte, []task.TokenOut) error) error {
 	if r.p.warmup {
 		return nil
 	}
@@ -185,19 +185,19 @@ func (r *llamaRun) take(m *Model, g *lineGuard, d *task.Delta, onText func([]byt
 }
 
 // record keeps the ids and probabilities a request asked for.
-func (r *llamaRun) record(m *Model, toks []task.TokenOut) {
+func (r *completionRun) record(m *task.Model, toks []task.TokenOut) {
 	for i := range toks {
 		if r.p.wantTokens {
 			r.tokens = append(r.tokens, toks[i].ID)
 		}
 		if r.p.nProbs > 0 {
-			r.probs = append(r.probs, llamaProbOf(m, &toks[i], r.p.nProbs))
+			r.probs = append(r.probs, tokenProbOf(m, &toks[i], r.p.nProbs))
 		}
 	}
 }
 
 // conclude names how the run ended in llama.cpp's terms.
-func (r *llamaRun) conclude(ctx context.Context) error {
+func (r *completionRun) conclude(ctx context.Context) error {
 	res := r.result
 	switch {
 	case r.p.warmup:
@@ -229,16 +229,16 @@ func (r *llamaRun) conclude(ctx context.Context) error {
 
 // reproducible reports whether the same request would end the same way
 // (greedy decoding aside): not when the clock or a cancellation ended it.
-func (r *llamaRun) reproducible() bool {
+func (r *completionRun) reproducible() bool {
 	return r.stopType != "" && r.stopType != "none" && !r.timeCut && !r.predictCut.Load() &&
 		r.phase.Load() != phasePromptExpired
 }
 
-// llamaProbOf is a token's completion_probabilities entry.
-func llamaProbOf(m *Model, t *task.TokenOut, n int) llamaProb {
-	p := llamaProb{ID: t.ID, Token: wire.ValidText(t.Piece), Bytes: wire.ByteList(t.Piece), Logprob: wire.FiniteLogprob(t.Logprob), TopLogprobs: []llamaAlt{}}
-	task.EachTop(&m.Model, t, n, func(tok engine.Token, piece []byte, logprob float32) {
-		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: tok, Token: wire.ValidText(piece), Bytes: wire.ByteList(piece), Logprob: wire.FiniteLogprob(logprob)})
+// tokenProbOf is a token's completion_probabilities entry.
+func tokenProbOf(m *task.Model, t *task.TokenOut, n int) tokenProb {
+	p := tokenProb{ID: t.ID, Token: wire.ValidText(t.Piece), Bytes: wire.ByteList(t.Piece), Logprob: wire.FiniteLogprob(t.Logprob), TopLogprobs: []altProb{}}
+	task.EachTop(m, t, n, func(tok engine.Token, piece []byte, logprob float32) {
+		p.TopLogprobs = append(p.TopLogprobs, altProb{ID: tok, Token: wire.ValidText(piece), Bytes: wire.ByteList(piece), Logprob: wire.FiniteLogprob(logprob)})
 	})
 	return p
 }

@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"math"
@@ -16,9 +16,9 @@ const (
 	maxResponseFields = 256
 )
 
-// llamaParams is what a /completion or /infill request asks for beyond its
+// completionParams is what a /completion or /infill request asks for beyond its
 // prompt, checked, with llama.cpp's defaults applied.
-type llamaParams struct {
+type completionParams struct {
 	maxTokens  int  // 0: until the context is full
 	warmup     bool // n_predict 0: evaluate the prompt into the cache only
 	sampling   engine.Sampling
@@ -33,11 +33,11 @@ type llamaParams struct {
 	grammarAt  string // the field the grammar came from
 	stream     bool
 	wantTokens bool // return_tokens
-	settings   llamaSettings
+	settings   Settings
 }
 
-// llamaOptions checks a request's parameters (not its prompt).
-func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
+// readParams checks a request's parameters (not its prompt).
+func readParams(m *task.Model, req *completionRequest) (*completionParams, error) {
 	if err := req.llamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
@@ -45,18 +45,18 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if n == nil && req.MaxTokens != nil {
 		n, field = req.MaxTokens, "max_tokens"
 	}
-	limit, err := wire.MaxTokens(field, n, m.Desc.Ctx)
+	limit, err := task.MaxTokens(field, n, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := &llamaParams{maxTokens: limit, warmup: n != nil && *n == 0, stream: req.Stream, wantTokens: req.ReturnTokens, nIndent: req.NIndent}
-	if p.sampling, err = llamaSampling(m, req); err != nil {
+	p := &completionParams{maxTokens: limit, warmup: n != nil && *n == 0, stream: req.Stream, wantTokens: req.ReturnTokens, nIndent: req.NIndent}
+	if p.sampling, err = samplingOf(m, req); err != nil {
 		return nil, err
 	}
 	if p.stops, err = wire.StopList(req.Stop, "stop"); err != nil {
 		return nil, err
 	}
-	if p.bias, err = parseLlamaBias(m, req.LogitBias); err != nil {
+	if p.bias, err = parseBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
 	if req.IgnoreEOS {
@@ -65,7 +65,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 		}
 	}
 	// After ignore_eos: its bans count towards leaving nothing to sample.
-	if err := wire.CheckBias(&m.Model, "logit_bias", p.bias); err != nil {
+	if err := task.CheckBias(m.Desc, "logit_bias", p.bias); err != nil {
 		return nil, err
 	}
 	if req.NProbs < 0 || req.NProbs > engine.MaxLogprobs {
@@ -81,13 +81,13 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if p.maxPredict, err = timeLimit(req.TMaxPredictMS, "t_max_predict_ms"); err != nil {
 		return nil, err
 	}
-	shape, err := req.structuredFields.Constraint(&m.Model)
+	shape, err := req.structuredFields.Constraint(m)
 	if err != nil {
 		return nil, err
 	}
 	// /completion and /infill prompts are the client's text, not a
 	// rendered conversation: no reasoning block to wait for.
-	if p.grammar, err = wire.GrammarFor(&m.Model, shape, nil, false); err != nil {
+	if p.grammar, err = task.GrammarFor(m, shape, nil, false); err != nil {
 		return nil, err
 	}
 	p.grammarAt = shape.Field
@@ -97,15 +97,15 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if len(req.ResponseFields) > 0 { // an empty list means every field, as in llama.cpp
 		p.fields = req.ResponseFields
 	}
-	p.settings = llamaSettingsOf(m, req, p)
+	p.settings = settingsOf(m, req, p)
 	return p, nil
 }
 
-// llamaSampling applies llama.cpp's conventions: a negative temperature
+// samplingOf applies llama.cpp's conventions: a negative temperature
 // is greedy, seed -1 (or its unsigned 32-bit form) is random, and omitted
 // top_k, top_p and min_p take the model's defaults like every other API's
 // (llama-server's 40, 0.95 and 0.05 unless the GGUF recommends others).
-func llamaSampling(m *Model, req *llamaRequest) (engine.Sampling, error) {
+func samplingOf(m *task.Model, req *completionRequest) (engine.Sampling, error) {
 	temp := req.Temperature
 	if temp != nil && *temp < 0 {
 		greedy := 0.0
@@ -118,12 +118,12 @@ func llamaSampling(m *Model, req *llamaRequest) (engine.Sampling, error) {
 	if seed != nil && *seed < 0 {
 		return engine.Sampling{}, wire.BadParam("seed", "seed must be -1 (random) or a non-negative number")
 	}
-	s, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: temp, DefaultTemperature: llamaDefaultTemperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	s, err := task.Sampling(m, task.SamplingFields{Temperature: temp, DefaultTemperature: DefaultTemperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return s, err
 	}
-	s.PenaltyLastN, err = wire.PenaltyWindow("repeat_last_n", req.RepeatLastN, llamaDefaultRepeatLastN, m.Desc.Ctx)
+	s.PenaltyLastN, err = task.PenaltyWindow("repeat_last_n", req.RepeatLastN, DefaultRepeatLastN, m.Desc.Ctx)
 	return s, err
 }
 
@@ -139,15 +139,15 @@ func timeLimit(ms int64, field string) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// llamaSettingsOf is the generation_settings a request runs with.
-func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings {
+// settingsOf is the generation_settings a request runs with.
+func settingsOf(m *task.Model, req *completionRequest, p *completionParams) Settings {
 	nPredict := -1
 	if p.maxTokens > 0 {
 		nPredict = p.maxTokens
 	} else if p.warmup {
 		nPredict = 0
 	}
-	s := llamaDefaultSettings(m)
+	s := DefaultSettings(m)
 	s.NPredict, s.MaxTokens = nPredict, nPredict
 	s.Seed = p.sampling.Seed
 	s.Temperature, s.TopK, s.TopP, s.MinP = p.sampling.Temperature, p.sampling.TopK, p.sampling.TopP, p.sampling.MinP
@@ -162,26 +162,26 @@ func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings 
 	return s
 }
 
-// llamaJob is one prompt of a request, ready to submit.
-type llamaJob struct {
+// promptJob is one prompt of a request, ready to submit.
+type promptJob struct {
 	index     int
-	spec      *task.Request
+	spec      *task.Spec
 	truncated bool   // the FIM prompt builder left part of the input out
 	cacheKey  string // "": the answer may not come from the completion cache
 }
 
-// newLlamaJob makes the generation of one prompt. The warm-up generates a
+// newJob makes the generation of one prompt. The warm-up generates a
 // single greedy token that is thrown away: the engine must sample once to
 // finish the prefill, and the sequence it leaves in the cache holds the
 // prompt only.
-func (p *llamaParams) newLlamaJob(index int, prompt []engine.Token, class sched.Class) *llamaJob {
-	g := &task.Request{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
-		Grammar: p.grammar, GrammarField: p.grammarAt}}
+func (p *completionParams) newJob(index int, prompt []engine.Token, class sched.Class) *promptJob {
+	g := &task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
+		Grammar: p.grammar, GrammarField: p.grammarAt}
 	if p.warmup {
 		g.Grammar = nil
 		g.MaxTokens, g.Sampling, g.Stop, g.Bias = 1, engine.Greedy(), nil, nil
 	} else if p.nProbs > 0 {
 		g.Logprobs, g.TopLogprobs = p.nProbs, p.nProbs
 	}
-	return &llamaJob{index: index, spec: g}
+	return &promptJob{index: index, spec: g}
 }

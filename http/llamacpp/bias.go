@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"encoding/json"
@@ -10,11 +10,11 @@ import (
 	"superfluid/task"
 )
 
-// parseLlamaBias reads llama.cpp's logit_bias: an array of [token, bias]
+// parseBias reads llama.cpp's logit_bias: an array of [token, bias]
 // pairs or an object {token: bias}, where a token is an id or a text whose
 // every token gets the bias, and a bias is a number in [-100, 100] or false
 // (the token is never produced).
-func parseLlamaBias(m *Model, raw json.RawMessage) ([]engine.LogitBias, error) {
+func parseBias(m *task.Model, raw json.RawMessage) ([]engine.LogitBias, error) {
 	v, err := wire.DecodeAny(raw)
 	if err != nil {
 		return nil, wire.BadParam("logit_bias", "logit_bias: %v", err)
@@ -83,7 +83,7 @@ func biasValue(v any) (float32, error) {
 }
 
 // biasTokens reads a bias key: a token id, or text to tokenize.
-func biasTokens(m *Model, key any) ([]engine.Token, error) {
+func biasTokens(m *task.Model, key any) ([]engine.Token, error) {
 	switch x := key.(type) {
 	case json.Number:
 		id, err := x.Int64()

@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"encoding/json"
@@ -12,12 +12,12 @@ import (
 	"superfluid/task"
 )
 
-// llamaInfill is POST /infill, what llama.vim and llama.vscode send: the
+// infill is POST /infill, what llama.vim and llama.vscode send: the
 // text around the cursor and other files of the project, built into the
 // model's FIM format, always in class FIM. Identical greedy whole-response
 // requests are answered from the completion cache.
-func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
-	var req llamaRequest
+func (a *api) infill(ctx *fasthttp.RequestCtx, m *task.Model) error {
+	var req completionRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
@@ -26,16 +26,16 @@ func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	if j.cacheKey != "" { // greedy and whole: the completion cache may hold it
-		if c, ok := s.fimCache.Get(j.cacheKey); ok {
-			return writeLlamaResults(ctx, m, []*llamaRun{cachedRun(j, p, c)}, p)
+		if c, ok := a.host.CompletionCache().Get(j.cacheKey); ok {
+			return writeResults(ctx, m, []*completionRun{cachedRun(j, p, c)}, p)
 		}
 	}
 	if p.stream {
-		return s.streamLlama(ctx, m, []*llamaJob{j}, p)
+		return a.stream(ctx, m, []*promptJob{j}, p)
 	}
-	rctx, done := s.requestContext(ctx)
+	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	runs, err := startRuns(rctx, m, []*llamaJob{j}, p)
+	runs, err := startRuns(rctx, m, []*promptJob{j}, p)
 	if err != nil {
 		return err
 	}
@@ -44,14 +44,14 @@ func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	r := runs[0]
 	if j.cacheKey != "" && r.reproducible() {
-		s.fimCache.Put(task.Cached{Key: j.cacheKey, Text: string(r.content), Tokens: r.predicted, Finish: r.stopType, StopWord: r.stopWord})
+		a.host.CompletionCache().Put(task.Cached{Key: j.cacheKey, Text: string(r.content), Tokens: r.predicted, Finish: r.stopType, StopWord: r.stopWord})
 	}
-	return writeLlamaResults(ctx, m, runs, p)
+	return writeResults(ctx, m, runs, p)
 }
 
 // infillJob checks an /infill request and builds its FIM prompt.
-func infillJob(m *Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
-	p, err := llamaOptions(m, req)
+func infillJob(m *task.Model, req *completionRequest) (*promptJob, *completionParams, error) {
+	p, err := readParams(m, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -59,24 +59,24 @@ func infillJob(m *Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	prompt, info, err := wire.FIMPrompt(&m.Model, r, p.maxTokens)
+	prompt, info, err := task.FIMPrompt(m, r, p.maxTokens)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := wire.CheckPrompt(&m.Model, prompt); err != nil {
+	if err := task.CheckPrompt(m.Desc, prompt); err != nil {
 		return nil, nil, err
 	}
-	j := p.newLlamaJob(0, prompt, sched.FIM)
+	j := p.newJob(0, prompt, sched.FIM)
 	j.spec.StopTokens = m.FIMStops()
 	j.truncated = info.Truncated()
 	if !p.warmup && !p.stream && !p.wantTokens { // a whole answer of text: what the cache can give back
-		j.cacheKey = task.CacheKey(&m.Model, &j.spec.Spec, fmt.Sprintf("llama.cpp /infill|n_indent=%d", p.nIndent))
+		j.cacheKey = task.CacheKey(m, j.spec, fmt.Sprintf("llama.cpp /infill|n_indent=%d", p.nIndent))
 	}
 	return j, p, nil
 }
 
 // infillRequest reads /infill's own fields into a FIM request.
-func infillRequest(req *llamaRequest) (fim.Request, error) {
+func infillRequest(req *completionRequest) (fim.Request, error) {
 	r := fim.Request{Prefix: req.InputPrefix, Suffix: req.InputSuffix}
 	if len(req.Prompt) > 0 && string(req.Prompt) != "null" {
 		if err := json.Unmarshal(req.Prompt, &r.Prompt); err != nil {
@@ -94,8 +94,8 @@ func infillRequest(req *llamaRequest) (fim.Request, error) {
 
 // cachedRun is a completion-cache answer dressed as a finished run: the
 // whole prompt counts as cached and no work was done.
-func cachedRun(j *llamaJob, p *llamaParams, c task.Cached) *llamaRun {
-	r := &llamaRun{job: j, p: p, content: []byte(c.Text), predicted: c.Tokens, stopType: c.Finish,
+func cachedRun(j *promptJob, p *completionParams, c task.Cached) *completionRun {
+	r := &completionRun{job: j, p: p, content: []byte(c.Text), predicted: c.Tokens, stopType: c.Finish,
 		stopWord: c.StopWord, truncated: j.truncated, fromCache: true}
 	r.result = sched.Result{PromptTokens: len(j.spec.Prompt), CachedTokens: len(j.spec.Prompt), Generated: c.Tokens}
 	return r

@@ -1,16 +1,16 @@
-package http
+package llamacpp
 
 import (
 	"encoding/json"
 
 	"superfluid/engine"
-	"superfluid/http/llamacpp"
+	"superfluid/http/wire"
 )
 
-// llamaRequest is the body of /completion and /infill: llama.cpp's
+// completionRequest is the body of /completion and /infill: llama.cpp's
 // completion parameters, with /infill's own fields beside them. Optional
 // scalars are pointers so that "absent" takes llama.cpp's default.
-type llamaRequest struct {
+type completionRequest struct {
 	Prompt           json.RawMessage `json:"prompt"`
 	NPredict         *int            `json:"n_predict"`
 	MaxTokens        *int            `json:"max_tokens"` // llama.cpp's alias of n_predict
@@ -40,9 +40,9 @@ type llamaRequest struct {
 
 	// /infill: the text around the cursor and other files of the project;
 	// prompt is then the text typed after the prefix.
-	InputPrefix string       `json:"input_prefix"`
-	InputSuffix string       `json:"input_suffix"`
-	InputExtra  []llamaExtra `json:"input_extra"`
+	InputPrefix string      `json:"input_prefix"`
+	InputSuffix string      `json:"input_suffix"`
+	InputExtra  []extraFile `json:"input_extra"`
 
 	// Structured output: response_format, json_schema, grammar.
 	structuredFields
@@ -50,15 +50,24 @@ type llamaRequest struct {
 	llamaUnhonoured
 }
 
-// llamaExtra is one input_extra chunk. Editors send more ("time"), which
+// The wire field sets completionRequest embeds, under unexported names: a
+// field embedded under an exported type's name would put that name in
+// encoding/json's error paths ("StructuredFields.grammar"), where clients
+// are told the field's own name.
+type (
+	structuredFields = wire.StructuredFields
+	llamaUnhonoured  = wire.LlamaUnhonoured
+)
+
+// extraFile is one input_extra chunk. Editors send more ("time"), which
 // is ignored.
-type llamaExtra struct {
+type extraFile struct {
 	Filename string  `json:"filename"`
 	Text     *string `json:"text"`
 }
 
-// llamaTimings is llama.cpp's timings object.
-type llamaTimings struct {
+// timings is llama.cpp's timings object.
+type timings struct {
 	CacheN              int     `json:"cache_n"`
 	PromptN             int     `json:"prompt_n"`
 	PromptMS            float64 `json:"prompt_ms"`
@@ -74,10 +83,10 @@ type llamaTimings struct {
 	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
 }
 
-// newLlamaTimings fills in the rates llama.cpp derives; a phase that did
+// newTimings fills in the rates llama.cpp derives; a phase that did
 // no work reports zero rather than a division by zero.
-func newLlamaTimings(cached, promptN int, promptMS float64, predictedN int, predictedMS float64) llamaTimings {
-	t := llamaTimings{CacheN: cached, PromptN: promptN, PromptMS: promptMS, PredictedN: predictedN, PredictedMS: predictedMS}
+func newTimings(cached, promptN int, promptMS float64, predictedN int, predictedMS float64) timings {
+	t := timings{CacheN: cached, PromptN: promptN, PromptMS: promptMS, PredictedN: predictedN, PredictedMS: predictedMS}
 	if promptN > 0 && promptMS > 0 {
 		t.PromptPerTokenMS = promptMS / float64(promptN)
 		t.PromptPerSecond = 1000 * float64(promptN) / promptMS
@@ -89,26 +98,26 @@ func newLlamaTimings(cached, promptN int, promptMS float64, predictedN int, pred
 	return t
 }
 
-// llamaProb is one generated token in completion_probabilities.
-type llamaProb struct {
+// tokenProb is one generated token in completion_probabilities.
+type tokenProb struct {
 	ID          engine.Token `json:"id"`
 	Token       string       `json:"token"`
 	Bytes       []int        `json:"bytes"`
 	Logprob     float64      `json:"logprob"`
-	TopLogprobs []llamaAlt   `json:"top_logprobs"`
+	TopLogprobs []altProb    `json:"top_logprobs"`
 }
 
-// llamaAlt is one of the most likely tokens at a step.
-type llamaAlt struct {
+// altProb is one of the most likely tokens at a step.
+type altProb struct {
 	ID      engine.Token `json:"id"`
 	Token   string       `json:"token"`
 	Bytes   []int        `json:"bytes"`
 	Logprob float64      `json:"logprob"`
 }
 
-// llamaResult is a finished completion as /completion and /infill return
+// completionResult is a finished completion as /completion and /infill return
 // it (and the last event of a stream).
-type llamaResult struct {
+type completionResult struct {
 	Index              int            `json:"index"`
 	Content            string         `json:"content"`
 	Tokens             []engine.Token `json:"tokens"`
@@ -117,19 +126,19 @@ type llamaResult struct {
 	Model              string         `json:"model"`
 	TokensPredicted    int            `json:"tokens_predicted"`
 	TokensEvaluated    int            `json:"tokens_evaluated"`
-	GenerationSettings llamaSettings  `json:"generation_settings"`
+	GenerationSettings Settings       `json:"generation_settings"`
 	Prompt             string         `json:"prompt"`
 	HasNewLine         bool           `json:"has_new_line"`
 	Truncated          bool           `json:"truncated"`
 	StopType           string         `json:"stop_type"`
 	StoppingWord       string         `json:"stopping_word"`
 	TokensCached       int            `json:"tokens_cached"`
-	Timings            llamaTimings   `json:"timings"`
-	Probs              []llamaProb    `json:"completion_probabilities,omitempty"`
+	Timings            timings        `json:"timings"`
+	Probs              []tokenProb    `json:"completion_probabilities,omitempty"`
 }
 
-// llamaPartial is one streamed event before the last.
-type llamaPartial struct {
+// partialResult is one streamed event before the last.
+type partialResult struct {
 	Index           int            `json:"index"`
 	Content         string         `json:"content"`
 	Tokens          []engine.Token `json:"tokens"`
@@ -137,16 +146,5 @@ type llamaPartial struct {
 	IDSlot          int            `json:"id_slot"`
 	TokensPredicted int            `json:"tokens_predicted"`
 	TokensEvaluated int            `json:"tokens_evaluated"`
-	Probs           []llamaProb    `json:"completion_probabilities,omitempty"`
+	Probs           []tokenProb    `json:"completion_probabilities,omitempty"`
 }
-
-// The llama.cpp API's generation settings and defaults are its package's
-// (superfluid/http/llamacpp); /completion and /infill report them too.
-type llamaSettings = llamacpp.Settings
-
-const (
-	llamaDefaultTemperature = llamacpp.DefaultTemperature
-	llamaDefaultRepeatLastN = llamacpp.DefaultRepeatLastN
-)
-
-func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(&m.Model) }

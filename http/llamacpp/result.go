@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"bytes"
@@ -7,15 +7,16 @@ import (
 
 	"superfluid/engine"
 	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 // response renders a finished run as llama.cpp's final result. In a stream
 // the content and tokens went out in the partial events, so the last one
 // carries neither (as llama.cpp does).
-func (r *llamaRun) response(m *Model, streamed bool) llamaResult {
+func (r *completionRun) response(m *task.Model, streamed bool) completionResult {
 	res := r.result
 	prompt := r.job.spec.Prompt
-	out := llamaResult{
+	out := completionResult{
 		Index: r.job.index, Content: string(r.content), Tokens: r.tokens, IDSlot: -1, Stop: true, Model: m.Name,
 		TokensPredicted: r.predicted, TokensEvaluated: len(prompt), GenerationSettings: r.p.settings,
 		HasNewLine: bytes.IndexByte(r.content, '\n') >= 0, Truncated: r.truncated,
@@ -36,10 +37,10 @@ func (r *llamaRun) response(m *Model, streamed bool) llamaResult {
 
 // timings reports the work this run did. A run that never started reports
 // none; a cached answer reports the whole prompt as cached.
-func (r *llamaRun) timings() llamaTimings {
+func (r *completionRun) timings() timings {
 	res := r.result
 	if r.fromCache {
-		return newLlamaTimings(res.CachedTokens, 0, 0, 0, 0)
+		return newTimings(res.CachedTokens, 0, 0, 0, 0)
 	}
 	promptN := 0
 	if res.Prefill > 0 || r.predicted > 0 {
@@ -49,7 +50,7 @@ func (r *llamaRun) timings() llamaTimings {
 	if r.p.warmup {
 		predictedMS = 0
 	}
-	t := newLlamaTimings(res.CachedTokens, promptN, wire.Milliseconds(res.Prefill), r.predicted, predictedMS)
+	t := newTimings(res.CachedTokens, promptN, wire.Milliseconds(res.Prefill), r.predicted, predictedMS)
 	if res.DraftTokens > 0 {
 		accepted := res.DraftAccepted
 		t.DraftN, t.DraftNAccepted = res.DraftTokens, &accepted
@@ -58,7 +59,7 @@ func (r *llamaRun) timings() llamaTimings {
 }
 
 // marshal renders the result, keeping only the requested fields.
-func (res *llamaResult) marshal(fields []string) ([]byte, error) {
+func (res *completionResult) marshal(fields []string) ([]byte, error) {
 	b, err := json.Marshal(res)
 	if err != nil || fields == nil {
 		return b, err

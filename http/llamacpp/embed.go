@@ -1,7 +1,6 @@
-package http
+package llamacpp
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
@@ -10,32 +9,29 @@ import (
 	"superfluid/task"
 )
 
-func llamaEmbedRoutes() map[string]route {
-	r := route{method: "POST", kind: wire.Llama, handler: (*Server).llamaEmbeddings, embeds: true}
-	return map[string]route{"/embedding": r, "/embeddings": r}
-}
-
-// llamaEmbedRequest is llama-server's non-OpenAI /embedding(s): "input"
+// embedRequest is llama-server's non-OpenAI /embedding(s): "input"
 // (or "content") as tokenize_input_prompts reads it — a string, token ids,
 // or an array mixing strings and token arrays — and embd_normalize (-1
 // none, 0 max absolute, 1 taxicab, 2 euclidean, the default, p > 2 the
 // p-norm).
-type llamaEmbedRequest struct {
+type embedRequest struct {
 	Input          json.RawMessage `json:"input"`
 	Content        json.RawMessage `json:"content"`
 	EmbdNormalize  *int64          `json:"embd_normalize"`
 	EncodingFormat json.RawMessage `json:"encoding_format"`
 }
 
-type llamaEmbedding struct {
+type embedding struct {
 	Index int `json:"index"`
 	// One vector per token for a model without pooling; ours pool, so
 	// there is one, nested as llama-server nests it.
 	Embedding [][]float32 `json:"embedding"`
 }
 
-func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
-	var req llamaEmbedRequest
+// embeddings is POST /embedding and /embeddings: one pooled vector per
+// input, in input order.
+func (a *api) embeddings(ctx *fasthttp.RequestCtx, m *task.Model) error {
+	var req embedRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
@@ -46,10 +42,10 @@ func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	field, raw := "input", req.Input
-	if isAbsent(raw) {
+	if task.IsNull(raw) {
 		field, raw = "content", req.Content
 	}
-	if isAbsent(raw) {
+	if task.IsNull(raw) {
 		return wire.BadRequest(`"input" or "content" must be provided`)
 	}
 	norm, err := wire.EmbedNormParam(req.EmbdNormalize)
@@ -60,18 +56,13 @@ func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	if sp.Inputs, err = wire.ParseEmbedInputs(raw, field, wire.EmbedInputShapes{Tokens: true, Mixed: true}, m.Desc.Vocab); err != nil {
 		return err
 	}
-	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
+	res, err := wire.RunEmbed(ctx, a.host, m, &sp)
 	if err != nil {
 		return err
 	}
-	out := make([]llamaEmbedding, len(res.Vecs))
+	out := make([]embedding, len(res.Vecs))
 	for i, v := range res.Vecs {
-		out[i] = llamaEmbedding{Index: i, Embedding: [][]float32{v}}
+		out[i] = embedding{Index: i, Embedding: [][]float32{v}}
 	}
 	return wire.WriteJSON(ctx, out)
-}
-
-func isAbsent(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) == 0 || string(raw) == "null"
 }

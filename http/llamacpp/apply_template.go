@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"bytes"
@@ -21,11 +21,11 @@ type applyTemplateRequest struct {
 	AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
 }
 
-// llamaApplyTemplate serves POST /apply-template: the prompt a chat
+// applyTemplate serves POST /apply-template: the prompt a chat
 // request would be rendered into, through the same code the generation
 // endpoints use. Tools are accepted here, unlike there: rendering them
 // asks nothing of the model.
-func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) applyTemplate(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req applyTemplateRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
@@ -43,7 +43,7 @@ func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.AddGenerationPrompt != nil {
 		r.AddGenerationPrompt = *req.AddGenerationPrompt
 	}
-	prompt, err := wire.Result(task.ChatPrompt(&m.Model, r))
+	prompt, err := task.ChatPrompt(m, r)
 	if err != nil {
 		return err
 	}

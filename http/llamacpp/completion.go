@@ -1,4 +1,4 @@
-package http
+package llamacpp
 
 import (
 	"bytes"
@@ -7,17 +7,18 @@ import (
 
 	"superfluid/http/wire"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
-// llamaCompletion is POST /completion: one prompt (or several, answered as
+// completion is POST /completion: one prompt (or several, answered as
 // an array) continued in the class the request names, by default the
 // server's.
-func (s *Server) llamaCompletion(ctx *fasthttp.RequestCtx, m *Model) error {
-	var req llamaRequest
+func (a *api) completion(ctx *fasthttp.RequestCtx, m *task.Model) error {
+	var req completionRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	class, err := s.requestClass(ctx, "")
+	class, err := a.host.Class(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -25,12 +26,12 @@ func (s *Server) llamaCompletion(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	return s.runLlama(ctx, m, jobs, p)
+	return a.run(ctx, m, jobs, p)
 }
 
 // completionJobs checks a /completion request and renders its prompts.
-func completionJobs(m *Model, req *llamaRequest, class sched.Class) ([]*llamaJob, *llamaParams, error) {
-	p, err := llamaOptions(m, req)
+func completionJobs(m *task.Model, req *completionRequest, class sched.Class) ([]*promptJob, *completionParams, error) {
+	p, err := readParams(m, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -38,27 +39,27 @@ func completionJobs(m *Model, req *llamaRequest, class sched.Class) ([]*llamaJob
 	if err != nil {
 		return nil, nil, err
 	}
-	jobs := make([]*llamaJob, 0, len(prompts))
+	jobs := make([]*promptJob, 0, len(prompts))
 	for i, pieces := range prompts {
-		toks, err := wire.PromptTokens(&m.Model, pieces, "prompt")
+		toks, err := wire.PromptTokens(m, pieces, "prompt")
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := wire.CheckPrompt(&m.Model, toks); err != nil {
+		if err := task.CheckPrompt(m.Desc, toks); err != nil {
 			return nil, nil, err
 		}
-		jobs = append(jobs, p.newLlamaJob(i, toks, class))
+		jobs = append(jobs, p.newJob(i, toks, class))
 	}
 	return jobs, p, nil
 }
 
-// runLlama submits the jobs and answers: streamed, or whole — one object,
+// run submits the jobs and answers: streamed, or whole — one object,
 // or an array when the request had several prompts.
-func (s *Server) runLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJob, p *llamaParams) error {
+func (a *api) run(ctx *fasthttp.RequestCtx, m *task.Model, jobs []*promptJob, p *completionParams) error {
 	if p.stream {
-		return s.streamLlama(ctx, m, jobs, p)
+		return a.stream(ctx, m, jobs, p)
 	}
-	rctx, done := s.requestContext(ctx)
+	rctx, done := a.host.RequestContext(ctx)
 	defer done()
 	runs, err := startRuns(rctx, m, jobs, p)
 	if err != nil {
@@ -67,12 +68,12 @@ func (s *Server) runLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJob, 
 	if err := waitRuns(rctx, m, runs); err != nil {
 		return err
 	}
-	return writeLlamaResults(ctx, m, runs, p)
+	return writeResults(ctx, m, runs, p)
 }
 
-// writeLlamaResults answers with the runs' results: one object, or an
+// writeResults answers with the runs' results: one object, or an
 // array in prompt order.
-func writeLlamaResults(ctx *fasthttp.RequestCtx, m *Model, runs []*llamaRun, p *llamaParams) error {
+func writeResults(ctx *fasthttp.RequestCtx, m *task.Model, runs []*completionRun, p *completionParams) error {
 	parts := make([][]byte, len(runs))
 	for i, r := range runs {
 		res := r.response(m, false)
