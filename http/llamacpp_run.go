@@ -245,4 +245,4 @@ func llamaProbOf(m *Model, t *tokenOut, n int) llamaProb {
 
 // validText is a token's text without the bytes of a split character, as
 // llama.cpp shows it; "bytes" carries them all.
-func validText(b []byte) string { return strings.ToValidUTF8(string(b), "") }
+func validText(b []byte) string { return wire.ValidText(b) }

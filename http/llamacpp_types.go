@@ -141,14 +141,7 @@ type llamaPartial struct {
 	Probs           []llamaProb    `json:"completion_probabilities,omitempty"`
 }
 
-// finiteLogprob keeps a logprob JSON can carry: llama.cpp reports the
-// lowest float for an impossible token, since JSON has no -Inf.
-func finiteLogprob(x float32) float64 {
-	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-		return -math.MaxFloat32
-	}
-	return float64(x)
-}
+func finiteLogprob(x float32) float64 { return wire.FiniteLogprob(x) }
 
 // The llama.cpp API's generation settings and defaults are its package's
 // (superfluid/http/llamacpp); /completion and /infill report them too.

@@ -1,6 +1,7 @@
-package http
+package openai
 
 import (
+	"context"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -23,7 +24,7 @@ import (
 // transformers passes them.
 func chatMessages(in []oaiMessage) ([]chat.Message, error) {
 	if len(in) == 0 {
-		return nil, badParam("messages", "messages must not be empty")
+		return nil, wire.BadParam("messages", "messages must not be empty")
 	}
 	out := make([]chat.Message, 0, len(in))
 	for i, msg := range in {
@@ -33,20 +34,20 @@ func chatMessages(in []oaiMessage) ([]chat.Message, error) {
 			role = chat.RoleSystem
 		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
 		default:
-			return nil, badParam("messages", "messages[%d]: unknown role %q", i, msg.Role)
+			return nil, wire.BadParam("messages", "messages[%d]: unknown role %q", i, msg.Role)
 		}
 		text, err := contentText(msg.Content)
 		if err != nil {
-			return nil, badParam("messages", "messages[%d].content: %v", i, err)
+			return nil, wire.BadParam("messages", "messages[%d].content: %v", i, err)
 		}
 		if len(msg.ToolCalls) > 0 && role != chat.RoleAssistant {
-			return nil, badParam("messages", "messages[%d].tool_calls: only assistant messages carry tool calls", i)
+			return nil, wire.BadParam("messages", "messages[%d].tool_calls: only assistant messages carry tool calls", i)
 		}
 		calls, err := oaiToolCalls(i, msg.ToolCalls)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, chat.Message{Role: role, Content: text, NoContent: isNull(msg.Content), ReasoningContent: msg.ReasoningContent,
+		out = append(out, chat.Message{Role: role, Content: text, NoContent: task.IsNull(msg.Content), ReasoningContent: msg.ReasoningContent,
 			ToolCalls: calls, ToolCallID: msg.ToolCallID, Name: msg.Name})
 	}
 	return out, nil
@@ -61,14 +62,14 @@ func oaiToolCalls(i int, in []oaiToolCall) ([]chat.ToolCall, error) {
 	for j, c := range in {
 		field := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
 		if c.Type != "" && c.Type != "function" {
-			return nil, badParam("messages", "%s.type: %q is not a function call", field, c.Type)
+			return nil, wire.BadParam("messages", "%s.type: %q is not a function call", field, c.Type)
 		}
 		if c.Function.Name == "" {
-			return nil, badParam("messages", "%s.function.name: a tool call needs a name", field)
+			return nil, wire.BadParam("messages", "%s.function.name: a tool call needs a name", field)
 		}
 		args, err := callArguments(c.Function.Arguments)
 		if err != nil {
-			return nil, badParam("messages", "%s.function.arguments: %v", field, err)
+			return nil, wire.BadParam("messages", "%s.function.arguments: %v", field, err)
 		}
 		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 	}
@@ -123,18 +124,18 @@ func contentText(raw json.RawMessage) (string, error) {
 // token, as OpenAI documents it: it becomes -inf, so no temperature can
 // bring the token back, and a map that bans every token is refused like
 // the other APIs' (nothing could be generated).
-func logitBias(m *Model, in map[string]float64) ([]engine.LogitBias, error) {
-	if len(in) > maxBiasEntries {
-		return nil, badParam("logit_bias", "logit_bias names %d tokens; at most %d", len(in), maxBiasEntries)
+func logitBias(m *task.Model, in map[string]float64) ([]engine.LogitBias, error) {
+	if len(in) > task.MaxBiasEntries {
+		return nil, wire.BadParam("logit_bias", "logit_bias names %d tokens; at most %d", len(in), task.MaxBiasEntries)
 	}
 	var out []engine.LogitBias
 	for k, v := range in {
 		id, err := strconv.Atoi(k)
 		if err != nil || id < 0 || id >= m.Desc.Vocab {
-			return nil, badParam("logit_bias", "logit_bias key %q is not a token id of this model", k)
+			return nil, wire.BadParam("logit_bias", "logit_bias key %q is not a token id of this model", k)
 		}
 		if !(v >= -100 && v <= 100) {
-			return nil, badParam("logit_bias", "logit_bias %v for token %d outside [-100, 100]", v, id)
+			return nil, wire.BadParam("logit_bias", "logit_bias %v for token %d outside [-100, 100]", v, id)
 		}
 		bias := float32(v)
 		if v == -100 {
@@ -142,7 +143,7 @@ func logitBias(m *Model, in map[string]float64) ([]engine.LogitBias, error) {
 		}
 		out = append(out, engine.LogitBias{Token: engine.Token(id), Bias: bias})
 	}
-	return out, checkBias(m, "logit_bias", out)
+	return out, wire.Convert(task.CheckBias(m.Desc, "logit_bias", out))
 }
 
 // choiceCount reads "n" (1–16).
@@ -151,16 +152,17 @@ func choiceCount(n *int) (int, error) {
 		return 1, nil
 	}
 	if *n < 1 || *n > 16 {
-		return 0, badParam("n", "n must be between 1 and 16")
+		return 0, wire.BadParam("n", "n must be between 1 and 16")
 	}
 	return *n, nil
 }
 
-func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatRequest) (*task.Request, error) {
+// chatRequest reads a chat request into the core's request of n choices.
+func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Request, error) {
 	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, err
 	}
-	shape, err := req.structuredFields.constraint(m)
+	shape, err := req.StructuredFields.Constraint(m)
 	if err != nil {
 		return nil, err
 	}
@@ -174,13 +176,13 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	}
 	turn := task.Chat{Messages: msgs, Tools: tools, Kwargs: req.ChatTemplateKwargs, Shape: shape}
 	if e := req.ReasoningEffort; e != nil {
-		if err := apiErr(turn.SetEffort("reasoning_effort", *e)); err != nil {
+		if err := wire.Convert(turn.SetEffort("reasoning_effort", *e)); err != nil {
 			return nil, err
 		}
 	}
-	plan, err := apiResult(task.PlanChat(m.core(), &turn))
+	plan, err := task.PlanChat(m, &turn)
 	if err != nil {
-		return nil, err
+		return nil, wire.Convert(err)
 	}
 	limit := req.MaxCompletionTokens
 	field := "max_completion_tokens"
@@ -195,7 +197,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -204,7 +206,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, &turn)
+	class, err := cls.chat(&turn)
 	if err != nil {
 		return nil, err
 	}
@@ -216,12 +218,12 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 			top = *req.TopLogprobs
 		}
 		if top < 0 || top > engine.MaxLogprobs {
-			return nil, badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
+			return nil, wire.BadParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
 		}
 		g.Logprobs = max(top, 1)
 		g.TopLogprobs = top
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
-		return nil, badParam("top_logprobs", "top_logprobs needs logprobs: true")
+		return nil, wire.BadParam("top_logprobs", "top_logprobs needs logprobs: true")
 	}
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
@@ -230,48 +232,57 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	return g, nil
 }
 
-func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req oaiChatRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	g, err := s.chatSpec(ctx, m, &req)
+	g, err := chatRequest(m, &req, a.classingOf(ctx))
 	if err != nil {
 		return err
 	}
 	id := wire.NewID("chatcmpl-")
 	created := time.Now().Unix()
 	if req.Stream {
-		return s.streamChat(ctx, m, g, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return a.streamChat(ctx, m, g, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
-	rctx, done := s.requestContext(ctx)
+	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	g.Part = "choice"
-	job, err := apiResult(task.Start(rctx, m.core(), g))
+	resp, err := chatWhole(rctx, m, g, id, created)
 	if err != nil {
 		return err
 	}
+	return wire.WriteJSON(ctx, resp)
+}
+
+// chatWhole runs every choice of g to its end and answers them whole.
+func chatWhole(ctx context.Context, m *task.Model, g *task.Request, id string, created int64) (*oaiChatResponse, error) {
+	g.Part = "choice"
+	job, err := start(ctx, m, g)
+	if err != nil {
+		return nil, err
+	}
 	outs := chatChoices(g.Choices)
-	turns, err := runJob(rctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *delta) error {
+	turns, err := run(ctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 		if c := outs[i]; d != nil && c.spec.Logprobs > 0 {
 			c.addLogprobs(m, d)
 		}
 		return nil
 	}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, t := range turns {
-		outs[i].turnOut = turnOutOf(t)
+		outs[i].Turn = t
 	}
-	resp := oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
+	resp := &oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
 	for i, o := range outs {
 		resp.Choices = append(resp.Choices, oaiChatChoice{
-			Index: i, Message: o.message(), Logprobs: o.logprobs, FinishReason: o.finishReason(),
+			Index: i, Message: o.message(), Logprobs: o.logprobs, FinishReason: finishReason(&o.Turn),
 		})
 	}
 	resp.Usage = usageOf(g, outs)
-	return writeJSON(ctx, resp)
+	return resp, nil
 }
 
 // chatChoices are the rendering state of a request's choices (task.Plan
@@ -286,7 +297,7 @@ func chatChoices(specs []*task.Spec) []*choiceOut {
 
 // choiceOut is one of n choices being generated.
 type choiceOut struct {
-	turnOut
+	task.Turn
 	spec     *task.Spec
 	logprobs *oaiLogprobs
 }
@@ -304,7 +315,7 @@ func (c *choiceOut) message() oaiChatMessage {
 	return msg
 }
 
-func (c *choiceOut) addLogprobs(m *Model, d *delta) {
+func (c *choiceOut) addLogprobs(m *task.Model, d *task.Delta) {
 	if c.logprobs == nil {
 		c.logprobs = &oaiLogprobs{Content: []oaiTokenLogprob{}}
 	}
@@ -315,10 +326,10 @@ func (c *choiceOut) addLogprobs(m *Model, d *delta) {
 
 // oaiTokenEntry is one token's logprob entry: its text, its bytes (a token
 // may be part of a character), and the top alternatives asked for.
-func oaiTokenEntry(m *Model, g *task.Spec, t *tokenOut) oaiTokenLogprob {
-	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
-	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
-		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
+func oaiTokenEntry(m *task.Model, g *task.Spec, t *task.TokenOut) oaiTokenLogprob {
+	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: wire.ByteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
+	task.EachTop(m, t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
+		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: wire.ByteList(piece)})
 	})
 	return e
 }
