@@ -164,8 +164,8 @@ type anthropicChatTurn struct {
 // a chat turn, with its cache breakpoints.
 func (s *Server) anthropicTurn(m *Model, req *anthropicRequest, maxTokens int) (anthropicChatTurn, []cacheBreak, error) {
 	var t anthropicChatTurn
-	if err := refuseUnhonoured(
-		unhonoured{"mcp_servers", req.MCPServers, emptyValue, "this server connects to no MCP servers; declare their tools in tools"},
+	if err := wire.RefuseUnhonoured(
+		wire.UnhonouredField("mcp_servers", req.MCPServers, wire.EmptyValue, "this server connects to no MCP servers; declare their tools in tools"),
 	); err != nil {
 		return t, nil, err
 	}

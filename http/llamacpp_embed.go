@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+	"superfluid/http/wire"
 )
 
 func llamaEmbedRoutes() map[string]route {
@@ -38,8 +39,8 @@ func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	// llama-server checks encoding_format here but writes floats whatever
 	// it says; base64 would not be honoured.
-	if err := refuseUnhonoured(unhonoured{name: "encoding_format", raw: req.EncodingFormat, neutral: stringIn("float"),
-		why: "this route answers floats; /v1/embeddings answers base64"}); err != nil {
+	if err := wire.RefuseUnhonoured(wire.Unhonoured{Name: "encoding_format", Raw: req.EncodingFormat, Neutral: wire.StringIn("float"),
+		Why: "this route answers floats; /v1/embeddings answers base64"}); err != nil {
 		return err
 	}
 	field, raw := "input", req.Input

@@ -38,7 +38,7 @@ type llamaParams struct {
 
 // llamaOptions checks a request's parameters (not its prompt).
 func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
-	if err := req.llamaUnhonoured.check(); err != nil {
+	if err := req.LlamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
 	n, field := req.NPredict, "n_predict"

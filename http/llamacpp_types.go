@@ -6,6 +6,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/http/llamacpp"
+	"superfluid/http/wire"
 )
 
 // llamaRequest is the body of /completion and /infill: llama.cpp's
@@ -48,7 +49,7 @@ type llamaRequest struct {
 	// Structured output: response_format, json_schema, grammar.
 	structuredFields
 	// What the server does not honour, decoded to be refused by name.
-	llamaUnhonoured
+	wire.LlamaUnhonoured
 }
 
 // llamaExtra is one input_extra chunk. Editors send more ("time"), which

@@ -185,7 +185,7 @@ const ollamaDefaultTemperature = 0.8
 // Ollama's "random".
 func (o *ollamaOptions) sampling(m *Model) (engine.Sampling, error) {
 	if o.TypicalP != nil && *o.TypicalP != 1 {
-		return engine.Sampling{}, notSupported("typical_p", whySampler)
+		return engine.Sampling{}, wire.NotSupported("typical_p", wire.WhySampler)
 	}
 	seed := o.Seed
 	if seed != nil && *seed == -1 {

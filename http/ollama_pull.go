@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+	"superfluid/http/wire"
 )
 
 // Ollama's model lifecycle over the models directory (ModelStore):
@@ -56,9 +57,9 @@ func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 		return err
 	}
 	const noCredentials = "credentials are not sent anywhere; set HF_TOKEN in the server's environment for gated or private Hugging Face repositories"
-	if err := refuseUnhonoured(
-		unhonoured{name: "username", raw: req.Username, neutral: emptyValue, why: noCredentials},
-		unhonoured{name: "password", raw: req.Password, neutral: emptyValue, why: noCredentials},
+	if err := wire.RefuseUnhonoured(
+		wire.Unhonoured{Name: "username", Raw: req.Username, Neutral: wire.EmptyValue, Why: noCredentials},
+		wire.Unhonoured{Name: "password", Raw: req.Password, Neutral: wire.EmptyValue, Why: noCredentials},
 	); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -175,7 +176,7 @@ func (f *structuredFields) lazyGrammar(m *Model, c *task.Constraint) error {
 			}
 			c.Patterns = append(c.Patterns, t.Value)
 		case 3:
-			e := notSupported("grammar_triggers", "a trigger pattern the whole output must match (type 3) is not supported; use type 2, a pattern found anywhere")
+			e := wire.NotSupported("grammar_triggers", "a trigger pattern the whole output must match (type 3) is not supported; use type 2, a pattern found anywhere")
 			e.Msg = at + ": " + e.Msg
 			return e
 		default:

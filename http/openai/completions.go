@@ -55,7 +55,7 @@ type oaiCompletionRequest struct {
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
 	structuredFields
 	// llama.cpp's extensions the server does not honour, to be refused.
-	llamaUnhonoured
+	wire.LlamaUnhonoured
 }
 
 // oaiLegacyLogprobs is the completions API's logprobs object.
@@ -209,7 +209,7 @@ func (c *cmplChoice) fromCache(hit task.Cached) {
 
 // planCompletions checks a request and renders every choice's generation.
 func planCompletions(m *task.Model, req *oaiCompletionRequest, class sched.Class) (*cmplPlan, error) {
-	if err := req.llamaUnhonoured.check(); err != nil {
+	if err := req.LlamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
 	prompts, err := task.ParsePrompts(req.Prompt, "prompt")

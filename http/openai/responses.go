@@ -99,7 +99,7 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if req.Text == nil {
 		req.Text = &respTextConfig{}
 	}
-	if err := refuseUnhonoured(unhonoured{"text.verbosity", req.Text.Verbosity, stringIn("medium"), "this server does not steer the length of replies"}); err != nil {
+	if err := wire.RefuseUnhonoured(wire.UnhonouredField("text.verbosity", req.Text.Verbosity, wire.StringIn("medium"), "this server does not steer the length of replies")); err != nil {
 		return nil, err
 	}
 	if !isNull(req.Metadata) && !isObject(req.Metadata) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -142,7 +143,7 @@ func respContentText(raw json.RawMessage) (string, error) {
 		case "refusal":
 			b.WriteString(p.Refusal)
 		default:
-			return "", fmt.Errorf("[%d]: %q parts are not supported (%s)", j, p.Type, whyModality)
+			return "", fmt.Errorf("[%d]: %q parts are not supported (%s)", j, p.Type, wire.WhyModality)
 		}
 	}
 	return b.String(), nil
@@ -236,7 +237,7 @@ func respToolChoice(t *task.Tools, raw json.RawMessage, parallel bool) error {
 		return badParam("tool_choice", `tool_choice must be "none", "auto", "required" or {"type": "function", "name": …}`)
 	}
 	if obj.Type != "function" {
-		return notSupported("tool_choice", fmt.Sprintf("a tool_choice of type %q; only function tools are run", obj.Type))
+		return wire.NotSupported("tool_choice", fmt.Sprintf("a tool_choice of type %q; only function tools are run", obj.Type))
 	}
 	return apiErr(t.Require("tool_choice", "named", obj.Name, single))
 }

@@ -1,6 +1,9 @@
 package openai
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"superfluid/http/wire"
+)
 
 // The Responses API's shapes (POST /v1/responses), as OpenAI documents
 // them and the openai-go client decodes them.
@@ -68,18 +71,18 @@ type respUnhonoured struct {
 }
 
 func (u *respUnhonoured) check() error {
-	return refuseUnhonoured(
-		unhonoured{"background", u.Background, isFalse, "responses are answered while the request waits"},
-		unhonoured{"conversation", u.Conversation, nil, "this server keeps no conversations; chain responses with previous_response_id"},
-		unhonoured{"prompt", u.Prompt, nil, "this server keeps no prompt templates"},
-		unhonoured{"max_tool_calls", u.MaxToolCalls, nil, "the number of calls is bounded only by parallel_tool_calls"},
-		unhonoured{"top_logprobs", u.TopLogprobs, numberIs(0), "the Responses API here reports no logprobs"},
+	return wire.RefuseUnhonoured(
+		wire.UnhonouredField("background", u.Background, wire.IsFalse, "responses are answered while the request waits"),
+		wire.UnhonouredField("conversation", u.Conversation, nil, "this server keeps no conversations; chain responses with previous_response_id"),
+		wire.UnhonouredField("prompt", u.Prompt, nil, "this server keeps no prompt templates"),
+		wire.UnhonouredField("max_tool_calls", u.MaxToolCalls, nil, "the number of calls is bounded only by parallel_tool_calls"),
+		wire.UnhonouredField("top_logprobs", u.TopLogprobs, wire.NumberIs(0), "the Responses API here reports no logprobs"),
 		// "auto" would drop the conversation's middle to fit the context.
-		unhonoured{"truncation", u.Truncation, stringIn("disabled"), "a conversation longer than the context is refused, never cut"},
-		unhonoured{"context_management", u.ContextManagement, emptyValue, "the conversation is never compacted"},
-		unhonoured{"modalities", u.Modalities, textOnly, whyModality},
-		unhonoured{"audio", u.Audio, nil, whyModality},
-		unhonoured{"include", u.Include, includesNoLogprobs, "the Responses API here reports no logprobs"},
+		wire.UnhonouredField("truncation", u.Truncation, wire.StringIn("disabled"), "a conversation longer than the context is refused, never cut"),
+		wire.UnhonouredField("context_management", u.ContextManagement, wire.EmptyValue, "the conversation is never compacted"),
+		wire.UnhonouredField("modalities", u.Modalities, wire.TextOnly, wire.WhyModality),
+		wire.UnhonouredField("audio", u.Audio, nil, wire.WhyModality),
+		wire.UnhonouredField("include", u.Include, includesNoLogprobs, "the Responses API here reports no logprobs"),
 	)
 }
 
