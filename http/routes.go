@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"superfluid/http/llamacpp"
+	"superfluid/http/openai"
 )
 
 // routeTable gathers every API's routes: path → one route per method, and
@@ -17,18 +18,14 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	all := map[string][]route{}
 	for _, part := range []map[string]route{
 		commonRoutes(),
-		openaiRoutes(),
-		llamaRoutes(), openaiCompletionRoutes(),
+		llamaRoutes(),
 		ollamaRoutes(),
 		anthropicRoutes(),
-		openaiEmbeddingRoutes(), ollamaEmbedRoutes(), llamaEmbedRoutes(),
+		ollamaEmbedRoutes(), llamaEmbedRoutes(),
 	} {
 		for path, r := range part {
 			all[path] = append(all[path], r)
 		}
-	}
-	for path, rs := range mergeRoutes(openaiBatchRoutes(), responsesRoutes()) {
-		all[path] = append(all[path], rs...)
 	}
 	for _, path := range generationPaths {
 		for i := range all[path] {
@@ -41,7 +38,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		}
 	}
 	host := serverHost{s}
-	for _, wr := range slices.Concat(llamacpp.Routes(host)) {
+	for _, wr := range slices.Concat(llamacpp.Routes(host), openai.Routes(host, &s.openai)) {
 		all[wr.Path] = append(all[wr.Path], mounted(wr))
 	}
 	var patterns []string

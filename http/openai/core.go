@@ -7,6 +7,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/http/wire"
+	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -85,4 +86,18 @@ func maxTokens(field string, n *int, ctxSize int) (int, error) {
 func sampling(m *task.Model, f task.SamplingFields) (engine.Sampling, error) {
 	s, err := task.Sampling(m, f)
 	return s, wire.Convert(err)
+}
+
+// result is a core call's result with its error as a wire error:
+// result(task.PlanChat(…)).
+func result[T any](v T, err error) (T, error) { return v, wire.Convert(err) }
+
+// followTurn runs a job of one chat turn to its end; emit hears the reply
+// events each delta completed.
+func followTurn(ctx context.Context, job *task.Job, emit func(evs []reply.Event) error) (task.Turn, error) {
+	turns, err := run(ctx, job, task.SinkFuncs{OnDelta: func(_ int, evs []reply.Event, _ *task.Delta) error { return emit(evs) }})
+	if len(turns) == 0 {
+		return task.Turn{}, err
+	}
+	return turns[0], err
 }

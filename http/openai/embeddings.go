@@ -44,7 +44,7 @@ type oaiEmbedUsage struct {
 
 func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req oaiEmbeddingRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	b64 := false
@@ -54,13 +54,13 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		case "base64":
 			b64 = true
 		default:
-			return badParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
+			return wire.BadParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
 		}
 	}
 	sp := embedSpec{field: "input", norm: normL2}
 	if req.Dimensions != nil {
 		if *req.Dimensions < 1 {
-			return badParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
+			return wire.BadParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
 		}
 		sp.dims = *req.Dimensions
 	}
@@ -74,7 +74,7 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	for i, in := range sp.inputs {
 		if !in.isTokens && in.text == "" {
 			// OpenAI refuses an empty string rather than embed nothing.
-			return badParam("input", "input[%d] is an empty string", i)
+			return wire.BadParam("input", "input[%d] is an empty string", i)
 		}
 	}
 	res, err := s.runEmbed(ctx, m, &sp)
@@ -95,7 +95,7 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		}
 		out.Data[i] = d
 	}
-	return writeJSON(ctx, out)
+	return wire.WriteJSON(ctx, out)
 }
 
 // widen writes float32 values as the float64 they are exactly, so a client

@@ -72,7 +72,7 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 		if err == nil {
 			t.Fatalf("the stub scheduler refuses everything, yet the handler succeeded: %q", body)
 		}
-		e := asAPIError(err)
+		e := wire.AsError(err)
 		if e.Status < 400 || e.Status > 599 || e.Msg == "" || e.Type == "" {
 			t.Fatalf("refusal %+v for %q", e, body)
 		}

@@ -23,76 +23,46 @@ import (
 // function calls — whole or as a stream of events; a stored response can
 // be fetched, deleted, and continued by previous_response_id.
 
-func responsesRoutes() map[string][]route {
-	r := func(method string, h func(*Server, *fasthttp.RequestCtx, *Model) error) route {
-		return route{method: method, kind: apiOpenAI, handler: h}
-	}
-	modelFree := func(rt route) route { rt.anyModel = true; return rt }
-	return map[string][]route{
-		"/v1/responses": {r("POST", (*Server).createResponse)},
-		// A stored response is the server's, whichever model wrote it.
-		"/v1/responses/{id}": {modelFree(r("GET", (*Server).getResponse)), modelFree(r("DELETE", (*Server).deleteResponse))},
-	}
-}
-
-// respStore is the server's store of responses: the one the app opened
-// under --data-dir, else, at first use, one in memory.
-type respStore struct {
-	ptr  atomic.Pointer[respstore.Store]
-	once sync.Once
-}
-
-// SetResponses gives the server the store of the Responses API.
-func (s *Server) SetResponses(st *respstore.Store) { s.responses.ptr.Store(st) }
-
-func (s *Server) responseStore() *respstore.Store {
-	s.responses.once.Do(func() {
-		mem, _ := respstore.Open("", respstore.Options{}) // a memory store cannot fail to open
-		s.responses.ptr.CompareAndSwap(nil, mem)
-	})
-	return s.responses.ptr.Load()
-}
-
 // respJob is a planned response: the generation, the response object as
 // far as the request decides it, and the input items to store with it.
 type respJob struct {
-	m     *Model
+	m     *task.Model
 	g     *task.Request
 	obj   respObject
 	input []json.RawMessage
 	store bool
 }
 
-func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req respRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	job, err := s.planResponse(ctx, m, &req)
+	job, err := a.planResponse(m, &req, a.classingOf(ctx))
 	if err != nil {
 		return err
 	}
 	if req.Stream {
-		return s.streamResponses(ctx, job)
+		return a.streamResponses(ctx, job)
 	}
-	rctx, done := s.requestContext(ctx)
+	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	run, err := startOne(rctx, m, job.g, false)
+	run, err := start(rctx, m, job.g)
 	if err != nil {
 		return err
 	}
 	b := newRespBuilder(m, &job.obj, nil)
-	out, err := followOne(rctx, run, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
+	out, err := followTurn(rctx, run, b.take)
 	if err != nil {
 		return err
 	}
 	b.finish(job.g, out)
-	s.keepResponse(job)
-	return writeJSON(ctx, &job.obj)
+	a.keepResponse(job)
+	return wire.WriteJSON(ctx, &job.obj)
 }
 
 // planResponse reads the request into a chat turn and plans it.
-func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respRequest) (*respJob, error) {
+func (a *api) planResponse(m *task.Model, req *respRequest, cls classing) (*respJob, error) {
 	if err := req.respUnhonoured.check(); err != nil {
 		return nil, err
 	}
@@ -102,14 +72,14 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err := wire.RefuseUnhonoured(wire.UnhonouredField("text.verbosity", req.Text.Verbosity, wire.StringIn("medium"), "this server does not steer the length of replies")); err != nil {
 		return nil, err
 	}
-	if !isNull(req.Metadata) && !isObject(req.Metadata) {
-		return nil, badParam("metadata", "metadata must be an object of strings")
+	if !task.IsNull(req.Metadata) && !isObject(req.Metadata) {
+		return nil, wire.BadParam("metadata", "metadata must be an object of strings")
 	}
-	rt, err := s.respTurn(req)
+	rt, err := a.respTurn(req)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := apiResult(task.PlanChat(m.core(), &rt.turn))
+	plan, err := result(task.PlanChat(m, &rt.turn))
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +87,11 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
+	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, &rt.turn)
+	class, err := cls.chat(&rt.turn)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +99,7 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	plan.Apply(&g.Spec)
 	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
 	if job.store {
-		if err := s.storable(rt.items); err != nil {
+		if err := a.storable(rt.items); err != nil {
 			return nil, err
 		}
 	}
@@ -163,13 +133,13 @@ type respTurnOf struct {
 // respTurn reads the conversation (the previous response's items, then
 // the request's, after the instructions), the tools and how they may be
 // called, the answer's format and the reasoning effort.
-func (s *Server) respTurn(req *respRequest) (respTurnOf, error) {
+func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 	var rt respTurnOf
 	own, err := respInputItems(req.Input)
 	if err != nil {
 		return rt, err
 	}
-	prev, err := s.previousItems(req.PreviousResponseID)
+	prev, err := a.previousItems(req.PreviousResponseID)
 	if err != nil {
 		return rt, err
 	}
@@ -204,7 +174,7 @@ func (s *Server) respTurn(req *respRequest) (respTurnOf, error) {
 	rt.turn = task.Chat{Messages: msgs, Tools: tools, Shape: shape}
 	rt.tools = echo
 	if req.Reasoning != nil && req.Reasoning.Effort != nil {
-		if err := apiErr(rt.turn.SetEffort("reasoning.effort", *req.Reasoning.Effort)); err != nil {
+		if err := wire.Convert(rt.turn.SetEffort("reasoning.effort", *req.Reasoning.Effort)); err != nil {
 			return rt, err
 		}
 	}
@@ -213,40 +183,40 @@ func (s *Server) respTurn(req *respRequest) (respTurnOf, error) {
 
 // previousItems are the stored response's input and output items, which
 // come before the request's own.
-func (s *Server) previousItems(id string) ([]json.RawMessage, error) {
+func (a *api) previousItems(id string) ([]json.RawMessage, error) {
 	if id == "" {
 		return nil, nil
 	}
-	rec, err := s.responseStore().Get(id)
+	rec, err := a.stores.responseStore().Get(id)
 	if errors.Is(err, respstore.ErrNotFound) {
-		e := badParam("previous_response_id", "Previous response with id '%s' not found.", id)
+		e := wire.BadParam("previous_response_id", "Previous response with id '%s' not found.", id)
 		e.Code = "previous_response_not_found"
 		return nil, e
 	}
 	if err != nil {
-		return nil, serverError("reading the previous response: %v", err)
+		return nil, wire.ServerError("reading the previous response: %v", err)
 	}
 	var input []json.RawMessage
 	var resp struct {
 		Output []json.RawMessage `json:"output"`
 	}
 	if err := json.Unmarshal(rec.Input, &input); err != nil {
-		return nil, serverError("the stored response %s is damaged: %v", id, err)
+		return nil, wire.ServerError("the stored response %s is damaged: %v", id, err)
 	}
 	if err := json.Unmarshal(rec.Response, &resp); err != nil {
-		return nil, serverError("the stored response %s is damaged: %v", id, err)
+		return nil, wire.ServerError("the stored response %s is damaged: %v", id, err)
 	}
 	return append(input, resp.Output...), nil
 }
 
 // respInstructions reads instructions: a string, or null.
 func respInstructions(raw json.RawMessage) (*string, error) {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return nil, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, badParam("instructions", "instructions must be a string")
+		return nil, wire.BadParam("instructions", "instructions must be a string")
 	}
 	return &s, nil
 }
@@ -255,8 +225,8 @@ func respInstructions(raw json.RawMessage) (*string, error) {
 // conversation alone is over what one stored response may hold (each
 // record keeps its whole chain): it could never be stored, and a client
 // chaining on it would find nothing.
-func (s *Server) storable(items []json.RawMessage) error {
-	limit := s.responseStore().MaxRecordBytes()
+func (a *api) storable(items []json.RawMessage) error {
+	limit := a.stores.responseStore().MaxRecordBytes()
 	if limit <= 0 {
 		return nil
 	}
@@ -265,14 +235,14 @@ func (s *Server) storable(items []json.RawMessage) error {
 		size += int64(len(it)) + 1
 	}
 	if size > limit {
-		return badParam("store", "the conversation is %d bytes, over the %d bytes a stored response may hold (--max-stored-response-bytes); send store: false, or start a new conversation", size, limit)
+		return wire.BadParam("store", "the conversation is %d bytes, over the %d bytes a stored response may hold (--max-stored-response-bytes); send store: false, or start a new conversation", size, limit)
 	}
 	return nil
 }
 
 // keepResponse stores a finished response, unless the request said
 // store: false. A store that fails is logged: the client has its answer.
-func (s *Server) keepResponse(job *respJob) {
+func (a *api) keepResponse(job *respJob) {
 	if !job.store {
 		return
 	}
@@ -280,7 +250,7 @@ func (s *Server) keepResponse(job *respJob) {
 	if err == nil {
 		var input []byte
 		if input, err = json.Marshal(job.input); err == nil {
-			err = s.responseStore().Put(respstore.Record{ID: job.obj.ID, Response: resp, Input: input})
+			err = a.stores.responseStore().Put(respstore.Record{ID: job.obj.ID, Response: resp, Input: input})
 		}
 	}
 	if err != nil {
@@ -288,31 +258,31 @@ func (s *Server) keepResponse(job *respJob) {
 	}
 }
 
-func (s *Server) getResponse(ctx *fasthttp.RequestCtx, _ *Model) error {
-	rec, err := s.responseStore().Get(pathID(ctx))
+func (a *api) getResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	rec, err := a.stores.responseStore().Get(wire.PathID(ctx))
 	if err != nil {
-		return respStoreError(pathID(ctx), err)
+		return respStoreError(wire.PathID(ctx), err)
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(rec.Response)
 	return nil
 }
 
-func (s *Server) deleteResponse(ctx *fasthttp.RequestCtx, _ *Model) error {
-	id := pathID(ctx)
-	if err := s.responseStore().Delete(id); err != nil {
+func (a *api) deleteResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	id := wire.PathID(ctx)
+	if err := a.stores.responseStore().Delete(id); err != nil {
 		return respStoreError(id, err)
 	}
-	return writeJSON(ctx, respDeleted{ID: id, Object: "response", Deleted: true})
+	return wire.WriteJSON(ctx, respDeleted{ID: id, Object: "response", Deleted: true})
 }
 
 func respStoreError(id string, err error) error {
 	if errors.Is(err, respstore.ErrNotFound) {
-		e := notFound("Response with id '%s' not found.", id)
+		e := wire.NotFound("Response with id '%s' not found.", id)
 		e.Type, e.Code = "invalid_request_error", ""
 		return e
 	}
-	return serverError("%v", err)
+	return wire.ServerError("%v", err)
 }
 
 func isObject(raw json.RawMessage) bool {
@@ -328,19 +298,8 @@ func valueOr(p *float64, d float64) float64 {
 }
 
 func rawOr(raw json.RawMessage, d string) json.RawMessage {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return json.RawMessage(d)
 	}
 	return raw
-}
-
-// mergeRoutes joins route tables whose paths hold several methods.
-func mergeRoutes(parts ...map[string][]route) map[string][]route {
-	all := map[string][]route{}
-	for _, p := range parts {
-		for path, rs := range p {
-			all[path] = append(all[path], rs...)
-		}
-	}
-	return all
 }

@@ -17,14 +17,14 @@ import (
 // arrives as deltas, it is done; a function call arrives whole (the
 // parser hands calls over complete), so its arguments are one delta.
 type respBuilder struct {
-	m    *Model
+	m    *task.Model
 	obj  *respObject
 	send func(ev *respEvent) error // nil: not streaming
 	seq  int
 	open int // the output item text is going to, -1 none
 }
 
-func newRespBuilder(m *Model, obj *respObject, send func(ev *respEvent) error) *respBuilder {
+func newRespBuilder(m *task.Model, obj *respObject, send func(ev *respEvent) error) *respBuilder {
 	return &respBuilder{m: m, obj: obj, send: send, open: -1}
 }
 
@@ -165,7 +165,7 @@ func (b *respBuilder) call(c reply.ToolCall) error {
 // incomplete when max_output_tokens cut it short. The terminal event is
 // left to end, so that the response can be stored first: a client that
 // has seen response.completed may name it at once.
-func (b *respBuilder) finish(g *task.Request, out turnOut) error {
+func (b *respBuilder) finish(g *task.Request, out task.Turn) error {
 	status := "completed"
 	if out.Finish == "length" {
 		status = "incomplete"
@@ -199,7 +199,7 @@ func (b *respBuilder) end() error {
 
 // fail ends a streamed response that could not finish.
 func (b *respBuilder) fail(err error) {
-	e := asAPIError(err)
+	e := wire.AsError(err)
 	code := e.Code
 	if code == "" {
 		code = "server_error"
@@ -213,18 +213,18 @@ func (b *respBuilder) fail(err error) {
 // response is stored like an unstreamed one. A failed generation ends the
 // stream with response.failed (and is not stored); a client that went
 // away cancels it.
-func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
+func (a *api) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 	var run *task.Job
-	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		run, err = startOne(rctx, job.m, job.g, false)
+		run, err = start(rctx, job.m, job.g)
 		return err
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
 		if b.start() != nil {
 			return
 		}
-		out, err := followOne(rctx, run, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
+		out, err := followTurn(rctx, run, b.take)
 		if err != nil {
 			if rctx.Err() == nil {
 				b.fail(err)
@@ -234,7 +234,7 @@ func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 		if b.finish(job.g, out) != nil {
 			return
 		}
-		s.keepResponse(job)
+		a.keepResponse(job)
 		b.end()
 	})
 }

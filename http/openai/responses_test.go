@@ -201,7 +201,7 @@ func FuzzRespConversation(f *testing.F) {
 		}
 		msgs, err := respConversation(items, index)
 		if err != nil {
-			if e := asAPIError(err); e.Status != 400 {
+			if e := wire.AsError(err); e.Status != 400 {
 				t.Fatalf("%s: status %d", input, e.Status)
 			}
 			return

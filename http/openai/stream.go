@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -13,7 +14,7 @@ import (
 // "data: [DONE]". A failed write cancels every choice; a failed choice
 // ends the stream with an error event in OpenAI's shape
 // (data: {"error": {…}}) and no [DONE].
-func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request, id string, created int64, includeUsage bool) error {
+func (a *api) streamChat(ctx *fasthttp.RequestCtx, m *task.Model, g *task.Request, id string, created int64, includeUsage bool) error {
 	var (
 		job     *task.Job
 		choices []*choiceOut
@@ -23,15 +24,15 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 		return oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp,
 			Choices: []oaiChunkChoice{{Index: i, Delta: d, Logprobs: lp, FinishReason: finish}}}
 	}
-	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		g.Part = "choice"
 		var err error
-		if job, err = apiResult(task.Start(rctx, m.core(), g)); err != nil {
+		if job, err = start(rctx, m, g); err != nil {
 			return err
 		}
 		choices = chatChoices(g.Choices)
 		return nil
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		for i := range choices {
 			empty := ""
 			if ew.Send("", chunk(i, oaiDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
@@ -39,8 +40,8 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 			}
 		}
 		calls := make([]int, len(choices)) // each choice's calls so far
-		runJob(rctx, job, task.SinkFuncs{
-			OnDelta: func(i int, evs []reply.Event, d *delta) error {
+		run(rctx, job, task.SinkFuncs{
+			OnDelta: func(i int, evs []reply.Event, d *task.Delta) error {
 				c := choices[i]
 				var lp *oaiLogprobs
 				if d != nil && c.spec.Logprobs > 0 && len(d.Tokens) > 0 {
@@ -63,8 +64,8 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 			},
 			OnEnded: func(i int, t *task.Turn) error {
 				c := choices[i]
-				c.turnOut = turnOutOf(*t)
-				finish := c.finishReason()
+				c.Turn = *t
+				finish := finishReason(&c.Turn)
 				return ew.Send("", chunk(i, oaiDelta{}, nil, &finish))
 			},
 			OnFailed: ew.FailAll(cancel),

@@ -28,28 +28,29 @@ type oaiTools struct {
 // same; a request may not mix the two.
 func (o *oaiTools) turnTools() (task.Tools, error) {
 	toolsField, choiceField, raw, choice := "tools", "tool_choice", o.Tools, o.ToolChoice
-	legacy := !isNull(o.Functions) || !isNull(o.FunctionCall)
+	legacy := !task.IsNull(o.Functions) || !task.IsNull(o.FunctionCall)
 	if legacy {
-		if !isNull(o.Tools) || !isNull(o.ToolChoice) {
-			return task.Tools{}, badParam("functions", "functions and function_call cannot be combined with tools and tool_choice")
+		if !task.IsNull(o.Tools) || !task.IsNull(o.ToolChoice) {
+			return task.Tools{}, wire.BadParam("functions", "functions and function_call cannot be combined with tools and tool_choice")
 		}
 		toolsField, choiceField, raw, choice = "functions", "function_call", o.Functions, o.FunctionCall
 	}
 	var list []reply.Tool
-	if !isNull(raw) {
+	if !task.IsNull(raw) {
 		var defs []json.RawMessage
 		if err := json.Unmarshal(raw, &defs); err != nil {
-			return task.Tools{}, badParam(toolsField, "%s must be an array", toolsField)
+			return task.Tools{}, wire.BadParam(toolsField, "%s must be an array", toolsField)
 		}
 		for i, d := range defs {
 			t, err := oaiTool(d, legacy)
 			if err != nil {
-				return task.Tools{}, badParam(toolsField, "%s[%d]: %v", toolsField, i, err)
+				return task.Tools{}, wire.BadParam(toolsField, "%s[%d]: %v", toolsField, i, err)
 			}
 			list = append(list, t)
 		}
 	}
-	tt, err := apiResult(task.NewTools(toolsField, list))
+	tt, err := task.NewTools(toolsField, list)
+	err = wire.Convert(err)
 	if err != nil {
 		return tt, err
 	}
@@ -61,7 +62,7 @@ func (o *oaiTools) turnTools() (task.Tools, error) {
 	if legacy {
 		single = true // a function_call reply held one call
 	}
-	if err := apiErr(tt.Require(choiceField, mode, name, single)); err != nil {
+	if err := wire.Convert(tt.Require(choiceField, mode, name, single)); err != nil {
 		return tt, err
 	}
 	return tt, nil
@@ -91,7 +92,7 @@ func oaiTool(raw json.RawMessage, legacy bool) (reply.Tool, error) {
 // oaiChoice reads tool_choice: "none", "auto", "required", or
 // {"type": "function", "function": {"name": …}} (legacy: {"name": …}).
 func oaiChoice(field string, raw json.RawMessage, legacy bool) (mode, name string, err error) {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return "auto", "", nil
 	}
 	var s string
@@ -104,7 +105,7 @@ func oaiChoice(field string, raw json.RawMessage, legacy bool) (mode, name strin
 				return s, "", nil
 			}
 		}
-		return "", "", badParam(field, "%s %q is not one of none, auto, required or a named function", field, s)
+		return "", "", wire.BadParam(field, "%s %q is not one of none, auto, required or a named function", field, s)
 	}
 	var named struct {
 		Type     string `json:"type"`
@@ -114,16 +115,16 @@ func oaiChoice(field string, raw json.RawMessage, legacy bool) (mode, name strin
 		} `json:"function"`
 	}
 	if json.Unmarshal(raw, &named) != nil {
-		return "", "", badParam(field, "%s must be a string or a named function", field)
+		return "", "", wire.BadParam(field, "%s must be a string or a named function", field)
 	}
 	if !legacy {
 		if named.Type != "function" {
-			return "", "", badParam(field, "%s: only {\"type\": \"function\", …} names a tool", field)
+			return "", "", wire.BadParam(field, "%s: only {\"type\": \"function\", …} names a tool", field)
 		}
 		named.Name = named.Function.Name
 	}
 	if named.Name == "" {
-		return "", "", badParam(field, "%s names no function", field)
+		return "", "", wire.BadParam(field, "%s names no function", field)
 	}
 	return "named", named.Name, nil
 }
