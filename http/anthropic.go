@@ -169,7 +169,7 @@ func (s *Server) anthropicTurn(m *Model, req *anthropicRequest, maxTokens int) (
 	); err != nil {
 		return t, nil, err
 	}
-	shape, err := anthropicFormat(outputConfigFormat(req), req.OutputFormat)
+	shape, err := wire.AnthropicFormat(outputConfigFormat(req), req.OutputFormat)
 	if err != nil {
 		return t, nil, err
 	}
