@@ -14,7 +14,7 @@ import (
 // OpenAI chat request of which only what the template sees is read.
 type applyTemplateRequest struct {
 	Model               string                     `json:"model"`
-	Messages            []oaiMessage               `json:"messages"`
+	Messages            []wire.Message               `json:"messages"`
 	Tools               []json.RawMessage          `json:"tools"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
@@ -29,7 +29,7 @@ func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err := decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	msgs, err := chatMessages(req.Messages)
+	msgs, err := wire.ChatMessages(req.Messages)
 	if err != nil {
 		return err
 	}

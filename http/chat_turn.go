@@ -1,8 +1,6 @@
 package http
 
 import (
-	"encoding/json"
-
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/wire"
@@ -22,17 +20,4 @@ var isNull = task.IsNull
 // agent's), else the server's default.
 func (s *Server) turnClass(ctx *fasthttp.RequestCtx, t *task.Chat) (sched.Class, error) {
 	return task.ChatClass(t, wire.ClassSent(ctx), func() (sched.Class, error) { return s.requestClass(ctx, "") })
-}
-
-// oaiToolDef is a tool as OpenAI's chat API defines one.
-type oaiToolDef struct {
-	Type     string         `json:"type"`
-	Function oaiFunctionDef `json:"function"`
-}
-
-type oaiFunctionDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      *bool           `json:"strict,omitempty"`
 }

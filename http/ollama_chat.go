@@ -47,7 +47,7 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 	if err != nil {
 		return nil, err
 	}
-	tools, err := (&oaiTools{Tools: req.Tools}).turnTools()
+	tools, err := (&wire.ToolFields{Tools: req.Tools}).TurnTools()
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func ollamaToolCalls(i int, role string, raw json.RawMessage) ([]chat.ToolCall, 
 		if c.Function.Name == "" {
 			return nil, badParam("messages", "%s[%d].function.name: a tool call needs a name", field, j)
 		}
-		args, err := callArguments(c.Function.Arguments)
+		args, err := wire.CallArguments(c.Function.Arguments)
 		if err != nil {
 			return nil, badParam("messages", "%s[%d].function.arguments: %v", field, j, err)
 		}

@@ -110,5 +110,5 @@ func (s *Server) ollamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]any{"embedding": widen(res.vecs[0])})
+	return writeJSON(ctx, map[string]any{"embedding": wire.Widen(res.vecs[0])})
 }

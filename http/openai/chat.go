@@ -18,108 +18,6 @@ import (
 	"superfluid/task"
 )
 
-// chatMessages maps OpenAI messages onto the template's roles; content may
-// be a string or an array of text parts. An assistant turn's tool calls
-// reach the template with their arguments decoded to an object, as
-// transformers passes them.
-func chatMessages(in []oaiMessage) ([]chat.Message, error) {
-	if len(in) == 0 {
-		return nil, wire.BadParam("messages", "messages must not be empty")
-	}
-	out := make([]chat.Message, 0, len(in))
-	for i, msg := range in {
-		role := msg.Role
-		switch role {
-		case "developer":
-			role = chat.RoleSystem
-		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
-		default:
-			return nil, wire.BadParam("messages", "messages[%d]: unknown role %q", i, msg.Role)
-		}
-		text, err := contentText(msg.Content)
-		if err != nil {
-			return nil, wire.BadParam("messages", "messages[%d].content: %v", i, err)
-		}
-		if len(msg.ToolCalls) > 0 && role != chat.RoleAssistant {
-			return nil, wire.BadParam("messages", "messages[%d].tool_calls: only assistant messages carry tool calls", i)
-		}
-		calls, err := oaiToolCalls(i, msg.ToolCalls)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, chat.Message{Role: role, Content: text, NoContent: task.IsNull(msg.Content), ReasoningContent: msg.ReasoningContent,
-			ToolCalls: calls, ToolCallID: msg.ToolCallID, Name: msg.Name})
-	}
-	return out, nil
-}
-
-// oaiToolCalls reads message i's tool calls. OpenAI sends arguments as a
-// JSON string holding an object; an object itself is taken too (some
-// clients send one). Anything else is refused naming the field, since a
-// template would otherwise print garbage where the call's arguments go.
-func oaiToolCalls(i int, in []oaiToolCall) ([]chat.ToolCall, error) {
-	out := make([]chat.ToolCall, 0, len(in))
-	for j, c := range in {
-		field := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
-		if c.Type != "" && c.Type != "function" {
-			return nil, wire.BadParam("messages", "%s.type: %q is not a function call", field, c.Type)
-		}
-		if c.Function.Name == "" {
-			return nil, wire.BadParam("messages", "%s.function.name: a tool call needs a name", field)
-		}
-		args, err := callArguments(c.Function.Arguments)
-		if err != nil {
-			return nil, wire.BadParam("messages", "%s.function.arguments: %v", field, err)
-		}
-		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
-	}
-	return out, nil
-}
-
-// callArguments returns a call's arguments as a JSON object: raw is a JSON
-// string holding one, or the object itself.
-func callArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("not a valid JSON string")
-		}
-		raw = bytes.TrimSpace([]byte(s))
-		if len(raw) == 0 {
-			// Clients send "" for a call that takes no arguments.
-			return json.RawMessage(`{}`), nil
-		}
-	}
-	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
-		return nil, fmt.Errorf("must be a JSON object (or a string holding one)")
-	}
-	return raw, nil
-}
-
-// contentText reads message content: a string, null, or text parts.
-func contentText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []oaiContentPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("expected a string or an array of content parts")
-	}
-	text := ""
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", fmt.Errorf("content parts of type %q are not supported (text only)", p.Type)
-		}
-		text += p.Text
-	}
-	return text, nil
-}
-
 // logitBias reads OpenAI's {"token id": bias} map. A bias of -100 bans the
 // token, as OpenAI documents it: it becomes -inf, so no temperature can
 // bring the token back, and a map that bans every token is refused like
@@ -166,11 +64,11 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := chatMessages(req.Messages)
+	msgs, err := wire.ChatMessages(req.Messages)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := req.oaiTools.turnTools()
+	tools, err := req.ToolFields.TurnTools()
 	if err != nil {
 		return nil, err
 	}

@@ -284,7 +284,7 @@ func completionSpec(m *task.Model, req *oaiCompletionRequest, class sched.Class)
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
-	shape, err := req.StructuredFields.Constraint(&m.Model)
+	shape, err := req.StructuredFields.Constraint(m)
 	if err != nil {
 		return nil, err
 	}

@@ -1,16 +1,14 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
-)
 
-func openaiEmbeddingRoutes() map[string]route {
-	return map[string]route{
-		"/v1/embeddings": {method: "POST", kind: apiOpenAI, handler: (*Server).openaiEmbeddings, embeds: true},
-	}
-}
+	"superfluid/http/wire"
+	"superfluid/task"
+)
 
 // oaiEmbeddingRequest is POST /v1/embeddings. Every field OpenAI documents
 // is honoured; embd_normalize is llama-server's extension of the same
@@ -42,11 +40,23 @@ type oaiEmbedUsage struct {
 	TotalTokens  int `json:"total_tokens"`
 }
 
-func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) embeddings(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req oaiEmbeddingRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
+	rctx, done := a.host.RequestContext(ctx)
+	defer done()
+	out, err := embedWhole(rctx, m, &req, a.classingOf(ctx))
+	if err != nil {
+		return err
+	}
+	return wire.WriteJSON(ctx, out)
+}
+
+// embedWhole reads an embedding request, embeds every input and answers
+// with the vectors.
+func embedWhole(ctx context.Context, m *task.Model, req *oaiEmbeddingRequest, cls classing) (*oaiEmbeddingResponse, error) {
 	b64 := false
 	if req.EncodingFormat != nil {
 		switch *req.EncodingFormat {
@@ -54,58 +64,53 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		case "base64":
 			b64 = true
 		default:
-			return wire.BadParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
+			return nil, wire.BadParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
 		}
 	}
-	sp := embedSpec{field: "input", norm: normL2}
+	sp := task.EmbedRequest{Field: "input", Norm: task.NormL2}
 	if req.Dimensions != nil {
 		if *req.Dimensions < 1 {
-			return wire.BadParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
+			return nil, wire.BadParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
 		}
-		sp.dims = *req.Dimensions
+		sp.Dims = *req.Dimensions
 	}
 	var err error
-	if sp.norm, err = embedNormParam(req.EmbdNormalize); err != nil {
-		return err
+	if sp.Norm, err = wire.EmbedNormParam(req.EmbdNormalize); err != nil {
+		return nil, err
 	}
-	if sp.inputs, err = parseEmbedInputs(req.Input, "input", embedInputShapes{tokens: true}, m.Desc.Vocab); err != nil {
-		return err
+	if sp.Inputs, err = wire.ParseEmbedInputs(req.Input, "input", wire.EmbedInputShapes{Tokens: true}, m.Desc.Vocab); err != nil {
+		return nil, err
 	}
-	for i, in := range sp.inputs {
-		if !in.isTokens && in.text == "" {
+	for i, in := range sp.Inputs {
+		if !in.IsTokens && in.Text == "" {
 			// OpenAI refuses an empty string rather than embed nothing.
-			return wire.BadParam("input", "input[%d] is an empty string", i)
+			return nil, wire.BadParam("input", "input[%d] is an empty string", i)
 		}
 	}
-	res, err := s.runEmbed(ctx, m, &sp)
-	if err != nil {
-		return err
+	if err := sp.CheckEmbed(m); err != nil {
+		return nil, wire.Convert(err)
 	}
-	out := oaiEmbeddingResponse{Object: "list", Model: m.Name, Data: make([]oaiEmbedding, len(res.vecs)),
-		Usage: oaiEmbedUsage{PromptTokens: res.tokens, TotalTokens: res.tokens}}
+	class, err := cls.embed()
+	if err != nil {
+		return nil, err
+	}
+	res, err := task.Embed(ctx, m, class, &sp)
+	if err != nil {
+		return nil, wire.Convert(err)
+	}
+	out := &oaiEmbeddingResponse{Object: "list", Model: m.Name, Data: make([]oaiEmbedding, len(res.Vecs)),
+		Usage: oaiEmbedUsage{PromptTokens: res.Tokens, TotalTokens: res.Tokens}}
 	if req.Model != "" {
 		out.Model = req.Model
 	}
-	for i, v := range res.vecs {
+	for i, v := range res.Vecs {
 		d := oaiEmbedding{Object: "embedding", Index: i}
 		if b64 {
-			d.Embedding = base64Floats(v)
+			d.Embedding = wire.Base64Floats(v)
 		} else {
-			d.Embedding = widen(v)
+			d.Embedding = wire.Widen(v)
 		}
 		out.Data[i] = d
 	}
-	return wire.WriteJSON(ctx, out)
-}
-
-// widen writes float32 values as the float64 they are exactly, so a client
-// parsing the JSON into float64 (openai-go, Python) gets bit for bit what
-// it decodes from the base64 of the same vector; float32's own shortest
-// decimal would parse to a neighbouring float64.
-func widen(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
+	return out, nil
 }

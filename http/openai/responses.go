@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
 	"superfluid/http/wire"
-	"superfluid/reply"
 	"superfluid/respstore"
 	"superfluid/task"
 )

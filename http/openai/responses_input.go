@@ -85,7 +85,7 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 			if it.CallID == "" {
 				return nil, wire.BadParam("input", "%s.call_id: a function call needs a call_id", where(i))
 			}
-			args, err := callArguments(it.Arguments)
+			args, err := wire.CallArguments(it.Arguments)
 			if err != nil {
 				return nil, wire.BadParam("input", "%s.arguments: %v", where(i), err)
 			}

@@ -73,3 +73,15 @@ func FiniteLogprob(x float32) float64 {
 	}
 	return float64(x)
 }
+
+// Widen writes float32 values as the float64 they are exactly, so a client
+// parsing the JSON into float64 (openai-go, Python) gets bit for bit what
+// it decodes from the base64 of the same vector; float32's own shortest
+// decimal would parse to a neighbouring float64.
+func Widen(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
