@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -14,7 +15,7 @@ import (
 // OpenAI chat request of which only what the template sees is read.
 type applyTemplateRequest struct {
 	Model               string                     `json:"model"`
-	Messages            []wire.Message               `json:"messages"`
+	Messages            []wire.Message             `json:"messages"`
 	Tools               []json.RawMessage          `json:"tools"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool                      `json:"add_generation_prompt"`

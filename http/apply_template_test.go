@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 

@@ -9,7 +9,7 @@ import (
 	"superfluid/sched"
 )
 
-// Fuzz targets for the llama.cpp and completions request decoders: any
+// Fuzz targets for the llama.cpp request decoders: any
 // body goes through decode, checks and prompt building over the fake
 // vocabulary without a panic, and what is accepted is consistent (prompts
 // fit the context, token ids are in the vocabulary). Run each with
@@ -106,40 +106,6 @@ func FuzzLlamaInfillRequest(f *testing.F) {
 		checkJob(t, m, j)
 		if j.spec.Class != sched.FIM || len(j.spec.StopTokens) == 0 {
 			t.Fatalf("infill job %+v", j.spec)
-		}
-	})
-}
-
-func FuzzOpenAICompletionRequest(f *testing.F) {
-	for _, s := range []string{
-		`{"model":"fake","prompt":"Hello","max_tokens":8,"temperature":0}`,
-		`{"prompt":["a","b"],"n":2,"logprobs":3,"stop":"\n","seed":3,"logit_bias":{"65":-100}}`,
-		`{"prompt":[[1,2],[3]],"echo":true,"max_tokens":0,"stream":true,"stream_options":{"include_usage":true}}`,
-		`{"prompt":"def f(","suffix":"\n    return 1\n","max_tokens":16,"best_of":1}`,
-		`{"prompt":"x","best_of":3}`, `{"prompt":7}`, `{"prompt":"x","n":0}`,
-		`{"prompt":"x","temperature":1e-40,"logprobs":6,"n":1e30,"best_of":1e30,"max_tokens":1e30}`,
-		`{"prompt":"x","logit_bias":` + banAllObject("-100") + `}`,
-		`{"prompt":"x","suffix":"y","grammar":"root ::= x","mirostat":1}`,
-		`{"prompt":["x","` + strings.Repeat("x", 16*512+1) + `"]}`,
-	} {
-		f.Add([]byte(s))
-	}
-	m := fakeModel(f, true)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var req oaiCompletionRequest
-		if decodeBody(body, &req) != nil {
-			return
-		}
-		plan, err := planCompletions(m, &req, sched.Chat)
-		if err != nil {
-			asAPIError(err)
-			return
-		}
-		for i, c := range plan.choices {
-			if c.index != i {
-				t.Fatalf("choice %d has index %d", i, c.index)
-			}
-			checkJob(t, m, &llamaJob{spec: &genSpec{Spec: *c.spec}})
 		}
 	})
 }

@@ -3,11 +3,11 @@ package http
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"

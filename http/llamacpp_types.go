@@ -2,7 +2,6 @@ package http
 
 import (
 	"encoding/json"
-	"math"
 
 	"superfluid/engine"
 	"superfluid/http/llamacpp"

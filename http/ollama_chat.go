@@ -86,7 +86,7 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 func ollamaCalls(calls []reply.ToolCall, first int) []ollamaToolCall {
 	out := make([]ollamaToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = ollamaToolCall{ID: callID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
+		out[i] = ollamaToolCall{ID: wire.CallID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
 	}
 	return out
 }

@@ -117,8 +117,8 @@ type Server struct {
 	stored   storedDetailsCache // the directory models' /api/tags details
 	// routes maps a path to its routes, one per method; a path segment
 	// "{id}" matches any one segment (patterns lists those paths).
-	routes    map[string][]route
-	patterns  []string
+	routes   map[string][]route
+	patterns []string
 	openai   openai.Stores              // the Responses API's and the batch API's stores
 	modelDir atomic.Pointer[ModelStore] // the models directory (SetModelStore)
 	// stopping ends when Shutdown begins: pulls stop then (a later pull
@@ -415,7 +415,6 @@ func methodsOf(rs []route) string {
 	slices.Sort(ms)
 	return strings.Join(ms, " or ")
 }
-
 
 func kindOfPath(path string) apiKind {
 	switch {

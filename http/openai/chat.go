@@ -2,16 +2,12 @@ package openai
 
 import (
 	"context"
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/http/wire"
 	"superfluid/reply"

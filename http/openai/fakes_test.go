@@ -47,12 +47,12 @@ func (testHost) Class(ctx *fasthttp.RequestCtx, field string) (sched.Class, erro
 	return wire.Class(ctx, field, 0)
 }
 
-func (h testHost) CompletionCache() *task.CompletionCache         { return h.cache }
-func (testHost) FIMModel() string                                   { return "" }
-func (testHost) Available() []wire.ModelEntry                       { return nil }
-func (testHost) Loaded() []wire.LoadedEntry                         { return nil }
-func (testHost) CacheStatus(*fasthttp.RequestCtx) any               { return nil }
-func (testHost) Settings() wire.Settings                            { return wire.Settings{} }
+func (h testHost) CompletionCache() *task.CompletionCache                              { return h.cache }
+func (testHost) FIMModel() string                                                      { return "" }
+func (testHost) Available() []wire.ModelEntry                                          { return nil }
+func (testHost) Loaded() []wire.LoadedEntry                                            { return nil }
+func (testHost) CacheStatus(*fasthttp.RequestCtx) any                                  { return nil }
+func (testHost) Settings() wire.Settings                                               { return wire.Settings{} }
 func (testHost) ProgressBody(_ *fasthttp.RequestCtx, body io.ReadCloser) io.ReadCloser { return body }
 
 // testAPI is the handlers over testHost, with a completion cache of size.

@@ -1,13 +1,8 @@
 package openai
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-
 	"superfluid/http/wire"
 	"superfluid/reply"
-	"superfluid/task"
 )
 
 // OpenAI chat's tools: the definitions, tool_choice and
@@ -20,20 +15,10 @@ import (
 func oaiReplyCalls(calls []reply.ToolCall) []oaiToolCallOut {
 	out := make([]oaiToolCallOut, len(calls))
 	for i, c := range calls {
-		out[i] = oaiToolCallOut{ID: callID(c), Type: "function",
+		out[i] = oaiToolCallOut{ID: wire.CallID(c), Type: "function",
 			Function: oaiFunctionOut{Name: c.Name, Arguments: string(c.Arguments)}}
 	}
 	return out
-}
-
-// callID is the id a call is reported with: the model's own, else a new
-// one. Clients send it back with the tool's result, which is how the
-// template ties the two.
-func callID(c reply.ToolCall) string {
-	if c.ID != "" {
-		return c.ID
-	}
-	return wire.NewID("call_")
 }
 
 // oaiToolCallOut is a call in a response: in message.tool_calls, and in a

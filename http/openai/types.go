@@ -15,7 +15,7 @@ type oaiStreamOptions struct {
 
 type oaiChatRequest struct {
 	Model               string             `json:"model"`
-	Messages            []wire.Message       `json:"messages"`
+	Messages            []wire.Message     `json:"messages"`
 	MaxTokens           *int               `json:"max_tokens"`
 	MaxCompletionTokens *int               `json:"max_completion_tokens"`
 	Temperature         *float64           `json:"temperature"`

@@ -272,3 +272,13 @@ type FunctionDef struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	Strict      *bool           `json:"strict,omitempty"`
 }
+
+// CallID is the id a call is reported with: the model's own, else a new
+// one. Clients send it back with the tool's result, which is how the
+// template ties the two.
+func CallID(c reply.ToolCall) string {
+	if c.ID != "" {
+		return c.ID
+	}
+	return NewID("call_")
+}
