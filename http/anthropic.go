@@ -17,8 +17,8 @@ import (
 // checked: there is one behaviour, the one described here.
 func anthropicRoutes() map[string]route {
 	return map[string]route{
-		"/v1/messages":              {method: "POST", kind: apiAnthropic, handler: (*Server).anthropicMessages},
-		"/v1/messages/count_tokens": {method: "POST", kind: apiAnthropic, handler: (*Server).anthropicCountTokens},
+		"/v1/messages":              {method: "POST", kind: wire.Anthropic, handler: (*Server).anthropicMessages},
+		"/v1/messages/count_tokens": {method: "POST", kind: wire.Anthropic, handler: (*Server).anthropicCountTokens},
 	}
 }
 
@@ -26,7 +26,7 @@ func anthropicRoutes() map[string]route {
 // streamed as server-sent events when "stream" is true.
 func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req anthropicRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	p, err := s.anthropicSpec(ctx, m, &req)
@@ -40,20 +40,20 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	job, err := startOne(rctx, m, p.g, false)
+	job, err := wire.StartOne(rctx, &m.Model, p.g, false)
 	if err != nil {
 		return err
 	}
 	var evs []reply.Event
-	out, err := followOne(rctx, job, func(e []reply.Event, _ *delta) error { evs = append(evs, e...); return nil })
+	out, err := wire.FollowOne(rctx, job, func(e []reply.Event, _ *task.Delta) error { evs = append(evs, e...); return nil })
 	if err != nil {
 		return err
 	}
 	reason, seq := anthropicStopReason(out)
-	return writeJSON(ctx, anthropicResponse{
+	return wire.WriteJSON(ctx, anthropicResponse{
 		ID: id, Type: "message", Role: "assistant", Model: req.Model,
 		Content: anthropicContentOf(evs, p.omitThinking), StopReason: &reason, StopSequence: seq,
-		Usage: anthropicUsageOf(len(p.g.Prompt), p.marked(), out.outcome),
+		Usage: anthropicUsageOf(len(p.g.Prompt), p.marked(), out.Outcome),
 	})
 }
 
@@ -61,7 +61,7 @@ func (s *Server) anthropicMessages(ctx *fasthttp.RequestCtx, m *Model) error {
 // length in this model's tokens, rendered exactly as /v1/messages would.
 func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req anthropicRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	if err := anthropicCheckModel(req.Model); err != nil {
@@ -71,11 +71,11 @@ func (s *Server) anthropicCountTokens(ctx *fasthttp.RequestCtx, m *Model) error 
 	if err != nil {
 		return err
 	}
-	plan, err := apiResult(task.PlanChat(m.core(), &turn.Chat))
+	plan, err := wire.Result(task.PlanChat(&m.Model, &turn.Chat))
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]int{"input_tokens": len(plan.Prompt)})
+	return wire.WriteJSON(ctx, map[string]int{"input_tokens": len(plan.Prompt)})
 }
 
 // countTokensLimit stands for max_tokens in count_tokens, which takes
@@ -112,34 +112,34 @@ func (s *Server) anthropicSpec(ctx *fasthttp.RequestCtx, m *Model, req *anthropi
 		return nil, err
 	}
 	if req.MaxTokens == nil {
-		return nil, badParam("max_tokens", "max_tokens: Field required")
+		return nil, wire.BadParam("max_tokens", "max_tokens: Field required")
 	}
 	if *req.MaxTokens < 1 {
-		return nil, badParam("max_tokens", "max_tokens: must be at least 1")
+		return nil, wire.BadParam("max_tokens", "max_tokens: must be at least 1")
 	}
-	maxTok, err := maxTokens("max_tokens", req.MaxTokens, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens("max_tokens", req.MaxTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 1) {
-		return nil, badParam("temperature", "temperature: must be between 0 and 1")
+		return nil, wire.BadParam("temperature", "temperature: must be between 0 and 1")
 	}
-	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
+	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
-	if err := checkStops("stop_sequences", req.StopSequences, anthropicMaxStops); err != nil {
+	if err := wire.CheckStops("stop_sequences", req.StopSequences, anthropicMaxStops); err != nil {
 		return nil, err
 	}
 	turn, breaks, err := s.anthropicTurn(m, req, *req.MaxTokens)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := apiResult(task.PlanChat(m.core(), &turn.Chat))
+	plan, err := wire.Result(task.PlanChat(&m.Model, &turn.Chat))
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, &turn.Chat)
+	class, err := wire.TurnClass(ctx, s.host(), &turn.Chat)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func outputConfigFormat(req *anthropicRequest) json.RawMessage {
 // Anthropic API does; the route resolved a named one already.
 func anthropicCheckModel(name string) error {
 	if name == "" {
-		return badParam("model", "model: Field required")
+		return wire.BadParam("model", "model: Field required")
 	}
 	return nil
 }
@@ -280,7 +280,7 @@ func callInput(args json.RawMessage) json.RawMessage {
 // anthropicStopReason names how a turn ended: tool_use when the model
 // stopped after calling. A full context is reported as max_tokens: the
 // reply was cut short, not finished.
-func anthropicStopReason(out turnOut) (string, *string) {
+func anthropicStopReason(out wire.TurnOut) (string, *string) {
 	switch {
 	case out.StopWord != "":
 		w := out.StopWord

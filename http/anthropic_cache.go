@@ -5,6 +5,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -44,7 +45,7 @@ type cacheBreak struct {
 // cacheTTL reads a breakpoint's ttl.
 func cacheTTL(field string, cc *anthropicCacheControl) (time.Duration, error) {
 	if cc.Type != "ephemeral" {
-		return 0, badParam(field, "%s.cache_control.type: Input should be 'ephemeral'", field)
+		return 0, wire.BadParam(field, "%s.cache_control.type: Input should be 'ephemeral'", field)
 	}
 	switch cc.TTL {
 	case "", "5m":
@@ -52,7 +53,7 @@ func cacheTTL(field string, cc *anthropicCacheControl) (time.Duration, error) {
 	case "1h":
 		return time.Hour, nil
 	}
-	return 0, badParam(field, "%s.cache_control.ttl: Input should be '5m' or '1h'", field)
+	return 0, wire.BadParam(field, "%s.cache_control.ttl: Input should be '5m' or '1h'", field)
 }
 
 // cacheBreaks lists the request's breakpoints; toolMarks and toolTTLs are
@@ -92,7 +93,7 @@ func cacheBreaks(req *anthropicRequest, turns anthropicTurns, toolMarks []int, t
 		}
 	}
 	if len(out) > anthropicMaxBreakpoints {
-		return nil, badParam("cache_control", "A maximum of %d blocks with cache_control may be provided. Found %d.", anthropicMaxBreakpoints, len(out))
+		return nil, wire.BadParam("cache_control", "A maximum of %d blocks with cache_control may be provided. Found %d.", anthropicMaxBreakpoints, len(out))
 	}
 	return out, nil
 }
@@ -141,7 +142,7 @@ func markedPrefixes(m *Model, turns anthropicTurns, tools task.Tools, breaks []c
 		if err != nil {
 			continue
 		}
-		toks, err := tokenize(m, text, true)
+		toks, err := wire.Tokenize(&m.Model, text, true)
 		if err != nil {
 			continue
 		}
@@ -162,7 +163,7 @@ func prefixText(m *Model, msgs []chat.Message, t task.Tools) (string, error) {
 			req.Tools = t.Defs
 		}
 	}
-	return apiResult(task.ChatPrompt(m.core(), req))
+	return wire.Result(task.ChatPrompt(&m.Model, req))
 }
 
 func commonTokens(a, b []engine.Token) int {
@@ -192,7 +193,7 @@ func pinMarked(m *Model, prompt []engine.Token, breaks []cacheBreak, marks []int
 // cache, cache_creation_input_tokens those of the marked prefix (the
 // longest breakpoint's) that were computed anew, input_tokens the rest;
 // the prompt is their sum.
-func anthropicUsageOf(prompt, marked int, out outcome) anthropicUsage {
+func anthropicUsageOf(prompt, marked int, out task.Outcome) anthropicUsage {
 	cached := min(out.Result.CachedTokens, prompt)
 	created := max(min(marked, prompt)-cached, 0)
 	return anthropicUsage{InputTokens: prompt - cached - created, OutputTokens: out.Completed,

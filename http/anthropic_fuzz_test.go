@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -43,7 +44,7 @@ func FuzzAnthropicRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ctx := requestCtx(body)
 		var req anthropicRequest
-		if err := decodeJSON(ctx, &req); err != nil {
+		if err := wire.DecodeJSON(ctx, &req); err != nil {
 			checkRefusal(t, err)
 			return
 		}
@@ -57,7 +58,7 @@ func FuzzAnthropicRequest(f *testing.F) {
 		turn, _, terr := srv.anthropicTurn(m, &req, countTokensLimit)
 		var counted int
 		if terr == nil {
-			plan, perr := apiResult(task.PlanChat(m.core(), &turn.Chat))
+			plan, perr := wire.Result(task.PlanChat(&m.Model, &turn.Chat))
 			if terr = perr; perr == nil {
 				counted = len(plan.Prompt)
 			}

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -35,7 +36,7 @@ type anthropicTurn struct {
 func parseTurns(req *anthropicRequest, keepBilling bool) (anthropicTurns, error) {
 	var t anthropicTurns
 	if len(req.Messages) == 0 {
-		return t, badParam("messages", "messages: at least one message is required")
+		return t, wire.BadParam("messages", "messages: at least one message is required")
 	}
 	var err error
 	if t.system, err = anthropicBlocks("system", req.System, true); err != nil {
@@ -43,7 +44,7 @@ func parseTurns(req *anthropicRequest, keepBilling bool) (anthropicTurns, error)
 	}
 	for i, b := range t.system {
 		if b.Type != "text" {
-			return t, badParam("system", "system.%d: content blocks of type %q are not supported in system (text only)", i, b.Type)
+			return t, wire.BadParam("system", "system.%d: content blocks of type %q are not supported in system (text only)", i, b.Type)
 		}
 	}
 	if len(t.system) > 0 && !keepBilling {
@@ -52,7 +53,7 @@ func parseTurns(req *anthropicRequest, keepBilling bool) (anthropicTurns, error)
 	}
 	for i, msg := range req.Messages {
 		if msg.Role != chat.RoleUser && msg.Role != chat.RoleAssistant && msg.Role != chat.RoleSystem {
-			return t, badParam("messages", "messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
+			return t, wire.BadParam("messages", "messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
 		}
 		blocks, err := anthropicBlocks("messages."+strconv.Itoa(i)+".content", msg.Content, false)
 		if err != nil {
@@ -72,48 +73,48 @@ func anthropicBlocks(field string, raw json.RawMessage, optional bool) ([]anthro
 		if optional {
 			return nil, nil
 		}
-		return nil, badParam(field, "%s: Field required", field)
+		return nil, wire.BadParam(field, "%s: Field required", field)
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, badParam(field, "%s: invalid string", field)
+			return nil, wire.BadParam(field, "%s: invalid string", field)
 		}
 		return []anthropicBlock{{Type: "text", Text: &s}}, nil
 	}
 	var blocks []anthropicBlock
 	if raw[0] != '[' || json.Unmarshal(raw, &blocks) != nil {
-		return nil, badParam(field, "%s: Input should be a valid string or a list of content blocks", field)
+		return nil, wire.BadParam(field, "%s: Input should be a valid string or a list of content blocks", field)
 	}
 	for i, b := range blocks {
 		at := field + "." + strconv.Itoa(i)
 		switch b.Type {
 		case "text":
 			if b.Text == nil {
-				return nil, badParam(field, "%s.text: Field required", at)
+				return nil, wire.BadParam(field, "%s.text: Field required", at)
 			}
 		case "tool_use":
 			if b.ID == "" || b.Name == "" {
-				return nil, badParam(field, "%s: a tool_use block needs an id and a name", at)
+				return nil, wire.BadParam(field, "%s: a tool_use block needs an id and a name", at)
 			}
 			if in := bytes.TrimSpace(b.Input); len(in) > 0 && (in[0] != '{' || !json.Valid(in)) {
-				return nil, badParam(field, "%s.input: Input should be a valid dictionary", at)
+				return nil, wire.BadParam(field, "%s.input: Input should be a valid dictionary", at)
 			}
 		case "tool_result":
 			if b.ToolUseID == "" {
-				return nil, badParam(field, "%s.tool_use_id: Field required", at)
+				return nil, wire.BadParam(field, "%s.tool_use_id: Field required", at)
 			}
 			if _, err := toolResultText(at, b); err != nil {
 				return nil, err
 			}
 		case "thinking":
 			if b.Thinking == nil {
-				return nil, badParam(field, "%s.thinking: Field required", at)
+				return nil, wire.BadParam(field, "%s.thinking: Field required", at)
 			}
 		case "redacted_thinking":
 			// Another server's encrypted reasoning: nothing a template can show.
 		default:
-			return nil, badParam(field, "%s: content blocks of type %q are not supported", at, b.Type)
+			return nil, wire.BadParam(field, "%s: content blocks of type %q are not supported", at, b.Type)
 		}
 	}
 	return blocks, nil
@@ -133,20 +134,20 @@ func toolResultText(field string, b anthropicBlock) (string, error) {
 	case raw[0] == '"':
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
-			return "", badParam(field, "%s.content: invalid string", field)
+			return "", wire.BadParam(field, "%s.content: invalid string", field)
 		}
 		texts = append(texts, s)
 	default:
 		var parts []anthropicBlock
 		if raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
-			return "", badParam(field, "%s.content: Input should be a valid string or a list of content blocks", field)
+			return "", wire.BadParam(field, "%s.content: Input should be a valid string or a list of content blocks", field)
 		}
 		for i, p := range parts {
 			if p.Type != "text" {
-				return "", badParam(field, "%s.content.%d: tool results of type %q are not supported (text only)", field, i, p.Type)
+				return "", wire.BadParam(field, "%s.content.%d: tool results of type %q are not supported (text only)", field, i, p.Type)
 			}
 			if p.Text == nil {
-				return "", badParam(field, "%s.content.%d.text: Field required", field, i)
+				return "", wire.BadParam(field, "%s.content.%d.text: Field required", field, i)
 			}
 			texts = append(texts, *p.Text)
 		}
@@ -176,11 +177,11 @@ func (t anthropicTurns) chat(prefix bool) ([]chat.Message, error) {
 		final := i == len(t.msgs)-1 && turn.role == chat.RoleAssistant
 		msgs := turnMessages(turn, names)
 		if len(msgs) == 0 && !final && !prefix {
-			return nil, badParam("messages", "messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
+			return nil, wire.BadParam("messages", "messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
 		}
 		if final && !prefix && len(msgs) > 0 && len(msgs[len(msgs)-1].ToolCalls) == 0 {
 			if text := msgs[len(msgs)-1].Content; strings.TrimRightFunc(text, unicode.IsSpace) != text {
-				return nil, badParam("messages", "final assistant content cannot end with trailing whitespace")
+				return nil, wire.BadParam("messages", "final assistant content cannot end with trailing whitespace")
 			}
 		}
 		if len(msgs) == 0 && final {

@@ -32,15 +32,15 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropi
 		Content: []anthropicOut{}, Usage: anthropicUsage{InputTokens: len(g.Prompt)}}
 	return s.host().Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		job, err = startOne(rctx, m, g, false)
+		job, err = wire.StartOne(rctx, &m.Model, g, false)
 		return err
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		ew.Send("message_start", anthropicMessageStart{Type: "message_start", Message: start})
 		if ew.Send("ping", anthropicEvent{Type: "ping"}) != nil {
 			return
 		}
 		bw := &anthropicBlockWriter{send: ew.Send, omitThinking: p.omitThinking}
-		out, err := followOne(rctx, job, func(evs []reply.Event, _ *delta) error { return bw.events(evs) })
+		out, err := wire.FollowOne(rctx, job, func(evs []reply.Event, _ *task.Delta) error { return bw.events(evs) })
 		if err != nil {
 			ew.Fail(err)
 			return
@@ -50,7 +50,7 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropi
 		}
 		reason, seq := anthropicStopReason(out)
 		ew.Send("message_delta", anthropicMessageDelta{Type: "message_delta",
-			Delta: anthropicStopDelta{StopReason: reason, StopSequence: seq}, Usage: anthropicUsageOf(len(g.Prompt), p.marked(), out.outcome)})
+			Delta: anthropicStopDelta{StopReason: reason, StopSequence: seq}, Usage: anthropicUsageOf(len(g.Prompt), p.marked(), out.Outcome)})
 		ew.Send("message_stop", anthropicEvent{Type: "message_stop"})
 	})
 }

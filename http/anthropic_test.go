@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
@@ -13,7 +14,7 @@ func anthropicSpecOf(t *testing.T, m *Model, body string) (*task.Request, error)
 	t.Helper()
 	ctx := requestCtx([]byte(body))
 	var req anthropicRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return nil, err
 	}
 	srv, _ := NewServer(Config{})
@@ -75,27 +76,27 @@ func TestAnthropicSpec(t *testing.T) {
 func TestAnthropicStopReasonAndUsage(t *testing.T) {
 	call := []reply.ToolCall{{Name: "f", Arguments: []byte(`{}`)}}
 	for _, tc := range []struct {
-		out    turnOut
+		out    wire.TurnOut
 		reason string
 		seq    string
 	}{
-		{turnOut{outcome: outcome{Finish: "stop"}}, "end_turn", ""},
-		{turnOut{outcome: outcome{Finish: "stop", StopWord: "END"}}, "stop_sequence", "END"},
-		{turnOut{outcome: outcome{Finish: "length"}}, "max_tokens", ""},
-		{turnOut{outcome: outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
-		{turnOut{outcome: outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop"}}, "end_turn", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop", StopWord: "END"}}, "stop_sequence", "END"},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "length"}}, "max_tokens", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
 	} {
 		reason, seq := anthropicStopReason(tc.out)
 		if reason != tc.reason || (seq == nil) != (tc.seq == "") || seq != nil && *seq != tc.seq {
 			t.Errorf("%+v: %s %v", tc.out, reason, seq)
 		}
 	}
-	u := anthropicUsageOf(10, 0, outcome{Completed: 3, Result: sched.Result{CachedTokens: 8}})
+	u := anthropicUsageOf(10, 0, task.Outcome{Completed: 3, Result: sched.Result{CachedTokens: 8}})
 	if u.InputTokens != 2 || u.CacheReadInputTokens != 8 || u.OutputTokens != 3 || u.CacheCreationInputTokens != 0 {
 		t.Errorf("usage %+v", u)
 	}
 	// A marked prefix of 9: 8 read, 1 created, 1 plain input.
-	u = anthropicUsageOf(10, 9, outcome{Result: sched.Result{CachedTokens: 8}})
+	u = anthropicUsageOf(10, 9, task.Outcome{Result: sched.Result{CachedTokens: 8}})
 	if u.InputTokens != 1 || u.CacheReadInputTokens != 8 || u.CacheCreationInputTokens != 1 {
 		t.Errorf("usage with a breakpoint %+v", u)
 	}

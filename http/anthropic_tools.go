@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -26,22 +27,22 @@ func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, err
 	var list []reply.Tool
 	var marks []int
 	var ttls []string
-	if !isNull(req.Tools) {
+	if !task.IsNull(req.Tools) {
 		var defs []json.RawMessage
 		if err := json.Unmarshal(req.Tools, &defs); err != nil {
-			return task.Tools{}, nil, nil, badParam("tools", "tools: Input should be a valid list")
+			return task.Tools{}, nil, nil, wire.BadParam("tools", "tools: Input should be a valid list")
 		}
 		for i, d := range defs {
 			var t anthropicTool
 			if err := json.Unmarshal(d, &t); err != nil {
-				return task.Tools{}, nil, nil, badParam("tools", "tools.%d: Input should be a valid tool definition", i)
+				return task.Tools{}, nil, nil, wire.BadParam("tools", "tools.%d: Input should be a valid tool definition", i)
 			}
 			if t.Type != "" && t.Type != "custom" {
 				slog.Warn("anthropic: skipping a server tool this server cannot run", "type", t.Type, "name", t.Name)
 				continue
 			}
 			if t.Name == "" {
-				return task.Tools{}, nil, nil, badParam("tools", "tools.%d.name: Field required", i)
+				return task.Tools{}, nil, nil, wire.BadParam("tools", "tools.%d.name: Field required", i)
 			}
 			list = append(list, reply.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 			if t.CacheControl != nil {
@@ -49,7 +50,7 @@ func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, err
 			}
 		}
 	}
-	tt, err := apiResult(task.NewTools("tools", list))
+	tt, err := wire.Result(task.NewTools("tools", list))
 	if err != nil {
 		return tt, nil, nil, err
 	}
@@ -57,19 +58,19 @@ func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, err
 	if err != nil {
 		return tt, nil, nil, err
 	}
-	return tt, marks, ttls, apiErr(tt.Require("tool_choice", mode, name, single))
+	return tt, marks, ttls, wire.Convert(tt.Require("tool_choice", mode, name, single))
 }
 
 // anthropicChoice maps tool_choice onto task.Tools' modes: auto, any (a
 // call is required), tool (that tool is required), none;
 // disable_parallel_tool_use allows one call at most.
 func anthropicChoice(raw json.RawMessage) (mode, name string, single bool, err error) {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return "auto", "", false, nil
 	}
 	var c anthropicToolChoice
 	if json.Unmarshal(raw, &c) != nil {
-		return "", "", false, badParam("tool_choice", "tool_choice: Input should be an object with a type")
+		return "", "", false, wire.BadParam("tool_choice", "tool_choice: Input should be an object with a type")
 	}
 	switch c.Type {
 	case "auto", "none":
@@ -78,11 +79,11 @@ func anthropicChoice(raw json.RawMessage) (mode, name string, single bool, err e
 		mode = "required"
 	case "tool":
 		if c.Name == "" {
-			return "", "", false, badParam("tool_choice", "tool_choice.name: Field required")
+			return "", "", false, wire.BadParam("tool_choice", "tool_choice.name: Field required")
 		}
 		mode, name = "named", c.Name
 	default:
-		return "", "", false, badParam("tool_choice", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
+		return "", "", false, wire.BadParam("tool_choice", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
 	}
 	return mode, name, c.DisableParallelToolUse, nil
 }
@@ -95,37 +96,37 @@ func anthropicChoice(raw json.RawMessage) (mode, name string, single bool, err e
 // reasoning is bounded by max_tokens alone. display "omitted" keeps the
 // blocks and their signatures but not their text, as Anthropic does.
 func anthropicThinkingOf(raw json.RawMessage, maxTokens int) (think *bool, omit bool, err error) {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return nil, false, nil
 	}
 	var t anthropicThinking
 	if json.Unmarshal(raw, &t) != nil {
-		return nil, false, badParam("thinking", "thinking: Input should be an object with a type")
+		return nil, false, wire.BadParam("thinking", "thinking: Input should be an object with a type")
 	}
 	on := true
 	switch t.Type {
 	case "enabled":
 		if t.BudgetTokens == nil {
-			return nil, false, badParam("thinking", "thinking.enabled.budget_tokens: Field required")
+			return nil, false, wire.BadParam("thinking", "thinking.enabled.budget_tokens: Field required")
 		}
 		if *t.BudgetTokens < 1024 {
-			return nil, false, badParam("thinking", "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+			return nil, false, wire.BadParam("thinking", "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
 		}
 		if *t.BudgetTokens >= maxTokens {
-			return nil, false, badParam("thinking", "`max_tokens` must be greater than `thinking.budget_tokens`")
+			return nil, false, wire.BadParam("thinking", "`max_tokens` must be greater than `thinking.budget_tokens`")
 		}
 	case "adaptive":
 	case "disabled":
 		on = false
 	default:
-		return nil, false, badParam("thinking", "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'")
+		return nil, false, wire.BadParam("thinking", "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'")
 	}
 	switch t.Display {
 	case "", "summarized":
 	case "omitted":
 		omit = true
 	default:
-		return nil, false, badParam("thinking", "thinking.display: Input should be 'summarized' or 'omitted'")
+		return nil, false, wire.BadParam("thinking", "thinking.display: Input should be 'summarized' or 'omitted'")
 	}
 	return &on, omit && on, nil
 }

@@ -9,9 +9,11 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/metric"
 	"superfluid/reply"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // qwen3Model is chatmlModel rendering with Qwen3's real template, whose
@@ -37,7 +39,7 @@ func anthropicPlanOf(t *testing.T, m *Model, cfg Config, body string) (*anthropi
 	t.Helper()
 	ctx := requestCtx([]byte(body))
 	var req anthropicRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return nil, err
 	}
 	srv, err := NewServer(cfg)
@@ -233,7 +235,7 @@ func TestAnthropicCacheBreakpoints(t *testing.T) {
 	if pinner.pins[p.marks[0]] != time.Hour || pinner.pins[p.marks[1]] != 5*time.Minute {
 		t.Errorf("pins %v for marks %v", pinner.pins, p.marks)
 	}
-	u := anthropicUsageOf(len(p.g.Prompt), p.marked(), outcome{})
+	u := anthropicUsageOf(len(p.g.Prompt), p.marked(), task.Outcome{})
 	if u.CacheCreationInputTokens != p.marks[1] || u.InputTokens != len(p.g.Prompt)-p.marks[1] {
 		t.Errorf("usage %+v for a cold prompt of %d, marked %d", u, len(p.g.Prompt), p.marks[1])
 	}

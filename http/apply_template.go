@@ -27,7 +27,7 @@ type applyTemplateRequest struct {
 // asks nothing of the model.
 func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req applyTemplateRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	msgs, err := wire.ChatMessages(req.Messages)
@@ -36,16 +36,16 @@ func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	for i, t := range req.Tools {
 		if t = bytes.TrimSpace(t); len(t) == 0 || t[0] != '{' {
-			return badParam("tools", "tools[%d]: a tool definition is a JSON object", i)
+			return wire.BadParam("tools", "tools[%d]: a tool definition is a JSON object", i)
 		}
 	}
 	r := chat.Request{Messages: msgs, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs, AddGenerationPrompt: true}
 	if req.AddGenerationPrompt != nil {
 		r.AddGenerationPrompt = *req.AddGenerationPrompt
 	}
-	prompt, err := apiResult(task.ChatPrompt(m.core(), r))
+	prompt, err := wire.Result(task.ChatPrompt(&m.Model, r))
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]string{"prompt": prompt})
+	return wire.WriteJSON(ctx, map[string]string{"prompt": prompt})
 }

@@ -5,6 +5,7 @@ import (
 
 	"superfluid/batches"
 	"superfluid/http/openai"
+	"superfluid/http/wire"
 	"superfluid/respstore"
 	"superfluid/sched"
 )
@@ -46,19 +47,19 @@ func (s *Server) answerBatch(ctx context.Context, url string, body []byte, class
 	if className != "" {
 		c, err := sched.ParseClass(className)
 		if err != nil {
-			return openai.ErrorResponse(badParam("class", "%v", err))
+			return openai.ErrorResponse(wire.BadParam("class", "%v", err))
 		}
 		class = c
 	}
 	ms := s.registry()
 	if ms == nil {
-		return openai.ErrorResponse(unavailable("the model is loading"))
+		return openai.ErrorResponse(wire.Unavailable("the model is loading"))
 	}
 	if !s.gate.enter() {
-		return openai.ErrorResponse(unavailable("the server is shutting down"))
+		return openai.ErrorResponse(wire.Unavailable("the server is shutting down"))
 	}
 	defer s.gate.leave()
-	m, hold, err := acquire(ctx, ms, bodyModelWant(url, body, apiOpenAI), apiOpenAI)
+	m, hold, err := acquire(ctx, ms, bodyModelWant(url, body, wire.OpenAI), wire.OpenAI)
 	if err != nil {
 		return openai.ErrorResponse(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"superfluid/http/wire"
 	"superfluid/sched"
 )
 
@@ -68,7 +69,7 @@ func FuzzLlamaCompletionRequest(f *testing.F) {
 		}
 		jobs, p, err := completionJobs(m, &req, sched.Chat)
 		if err != nil {
-			asAPIError(err) // every refusal has a status
+			wire.AsError(err) // every refusal has a status
 			return
 		}
 		for _, j := range jobs {
@@ -95,7 +96,7 @@ func FuzzLlamaInfillRequest(f *testing.F) {
 		}
 		j, _, err := infillJob(m, &req)
 		if err != nil {
-			if e := asAPIError(err); !capable && e.Status != 501 && e.Status != 400 && e.Status != 404 {
+			if e := wire.AsError(err); !capable && e.Status != 501 && e.Status != 400 && e.Status != 404 {
 				t.Fatalf("status %d for a model that cannot FIM", e.Status)
 			}
 			return

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/sched"
 )
 
@@ -110,10 +111,10 @@ func TestParsePromptsShapes(t *testing.T) {
 		{raw: `[true]`, bad: true},
 		{raw: `[[1], 2]`, bad: true},
 	} {
-		prompts, err := parsePrompts(json.RawMessage(c.raw), "prompt")
+		prompts, err := wire.ParsePrompts(json.RawMessage(c.raw), "prompt")
 		var first []engine.Token
 		if err == nil {
-			first, err = promptTokens(m, prompts[0], "prompt")
+			first, err = wire.PromptTokens(&m.Model, prompts[0], "prompt")
 		}
 		if c.bad {
 			if err == nil {
@@ -221,7 +222,7 @@ func TestInfillCacheKey(t *testing.T) {
 // from /v1/completions with a suffix: openai's TestCompletionsWithoutFIMTokens).
 func TestInfillWithoutFIMTokens(t *testing.T) {
 	m := fakeModel(t, false)
-	if _, _, err := infillJob(m, decodeLlama(t, `{"input_prefix":"a"}`)); asAPIError(err).Status != 501 {
+	if _, _, err := infillJob(m, decodeLlama(t, `{"input_prefix":"a"}`)); wire.AsError(err).Status != 501 {
 		t.Fatalf("/infill: %v", err)
 	}
 }
@@ -239,5 +240,5 @@ func decodeLlama(t testing.TB, body string) *llamaRequest {
 func decodeBody(body []byte, v any) error {
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetBody(body)
-	return decodeJSON(&ctx, v)
+	return wire.DecodeJSON(&ctx, v)
 }

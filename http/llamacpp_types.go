@@ -141,8 +141,6 @@ type llamaPartial struct {
 	Probs           []llamaProb    `json:"completion_probabilities,omitempty"`
 }
 
-func finiteLogprob(x float32) float64 { return wire.FiniteLogprob(x) }
-
 // The llama.cpp API's generation settings and defaults are its package's
 // (superfluid/http/llamacpp); /completion and /infill report them too.
 type llamaSettings = llamacpp.Settings
@@ -152,4 +150,4 @@ const (
 	llamaDefaultRepeatLastN = llamacpp.DefaultRepeatLastN
 )
 
-func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(m.core()) }
+func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(&m.Model) }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/respstore"
 )
 
@@ -34,7 +35,7 @@ func TestRespStoreRefusesAConversationTooLargeToStore(t *testing.T) {
 	c := memServer(t, s)
 	long := strings.Repeat("y", 300)
 	status, _, b := call(t, c, "POST", "/v1/responses", `{"model":"fake","input":"`+long+`"}`)
-	if msg := errorShapeOf(t, apiOpenAI, status, b); status != 400 || !strings.Contains(msg, "store") || !strings.Contains(msg, "200 bytes") {
+	if msg := errorShapeOf(t, wire.OpenAI, status, b); status != 400 || !strings.Contains(msg, "store") || !strings.Contains(msg, "200 bytes") {
 		t.Fatalf("a conversation over the record bound: %d %s", status, b)
 	}
 	if len(sc.taken()) != 0 {

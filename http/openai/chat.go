@@ -83,7 +83,7 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 	if limit == nil {
 		limit, field = req.MaxTokens, "max_tokens"
 	}
-	maxTok, err := maxTokens(field, limit, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens(field, limit, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -152,12 +152,12 @@ func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
 // chatWhole runs every choice of g to its end and answers them whole.
 func chatWhole(ctx context.Context, m *task.Model, g *task.Request, id string, created int64) (*oaiChatResponse, error) {
 	g.Part = "choice"
-	job, err := start(ctx, m, g)
+	job, err := wire.Result(task.Start(ctx, m, g))
 	if err != nil {
 		return nil, err
 	}
 	outs := chatChoices(g.Choices)
-	turns, err := run(ctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
+	turns, err := wire.RunJob(ctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 		if c := outs[i]; d != nil && c.spec.Logprobs > 0 {
 			c.addLogprobs(m, d)
 		}
@@ -167,12 +167,12 @@ func chatWhole(ctx context.Context, m *task.Model, g *task.Request, id string, c
 		return nil, err
 	}
 	for i, t := range turns {
-		outs[i].Turn = t
+		outs[i].TurnOut = wire.TurnOutOf(t)
 	}
 	resp := &oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
 	for i, o := range outs {
 		resp.Choices = append(resp.Choices, oaiChatChoice{
-			Index: i, Message: o.message(), Logprobs: o.logprobs, FinishReason: finishReason(&o.Turn),
+			Index: i, Message: o.message(), Logprobs: o.logprobs, FinishReason: o.FinishReason(),
 		})
 	}
 	resp.Usage = usageOf(g, outs)
@@ -191,7 +191,7 @@ func chatChoices(specs []*task.Spec) []*choiceOut {
 
 // choiceOut is one of n choices being generated.
 type choiceOut struct {
-	task.Turn
+	wire.TurnOut
 	spec     *task.Spec
 	logprobs *oaiLogprobs
 }

@@ -212,7 +212,7 @@ func planCompletions(m *task.Model, req *oaiCompletionRequest, class sched.Class
 	if err := req.LlamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
-	prompts, err := task.ParsePrompts(req.Prompt, "prompt")
+	prompts, err := wire.ParsePrompts(req.Prompt, "prompt")
 	if err != nil {
 		return nil, wire.Convert(err)
 	}
@@ -252,7 +252,7 @@ func planCompletions(m *task.Model, req *oaiCompletionRequest, class sched.Class
 				c.spec.MaxTokens, c.spec.Sampling, c.spec.Stop, c.spec.Bias, c.spec.Logprobs, c.spec.Grammar = 1, engine.Greedy(), nil, nil, 0, nil
 			}
 			if req.Echo {
-				c.echo = task.PromptText(m, pieces, prompt)
+				c.echo = wire.PromptText(m, pieces, prompt)
 			}
 			plan.choices = append(plan.choices, c)
 		}
@@ -267,11 +267,11 @@ func completionSpec(m *task.Model, req *oaiCompletionRequest, class sched.Class)
 		def := 16 // OpenAI's default
 		limit = &def
 	}
-	maxTok, err := maxTokens("max_tokens", limit, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens("max_tokens", limit, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -308,9 +308,9 @@ func completionSpec(m *task.Model, req *oaiCompletionRequest, class sched.Class)
 
 // completionPrompt renders one prompt: plain, or with the suffix in the
 // model's FIM format.
-func completionPrompt(m *task.Model, pieces []task.PromptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
+func completionPrompt(m *task.Model, pieces []wire.PromptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
 	if !fill {
-		toks, err := task.PromptTokens(m, pieces, "prompt")
+		toks, err := wire.PromptTokens(m, pieces, "prompt")
 		if err != nil {
 			return nil, wire.Convert(err)
 		}
@@ -333,7 +333,7 @@ func (p *cmplPlan) submit(ctx context.Context, m *task.Model, collect bool) erro
 	for i, c := range p.choices {
 		req.Choices[i] = c.spec
 	}
-	job, err := start(ctx, m, req)
+	job, err := wire.Result(task.Start(ctx, m, req))
 	p.job = job
 	return err
 }
@@ -342,7 +342,7 @@ func (p *cmplPlan) submit(ctx context.Context, m *task.Model, collect bool) erro
 // choice cancels the others, since the response is the failure. emit, when
 // not nil, sees each delta of a choice that generates.
 func (p *cmplPlan) run(ctx context.Context, emit func(c *cmplChoice, d *task.Delta) error, ended func(c *cmplChoice) error, failed func(error)) error {
-	_, err := run(ctx, p.job, task.SinkFuncs{
+	_, err := wire.RunJob(ctx, p.job, task.SinkFuncs{
 		OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 			if c := p.choices[i]; emit != nil && !c.evalOnly {
 				return emit(c, d)

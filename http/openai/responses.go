@@ -10,6 +10,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/http/wire"
+	"superfluid/reply"
 	"superfluid/respstore"
 	"superfluid/task"
 )
@@ -44,12 +45,12 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	}
 	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	run, err := start(rctx, m, job.g)
+	run, err := wire.Result(task.Start(rctx, m, job.g))
 	if err != nil {
 		return err
 	}
 	b := newRespBuilder(m, &job.obj, nil)
-	out, err := followTurn(rctx, run, b.take)
+	out, err := wire.FollowOne(rctx, run, func(evs []reply.Event, _ *task.Delta) error { return b.take(evs) })
 	if err != nil {
 		return err
 	}
@@ -76,15 +77,15 @@ func (a *api) planResponse(m *task.Model, req *respRequest, cls classing) (*resp
 	if err != nil {
 		return nil, err
 	}
-	plan, err := result(task.PlanChat(m, &rt.turn))
+	plan, err := wire.Result(task.PlanChat(m, &rt.turn))
 	if err != nil {
 		return nil, err
 	}
-	maxTok, err := maxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
+	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}

@@ -165,7 +165,7 @@ func (b *respBuilder) call(c reply.ToolCall) error {
 // incomplete when max_output_tokens cut it short. The terminal event is
 // left to end, so that the response can be stored first: a client that
 // has seen response.completed may name it at once.
-func (b *respBuilder) finish(g *task.Request, out task.Turn) error {
+func (b *respBuilder) finish(g *task.Request, out wire.TurnOut) error {
 	status := "completed"
 	if out.Finish == "length" {
 		status = "incomplete"
@@ -217,14 +217,14 @@ func (a *api) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 	var run *task.Job
 	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		run, err = start(rctx, job.m, job.g)
+		run, err = wire.Result(task.Start(rctx, job.m, job.g))
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
 		if b.start() != nil {
 			return
 		}
-		out, err := followTurn(rctx, run, b.take)
+		out, err := wire.FollowOne(rctx, run, func(evs []reply.Event, _ *task.Delta) error { return b.take(evs) })
 		if err != nil {
 			if rctx.Err() == nil {
 				b.fail(err)

@@ -153,7 +153,7 @@ func TestRespBuilderEventOrder(t *testing.T) {
 	b.take([]reply.Event{{Kind: reply.Reasoning, Text: "think"}, {Kind: reply.Reasoning, Text: "ing"}, {Kind: reply.Content, Text: "\n\n"},
 		{Kind: reply.Content, Text: "Hi"}, {Kind: reply.Content, Text: "."},
 		{Kind: reply.Content, Text: "\n"}, {Kind: reply.Call, Call: reply.ToolCall{Name: "f", Arguments: json.RawMessage(`{"a":1}`)}}})
-	b.finish(&task.Request{}, task.Turn{Outcome: task.Outcome{Finish: "stop", Completed: 9}})
+	b.finish(&task.Request{}, wire.TurnOut{Outcome: task.Outcome{Finish: "stop", Completed: 9}})
 	b.end()
 	want := []string{
 		"response.created", "response.in_progress",
@@ -182,7 +182,7 @@ func TestRespBuilderCutShortIsIncomplete(t *testing.T) {
 	obj := respObject{Output: []respItemOut{}}
 	b := newRespBuilder(nil, &obj, nil)
 	b.take([]reply.Event{{Kind: reply.Content, Text: "abc"}})
-	b.finish(&task.Request{Spec: task.Spec{Prompt: make([]engine.Token, 4)}}, task.Turn{Outcome: task.Outcome{Finish: "length", Completed: 3}})
+	b.finish(&task.Request{Spec: task.Spec{Prompt: make([]engine.Token, 4)}}, wire.TurnOut{Outcome: task.Outcome{Finish: "length", Completed: 3}})
 	if obj.Status != "incomplete" || obj.IncompleteDetails == nil || obj.IncompleteDetails.Reason != "max_output_tokens" ||
 		obj.Output[0].Status != "incomplete" || obj.Usage.TotalTokens != 7 {
 		t.Fatalf("got %+v", obj)

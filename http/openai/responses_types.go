@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+
 	"superfluid/http/wire"
 )
 

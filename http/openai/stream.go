@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/wire"
@@ -27,7 +28,7 @@ func (a *api) streamChat(ctx *fasthttp.RequestCtx, m *task.Model, g *task.Reques
 	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		g.Part = "choice"
 		var err error
-		if job, err = start(rctx, m, g); err != nil {
+		if job, err = wire.Result(task.Start(rctx, m, g)); err != nil {
 			return err
 		}
 		choices = chatChoices(g.Choices)
@@ -40,7 +41,7 @@ func (a *api) streamChat(ctx *fasthttp.RequestCtx, m *task.Model, g *task.Reques
 			}
 		}
 		calls := make([]int, len(choices)) // each choice's calls so far
-		run(rctx, job, task.SinkFuncs{
+		wire.RunJob(rctx, job, task.SinkFuncs{
 			OnDelta: func(i int, evs []reply.Event, d *task.Delta) error {
 				c := choices[i]
 				var lp *oaiLogprobs
@@ -64,8 +65,8 @@ func (a *api) streamChat(ctx *fasthttp.RequestCtx, m *task.Model, g *task.Reques
 			},
 			OnEnded: func(i int, t *task.Turn) error {
 				c := choices[i]
-				c.Turn = *t
-				finish := finishReason(&c.Turn)
+				c.TurnOut = wire.TurnOutOf(*t)
+				finish := c.FinishReason()
 				return ew.Send("", chunk(i, oaiDelta{}, nil, &finish))
 			},
 			OnFailed: ew.FailAll(cancel),

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math"
-	"strings"
 	"time"
 )
 
@@ -59,29 +58,4 @@ func KeepAlive(raw json.RawMessage) (d time.Duration, ok bool, err error) {
 		d = -1
 	}
 	return d, true, nil
-}
-
-// ValidText is b as a string with any invalid UTF-8 dropped: a token may
-// be part of a character, and a JSON string must hold whole ones.
-func ValidText(b []byte) string { return strings.ToValidUTF8(string(b), "") }
-
-// FiniteLogprob keeps a logprob JSON can carry: llama.cpp reports the
-// lowest float for an impossible token, since JSON has no -Inf.
-func FiniteLogprob(x float32) float64 {
-	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-		return -math.MaxFloat32
-	}
-	return float64(x)
-}
-
-// Widen writes float32 values as the float64 they are exactly, so a client
-// parsing the JSON into float64 (openai-go, Python) gets bit for bit what
-// it decodes from the base64 of the same vector; float32's own shortest
-// decimal would parse to a neighbouring float64.
-func Widen(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package task
+package wire
 
 import (
 	"bytes"
@@ -6,14 +6,14 @@ import (
 	"math"
 
 	"superfluid/engine"
+	"superfluid/task"
 )
 
 // MaxPrompts bounds the prompts one request may carry.
 const MaxPrompts = 64
 
 // PromptPiece is a run of one prompt: text to tokenize, or token ids to use
-// as they are. The completion APIs (llama.cpp's /completion, OpenAI's
-// /v1/completions) read their prompt field into pieces.
+// as they are.
 type PromptPiece struct {
 	Text   string
 	Tokens []engine.Token
@@ -136,12 +136,12 @@ func DecodeAny(raw json.RawMessage) (any, error) {
 // PromptTokens renders one prompt to tokens: text is tokenized with
 // special-token parsing, and BOS is added when the prompt starts with text
 // and the model wants it (llama.cpp's rule).
-func PromptTokens(m *Model, pieces []PromptPiece, field string) ([]engine.Token, error) {
+func PromptTokens(m *task.Model, pieces []PromptPiece, field string) ([]engine.Token, error) {
 	text := 0
 	for _, p := range pieces {
 		text += len(p.Text)
 	}
-	if err := CheckPromptBytes(m.Desc, field, text); err != nil {
+	if err := CheckPromptBytes(m, field, text); err != nil {
 		return nil, err
 	}
 	var out []engine.Token
@@ -166,7 +166,7 @@ func PromptTokens(m *Model, pieces []PromptPiece, field string) ([]engine.Token,
 
 // PromptText is a prompt as text, for OpenAI's echo: the string as sent,
 // or the tokens rendered without special tokens.
-func PromptText(m *Model, pieces []PromptPiece, toks []engine.Token) string {
+func PromptText(m *task.Model, pieces []PromptPiece, toks []engine.Token) string {
 	if len(pieces) == 1 && pieces[0].IsText {
 		return pieces[0].Text
 	}
