@@ -10,8 +10,9 @@ import (
 	"superfluid/sched"
 )
 
-// SetResponses gives the Responses API its store (openai.Stores).
-func (s *Server) SetResponses(st *respstore.Store) { s.openai.SetResponses(st) }
+// SetResponses gives the Responses API its store (else it keeps one in
+// memory).
+func (s *Server) SetResponses(st *respstore.Store) { s.responses.Set(st) }
 
 // SetBatches gives the server the store behind /v1/files and /v1/batches;
 // without one those routes answer that the batch API is off.

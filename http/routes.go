@@ -7,6 +7,7 @@ import (
 
 	"superfluid/http/llamacpp"
 	"superfluid/http/openai"
+	"superfluid/http/openai/responses"
 	"superfluid/http/wire"
 	"superfluid/task"
 )
@@ -40,7 +41,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		}
 	}
 	host := serverHost{s}
-	for _, wr := range slices.Concat(llamacpp.Routes(host), openai.Routes(host, &s.openai)) {
+	for _, wr := range slices.Concat(llamacpp.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses)) {
 		all[wr.Path] = append(all[wr.Path], mounted(wr))
 	}
 	var patterns []string

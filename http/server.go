@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/openai"
+	"superfluid/http/openai/responses"
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
@@ -117,10 +118,11 @@ type Server struct {
 	stored   storedDetailsCache // the directory models' /api/tags details
 	// routes maps a path to its routes, one per method; a path segment
 	// "{id}" matches any one segment (patterns lists those paths).
-	routes   map[string][]route
-	patterns []string
-	openai   openai.Stores              // the Responses API's and the batch API's stores
-	modelDir atomic.Pointer[ModelStore] // the models directory (SetModelStore)
+	routes    map[string][]route
+	patterns  []string
+	openai    openai.Stores              // the batch API's store
+	responses responses.Store            // the Responses API's stored responses
+	modelDir  atomic.Pointer[ModelStore] // the models directory (SetModelStore)
 	// stopping ends when Shutdown begins: pulls stop then (a later pull
 	// resumes them) instead of holding the drain open.
 	stopping context.Context

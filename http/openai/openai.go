@@ -1,14 +1,13 @@
 // Package openai is OpenAI's API: chat completions, legacy completions
 // (with fill-in-the-middle through a suffix), embeddings, the model list,
-// the Responses API, and files and batches, field for field as the
-// official clients send and read them. Its handlers decode a request into
+// and files and batches, field for field as the official clients send and
+// read them (the Responses API is its sub-package, openai/responses). Its handlers decode a request into
 // the core's (package task), hand it over and render what comes back in
 // OpenAI's shape; Answer runs a batch line the same way without a
 // transport.
 package openai
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,34 +15,18 @@ import (
 
 	"superfluid/batches"
 	"superfluid/http/wire"
-	"superfluid/respstore"
 	"superfluid/task"
 )
 
 // Stores are the API's own state, which the app hands over once it has
-// opened it: the Responses API's stored responses and the batch store.
+// opened it: the batch store.
 type Stores struct {
-	responses     atomic.Pointer[respstore.Store]
-	responsesOnce sync.Once
-	batches       atomic.Pointer[batches.Store]
+	batches atomic.Pointer[batches.Store]
 }
-
-// SetResponses gives the Responses API its store; without one a store in
-// memory is opened at first use.
-func (st *Stores) SetResponses(s *respstore.Store) { st.responses.Store(s) }
 
 // SetBatches gives /v1/files and /v1/batches their store; without one
 // those routes answer that the batch API is off.
 func (st *Stores) SetBatches(s *batches.Store) { st.batches.Store(s) }
-
-// responseStore is the store the app set, else one in memory.
-func (st *Stores) responseStore() *respstore.Store {
-	st.responsesOnce.Do(func() {
-		mem, _ := respstore.Open("", respstore.Options{}) // a memory store cannot fail to open
-		st.responses.CompareAndSwap(nil, mem)
-	})
-	return st.responses.Load()
-}
 
 // api is OpenAI's handlers over the server that mounts them.
 type api struct {
@@ -65,10 +48,6 @@ func Routes(h wire.Host, st *Stores) []wire.Route {
 		generates(r("POST", "/v1/completions", a.completions)),
 		embeds(r("POST", "/v1/embeddings", a.embeddings)),
 		anyModel(r("GET", "/v1/models", a.models)),
-		generates(r("POST", "/v1/responses", a.createResponse)),
-		// A stored response is the server's, whichever model wrote it.
-		anyModel(r("GET", "/v1/responses/{id}", a.getResponse)),
-		anyModel(r("DELETE", "/v1/responses/{id}", a.deleteResponse)),
 		anyModel(r("GET", "/v1/files", a.listFiles)),
 		anyModel(r("POST", "/v1/files", a.uploadFile)),
 		anyModel(r("GET", "/v1/files/{id}", a.getFile)),

@@ -1,8 +1,9 @@
-package openai
+package responses
 
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -174,7 +175,7 @@ func (b *respBuilder) finish(g *task.Request, out wire.TurnOut) error {
 	if err := b.close(status); err != nil {
 		return err
 	}
-	now := unixNow()
+	now := time.Now().Unix()
 	b.obj.Status, b.obj.CompletedAt = status, &now
 	u := &respUsage{InputTokens: len(g.Prompt), OutputTokens: out.Completed}
 	u.InputTokensDetails.CachedTokens = out.Result.CachedTokens

@@ -1,10 +1,20 @@
-package openai
+// Package responses is OpenAI's Responses API, which Codex CLI speaks:
+// POST /v1/responses runs one assistant turn through the shared chat
+// pipeline (task.PlanChat, FollowTurn) and answers it as output items —
+// reasoning, a message, function calls — whole or as a stream of events; a
+// stored response can be fetched, deleted, and continued by
+// previous_response_id. It is part of OpenAI's API, in a package of its
+// own because it shares nothing with chat completions but the transport.
+package responses
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -12,14 +22,9 @@ import (
 	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/respstore"
+	"superfluid/sched"
 	"superfluid/task"
 )
-
-// OpenAI's Responses API, which Codex CLI speaks: POST /v1/responses runs
-// one assistant turn through the shared chat pipeline (task.PlanChat,
-// followTurn) and answers it as output items — reasoning, a message,
-// function calls — whole or as a stream of events; a stored response can
-// be fetched, deleted, and continued by previous_response_id.
 
 // respJob is a planned response: the generation, the response object as
 // far as the request decides it, and the input items to store with it.
@@ -31,12 +36,48 @@ type respJob struct {
 	store bool
 }
 
+// Store is the Responses API's store of responses: the one the app
+// opened under --data-dir (Set), else, at first use, one in memory.
+type Store struct {
+	ptr  atomic.Pointer[respstore.Store]
+	once sync.Once
+}
+
+// Set gives the Responses API its store.
+func (st *Store) Set(s *respstore.Store) { st.ptr.Store(s) }
+
+// get is the store the app set, else one in memory.
+func (st *Store) get() *respstore.Store {
+	st.once.Do(func() {
+		mem, _ := respstore.Open("", respstore.Options{}) // a memory store cannot fail to open
+		st.ptr.CompareAndSwap(nil, mem)
+	})
+	return st.ptr.Load()
+}
+
+// api is the Responses API's handlers over the server that mounts them.
+type api struct {
+	host  wire.Host
+	store *Store
+}
+
+// Routes are the Responses API's routes on h, its responses kept in st.
+func Routes(h wire.Host, st *Store) []wire.Route {
+	a := &api{host: h, store: st}
+	return []wire.Route{
+		{Method: "POST", Path: "/v1/responses", API: wire.OpenAI, Handle: a.createResponse, Generates: true},
+		// A stored response is the server's, whichever model wrote it.
+		{Method: "GET", Path: "/v1/responses/{id}", API: wire.OpenAI, Handle: a.getResponse, AnyModel: true},
+		{Method: "DELETE", Path: "/v1/responses/{id}", API: wire.OpenAI, Handle: a.deleteResponse, AnyModel: true},
+	}
+}
+
 func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req respRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	job, err := a.planResponse(m, &req, a.classingOf(ctx))
+	job, err := a.planResponse(m, &req, func(t *task.Chat) (sched.Class, error) { return wire.TurnClass(ctx, a.host, t) })
 	if err != nil {
 		return err
 	}
@@ -59,8 +100,9 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	return wire.WriteJSON(ctx, &job.obj)
 }
 
-// planResponse reads the request into a chat turn and plans it.
-func (a *api) planResponse(m *task.Model, req *respRequest, cls classing) (*respJob, error) {
+// planResponse reads the request into a chat turn and plans it; class
+// picks the turn's class.
+func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Chat) (sched.Class, error)) (*respJob, error) {
 	if err := req.respUnhonoured.check(); err != nil {
 		return nil, err
 	}
@@ -89,11 +131,11 @@ func (a *api) planResponse(m *task.Model, req *respRequest, cls classing) (*resp
 	if err != nil {
 		return nil, err
 	}
-	class, err := cls.chat(&rt.turn)
+	cls, err := class(&rt.turn)
 	if err != nil {
 		return nil, err
 	}
-	g := &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp}}
+	g := &task.Request{Spec: task.Spec{Class: cls, MaxTokens: maxTok, Sampling: smp}}
 	plan.Apply(&g.Spec)
 	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
 	if job.store {
@@ -102,7 +144,7 @@ func (a *api) planResponse(m *task.Model, req *respRequest, cls classing) (*resp
 		}
 	}
 	job.obj = respObject{
-		ID: wire.NewID("resp_"), Object: "response", CreatedAt: unixNow(), Status: "in_progress",
+		ID: wire.NewID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
 		Instructions: rt.instructions, MaxOutputTokens: req.MaxOutputTokens, Model: m.Name,
 		Output: []respItemOut{}, ParallelToolCalls: !rt.turn.Tools.Req.Single, Store: job.store,
 		Temperature: valueOr(req.Temperature, 1), TopP: valueOr(req.TopP, 1),
@@ -185,7 +227,7 @@ func (a *api) previousItems(id string) ([]json.RawMessage, error) {
 	if id == "" {
 		return nil, nil
 	}
-	rec, err := a.stores.responseStore().Get(id)
+	rec, err := a.store.get().Get(id)
 	if errors.Is(err, respstore.ErrNotFound) {
 		e := wire.BadParam("previous_response_id", "Previous response with id '%s' not found.", id)
 		e.Code = "previous_response_not_found"
@@ -224,7 +266,7 @@ func respInstructions(raw json.RawMessage) (*string, error) {
 // record keeps its whole chain): it could never be stored, and a client
 // chaining on it would find nothing.
 func (a *api) storable(items []json.RawMessage) error {
-	limit := a.stores.responseStore().MaxRecordBytes()
+	limit := a.store.get().MaxRecordBytes()
 	if limit <= 0 {
 		return nil
 	}
@@ -248,7 +290,7 @@ func (a *api) keepResponse(job *respJob) {
 	if err == nil {
 		var input []byte
 		if input, err = json.Marshal(job.input); err == nil {
-			err = a.stores.responseStore().Put(respstore.Record{ID: job.obj.ID, Response: resp, Input: input})
+			err = a.store.get().Put(respstore.Record{ID: job.obj.ID, Response: resp, Input: input})
 		}
 	}
 	if err != nil {
@@ -257,7 +299,7 @@ func (a *api) keepResponse(job *respJob) {
 }
 
 func (a *api) getResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	rec, err := a.stores.responseStore().Get(wire.PathID(ctx))
+	rec, err := a.store.get().Get(wire.PathID(ctx))
 	if err != nil {
 		return respStoreError(wire.PathID(ctx), err)
 	}
@@ -268,7 +310,7 @@ func (a *api) getResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 
 func (a *api) deleteResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	id := wire.PathID(ctx)
-	if err := a.stores.responseStore().Delete(id); err != nil {
+	if err := a.store.get().Delete(id); err != nil {
 		return respStoreError(id, err)
 	}
 	return wire.WriteJSON(ctx, respDeleted{ID: id, Object: "response", Deleted: true})
