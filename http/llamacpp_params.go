@@ -38,7 +38,7 @@ type llamaParams struct {
 
 // llamaOptions checks a request's parameters (not its prompt).
 func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
-	if err := req.LlamaUnhonoured.Check(); err != nil {
+	if err := req.llamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
 	n, field := req.NPredict, "n_predict"
@@ -81,7 +81,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if p.maxPredict, err = timeLimit(req.TMaxPredictMS, "t_max_predict_ms"); err != nil {
 		return nil, err
 	}
-	shape, err := req.StructuredFields.Constraint(&m.Model)
+	shape, err := req.structuredFields.Constraint(&m.Model)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 
 	"superfluid/engine"
 	"superfluid/http/llamacpp"
-	"superfluid/http/wire"
 )
 
 // llamaRequest is the body of /completion and /infill: llama.cpp's
@@ -46,9 +45,9 @@ type llamaRequest struct {
 	InputExtra  []llamaExtra `json:"input_extra"`
 
 	// Structured output: response_format, json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// What the server does not honour, decoded to be refused by name.
-	wire.LlamaUnhonoured
+	llamaUnhonoured
 }
 
 // llamaExtra is one input_extra chunk. Editors send more ("time"), which

@@ -47,7 +47,7 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 	if err != nil {
 		return nil, err
 	}
-	tools, err := (&wire.ToolFields{Tools: req.Tools}).TurnTools()
+	tools, err := (&wire.ToolFields{Tools: req.Tools}).ReadTools()
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, err
 	}
-	shape, err := req.StructuredFields.Constraint(m)
+	shape, err := req.structuredFields.Constraint(m)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 	if err != nil {
 		return nil, err
 	}
-	tools, err := req.ToolFields.TurnTools()
+	tools, err := req.toolFields.ReadTools()
 	if err != nil {
 		return nil, err
 	}

@@ -53,9 +53,9 @@ type oaiCompletionRequest struct {
 	LogitBias        map[string]float64 `json:"logit_bias"`
 	User             string             `json:"user"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// llama.cpp's extensions the server does not honour, to be refused.
-	wire.LlamaUnhonoured
+	llamaUnhonoured
 }
 
 // oaiLegacyLogprobs is the completions API's logprobs object.
@@ -209,7 +209,7 @@ func (c *cmplChoice) fromCache(hit task.Cached) {
 
 // planCompletions checks a request and renders every choice's generation.
 func planCompletions(m *task.Model, req *oaiCompletionRequest, class sched.Class) (*cmplPlan, error) {
-	if err := req.LlamaUnhonoured.Check(); err != nil {
+	if err := req.llamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
 	prompts, err := wire.ParsePrompts(req.Prompt, "prompt")
@@ -284,7 +284,7 @@ func completionSpec(m *task.Model, req *oaiCompletionRequest, class sched.Class)
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
-	shape, err := req.StructuredFields.Constraint(m)
+	shape, err := req.structuredFields.Constraint(m)
 	if err != nil {
 		return nil, err
 	}

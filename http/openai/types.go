@@ -37,11 +37,11 @@ type oaiChatRequest struct {
 	User                string             `json:"user"`
 	// Tools, and what reaches the template: reasoning_effort (gpt-oss
 	// reads it) and chat_template_kwargs (enable_thinking …).
-	wire.ToolFields
+	toolFields
 	ReasoningEffort    *string                    `json:"reasoning_effort"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// What the server does not honour, decoded to be refused by name.
 	oaiUnhonoured
 }

@@ -38,13 +38,12 @@ func DecodeBody(body []byte, v any) error {
 
 // jsonPath is a decoding error's field path as the client wrote it:
 // encoding/json names the Go struct a field is embedded from
-// ("ToolFields.parallel_tool_calls", "oaiUnhonoured.audio"), a camel-case
-// segment no body has.
+// ("oaiTools.parallel_tool_calls"), a camel-case segment no body has.
 func jsonPath(field string) string {
 	parts := strings.Split(field, ".")
 	out := parts[:0]
 	for _, p := range parts {
-		if p != strings.ToLower(p) && !strings.ContainsAny(p, "_-") {
+		if p != strings.ToLower(p) && strings.ToLower(p[:1]) == p[:1] && !strings.ContainsAny(p, "_-") {
 			continue
 		}
 		out = append(out, p)
