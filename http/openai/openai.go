@@ -1,10 +1,10 @@
 // Package openai is OpenAI's API: chat completions, legacy completions
 // (with fill-in-the-middle through a suffix), embeddings, the model list,
 // and files and batches, field for field as the official clients send and
-// read them (the Responses API is its sub-package, openai/responses). Its handlers decode a request into
-// the core's (package task), hand it over and render what comes back in
-// OpenAI's shape; Answer runs a batch line the same way without a
-// transport.
+// read them (the Responses API is its sub-package, openai/responses). Its
+// handlers decode a request into the core's (package task), hand it over
+// and render what comes back in OpenAI's shape; Answer runs a batch line
+// the same way without a transport.
 package openai
 
 import (
