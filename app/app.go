@@ -142,7 +142,7 @@ func Start(addr string, o Options) (*Stack, error) {
 }
 
 // Load loads a stack that listens nowhere: its server answers only
-// in-process, through Server.Dispatch (`superfluid batch` runs so).
+// in-process, through Server.AnswerBatch (`superfluid batch` runs so).
 func Load(o Options) (*Stack, error) {
 	srv, err := sfhttp.NewServer(o.HTTP)
 	if err != nil {

@@ -32,12 +32,13 @@ func (s *Stack) openBatches(o Options) {
 	slog.Info("batch API on", "dir", o.DataDir)
 }
 
-// Doer runs batch requests through the server's own routes, in-process,
-// in class: the same checks and scheduler as a client's request. The
-// server's batches run in the background class, behind every interactive
-// request; `superfluid batch` picks its class.
+// Doer runs batch requests through the request core, in class
+// (Server.AnswerBatch): the model the line names, the same checks and
+// scheduler as a client's request, without an HTTP request. The server's
+// batches run in the background class, behind every interactive request;
+// `superfluid batch` picks its class. A batch line is always a POST.
 func (s *Stack) Doer(class string) batch.Doer {
-	return batch.DoerFunc(func(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
-		return s.Server.Dispatch(ctx, method, url, body, class)
+	return batch.DoerFunc(func(ctx context.Context, _, url string, body []byte) (int, []byte, error) {
+		return s.Server.AnswerBatch(ctx, url, body, class)
 	})
 }

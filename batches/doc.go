@@ -1,8 +1,8 @@
 // Package batches is the server's side of OpenAI's batch API: the File and
 // Batch objects of /v1/files and /v1/batches, persisted under a directory,
 // and one worker that runs the batches one at a time, oldest first, through
-// a batch.Doer (the server dispatching each request to itself, in the
-// background class).
+// a batch.Doer (the server answering each request through the request
+// core, Server.AnswerBatch, in the background class).
 //
 // Layout under the directory:
 //

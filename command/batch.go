@@ -119,7 +119,8 @@ func readBatchInput(path string) ([]batch.Request, error) {
 }
 
 // batchDoer is where the requests go: a server at --url, or a stack loaded
-// here that answers in-process. parallel is the default in-flight count.
+// here that runs them through the request core (app.Stack.Doer). parallel
+// is the default in-flight count.
 func batchDoer(c *cli.Context, class sched.Class) (d batch.Doer, parallel int, closeFn func() error, err error) {
 	if url := c.String("url"); url != "" {
 		d := &batch.HTTPDoer{BaseURL: url, APIKey: c.String("api-key"), Class: class.String(), Client: &http.Client{}}

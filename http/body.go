@@ -51,8 +51,8 @@ const (
 
 // readBody reads the streamed body of an admitted request, at most limit
 // bytes (a chunked body announces no length), and makes it the request's
-// body for the handlers (ctx.PostBody). An in-process request (Dispatch)
-// has its body already.
+// body for the handlers (ctx.PostBody). A request without a body stream
+// (its body in memory already) keeps the body it has.
 func readBody(ctx *fasthttp.RequestCtx, limit int) error {
 	stream := ctx.RequestBodyStream()
 	if stream == nil {

@@ -21,11 +21,15 @@ import (
 // middle on /infill, and on /v1/completions and /api/generate when its
 // suffix is a non-empty string (as those handlers decide it).
 func modelWantOf(ctx *fasthttp.RequestCtx, kind wire.API) ModelWant {
-	path := string(ctx.Path())
 	if ctx.IsGet() || ctx.IsHead() {
 		return ModelWant{Name: string(ctx.QueryArgs().Peek("model"))}
 	}
-	f := peekFields(ctx.PostBody(), "model", "name", "suffix", "keep_alive")
+	return bodyModelWant(string(ctx.Path()), ctx.PostBody(), kind)
+}
+
+// bodyModelWant is the model a request's body asks for on path.
+func bodyModelWant(path string, body []byte, kind wire.API) ModelWant {
+	f := peekFields(body, "model", "name", "suffix", "keep_alive")
 	want := ModelWant{Name: stringOf(f["model"])}
 	if want.Name == "" && path == "/api/show" {
 		want.Name = stringOf(f["name"])
@@ -117,13 +121,13 @@ func holdModel(ctx *fasthttp.RequestCtx) func() {
 // acquireModel resolves the request's model through the registry.
 func (s *Server) acquireModel(ctx *fasthttp.RequestCtx, ms Models, kind wire.API) (*Model, *modelHold, error) {
 	want := modelWantOf(ctx, kind)
-	// A load is waited for until the server shuts down, or until the
-	// caller of a dispatched request gives up.
-	var wait context.Context = ctx
-	if p := dispatchParent(ctx); p != nil {
-		wait = p
-	}
-	m, release, err := ms.Acquire(wait, want)
+	return acquire(ctx, ms, want, kind)
+}
+
+// acquire loads the model want names, or waits for its load, until ctx
+// ends (a request's: until the server shuts down).
+func acquire(ctx context.Context, ms Models, want ModelWant, kind wire.API) (*Model, *modelHold, error) {
+	m, release, err := ms.Acquire(ctx, want)
 	if err != nil {
 		return nil, nil, modelError(kind, want.Name, err)
 	}

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"io"
 
 	"github.com/valyala/fasthttp"
 
@@ -78,6 +79,10 @@ func (h serverHost) CacheStatus(ctx *fasthttp.RequestCtx) any {
 		return st
 	}
 	return nil
+}
+
+func (h serverHost) ProgressBody(ctx *fasthttp.RequestCtx, body io.ReadCloser) io.ReadCloser {
+	return h.s.progressBody(ctx, body)
 }
 
 func (h serverHost) Settings() wire.Settings {

@@ -23,9 +23,6 @@ func (s *Server) requestClass(ctx *fasthttp.RequestCtx, field string) (sched.Cla
 // work, and for a stream not before the first token — a long prompt's
 // prefill would otherwise run on for nobody.
 func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
-	if parent := dispatchParent(ctx); parent != nil {
-		return context.WithCancel(parent)
-	}
 	c, cancel := context.WithCancel(context.Background())
 	go watchClient(ctx.Conn(), cancel, c.Done(), s.cfg.ClientPoll)
 	return c, cancel

@@ -7,6 +7,8 @@ import (
 
 	"superfluid/http/llamacpp"
 	"superfluid/http/ollama"
+	"superfluid/http/openai"
+	"superfluid/http/openai/responses"
 	"superfluid/http/wire"
 	"superfluid/task"
 )
@@ -20,17 +22,11 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	all := map[string][]route{}
 	for _, part := range []map[string]route{
 		commonRoutes(),
-		openaiRoutes(),
-		openaiCompletionRoutes(),
 		anthropicRoutes(),
-		openaiEmbeddingRoutes(),
 	} {
 		for path, r := range part {
 			all[path] = append(all[path], r)
 		}
-	}
-	for path, rs := range mergeRoutes(openaiBatchRoutes(), responsesRoutes()) {
-		all[path] = append(all[path], rs...)
 	}
 	for _, path := range generationPaths {
 		for i := range all[path] {
@@ -43,7 +39,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		}
 	}
 	host := serverHost{s}
-	for _, wr := range slices.Concat(llamacpp.Routes(host), ollama.Routes(host)) {
+	for _, wr := range slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses)) {
 		all[wr.Path] = append(all[wr.Path], mounted(wr))
 	}
 	var patterns []string

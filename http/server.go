@@ -15,7 +15,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"superfluid/batches"
+	"superfluid/http/openai"
+	"superfluid/http/openai/responses"
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
@@ -118,8 +119,8 @@ type Server struct {
 	// "{id}" matches any one segment (patterns lists those paths).
 	routes    map[string][]route
 	patterns  []string
-	batches   atomic.Pointer[batches.Store]
-	responses respStore                  // the Responses API's stored responses
+	openai    openai.Stores              // the batch API's store
+	responses responses.Store            // the Responses API's stored responses
 	modelDir  atomic.Pointer[ModelStore] // the models directory (SetModelStore)
 	// stopping ends when Shutdown begins: pulls stop then (a later pull
 	// resumes them) instead of holding the drain open.
@@ -254,19 +255,6 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	s.run(ctx, a.route, a.id)
 }
 
-// route answers a request Dispatch runs in-process: no key, no Origin,
-// its body in memory already.
-func (s *Server) route(ctx *fasthttp.RequestCtx) {
-	path := string(ctx.Path())
-	defer s.recoverPanic(ctx, path)
-	r, id, err := s.resolve(path, string(ctx.Method()), ctx.IsHead())
-	if err != nil {
-		wire.WriteError(ctx, r.kind, err)
-		return
-	}
-	s.run(ctx, r, id)
-}
-
 // resolve finds the route of a request and its path's {id}: 404 for no
 // route (in the shape its path implies), 405 for the wrong method.
 func (s *Server) resolve(path, method string, isHead bool) (route, string, *wire.Error) {
@@ -284,7 +272,7 @@ func (s *Server) resolve(path, method string, isHead bool) (route, string, *wire
 // run answers an admitted request on route r.
 func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 	if id != "" {
-		ctx.SetUserValue(pathIDKey{}, id)
+		wire.SetPathID(ctx, id)
 	}
 	ms := s.registry()
 	if ms == nil && !r.loading {
@@ -427,15 +415,6 @@ func methodsOf(rs []route) string {
 	}
 	slices.Sort(ms)
 	return strings.Join(ms, " or ")
-}
-
-// pathIDKey is the RequestCtx user value holding the {id} of the path.
-type pathIDKey struct{}
-
-// pathID is the {id} segment of the request's path.
-func pathID(ctx *fasthttp.RequestCtx) string {
-	id, _ := ctx.UserValue(pathIDKey{}).(string)
-	return id
 }
 
 func kindOfPath(path string) wire.API {

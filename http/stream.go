@@ -37,9 +37,7 @@ func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *wire.Ev
 	releaseModel := holdModel(ctx)
 	if s != nil {
 		s.gate.hold()
-		if dispatchParent(ctx) == nil {
-			ew.WatchWrites(ctx.Conn(), s.cfg.WriteTimeout)
-		}
+		ew.WatchWrites(ctx.Conn(), s.cfg.WriteTimeout)
 	}
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		if s != nil {
@@ -62,9 +60,6 @@ func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *wire.Ev
 // download, never a long one (fasthttp's own deadline, set once as the
 // response starts, would cut a download that takes longer).
 func (s *Server) progressBody(ctx *fasthttp.RequestCtx, body io.ReadCloser) io.ReadCloser {
-	if dispatchParent(ctx) != nil {
-		return body // in-process: no socket
-	}
 	return &progressReader{ReadCloser: body, conn: ctx.Conn(), timeout: s.cfg.WriteTimeout}
 }
 

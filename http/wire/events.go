@@ -21,7 +21,7 @@ type EventWriter struct {
 	sse bool
 	// conn is the client's socket; each event renews its write deadline,
 	// so a client that stops reading fails the write stuck behind it after
-	// timeout. nil in-process (Dispatch) or without a timeout.
+	// timeout. nil without a timeout.
 	conn    net.Conn
 	timeout time.Duration
 	err     error

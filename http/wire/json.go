@@ -14,8 +14,11 @@ import (
 // DecodeJSON reads the request body into v. Invalid UTF-8 is refused rather
 // than silently replaced (encoding/json would turn it into U+FFFD and the
 // model would see text the client never sent).
-func DecodeJSON(ctx *fasthttp.RequestCtx, v any) error {
-	body := ctx.PostBody()
+func DecodeJSON(ctx *fasthttp.RequestCtx, v any) error { return DecodeBody(ctx.PostBody(), v) }
+
+// DecodeBody reads a request body held in memory into v, as DecodeJSON
+// reads one that came over HTTP (a batch's lines).
+func DecodeBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return BadRequest("the request body is empty; a JSON object is expected")
 	}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -90,6 +91,22 @@ type Host interface {
 	// Stopping ends when the server begins to shut down: work that
 	// outlives a request's generation (a pull) stops then.
 	Stopping() context.Context
+	// ProgressBody wraps a body streamed from a reader (a file's bytes)
+	// so that the write timeout bounds a stalled download, not a long one.
+	ProgressBody(ctx *fasthttp.RequestCtx, body io.ReadCloser) io.ReadCloser
+}
+
+// pathIDKey is the RequestCtx user value holding the {id} of the path.
+type pathIDKey struct{}
+
+// SetPathID records the {id} segment of the request's path (the
+// transport's route lookup).
+func SetPathID(ctx *fasthttp.RequestCtx, id string) { ctx.SetUserValue(pathIDKey{}, id) }
+
+// PathID is the {id} segment of the request's path, "" for none.
+func PathID(ctx *fasthttp.RequestCtx) string {
+	id, _ := ctx.UserValue(pathIDKey{}).(string)
+	return id
 }
 
 // Settings are the server's configuration values an API reads.

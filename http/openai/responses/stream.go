@@ -1,8 +1,9 @@
-package http
+package responses
 
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -17,14 +18,14 @@ import (
 // arrives as deltas, it is done; a function call arrives whole (the
 // parser hands calls over complete), so its arguments are one delta.
 type respBuilder struct {
-	m    *Model
+	m    *task.Model
 	obj  *respObject
 	send func(ev *respEvent) error // nil: not streaming
 	seq  int
 	open int // the output item text is going to, -1 none
 }
 
-func newRespBuilder(m *Model, obj *respObject, send func(ev *respEvent) error) *respBuilder {
+func newRespBuilder(m *task.Model, obj *respObject, send func(ev *respEvent) error) *respBuilder {
 	return &respBuilder{m: m, obj: obj, send: send, open: -1}
 }
 
@@ -174,7 +175,7 @@ func (b *respBuilder) finish(g *task.Request, out wire.TurnOut) error {
 	if err := b.close(status); err != nil {
 		return err
 	}
-	now := unixNow()
+	now := time.Now().Unix()
 	b.obj.Status, b.obj.CompletedAt = status, &now
 	u := &respUsage{InputTokens: len(g.Prompt), OutputTokens: out.Completed}
 	u.InputTokensDetails.CachedTokens = out.Result.CachedTokens
@@ -213,11 +214,11 @@ func (b *respBuilder) fail(err error) {
 // response is stored like an unstreamed one. A failed generation ends the
 // stream with response.failed (and is not stored); a client that went
 // away cancels it.
-func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
+func (a *api) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 	var run *task.Job
-	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		run, err = wire.StartOne(rctx, &job.m.Model, job.g, false)
+		run, err = wire.Result(task.Start(rctx, job.m, job.g))
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
@@ -234,7 +235,7 @@ func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 		if b.finish(job.g, out) != nil {
 			return
 		}
-		s.keepResponse(job)
+		a.keepResponse(job)
 		b.end()
 	})
 }

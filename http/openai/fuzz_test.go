@@ -1,4 +1,4 @@
-package http
+package openai
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ import (
 // request the handler did submit is one the scheduler accepts — decoding
 // and validation, not the scheduler, are what turn bad input away.
 //
-//	go test -run '^$' -fuzz FuzzOpenAIChatRequest -fuzztime 30s ./http/
+//	go test -run '^$' -fuzz FuzzOpenAIChatRequest -fuzztime 30s ./http/openai/
 func FuzzOpenAIChatRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"stub","messages":[{"role":"user","content":"hello"}],"max_tokens":8,"temperature":0}`,
@@ -51,10 +51,7 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 	}
 	f.Add([]byte(`{"messages":[{"role":"user","content":"a"}]}`), "background")
 	f.Add([]byte(`{"messages":[{"role":"user","content":"a"}]}`), "vip")
-	s, err := NewServer(Config{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	a := testAPI(0)
 	m, sc := stubModel(f)
 	f.Fuzz(func(t *testing.T, body []byte, class string) {
 		var ctx fasthttp.RequestCtx
@@ -64,7 +61,7 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 			ctx.Request.Header.Set("X-Superfluid-Class", class)
 		}
 		ctx.Request.SetBody(body)
-		err := s.openaiChat(&ctx, m)
+		err := a.chat(&ctx, m)
 		for _, req := range sc.taken() {
 			if msg := unschedulable(m.Desc, &req); msg != "" {
 				t.Fatalf("submitted a request the scheduler would refuse (%s): %+v\nbody: %q", msg, req, body)

@@ -1,6 +1,7 @@
-package http
+package openai
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"time"
@@ -17,7 +18,7 @@ import (
 // token, as OpenAI documents it: it becomes -inf, so no temperature can
 // bring the token back, and a map that bans every token is refused like
 // the other APIs' (nothing could be generated).
-func logitBias(m *Model, in map[string]float64) ([]engine.LogitBias, error) {
+func logitBias(m *task.Model, in map[string]float64) ([]engine.LogitBias, error) {
 	if len(in) > task.MaxBiasEntries {
 		return nil, wire.BadParam("logit_bias", "logit_bias names %d tokens; at most %d", len(in), task.MaxBiasEntries)
 	}
@@ -36,7 +37,7 @@ func logitBias(m *Model, in map[string]float64) ([]engine.LogitBias, error) {
 		}
 		out = append(out, engine.LogitBias{Token: engine.Token(id), Bias: bias})
 	}
-	return out, wire.CheckBias(&m.Model, "logit_bias", out)
+	return out, wire.Convert(task.CheckBias(m.Desc, "logit_bias", out))
 }
 
 // choiceCount reads "n" (1–16).
@@ -50,11 +51,12 @@ func choiceCount(n *int) (int, error) {
 	return *n, nil
 }
 
-func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatRequest) (*task.Request, error) {
+// chatRequest reads a chat request into the core's request of n choices.
+func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Request, error) {
 	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, err
 	}
-	shape, err := req.structuredFields.Constraint(&m.Model)
+	shape, err := req.structuredFields.Constraint(m)
 	if err != nil {
 		return nil, err
 	}
@@ -72,9 +74,9 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 			return nil, err
 		}
 	}
-	plan, err := wire.Result(task.PlanChat(&m.Model, &turn))
+	plan, err := task.PlanChat(m, &turn)
 	if err != nil {
-		return nil, err
+		return nil, wire.Convert(err)
 	}
 	limit := req.MaxCompletionTokens
 	field := "max_completion_tokens"
@@ -89,7 +91,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, err
 	}
-	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -98,7 +100,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err != nil {
 		return nil, err
 	}
-	class, err := wire.TurnClass(ctx, s.host(), &turn)
+	class, err := cls.chat(&turn)
 	if err != nil {
 		return nil, err
 	}
@@ -124,48 +126,57 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	return g, nil
 }
 
-func (s *Server) openaiChat(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req oaiChatRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	g, err := s.chatSpec(ctx, m, &req)
+	g, err := chatRequest(m, &req, a.classingOf(ctx))
 	if err != nil {
 		return err
 	}
 	id := wire.NewID("chatcmpl-")
 	created := time.Now().Unix()
 	if req.Stream {
-		return s.streamChat(ctx, m, g, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return a.streamChat(ctx, m, g, id, created, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
-	rctx, done := s.requestContext(ctx)
+	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	g.Part = "choice"
-	job, err := wire.Result(task.Start(rctx, &m.Model, g))
+	resp, err := chatWhole(rctx, m, g, id, created)
 	if err != nil {
 		return err
 	}
+	return wire.WriteJSON(ctx, resp)
+}
+
+// chatWhole runs every choice of g to its end and answers them whole.
+func chatWhole(ctx context.Context, m *task.Model, g *task.Request, id string, created int64) (*oaiChatResponse, error) {
+	g.Part = "choice"
+	job, err := wire.Result(task.Start(ctx, m, g))
+	if err != nil {
+		return nil, err
+	}
 	outs := chatChoices(g.Choices)
-	turns, err := wire.RunJob(rctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
+	turns, err := wire.RunJob(ctx, job, task.SinkFuncs{OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 		if c := outs[i]; d != nil && c.spec.Logprobs > 0 {
 			c.addLogprobs(m, d)
 		}
 		return nil
 	}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, t := range turns {
 		outs[i].TurnOut = wire.TurnOutOf(t)
 	}
-	resp := oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
+	resp := &oaiChatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, SystemFingerprint: fingerprint(m)}
 	for i, o := range outs {
 		resp.Choices = append(resp.Choices, oaiChatChoice{
 			Index: i, Message: o.message(), Logprobs: o.logprobs, FinishReason: o.FinishReason(),
 		})
 	}
 	resp.Usage = usageOf(g, outs)
-	return wire.WriteJSON(ctx, resp)
+	return resp, nil
 }
 
 // chatChoices are the rendering state of a request's choices (task.Plan
@@ -198,7 +209,7 @@ func (c *choiceOut) message() oaiChatMessage {
 	return msg
 }
 
-func (c *choiceOut) addLogprobs(m *Model, d *task.Delta) {
+func (c *choiceOut) addLogprobs(m *task.Model, d *task.Delta) {
 	if c.logprobs == nil {
 		c.logprobs = &oaiLogprobs{Content: []oaiTokenLogprob{}}
 	}
@@ -209,9 +220,9 @@ func (c *choiceOut) addLogprobs(m *Model, d *task.Delta) {
 
 // oaiTokenEntry is one token's logprob entry: its text, its bytes (a token
 // may be part of a character), and the top alternatives asked for.
-func oaiTokenEntry(m *Model, g *task.Spec, t *task.TokenOut) oaiTokenLogprob {
+func oaiTokenEntry(m *task.Model, g *task.Spec, t *task.TokenOut) oaiTokenLogprob {
 	e := oaiTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: wire.ByteList(t.Piece), TopLogprobs: []oaiTopLogprob{}}
-	task.EachTop(&m.Model, t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
+	task.EachTop(m, t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
 		e.TopLogprobs = append(e.TopLogprobs, oaiTopLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: wire.ByteList(piece)})
 	})
 	return e

@@ -1,4 +1,4 @@
-package http
+package openai
 
 import (
 	"context"
@@ -23,12 +23,6 @@ import (
 // candidates would cost best_of/n times the work for an answer clients
 // rarely ask for. echo with logprobs is refused, since it asks for the
 // prompt's logprobs, which the engine does not compute.
-
-func openaiCompletionRoutes() map[string]route {
-	return map[string]route{
-		"/v1/completions": {method: "POST", kind: wire.OpenAI, handler: (*Server).openaiCompletions},
-	}
-}
 
 // Limits of the completions API.
 const (
@@ -104,71 +98,97 @@ type cmplChoice struct {
 // cmplPlan is a checked completions request.
 type cmplPlan struct {
 	job        *task.Job // once submitted
+	key        string    // the completion-cache key, "" when it may not answer
 	choices    []*cmplChoice
 	promptLens []int
 	logprobs   int // alternatives per token; -1: no logprobs
 }
 
-func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) completions(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req oaiCompletionRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	class, err := s.requestClass(ctx, "")
+	plan, head, err := planCompletionRequest(m, &req, a.classingOf(ctx))
 	if err != nil {
 		return err
 	}
-	plan, err := planCompletions(m, &req, class)
-	if err != nil {
+	if req.Stream {
+		return a.streamCompletions(ctx, m, plan, head, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+	}
+	cache := a.host.CompletionCache()
+	if plan.fromCache(m, cache) {
+		return wire.WriteJSON(ctx, plan.whole(head))
+	}
+	rctx, done := a.host.RequestContext(ctx)
+	defer done()
+	if err := plan.completeWhole(rctx, m, cache); err != nil {
 		return err
+	}
+	return wire.WriteJSON(ctx, plan.whole(head))
+}
+
+// planCompletionRequest checks a request and renders its choices, and the
+// head of its answer.
+func planCompletionRequest(m *task.Model, req *oaiCompletionRequest, cls classing) (*cmplPlan, oaiCompletion, error) {
+	class, err := cls.plain()
+	if err != nil {
+		return nil, oaiCompletion{}, err
+	}
+	plan, err := planCompletions(m, req, class)
+	if err != nil {
+		return nil, oaiCompletion{}, err
 	}
 	head := oaiCompletion{ID: wire.NewID("cmpl-"), Object: "text_completion", Created: unixNow(), Model: m.Name, SystemFingerprint: fingerprint(m)}
-	if req.Stream {
-		return s.streamCompletions(ctx, m, plan, head, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
-	}
-	if err := s.completeWhole(ctx, m, plan); err != nil {
-		return err
-	}
-	for _, c := range plan.choices {
-		if plan.logprobs >= 0 && c.logprobs == nil {
+	return plan, head, nil
+}
+
+// whole is the answer of a plan whose choices all ended.
+func (p *cmplPlan) whole(head oaiCompletion) *oaiCompletion {
+	for _, c := range p.choices {
+		if p.logprobs >= 0 && c.logprobs == nil {
 			c.logprobs = newLegacyLogprobs() // nothing generated: empty, not null
 		}
 		finish := c.Finish
 		head.Choices = append(head.Choices, oaiCompletionChoice{Text: c.echo + string(c.Text), Index: c.index, Logprobs: c.logprobs, FinishReason: &finish})
 	}
-	u := plan.usage()
+	u := p.usage()
 	head.Usage = &u
-	return wire.WriteJSON(ctx, head)
+	return &head
+}
+
+// fromCache answers a suffix request the completion cache may answer
+// (cacheKey) from there, when it holds the answer.
+func (p *cmplPlan) fromCache(m *task.Model, cache *task.CompletionCache) bool {
+	p.key = p.cacheKey(m)
+	if p.key == "" || cache == nil {
+		return false
+	}
+	hit, ok := cache.Get(p.key)
+	if ok {
+		p.choices[0].fromCache(hit)
+	}
+	return ok
 }
 
 // completeWhole runs every choice of a whole (not streamed) response to
-// its end; a suffix request the completion cache may answer (cacheKey) is
-// looked up there first, and remembered once it has run.
-func (s *Server) completeWhole(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan) error {
-	key := plan.cacheKey(m)
-	if key != "" {
-		if hit, ok := s.fimCache.Get(key); ok {
-			plan.choices[0].fromCache(hit)
-			return nil
-		}
-	}
-	rctx, done := s.requestContext(ctx)
-	defer done()
-	if err := plan.submit(rctx, m, true); err != nil {
+// its end; an answer the completion cache may keep is remembered there.
+func (p *cmplPlan) completeWhole(ctx context.Context, m *task.Model, cache *task.CompletionCache) error {
+	if err := p.submit(ctx, m, true); err != nil {
 		return err
 	}
-	if err := plan.collect(rctx, m); err != nil {
+	if err := p.collect(ctx, m); err != nil {
 		return err
 	}
-	if c := plan.choices[0]; key != "" && (c.Finish == "stop" || c.Finish == "length") {
-		s.fimCache.Put(task.Cached{Key: key, Text: string(c.Text), Tokens: c.Completed, Finish: c.Finish, StopWord: c.StopWord})
+	if c := p.choices[0]; p.key != "" && cache != nil && (c.Finish == "stop" || c.Finish == "length") {
+		cache.Put(task.Cached{Key: p.key, Text: string(c.Text), Tokens: c.Completed, Finish: c.Finish, StopWord: c.StopWord})
 	}
 	return nil
 }
 
 // cacheKey is the completion-cache key (task.CacheKey) of a whole request
 // whose one choice is all text: no echo, no logprobs, something generated.
-func (p *cmplPlan) cacheKey(m *Model) string {
+func (p *cmplPlan) cacheKey(m *task.Model) string {
 	if len(p.choices) != 1 || p.logprobs >= 0 {
 		return ""
 	}
@@ -176,7 +196,7 @@ func (p *cmplPlan) cacheKey(m *Model) string {
 	if c.echo != "" || c.evalOnly {
 		return ""
 	}
-	return task.CacheKey(&m.Model, c.spec, "openai /v1/completions")
+	return task.CacheKey(m, c.spec, "openai /v1/completions")
 }
 
 // fromCache fills c with a completion-cache answer: the whole prompt
@@ -188,13 +208,13 @@ func (c *cmplChoice) fromCache(hit task.Cached) {
 }
 
 // planCompletions checks a request and renders every choice's generation.
-func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*cmplPlan, error) {
+func planCompletions(m *task.Model, req *oaiCompletionRequest, class sched.Class) (*cmplPlan, error) {
 	if err := req.llamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
 	prompts, err := wire.ParsePrompts(req.Prompt, "prompt")
 	if err != nil {
-		return nil, err
+		return nil, wire.Convert(err)
 	}
 	n, err := choiceCount(req.N)
 	if err != nil {
@@ -232,7 +252,7 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 				c.spec.MaxTokens, c.spec.Sampling, c.spec.Stop, c.spec.Bias, c.spec.Logprobs, c.spec.Grammar = 1, engine.Greedy(), nil, nil, 0, nil
 			}
 			if req.Echo {
-				c.echo = wire.PromptText(&m.Model, pieces, prompt)
+				c.echo = wire.PromptText(m, pieces, prompt)
 			}
 			plan.choices = append(plan.choices, c)
 		}
@@ -241,7 +261,7 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 }
 
 // completionSpec reads the parameters every choice shares.
-func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*task.Spec, error) {
+func completionSpec(m *task.Model, req *oaiCompletionRequest, class sched.Class) (*task.Spec, error) {
 	limit := req.MaxTokens
 	if limit == nil {
 		def := 16 // OpenAI's default
@@ -251,7 +271,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 	if err != nil {
 		return nil, err
 	}
-	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -264,14 +284,14 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
-	shape, err := req.structuredFields.Constraint(&m.Model)
+	shape, err := req.structuredFields.Constraint(m)
 	if err != nil {
 		return nil, err
 	}
 	// Completion prompts are the client's text, not a rendered
 	// conversation: no reasoning block to wait for.
-	if g.Grammar, err = wire.GrammarFor(&m.Model, shape, nil, false); err != nil {
-		return nil, err
+	if g.Grammar, err = task.GrammarFor(m, shape, nil, false); err != nil {
+		return nil, wire.Convert(err)
 	}
 	g.GrammarField = shape.Field
 	if req.Logprobs != nil {
@@ -288,32 +308,32 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 
 // completionPrompt renders one prompt: plain, or with the suffix in the
 // model's FIM format.
-func completionPrompt(m *Model, pieces []wire.PromptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
+func completionPrompt(m *task.Model, pieces []wire.PromptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
 	if !fill {
-		toks, err := wire.PromptTokens(&m.Model, pieces, "prompt")
+		toks, err := wire.PromptTokens(m, pieces, "prompt")
 		if err != nil {
-			return nil, err
+			return nil, wire.Convert(err)
 		}
-		return toks, wire.CheckPrompt(&m.Model, toks)
+		return toks, wire.Convert(task.CheckPrompt(m.Desc, toks))
 	}
 	if len(pieces) != 1 || !pieces[0].IsText {
 		return nil, wire.BadParam("suffix", "suffix needs text prompts, not token ids")
 	}
-	toks, _, err := wire.FIMPrompt(&m.Model, fim.Request{Prefix: pieces[0].Text, Suffix: *req.Suffix}, maxTok)
+	toks, _, err := task.FIMPrompt(m, fim.Request{Prefix: pieces[0].Text, Suffix: *req.Suffix}, maxTok)
 	if err != nil {
-		return nil, err
+		return nil, wire.Convert(err)
 	}
-	return toks, wire.CheckPrompt(&m.Model, toks)
+	return toks, wire.Convert(task.CheckPrompt(m.Desc, toks))
 }
 
 // submit hands every choice to the scheduler before any is followed, with
 // the core's one rollback (task.Start); collect whole answers' text.
-func (p *cmplPlan) submit(ctx context.Context, m *Model, collect bool) error {
+func (p *cmplPlan) submit(ctx context.Context, m *task.Model, collect bool) error {
 	req := &task.Request{Choices: make([]*task.Spec, len(p.choices)), Collect: collect, Part: "choice"}
 	for i, c := range p.choices {
 		req.Choices[i] = c.spec
 	}
-	job, err := wire.Result(task.Start(ctx, &m.Model, req))
+	job, err := wire.Result(task.Start(ctx, m, req))
 	p.job = job
 	return err
 }
@@ -345,7 +365,7 @@ func (p *cmplPlan) run(ctx context.Context, emit func(c *cmplChoice, d *task.Del
 }
 
 // collect runs every choice to its end, gathering text and logprobs.
-func (p *cmplPlan) collect(ctx context.Context, m *Model) error {
+func (p *cmplPlan) collect(ctx context.Context, m *task.Model) error {
 	return p.run(ctx, func(c *cmplChoice, d *task.Delta) error { c.addLogprobs(m, d, p.logprobs); return nil }, nil, nil)
 }
 
@@ -364,7 +384,7 @@ func (c *cmplChoice) end(out task.Outcome) error {
 // addLogprobs appends a delta's tokens to the legacy logprobs object: each
 // token's text, its logprob, the top alternatives by text (always with the
 // token itself, as llama.cpp does) and its byte offset in the choice text.
-func (c *cmplChoice) addLogprobs(m *Model, d *task.Delta, n int) {
+func (c *cmplChoice) addLogprobs(m *task.Model, d *task.Delta, n int) {
 	if n < 0 {
 		return
 	}
@@ -381,12 +401,12 @@ func newLegacyLogprobs() *oaiLegacyLogprobs {
 
 // appendLegacyLogprobs adds tokens to lp; offset is the next token's byte
 // offset in the text.
-func appendLegacyLogprobs(m *Model, lp *oaiLegacyLogprobs, toks []task.TokenOut, n int, offset *int) {
+func appendLegacyLogprobs(m *task.Model, lp *oaiLegacyLogprobs, toks []task.TokenOut, n int, offset *int) {
 	for i := range toks {
 		t := &toks[i]
 		text := wire.ValidText(t.Piece)
 		top := make(map[string]float64, n+1)
-		task.EachTop(&m.Model, t, n, func(_ engine.Token, piece []byte, logprob float32) {
+		task.EachTop(m, t, n, func(_ engine.Token, piece []byte, logprob float32) {
 			top[wire.ValidText(piece)] = wire.FiniteLogprob(logprob)
 		})
 		if _, ok := top[text]; !ok {
@@ -422,13 +442,13 @@ func (p *cmplPlan) usage() oaiUsage {
 // first, then each delta), a chunk with each choice's finish_reason, the
 // usage chunk when asked, and "data: [DONE]". A failed write cancels every
 // choice.
-func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmplPlan, head oaiCompletion, includeUsage bool) error {
+func (a *api) streamCompletions(ctx *fasthttp.RequestCtx, m *task.Model, plan *cmplPlan, head oaiCompletion, includeUsage bool) error {
 	chunk := func(c oaiCompletionChoice) oaiCompletion {
 		h := head
 		h.Choices = []oaiCompletionChoice{c}
 		return h
 	}
-	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		return plan.submit(rctx, m, false)
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		for _, c := range plan.choices {

@@ -1,4 +1,4 @@
-package http
+package openai
 
 import (
 	"encoding/json"
@@ -54,10 +54,7 @@ func TestCompletionsSuffixCacheKey(t *testing.T) {
 // model's refuses every request), with the whole prompt counted cached.
 func TestCompletionsSuffixServedFromCache(t *testing.T) {
 	m := fakeModel(t, true)
-	srv, err := NewServer(Config{CompletionCache: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testAPI(8)
 	body := `{"model":"fake","prompt":"def f():","suffix":"\n","temperature":0,"max_tokens":8}`
 	var req oaiCompletionRequest
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
@@ -67,9 +64,9 @@ func TestCompletionsSuffixServedFromCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.fimCache.Put(task.Cached{Key: plan.cacheKey(m), Text: "  return 1", Tokens: 3, Finish: "stop"})
+	a.host.CompletionCache().Put(task.Cached{Key: plan.cacheKey(m), Text: "  return 1", Tokens: 3, Finish: "stop"})
 	ctx := requestCtx([]byte(body))
-	if err := srv.openaiCompletions(ctx, m); err != nil {
+	if err := a.completions(ctx, m); err != nil {
 		t.Fatalf("a cached request reached the scheduler: %v", err)
 	}
 	var got oaiCompletion

@@ -1,6 +1,7 @@
-package http
+package openai
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
@@ -8,12 +9,6 @@ import (
 	"superfluid/http/wire"
 	"superfluid/task"
 )
-
-func openaiEmbeddingRoutes() map[string]route {
-	return map[string]route{
-		"/v1/embeddings": {method: "POST", kind: wire.OpenAI, handler: (*Server).openaiEmbeddings, embeds: true},
-	}
-}
 
 // oaiEmbeddingRequest is POST /v1/embeddings. Every field OpenAI documents
 // is honoured; embd_normalize is llama-server's extension of the same
@@ -45,11 +40,23 @@ type oaiEmbedUsage struct {
 	TotalTokens  int `json:"total_tokens"`
 }
 
-func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
+func (a *api) embeddings(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req oaiEmbeddingRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
+	rctx, done := a.host.RequestContext(ctx)
+	defer done()
+	out, err := embedWhole(rctx, m, &req, a.classingOf(ctx))
+	if err != nil {
+		return err
+	}
+	return wire.WriteJSON(ctx, out)
+}
+
+// embedWhole reads an embedding request, embeds every input and answers
+// with the vectors.
+func embedWhole(ctx context.Context, m *task.Model, req *oaiEmbeddingRequest, cls classing) (*oaiEmbeddingResponse, error) {
 	b64 := false
 	if req.EncodingFormat != nil {
 		switch *req.EncodingFormat {
@@ -57,34 +64,41 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		case "base64":
 			b64 = true
 		default:
-			return wire.BadParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
+			return nil, wire.BadParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
 		}
 	}
 	sp := task.EmbedRequest{Field: "input", Norm: task.NormL2}
 	if req.Dimensions != nil {
 		if *req.Dimensions < 1 {
-			return wire.BadParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
+			return nil, wire.BadParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
 		}
 		sp.Dims = *req.Dimensions
 	}
 	var err error
 	if sp.Norm, err = wire.EmbedNormParam(req.EmbdNormalize); err != nil {
-		return err
+		return nil, err
 	}
 	if sp.Inputs, err = wire.ParseEmbedInputs(req.Input, "input", wire.EmbedInputShapes{Tokens: true}, m.Desc.Vocab); err != nil {
-		return err
+		return nil, err
 	}
 	for i, in := range sp.Inputs {
 		if !in.IsTokens && in.Text == "" {
 			// OpenAI refuses an empty string rather than embed nothing.
-			return wire.BadParam("input", "input[%d] is an empty string", i)
+			return nil, wire.BadParam("input", "input[%d] is an empty string", i)
 		}
 	}
-	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
-	if err != nil {
-		return err
+	if err := sp.CheckEmbed(m); err != nil {
+		return nil, wire.Convert(err)
 	}
-	out := oaiEmbeddingResponse{Object: "list", Model: m.Name, Data: make([]oaiEmbedding, len(res.Vecs)),
+	class, err := cls.embed()
+	if err != nil {
+		return nil, err
+	}
+	res, err := task.Embed(ctx, m, class, &sp)
+	if err != nil {
+		return nil, wire.Convert(err)
+	}
+	out := &oaiEmbeddingResponse{Object: "list", Model: m.Name, Data: make([]oaiEmbedding, len(res.Vecs)),
 		Usage: oaiEmbedUsage{PromptTokens: res.Tokens, TotalTokens: res.Tokens}}
 	if req.Model != "" {
 		out.Model = req.Model
@@ -98,5 +112,5 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		}
 		out.Data[i] = d
 	}
-	return wire.WriteJSON(ctx, out)
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package http
+package responses
 
 import (
 	"encoding/json"

@@ -1,12 +1,13 @@
-package http
+package openai
 
 import (
 	"superfluid/http/wire"
 	"superfluid/reply"
 )
 
-// OpenAI chat's reply calls in the shape clients read them; the tool
-// fields are read by wire.ToolFields (Ollama's chat reads them too).
+// OpenAI chat's tools: the definitions, tool_choice and
+// parallel_tool_calls, the legacy functions/function_call pair, and the
+// reply's calls in the shape clients read them.
 
 // oaiReplyCalls are a turn's calls as OpenAI returns them: each with an
 // id (the model's own when its format writes one), arguments as a JSON

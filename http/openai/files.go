@@ -1,4 +1,4 @@
-package http
+package openai
 
 import (
 	"bytes"
@@ -7,13 +7,14 @@ import (
 
 	"superfluid/batches"
 	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 // uploadFile stores the "file" part of a multipart/form-data request with
 // the "purpose" field. The body is in memory already (bounded by
 // Config.MaxBody); the server does not pre-parse forms, so it is parsed
 // here, for this route only.
-func (s *Server) uploadFile(ctx *fasthttp.RequestCtx, _ *Model) error {
+func (a *api) uploadFile(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if !bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data")) {
 		return wire.BadRequest("a file upload is multipart/form-data with the fields purpose and file")
 	}
@@ -33,7 +34,7 @@ func (s *Server) uploadFile(ctx *fasthttp.RequestCtx, _ *Model) error {
 	if len(fhs) != 1 {
 		return wire.BadParam("file", "want one file in the field \"file\", got %d", len(fhs))
 	}
-	st, err := s.store()
+	st, err := a.batchStore()
 	if err != nil {
 		return err
 	}
@@ -49,21 +50,21 @@ func (s *Server) uploadFile(ctx *fasthttp.RequestCtx, _ *Model) error {
 	return wire.WriteJSON(ctx, obj)
 }
 
-func (s *Server) listFiles(ctx *fasthttp.RequestCtx, _ *Model) error {
+func (a *api) listFiles(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	p, err := listParams(ctx)
 	if err != nil {
 		return err
 	}
-	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Page[batches.File], error) { return st.Files(p) })
+	return answerFromStore(a, ctx, func(st *batches.Store) (batches.Page[batches.File], error) { return st.Files(p) })
 }
 
-func (s *Server) getFile(ctx *fasthttp.RequestCtx, _ *Model) error {
-	return answerFromStore(s, ctx, func(st *batches.Store) (batches.File, error) { return st.File(pathID(ctx)) })
+func (a *api) getFile(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	return answerFromStore(a, ctx, func(st *batches.Store) (batches.File, error) { return st.File(wire.PathID(ctx)) })
 }
 
-func (s *Server) deleteFile(ctx *fasthttp.RequestCtx, _ *Model) error {
-	id := pathID(ctx)
-	return answerFromStore(s, ctx, func(st *batches.Store) (map[string]any, error) {
+func (a *api) deleteFile(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	id := wire.PathID(ctx)
+	return answerFromStore(a, ctx, func(st *batches.Store) (map[string]any, error) {
 		return map[string]any{"id": id, "object": "file", "deleted": true}, st.DeleteFile(id)
 	})
 }
@@ -71,12 +72,12 @@ func (s *Server) deleteFile(ctx *fasthttp.RequestCtx, _ *Model) error {
 // fileContent sends a file's bytes; fasthttp streams them from disk and
 // closes the file when the response is written. The write timeout bounds
 // a stalled download, not a long one (progressBody).
-func (s *Server) fileContent(ctx *fasthttp.RequestCtx, _ *Model) error {
-	st, err := s.store()
+func (a *api) fileContent(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	st, err := a.batchStore()
 	if err != nil {
 		return err
 	}
-	f, obj, err := st.OpenFile(pathID(ctx))
+	f, obj, err := st.OpenFile(wire.PathID(ctx))
 	if err != nil {
 		return batchError(err)
 	}
@@ -86,6 +87,6 @@ func (s *Server) fileContent(ctx *fasthttp.RequestCtx, _ *Model) error {
 		return wire.ServerError("reading %s: %v", obj.ID, err)
 	}
 	ctx.SetContentType("application/octet-stream")
-	ctx.SetBodyStream(s.progressBody(ctx, f), int(fi.Size()))
+	ctx.SetBodyStream(a.host.ProgressBody(ctx, f), int(fi.Size()))
 	return nil
 }

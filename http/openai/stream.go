@@ -1,4 +1,4 @@
-package http
+package openai
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // "data: [DONE]". A failed write cancels every choice; a failed choice
 // ends the stream with an error event in OpenAI's shape
 // (data: {"error": {…}}) and no [DONE].
-func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request, id string, created int64, includeUsage bool) error {
+func (a *api) streamChat(ctx *fasthttp.RequestCtx, m *task.Model, g *task.Request, id string, created int64, includeUsage bool) error {
 	var (
 		job     *task.Job
 		choices []*choiceOut
@@ -25,10 +25,10 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 		return oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp,
 			Choices: []oaiChunkChoice{{Index: i, Delta: d, Logprobs: lp, FinishReason: finish}}}
 	}
-	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		g.Part = "choice"
 		var err error
-		if job, err = wire.Result(task.Start(rctx, &m.Model, g)); err != nil {
+		if job, err = wire.Result(task.Start(rctx, m, g)); err != nil {
 			return err
 		}
 		choices = chatChoices(g.Choices)

@@ -1,4 +1,11 @@
-package http
+// Package responses is OpenAI's Responses API, which Codex CLI speaks:
+// POST /v1/responses runs one assistant turn through the shared chat
+// pipeline (task.PlanChat, FollowTurn) and answers it as output items —
+// reasoning, a message, function calls — whole or as a stream of events; a
+// stored response can be fetched, deleted, and continued by
+// previous_response_id. It is part of OpenAI's API, in a package of its
+// own because it shares nothing with chat completions but the transport.
+package responses
 
 import (
 	"encoding/json"
@@ -7,6 +14,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -14,70 +22,71 @@ import (
 	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/respstore"
+	"superfluid/sched"
 	"superfluid/task"
 )
-
-// OpenAI's Responses API, which Codex CLI speaks: POST /v1/responses runs
-// one assistant turn through the shared chat pipeline (task.PlanChat,
-// followTurn) and answers it as output items — reasoning, a message,
-// function calls — whole or as a stream of events; a stored response can
-// be fetched, deleted, and continued by previous_response_id.
-
-func responsesRoutes() map[string][]route {
-	r := func(method string, h func(*Server, *fasthttp.RequestCtx, *Model) error) route {
-		return route{method: method, kind: wire.OpenAI, handler: h}
-	}
-	modelFree := func(rt route) route { rt.anyModel = true; return rt }
-	return map[string][]route{
-		"/v1/responses": {r("POST", (*Server).createResponse)},
-		// A stored response is the server's, whichever model wrote it.
-		"/v1/responses/{id}": {modelFree(r("GET", (*Server).getResponse)), modelFree(r("DELETE", (*Server).deleteResponse))},
-	}
-}
-
-// respStore is the server's store of responses: the one the app opened
-// under --data-dir, else, at first use, one in memory.
-type respStore struct {
-	ptr  atomic.Pointer[respstore.Store]
-	once sync.Once
-}
-
-// SetResponses gives the server the store of the Responses API.
-func (s *Server) SetResponses(st *respstore.Store) { s.responses.ptr.Store(st) }
-
-func (s *Server) responseStore() *respstore.Store {
-	s.responses.once.Do(func() {
-		mem, _ := respstore.Open("", respstore.Options{}) // a memory store cannot fail to open
-		s.responses.ptr.CompareAndSwap(nil, mem)
-	})
-	return s.responses.ptr.Load()
-}
 
 // respJob is a planned response: the generation, the response object as
 // far as the request decides it, and the input items to store with it.
 type respJob struct {
-	m     *Model
+	m     *task.Model
 	g     *task.Request
 	obj   respObject
 	input []json.RawMessage
 	store bool
 }
 
-func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
+// Store is the Responses API's store of responses: the one the app
+// opened under --data-dir (Set), else, at first use, one in memory.
+type Store struct {
+	ptr  atomic.Pointer[respstore.Store]
+	once sync.Once
+}
+
+// Set gives the Responses API its store.
+func (st *Store) Set(s *respstore.Store) { st.ptr.Store(s) }
+
+// get is the store the app set, else one in memory.
+func (st *Store) get() *respstore.Store {
+	st.once.Do(func() {
+		mem, _ := respstore.Open("", respstore.Options{}) // a memory store cannot fail to open
+		st.ptr.CompareAndSwap(nil, mem)
+	})
+	return st.ptr.Load()
+}
+
+// api is the Responses API's handlers over the server that mounts them.
+type api struct {
+	host  wire.Host
+	store *Store
+}
+
+// Routes are the Responses API's routes on h, its responses kept in st.
+func Routes(h wire.Host, st *Store) []wire.Route {
+	a := &api{host: h, store: st}
+	return []wire.Route{
+		{Method: "POST", Path: "/v1/responses", API: wire.OpenAI, Handle: a.createResponse, Generates: true},
+		// A stored response is the server's, whichever model wrote it.
+		{Method: "GET", Path: "/v1/responses/{id}", API: wire.OpenAI, Handle: a.getResponse, AnyModel: true},
+		{Method: "DELETE", Path: "/v1/responses/{id}", API: wire.OpenAI, Handle: a.deleteResponse, AnyModel: true},
+	}
+}
+
+func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	var req respRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	job, err := s.planResponse(ctx, m, &req)
+	job, err := a.planResponse(m, &req, func(t *task.Chat) (sched.Class, error) { return wire.TurnClass(ctx, a.host, t) })
 	if err != nil {
 		return err
 	}
 	if req.Stream {
-		return s.streamResponses(ctx, job)
+		return a.streamResponses(ctx, job)
 	}
-	rctx, done := s.requestContext(ctx)
+	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	run, err := wire.StartOne(rctx, &m.Model, job.g, false)
+	run, err := wire.Result(task.Start(rctx, m, job.g))
 	if err != nil {
 		return err
 	}
@@ -87,12 +96,13 @@ func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	b.finish(job.g, out)
-	s.keepResponse(job)
+	a.keepResponse(job)
 	return wire.WriteJSON(ctx, &job.obj)
 }
 
-// planResponse reads the request into a chat turn and plans it.
-func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respRequest) (*respJob, error) {
+// planResponse reads the request into a chat turn and plans it; class
+// picks the turn's class.
+func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Chat) (sched.Class, error)) (*respJob, error) {
 	if err := req.respUnhonoured.check(); err != nil {
 		return nil, err
 	}
@@ -105,11 +115,11 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if !task.IsNull(req.Metadata) && !isObject(req.Metadata) {
 		return nil, wire.BadParam("metadata", "metadata must be an object of strings")
 	}
-	rt, err := s.respTurn(req)
+	rt, err := a.respTurn(req)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := wire.Result(task.PlanChat(&m.Model, &rt.turn))
+	plan, err := wire.Result(task.PlanChat(m, &rt.turn))
 	if err != nil {
 		return nil, err
 	}
@@ -117,24 +127,24 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err != nil {
 		return nil, err
 	}
-	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
+	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
-	class, err := wire.TurnClass(ctx, s.host(), &rt.turn)
+	cls, err := class(&rt.turn)
 	if err != nil {
 		return nil, err
 	}
-	g := &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp}}
+	g := &task.Request{Spec: task.Spec{Class: cls, MaxTokens: maxTok, Sampling: smp}}
 	plan.Apply(&g.Spec)
 	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
 	if job.store {
-		if err := s.storable(rt.items); err != nil {
+		if err := a.storable(rt.items); err != nil {
 			return nil, err
 		}
 	}
 	job.obj = respObject{
-		ID: wire.NewID("resp_"), Object: "response", CreatedAt: unixNow(), Status: "in_progress",
+		ID: wire.NewID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
 		Instructions: rt.instructions, MaxOutputTokens: req.MaxOutputTokens, Model: m.Name,
 		Output: []respItemOut{}, ParallelToolCalls: !rt.turn.Tools.Req.Single, Store: job.store,
 		Temperature: valueOr(req.Temperature, 1), TopP: valueOr(req.TopP, 1),
@@ -163,13 +173,13 @@ type respTurnOf struct {
 // respTurn reads the conversation (the previous response's items, then
 // the request's, after the instructions), the tools and how they may be
 // called, the answer's format and the reasoning effort.
-func (s *Server) respTurn(req *respRequest) (respTurnOf, error) {
+func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 	var rt respTurnOf
 	own, err := respInputItems(req.Input)
 	if err != nil {
 		return rt, err
 	}
-	prev, err := s.previousItems(req.PreviousResponseID)
+	prev, err := a.previousItems(req.PreviousResponseID)
 	if err != nil {
 		return rt, err
 	}
@@ -213,11 +223,11 @@ func (s *Server) respTurn(req *respRequest) (respTurnOf, error) {
 
 // previousItems are the stored response's input and output items, which
 // come before the request's own.
-func (s *Server) previousItems(id string) ([]json.RawMessage, error) {
+func (a *api) previousItems(id string) ([]json.RawMessage, error) {
 	if id == "" {
 		return nil, nil
 	}
-	rec, err := s.responseStore().Get(id)
+	rec, err := a.store.get().Get(id)
 	if errors.Is(err, respstore.ErrNotFound) {
 		e := wire.BadParam("previous_response_id", "Previous response with id '%s' not found.", id)
 		e.Code = "previous_response_not_found"
@@ -255,8 +265,8 @@ func respInstructions(raw json.RawMessage) (*string, error) {
 // conversation alone is over what one stored response may hold (each
 // record keeps its whole chain): it could never be stored, and a client
 // chaining on it would find nothing.
-func (s *Server) storable(items []json.RawMessage) error {
-	limit := s.responseStore().MaxRecordBytes()
+func (a *api) storable(items []json.RawMessage) error {
+	limit := a.store.get().MaxRecordBytes()
 	if limit <= 0 {
 		return nil
 	}
@@ -272,7 +282,7 @@ func (s *Server) storable(items []json.RawMessage) error {
 
 // keepResponse stores a finished response, unless the request said
 // store: false. A store that fails is logged: the client has its answer.
-func (s *Server) keepResponse(job *respJob) {
+func (a *api) keepResponse(job *respJob) {
 	if !job.store {
 		return
 	}
@@ -280,7 +290,7 @@ func (s *Server) keepResponse(job *respJob) {
 	if err == nil {
 		var input []byte
 		if input, err = json.Marshal(job.input); err == nil {
-			err = s.responseStore().Put(respstore.Record{ID: job.obj.ID, Response: resp, Input: input})
+			err = a.store.get().Put(respstore.Record{ID: job.obj.ID, Response: resp, Input: input})
 		}
 	}
 	if err != nil {
@@ -288,19 +298,19 @@ func (s *Server) keepResponse(job *respJob) {
 	}
 }
 
-func (s *Server) getResponse(ctx *fasthttp.RequestCtx, _ *Model) error {
-	rec, err := s.responseStore().Get(pathID(ctx))
+func (a *api) getResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	rec, err := a.store.get().Get(wire.PathID(ctx))
 	if err != nil {
-		return respStoreError(pathID(ctx), err)
+		return respStoreError(wire.PathID(ctx), err)
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(rec.Response)
 	return nil
 }
 
-func (s *Server) deleteResponse(ctx *fasthttp.RequestCtx, _ *Model) error {
-	id := pathID(ctx)
-	if err := s.responseStore().Delete(id); err != nil {
+func (a *api) deleteResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	id := wire.PathID(ctx)
+	if err := a.store.get().Delete(id); err != nil {
 		return respStoreError(id, err)
 	}
 	return wire.WriteJSON(ctx, respDeleted{ID: id, Object: "response", Deleted: true})
@@ -332,15 +342,4 @@ func rawOr(raw json.RawMessage, d string) json.RawMessage {
 		return json.RawMessage(d)
 	}
 	return raw
-}
-
-// mergeRoutes joins route tables whose paths hold several methods.
-func mergeRoutes(parts ...map[string][]route) map[string][]route {
-	all := map[string][]route{}
-	for _, p := range parts {
-		for path, rs := range p {
-			all[path] = append(all[path], rs...)
-		}
-	}
-	return all
 }

@@ -1,4 +1,4 @@
-package http
+package openai
 
 import (
 	"bytes"
@@ -10,32 +10,15 @@ import (
 
 	"superfluid/batches"
 	"superfluid/http/wire"
+	"superfluid/task"
 )
 
-// OpenAI's file and batch API over a batches.Store (SetBatches). Its
-// requests run in-process through Dispatch, in the background class.
+// OpenAI's file and batch API over a batches.Store (Stores.SetBatches).
+// Its requests run through Answer, in the background class.
 
-func openaiBatchRoutes() map[string][]route {
-	r := func(method string, h func(*Server, *fasthttp.RequestCtx, *Model) error) route {
-		return route{method: method, kind: wire.OpenAI, handler: h, anyModel: true}
-	}
-	return map[string][]route{
-		"/v1/files":               {r("GET", (*Server).listFiles), r("POST", (*Server).uploadFile)},
-		"/v1/files/{id}":          {r("GET", (*Server).getFile), r("DELETE", (*Server).deleteFile)},
-		"/v1/files/{id}/content":  {r("GET", (*Server).fileContent)},
-		"/v1/batches":             {r("GET", (*Server).listBatches), r("POST", (*Server).createBatch)},
-		"/v1/batches/{id}":        {r("GET", (*Server).getBatch)},
-		"/v1/batches/{id}/cancel": {r("POST", (*Server).cancelBatch)},
-	}
-}
-
-// SetBatches gives the server the store behind /v1/files and /v1/batches;
-// without one those routes answer that the batch API is off.
-func (s *Server) SetBatches(st *batches.Store) { s.batches.Store(st) }
-
-// store is the batch store, or the error that says there is none.
-func (s *Server) store() (*batches.Store, error) {
-	st := s.batches.Load()
+// batchStore is the batch store, or the error that says there is none.
+func (a *api) batchStore() (*batches.Store, error) {
+	st := a.stores.batches.Load()
 	if st == nil {
 		return nil, &wire.Error{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Code: "batch_api_off",
 			Msg: "the batch API is off: this server has no data directory (start it with --data-dir)"}
@@ -63,8 +46,8 @@ func batchError(err error) error {
 
 // answerFromStore runs op on the batch store and answers with what it
 // returns as JSON, or with its error in OpenAI's shape.
-func answerFromStore[T any](s *Server, ctx *fasthttp.RequestCtx, op func(*batches.Store) (T, error)) error {
-	st, err := s.store()
+func answerFromStore[T any](a *api, ctx *fasthttp.RequestCtx, op func(*batches.Store) (T, error)) error {
+	st, err := a.batchStore()
 	if err != nil {
 		return err
 	}
@@ -75,33 +58,33 @@ func answerFromStore[T any](s *Server, ctx *fasthttp.RequestCtx, op func(*batche
 	return wire.WriteJSON(ctx, v)
 }
 
-func (s *Server) createBatch(ctx *fasthttp.RequestCtx, _ *Model) error {
+func (a *api) createBatch(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	var p batches.BatchParams
 	if err := wire.DecodeJSON(ctx, &p); err != nil {
 		return err
 	}
-	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Batch, error) { return st.CreateBatch(p) })
+	return answerFromStore(a, ctx, func(st *batches.Store) (batches.Batch, error) { return st.CreateBatch(p) })
 }
 
-func (s *Server) getBatch(ctx *fasthttp.RequestCtx, _ *Model) error {
-	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Batch, error) { return st.Batch(pathID(ctx)) })
+func (a *api) getBatch(ctx *fasthttp.RequestCtx, _ *task.Model) error {
+	return answerFromStore(a, ctx, func(st *batches.Store) (batches.Batch, error) { return st.Batch(wire.PathID(ctx)) })
 }
 
 // cancelBatch takes no body; one that is sent must be JSON (a client
 // that sends garbage hears so rather than having it ignored).
-func (s *Server) cancelBatch(ctx *fasthttp.RequestCtx, _ *Model) error {
+func (a *api) cancelBatch(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if body := bytes.TrimSpace(ctx.PostBody()); len(body) > 0 && !json.Valid(body) {
 		return wire.BadRequest("malformed JSON: this route takes no body")
 	}
-	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Batch, error) { return st.Cancel(pathID(ctx)) })
+	return answerFromStore(a, ctx, func(st *batches.Store) (batches.Batch, error) { return st.Cancel(wire.PathID(ctx)) })
 }
 
-func (s *Server) listBatches(ctx *fasthttp.RequestCtx, _ *Model) error {
+func (a *api) listBatches(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	p, err := listParams(ctx)
 	if err != nil {
 		return err
 	}
-	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Page[batches.Batch], error) { return st.Batches(p) })
+	return answerFromStore(a, ctx, func(st *batches.Store) (batches.Page[batches.Batch], error) { return st.Batches(p) })
 }
 
 // listParams reads after, limit, order and purpose from the query.
