@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"superfluid/http/anthropic"
 	"superfluid/http/llamacpp"
 )
 
@@ -20,7 +21,6 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		openaiRoutes(),
 		llamaRoutes(), openaiCompletionRoutes(),
 		ollamaRoutes(),
-		anthropicRoutes(),
 		openaiEmbeddingRoutes(), ollamaEmbedRoutes(), llamaEmbedRoutes(),
 	} {
 		for path, r := range part {
@@ -41,7 +41,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		}
 	}
 	host := serverHost{s}
-	for _, wr := range slices.Concat(llamacpp.Routes(host)) {
+	for _, wr := range slices.Concat(llamacpp.Routes(host), anthropic.Routes(host)) {
 		all[wr.Path] = append(all[wr.Path], mounted(wr))
 	}
 	var patterns []string
@@ -57,7 +57,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 // generationPaths are the routes that generate text: an embedding model,
 // which has no scheduler, answers them 400 before their handler runs.
 var generationPaths = []string{
-	"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages",
+	"/v1/chat/completions", "/v1/completions", "/v1/responses",
 	"/completion", "/infill", "/api/generate", "/api/chat",
 }
 

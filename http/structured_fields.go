@@ -207,38 +207,3 @@ func ollamaFormat(raw json.RawMessage) (task.Constraint, error) {
 	}
 	return task.Constraint{Field: "format", Schema: schema, Strict: true}, nil
 }
-
-// anthropicOutputFormat is output_config.format (and the beta's
-// output_format): {"type": "json_schema", "schema": {…}}.
-type anthropicOutputFormat struct {
-	Type   string          `json:"type"`
-	Schema json.RawMessage `json:"schema"`
-}
-
-// anthropicFormat reads output_config.format or output_format (not both).
-// Anthropic's structured outputs require additionalProperties false on
-// every object, so undeclared properties are never admitted.
-func anthropicFormat(config, beta json.RawMessage) (task.Constraint, error) {
-	field, raw := "output_config.format", config
-	switch {
-	case !isNull(config) && !isNull(beta):
-		return task.Constraint{}, badParam("output_format", "output_format is the older name of output_config.format; send one")
-	case isNull(config):
-		field, raw = "output_format", beta
-	}
-	if isNull(raw) {
-		return task.Constraint{}, nil
-	}
-	var f anthropicOutputFormat
-	if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &f) != nil {
-		return task.Constraint{}, badParam(field, `%s: Input should be an object {"type": "json_schema", "schema": {…}}`, field)
-	}
-	if f.Type != "json_schema" {
-		return task.Constraint{}, badParam(field, "%s.type: Input should be 'json_schema'", field)
-	}
-	schema, err := apiResult(task.SchemaValue(field+".schema", f.Schema))
-	if err != nil {
-		return task.Constraint{}, err
-	}
-	return task.Constraint{Field: field + ".schema", Schema: schema, Strict: true}, nil
-}

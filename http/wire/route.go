@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/engine"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -81,6 +82,16 @@ type Host interface {
 	CacheStatus(ctx *fasthttp.RequestCtx) any
 	// Settings are the server's configuration values handlers read.
 	Settings() Settings
+	// Pinner is the request's model's prefix cache when it can keep a
+	// prefix resident (Anthropic's cache_control), else nil.
+	Pinner(ctx *fasthttp.RequestCtx) CachePinner
+}
+
+// CachePinner is a prefix cache that can keep a prompt prefix resident for
+// a while: eviction and idle parking pass it over until ttl ends. Any
+// goroutine may call Pin.
+type CachePinner interface {
+	Pin(prefix []engine.Token, ttl time.Duration)
 }
 
 // Settings are the server's configuration values an API reads.

@@ -1,23 +1,23 @@
-package http
+package anthropic
 
 import (
 	"strings"
 	"testing"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
 )
 
-func anthropicSpecOf(t *testing.T, m *Model, body string) (*task.Request, error) {
+func specOf(t *testing.T, m *task.Model, body string) (*task.Request, error) {
 	t.Helper()
 	ctx := requestCtx([]byte(body))
-	var req anthropicRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	var req request
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return nil, err
 	}
-	srv, _ := NewServer(Config{})
-	p, err := srv.anthropicSpec(ctx, m, &req)
+	p, err := testAPI(false).prepare(ctx, m, &req)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func TestAnthropicPrompt(t *testing.T) {
 		`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":""}]}`:                                                                                   "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
 	}
 	for body, want := range cases {
-		g, err := anthropicSpecOf(t, m, strings.Replace(body, "{", `{"model":"tiny","max_tokens":4,`, 1))
+		g, err := specOf(t, m, strings.Replace(body, "{", `{"model":"tiny","max_tokens":4,`, 1))
 		if err != nil {
 			t.Errorf("%s: %v", body, err)
 			continue
@@ -52,7 +52,7 @@ func TestAnthropicPrompt(t *testing.T) {
 // range, top_k/top_p passed on, the class from the header.
 func TestAnthropicSpec(t *testing.T) {
 	m := chatmlModel(t, 512)
-	g, err := anthropicSpecOf(t, m, `{"model":"tiny:latest","max_tokens":7,"messages":[{"role":"user","content":"hi"}],"top_k":5,"top_p":0.5,"stop_sequences":["x"]}`)
+	g, err := specOf(t, m, `{"model":"tiny:latest","max_tokens":7,"messages":[{"role":"user","content":"hi"}],"top_k":5,"top_p":0.5,"stop_sequences":["x"]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestAnthropicSpec(t *testing.T) {
 		`{"model":"tiny","max_tokens":4,"messages":[{"role":"assistant","content":"hi\n"}]}`:             "trailing whitespace",
 		`{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:   `"document"`,
 	} {
-		_, err := anthropicSpecOf(t, m, body)
+		_, err := specOf(t, m, body)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", body, err, want)
 		}
@@ -75,27 +75,27 @@ func TestAnthropicSpec(t *testing.T) {
 func TestAnthropicStopReasonAndUsage(t *testing.T) {
 	call := []reply.ToolCall{{Name: "f", Arguments: []byte(`{}`)}}
 	for _, tc := range []struct {
-		out    turnOut
+		out    task.Turn
 		reason string
 		seq    string
 	}{
-		{turnOut{outcome: outcome{Finish: "stop"}}, "end_turn", ""},
-		{turnOut{outcome: outcome{Finish: "stop", StopWord: "END"}}, "stop_sequence", "END"},
-		{turnOut{outcome: outcome{Finish: "length"}}, "max_tokens", ""},
-		{turnOut{outcome: outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
-		{turnOut{outcome: outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
+		{task.Turn{Outcome: task.Outcome{Finish: "stop"}}, "end_turn", ""},
+		{task.Turn{Outcome: task.Outcome{Finish: "stop", StopWord: "END"}}, "stop_sequence", "END"},
+		{task.Turn{Outcome: task.Outcome{Finish: "length"}}, "max_tokens", ""},
+		{task.Turn{Outcome: task.Outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
+		{task.Turn{Outcome: task.Outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
 	} {
-		reason, seq := anthropicStopReason(tc.out)
+		reason, seq := stopReason(tc.out)
 		if reason != tc.reason || (seq == nil) != (tc.seq == "") || seq != nil && *seq != tc.seq {
 			t.Errorf("%+v: %s %v", tc.out, reason, seq)
 		}
 	}
-	u := anthropicUsageOf(10, 0, outcome{Completed: 3, Result: sched.Result{CachedTokens: 8}})
+	u := usageOf(10, 0, task.Outcome{Completed: 3, Result: sched.Result{CachedTokens: 8}})
 	if u.InputTokens != 2 || u.CacheReadInputTokens != 8 || u.OutputTokens != 3 || u.CacheCreationInputTokens != 0 {
 		t.Errorf("usage %+v", u)
 	}
 	// A marked prefix of 9: 8 read, 1 created, 1 plain input.
-	u = anthropicUsageOf(10, 9, outcome{Result: sched.Result{CachedTokens: 8}})
+	u = usageOf(10, 9, task.Outcome{Result: sched.Result{CachedTokens: 8}})
 	if u.InputTokens != 1 || u.CacheReadInputTokens != 8 || u.CacheCreationInputTokens != 1 {
 		t.Errorf("usage with a breakpoint %+v", u)
 	}

@@ -1,4 +1,4 @@
-package http
+package anthropic
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -15,33 +16,33 @@ import (
 // The Anthropic request's tools, tool_choice and thinking, read into a
 // task.Chat; and the class a tool-carrying request runs in.
 
-// anthropicTurnTools reads tools and tool_choice. Client tools ({name,
+// readTools reads tools and tool_choice. Client tools ({name,
 // description, input_schema}, type absent or "custom") are offered to the
 // model; Anthropic's server tools (web_search_…, bash_…, text_editor_…,
 // code_execution_…), which only Anthropic's servers run, are skipped with
 // a warning rather than refused: agents send them on every request
 // whether the backend runs them or not. The tools' cache breakpoints are
 // returned by the count of client tools up to and including each.
-func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, error) {
+func readTools(req *request) (task.Tools, []int, []string, error) {
 	var list []reply.Tool
 	var marks []int
 	var ttls []string
-	if !isNull(req.Tools) {
+	if !task.IsNull(req.Tools) {
 		var defs []json.RawMessage
 		if err := json.Unmarshal(req.Tools, &defs); err != nil {
-			return task.Tools{}, nil, nil, badParam("tools", "tools: Input should be a valid list")
+			return task.Tools{}, nil, nil, wire.BadParam("tools", "tools: Input should be a valid list")
 		}
 		for i, d := range defs {
-			var t anthropicTool
+			var t tool
 			if err := json.Unmarshal(d, &t); err != nil {
-				return task.Tools{}, nil, nil, badParam("tools", "tools.%d: Input should be a valid tool definition", i)
+				return task.Tools{}, nil, nil, wire.BadParam("tools", "tools.%d: Input should be a valid tool definition", i)
 			}
 			if t.Type != "" && t.Type != "custom" {
 				slog.Warn("anthropic: skipping a server tool this server cannot run", "type", t.Type, "name", t.Name)
 				continue
 			}
 			if t.Name == "" {
-				return task.Tools{}, nil, nil, badParam("tools", "tools.%d.name: Field required", i)
+				return task.Tools{}, nil, nil, wire.BadParam("tools", "tools.%d.name: Field required", i)
 			}
 			list = append(list, reply.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 			if t.CacheControl != nil {
@@ -49,27 +50,27 @@ func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, err
 			}
 		}
 	}
-	tt, err := apiResult(task.NewTools("tools", list))
+	tt, err := result(task.NewTools("tools", list))
 	if err != nil {
 		return tt, nil, nil, err
 	}
-	mode, name, single, err := anthropicChoice(req.ToolChoice)
+	mode, name, single, err := readToolChoice(req.ToolChoice)
 	if err != nil {
 		return tt, nil, nil, err
 	}
-	return tt, marks, ttls, apiErr(tt.Require("tool_choice", mode, name, single))
+	return tt, marks, ttls, wire.Convert(tt.Require("tool_choice", mode, name, single))
 }
 
-// anthropicChoice maps tool_choice onto task.Tools' modes: auto, any (a
+// readToolChoice maps tool_choice onto task.Tools' modes: auto, any (a
 // call is required), tool (that tool is required), none;
 // disable_parallel_tool_use allows one call at most.
-func anthropicChoice(raw json.RawMessage) (mode, name string, single bool, err error) {
-	if isNull(raw) {
+func readToolChoice(raw json.RawMessage) (mode, name string, single bool, err error) {
+	if task.IsNull(raw) {
 		return "auto", "", false, nil
 	}
-	var c anthropicToolChoice
+	var c toolChoice
 	if json.Unmarshal(raw, &c) != nil {
-		return "", "", false, badParam("tool_choice", "tool_choice: Input should be an object with a type")
+		return "", "", false, wire.BadParam("tool_choice", "tool_choice: Input should be an object with a type")
 	}
 	switch c.Type {
 	case "auto", "none":
@@ -78,54 +79,54 @@ func anthropicChoice(raw json.RawMessage) (mode, name string, single bool, err e
 		mode = "required"
 	case "tool":
 		if c.Name == "" {
-			return "", "", false, badParam("tool_choice", "tool_choice.name: Field required")
+			return "", "", false, wire.BadParam("tool_choice", "tool_choice.name: Field required")
 		}
 		mode, name = "named", c.Name
 	default:
-		return "", "", false, badParam("tool_choice", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
+		return "", "", false, wire.BadParam("tool_choice", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
 	}
 	return mode, name, c.DisableParallelToolUse, nil
 }
 
-// anthropicThinkingOf reads thinking: enabled (with budget_tokens, which
+// thinkingOf reads thinking: enabled (with budget_tokens, which
 // Anthropic requires to be at least 1024 and below max_tokens) and
 // adaptive turn the template's reasoning on, disabled turns it off, and
 // absent leaves the template's default. The budget is validated, not
 // enforced: the engine has no way to close a reasoning block early, so
 // reasoning is bounded by max_tokens alone. display "omitted" keeps the
 // blocks and their signatures but not their text, as Anthropic does.
-func anthropicThinkingOf(raw json.RawMessage, maxTokens int) (think *bool, omit bool, err error) {
-	if isNull(raw) {
+func thinkingOf(raw json.RawMessage, maxTokens int) (think *bool, omit bool, err error) {
+	if task.IsNull(raw) {
 		return nil, false, nil
 	}
-	var t anthropicThinking
+	var t thinkingConfig
 	if json.Unmarshal(raw, &t) != nil {
-		return nil, false, badParam("thinking", "thinking: Input should be an object with a type")
+		return nil, false, wire.BadParam("thinking", "thinking: Input should be an object with a type")
 	}
 	on := true
 	switch t.Type {
 	case "enabled":
 		if t.BudgetTokens == nil {
-			return nil, false, badParam("thinking", "thinking.enabled.budget_tokens: Field required")
+			return nil, false, wire.BadParam("thinking", "thinking.enabled.budget_tokens: Field required")
 		}
 		if *t.BudgetTokens < 1024 {
-			return nil, false, badParam("thinking", "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+			return nil, false, wire.BadParam("thinking", "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
 		}
 		if *t.BudgetTokens >= maxTokens {
-			return nil, false, badParam("thinking", "`max_tokens` must be greater than `thinking.budget_tokens`")
+			return nil, false, wire.BadParam("thinking", "`max_tokens` must be greater than `thinking.budget_tokens`")
 		}
 	case "adaptive":
 	case "disabled":
 		on = false
 	default:
-		return nil, false, badParam("thinking", "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'")
+		return nil, false, wire.BadParam("thinking", "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'")
 	}
 	switch t.Display {
 	case "", "summarized":
 	case "omitted":
 		omit = true
 	default:
-		return nil, false, badParam("thinking", "thinking.display: Input should be 'summarized' or 'omitted'")
+		return nil, false, wire.BadParam("thinking", "thinking.display: Input should be 'summarized' or 'omitted'")
 	}
 	return &on, omit && on, nil
 }
