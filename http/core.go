@@ -172,7 +172,7 @@ func fanOut(what string, n int, part func(i int) error, ended func(err error)) [
 }
 
 // grammarFor is task.GrammarFor for the completion routes, which read
-// their structured-output fields here (structuredFields).
+// their structured-output fields in wire (wire.StructuredFields).
 func grammarFor(m *Model, c task.Constraint, prompt []engine.Token, templated bool) (*engine.GrammarSpec, error) {
 	g, err := task.GrammarFor(m.core(), c, prompt, templated)
 	return g, apiErr(err)

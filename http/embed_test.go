@@ -18,6 +18,7 @@ import (
 	"superfluid/engine"
 	"superfluid/metric"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 const stubDim = 8
@@ -287,7 +288,7 @@ func TestLlamaEmbedding(t *testing.T) {
 // and never reach the runner.
 func TestEmbedRefusesBadInput(t *testing.T) {
 	c, st := embedServer(t)
-	huge := "[" + strings.Repeat(`"a",`, maxEmbedInputs) + `"a"]`
+	huge := "[" + strings.Repeat(`"a",`, task.MaxEmbedInputs) + `"a"]`
 	cases := []struct{ path, body, want string }{
 		{"/v1/embeddings", `{"input":` + huge + `}`, "at most 2048"},
 		{"/v1/embeddings", `{"input":[{"text":"a"}]}`, "input[0] must be"},
@@ -385,28 +386,6 @@ func TestEmbedRunnerErrors(t *testing.T) {
 			t.Errorf("%v: %d %s", err, status, b)
 		}
 		errorShapeOf(t, apiOpenAI, status, b)
-	}
-}
-
-func TestNormalize(t *testing.T) {
-	v, err := normalize([]float32{0, 0, 0}, normL2)
-	if err != nil || v[0] != 0 {
-		t.Errorf("zero vector: %v %v", v, err)
-	}
-	if _, err := normalize([]float32{1, float32(math.NaN())}, normL2); err == nil {
-		t.Error("NaN accepted")
-	}
-	if _, err := normalize([]float32{1, float32(math.Inf(1))}, normNone); err == nil {
-		t.Error("inf accepted")
-	}
-	// A huge p neither overflows nor underflows: it tends to max-abs.
-	v, _ = normalize([]float32{3, -4, 1e-30}, 1000)
-	if math.Abs(float64(v[1])+1) > 1e-3 {
-		t.Errorf("1000-norm: %v", v)
-	}
-	v, _ = normalize([]float32{3, -4}, 1)
-	if math.Abs(float64(v[0])-3.0/7) > 1e-7 {
-		t.Errorf("taxicab: %v", v)
 	}
 }
 

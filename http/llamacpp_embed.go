@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 func llamaEmbedRoutes() map[string]route {
@@ -50,20 +51,20 @@ func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	if isAbsent(raw) {
 		return badRequest(`"input" or "content" must be provided`)
 	}
-	norm, err := embedNormParam(req.EmbdNormalize)
+	norm, err := wire.EmbedNormParam(req.EmbdNormalize)
 	if err != nil {
 		return err
 	}
-	sp := embedSpec{field: field, norm: norm}
-	if sp.inputs, err = parseEmbedInputs(raw, field, embedInputShapes{tokens: true, mixed: true}, m.Desc.Vocab); err != nil {
+	sp := task.EmbedRequest{Field: field, Norm: norm}
+	if sp.Inputs, err = wire.ParseEmbedInputs(raw, field, wire.EmbedInputShapes{Tokens: true, Mixed: true}, m.Desc.Vocab); err != nil {
 		return err
 	}
-	res, err := s.runEmbed(ctx, m, &sp)
+	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
 	if err != nil {
 		return err
 	}
-	out := make([]llamaEmbedding, len(res.vecs))
-	for i, v := range res.vecs {
+	out := make([]llamaEmbedding, len(res.Vecs))
+	for i, v := range res.Vecs {
 		out[i] = llamaEmbedding{Index: i, Embedding: [][]float32{v}}
 	}
 	return writeJSON(ctx, out)

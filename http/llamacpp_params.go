@@ -81,7 +81,7 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if p.maxPredict, err = timeLimit(req.TMaxPredictMS, "t_max_predict_ms"); err != nil {
 		return nil, err
 	}
-	shape, err := req.structuredFields.constraint(m)
+	shape, err := req.StructuredFields.Constraint(&m.Model)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ type llamaRequest struct {
 	InputExtra  []llamaExtra `json:"input_extra"`
 
 	// Structured output: response_format, json_schema, grammar.
-	structuredFields
+	wire.StructuredFields
 	// What the server does not honour, decoded to be refused by name.
 	wire.LlamaUnhonoured
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 func ollamaEmbedRoutes() map[string]route {
@@ -67,22 +69,22 @@ func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.Dimensions < 0 {
 		return badParam("dimensions", "dimensions must not be negative, got %d", req.Dimensions)
 	}
-	sp := embedSpec{field: "input", truncate: req.Truncate == nil || *req.Truncate, limit: limit, dims: req.Dimensions, norm: normL2}
+	sp := task.EmbedRequest{Field: "input", Truncate: req.Truncate == nil || *req.Truncate, Limit: limit, Dims: req.Dimensions, Norm: task.NormL2}
 	if string(req.Input) != `""` && len(req.Input) > 0 && string(req.Input) != "null" {
-		if sp.inputs, err = parseEmbedInputs(req.Input, "input", embedInputShapes{}, m.Desc.Vocab); err != nil {
+		if sp.Inputs, err = wire.ParseEmbedInputs(req.Input, "input", wire.EmbedInputShapes{}, m.Desc.Vocab); err != nil {
 			return err
 		}
 	}
 	out := map[string]any{"model": req.Model, "embeddings": [][]float32{}}
-	if len(sp.inputs) > 0 {
-		res, err := s.runEmbed(ctx, m, &sp)
+	if len(sp.Inputs) > 0 {
+		res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
 		if err != nil {
 			return err
 		}
-		out["embeddings"] = res.vecs
-		out["total_duration"] = res.took.Nanoseconds()
+		out["embeddings"] = res.Vecs
+		out["total_duration"] = res.Took.Nanoseconds()
 		out["load_duration"] = 0 // the model is loaded before the server serves
-		out["prompt_eval_count"] = res.tokens
+		out["prompt_eval_count"] = res.Tokens
 	}
 	return writeJSON(ctx, out)
 }
@@ -105,10 +107,10 @@ func (s *Server) ollamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	if req.Prompt == nil || *req.Prompt == "" {
 		return writeJSON(ctx, map[string]any{"embedding": []float32{}})
 	}
-	sp := embedSpec{field: "prompt", inputs: []embedInput{{text: *req.Prompt}}, norm: normNone}
-	res, err := s.runEmbed(ctx, m, &sp)
+	sp := task.EmbedRequest{Field: "prompt", Inputs: []task.EmbedInput{{Text: *req.Prompt}}, Norm: task.NormNone}
+	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]any{"embedding": widen(res.vecs[0])})
+	return writeJSON(ctx, map[string]any{"embedding": widen(res.Vecs[0])})
 }

@@ -8,6 +8,7 @@ import (
 	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/fim"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -59,7 +60,7 @@ func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *olla
 	if err := ollamaCheckGenerate(req); err != nil {
 		return nil, err
 	}
-	shape, err := ollamaFormat(req.Format)
+	shape, err := wire.OllamaFormat(req.Format)
 	if err != nil {
 		return nil, err
 	}

@@ -160,7 +160,7 @@ func (s *Server) chatSpec(ctx *fasthttp.RequestCtx, m *Model, req *oaiChatReques
 	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, err
 	}
-	shape, err := req.structuredFields.constraint(m)
+	shape, err := req.StructuredFields.Constraint(&m.Model)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ type oaiCompletionRequest struct {
 	LogitBias        map[string]float64 `json:"logit_bias"`
 	User             string             `json:"user"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
-	structuredFields
+	wire.StructuredFields
 	// llama.cpp's extensions the server does not honour, to be refused.
 	wire.LlamaUnhonoured
 }
@@ -264,7 +264,7 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
-	shape, err := req.structuredFields.constraint(m)
+	shape, err := req.StructuredFields.Constraint(&m.Model)
 	if err != nil {
 		return nil, err
 	}

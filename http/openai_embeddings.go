@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 func openaiEmbeddingRoutes() map[string]route {
@@ -57,39 +59,39 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 			return badParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
 		}
 	}
-	sp := embedSpec{field: "input", norm: normL2}
+	sp := task.EmbedRequest{Field: "input", Norm: task.NormL2}
 	if req.Dimensions != nil {
 		if *req.Dimensions < 1 {
 			return badParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
 		}
-		sp.dims = *req.Dimensions
+		sp.Dims = *req.Dimensions
 	}
 	var err error
-	if sp.norm, err = embedNormParam(req.EmbdNormalize); err != nil {
+	if sp.Norm, err = wire.EmbedNormParam(req.EmbdNormalize); err != nil {
 		return err
 	}
-	if sp.inputs, err = parseEmbedInputs(req.Input, "input", embedInputShapes{tokens: true}, m.Desc.Vocab); err != nil {
+	if sp.Inputs, err = wire.ParseEmbedInputs(req.Input, "input", wire.EmbedInputShapes{Tokens: true}, m.Desc.Vocab); err != nil {
 		return err
 	}
-	for i, in := range sp.inputs {
-		if !in.isTokens && in.text == "" {
+	for i, in := range sp.Inputs {
+		if !in.IsTokens && in.Text == "" {
 			// OpenAI refuses an empty string rather than embed nothing.
 			return badParam("input", "input[%d] is an empty string", i)
 		}
 	}
-	res, err := s.runEmbed(ctx, m, &sp)
+	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
 	if err != nil {
 		return err
 	}
-	out := oaiEmbeddingResponse{Object: "list", Model: m.Name, Data: make([]oaiEmbedding, len(res.vecs)),
-		Usage: oaiEmbedUsage{PromptTokens: res.tokens, TotalTokens: res.tokens}}
+	out := oaiEmbeddingResponse{Object: "list", Model: m.Name, Data: make([]oaiEmbedding, len(res.Vecs)),
+		Usage: oaiEmbedUsage{PromptTokens: res.Tokens, TotalTokens: res.Tokens}}
 	if req.Model != "" {
 		out.Model = req.Model
 	}
-	for i, v := range res.vecs {
+	for i, v := range res.Vecs {
 		d := oaiEmbedding{Object: "embedding", Index: i}
 		if b64 {
-			d.Embedding = base64Floats(v)
+			d.Embedding = wire.Base64Floats(v)
 		} else {
 			d.Embedding = widen(v)
 		}

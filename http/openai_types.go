@@ -1,6 +1,9 @@
 package http
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"superfluid/http/wire"
+)
 
 // The OpenAI request and response bodies, field for field as the official
 // clients send and read them. Optional scalars are pointers so that "absent"
@@ -65,7 +68,7 @@ type oaiChatRequest struct {
 	ReasoningEffort    *string                    `json:"reasoning_effort"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
-	structuredFields
+	wire.StructuredFields
 	// What the server does not honour, decoded to be refused by name.
 	oaiUnhonoured
 }

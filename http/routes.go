@@ -7,6 +7,7 @@ import (
 
 	"superfluid/http/anthropic"
 	"superfluid/http/llamacpp"
+	"superfluid/task"
 )
 
 // routeTable gathers every API's routes: path → one route per method, and
@@ -87,7 +88,7 @@ func checkModelKind(m *Model, r route) error {
 	case r.generates && m.Sched == nil:
 		return badRequest("model %q is an embedding model: it does not generate text", m.Name)
 	case r.embeds && m.Embed == nil:
-		return errNoEmbeddings(m)
+		return fromTask(task.NoEmbeddings(&m.Model))
 	}
 	return nil
 }

@@ -35,6 +35,9 @@ const (
 	// NotSupported is a request this model cannot serve at all (a suffix
 	// to a vocabulary without FIM tokens).
 	NotSupported
+	// Cancelled is a request whose client went away (or whose dispatched
+	// batch request was abandoned) before it ran: nobody reads the answer.
+	Cancelled
 )
 
 // Error is a failed request in API-neutral terms.

@@ -201,7 +201,7 @@ func (a *api) readTurn(m *task.Model, req *request, maxTokens int) (chatTurn, []
 	); err != nil {
 		return t, nil, err
 	}
-	shape, err := outputFormat(outputConfigFormat(req), req.OutputFormat)
+	shape, err := wire.AnthropicFormat(outputConfigFormat(req), req.OutputFormat)
 	if err != nil {
 		return t, nil, err
 	}

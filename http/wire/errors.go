@@ -89,6 +89,8 @@ func FromTask(te *task.Error) *Error {
 		e.Status, e.Type = fasthttp.StatusInternalServerError, "server_error"
 	case task.NotSupported:
 		e.Status, e.Type = fasthttp.StatusNotImplemented, "not_supported_error"
+	case task.Cancelled:
+		e.Status = 499 // nginx's "client closed request"
 	}
 	return e
 }
