@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"superfluid/http/wire"
 )
 
 // Everything a request's headers alone decide — the Host and Origin
@@ -19,11 +21,11 @@ import (
 
 // admission is what the headers decide about a request.
 type admission struct {
-	kind   apiKind
+	kind   wire.API
 	route  route
-	id     string    // the path's {id} segment
-	limit  int       // most body bytes the route takes
-	refuse *apiError // answer this, without reading the body
+	id     string      // the path's {id} segment
+	limit  int         // most body bytes the route takes
+	refuse *wire.Error // answer this, without reading the body
 	// preflight: a CORS preflight from an allowed origin, answered 204.
 	preflight bool
 	// origin: an allowed Origin header, echoed in the CORS headers of the
@@ -62,7 +64,7 @@ func (s *Server) admit(h *fasthttp.RequestHeader, path string) admission {
 	}
 	a.route, a.id = r, id
 	if !r.public && !s.authorized(h) {
-		a.refuse = &apiError{Status: fasthttp.StatusUnauthorized, Type: "authentication_error", Msg: "invalid or missing API key"}
+		a.refuse = &wire.Error{Status: fasthttp.StatusUnauthorized, Type: "authentication_error", Msg: "invalid or missing API key"}
 		return a
 	}
 	a.limit = s.bodyLimit(r)
@@ -139,18 +141,18 @@ func allowOrigin(ctx *fasthttp.RequestCtx, origin string) {
 	ctx.Response.Header.Add("Vary", "Origin")
 }
 
-func forbidden(format string, args ...any) *apiError {
-	return &apiError{Status: fasthttp.StatusForbidden, Type: "permission_error", Msg: fmt.Sprintf(format, args...)}
+func forbidden(format string, args ...any) *wire.Error {
+	return &wire.Error{Status: fasthttp.StatusForbidden, Type: "permission_error", Msg: fmt.Sprintf(format, args...)}
 }
 
-func tooLarge(limit int) *apiError {
-	return &apiError{Status: fasthttp.StatusRequestEntityTooLarge, Type: "invalid_request_error", Msg: fmt.Sprintf("the request body is over this route's limit of %d bytes", limit)}
+func tooLarge(limit int) *wire.Error {
+	return &wire.Error{Status: fasthttp.StatusRequestEntityTooLarge, Type: "invalid_request_error", Msg: fmt.Sprintf("the request body is over this route's limit of %d bytes", limit)}
 }
 
 // timedOut is the answer to a request whose what (the request, its body)
 // did not arrive within its timeout.
-func timedOut(what string) *apiError {
-	return &apiError{Status: fasthttp.StatusRequestTimeout, Type: "invalid_request_error", Msg: what + " did not arrive in time"}
+func timedOut(what string) *wire.Error {
+	return &wire.Error{Status: fasthttp.StatusRequestTimeout, Type: "invalid_request_error", Msg: what + " did not arrive in time"}
 }
 
 // truncateForMessage keeps an error message short whatever a header held.

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -14,7 +15,7 @@ import (
 // OpenAI chat request of which only what the template sees is read.
 type applyTemplateRequest struct {
 	Model               string                     `json:"model"`
-	Messages            []oaiMessage               `json:"messages"`
+	Messages            []wire.Message             `json:"messages"`
 	Tools               []json.RawMessage          `json:"tools"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
@@ -26,25 +27,25 @@ type applyTemplateRequest struct {
 // asks nothing of the model.
 func (s *Server) llamaApplyTemplate(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req applyTemplateRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	msgs, err := chatMessages(req.Messages)
+	msgs, err := wire.ChatMessages(req.Messages)
 	if err != nil {
 		return err
 	}
 	for i, t := range req.Tools {
 		if t = bytes.TrimSpace(t); len(t) == 0 || t[0] != '{' {
-			return badParam("tools", "tools[%d]: a tool definition is a JSON object", i)
+			return wire.BadParam("tools", "tools[%d]: a tool definition is a JSON object", i)
 		}
 	}
 	r := chat.Request{Messages: msgs, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs, AddGenerationPrompt: true}
 	if req.AddGenerationPrompt != nil {
 		r.AddGenerationPrompt = *req.AddGenerationPrompt
 	}
-	prompt, err := apiResult(task.ChatPrompt(m.core(), r))
+	prompt, err := wire.Result(task.ChatPrompt(&m.Model, r))
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]string{"prompt": prompt})
+	return wire.WriteJSON(ctx, map[string]string{"prompt": prompt})
 }

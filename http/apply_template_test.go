@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"superfluid/chat"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -155,13 +156,13 @@ func TestCallArguments(t *testing.T) {
 		`""`:           `{}`,
 		`"  "`:         `{}`,
 	} {
-		got, err := callArguments(json.RawMessage(raw))
+		got, err := wire.CallArguments(json.RawMessage(raw))
 		if err != nil || string(got) != want {
 			t.Errorf("%s: %s, %v; want %s", raw, got, err, want)
 		}
 	}
 	for _, raw := range []string{`"[1]"`, `5`, `null`, `"{"`, ``} {
-		if got, err := callArguments(json.RawMessage(raw)); err == nil {
+		if got, err := wire.CallArguments(json.RawMessage(raw)); err == nil {
 			t.Errorf("%s: accepted as %s", raw, got)
 		}
 	}

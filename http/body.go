@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/valyala/fasthttp"
+
+	"superfluid/http/wire"
 )
 
 // Body limits, per route. fasthttp would allocate a body's announced
@@ -65,7 +67,7 @@ func readBody(ctx *fasthttp.RequestCtx, limit int) error {
 		return readError(err)
 	}
 	if cl := ctx.Request.Header.ContentLength(); cl >= 0 && n < int64(cl) {
-		return badRequest("the request body ended after %d of the %d bytes its Content-Length announced", n, cl)
+		return wire.BadRequest("the request body ended after %d of the %d bytes its Content-Length announced", n, cl)
 	}
 	ctx.Request.SetBodyRaw(buf.Bytes())
 	return nil
@@ -73,10 +75,10 @@ func readBody(ctx *fasthttp.RequestCtx, limit int) error {
 
 // readError words a failed body read: the client went silent past the
 // body timeout, or sent a malformed chunk.
-func readError(err error) *apiError {
+func readError(err error) *wire.Error {
 	var ne interface{ Timeout() bool }
 	if errors.As(err, &ne) && ne.Timeout() {
 		return timedOut("the request body")
 	}
-	return badRequest("reading the request body: %v", err)
+	return wire.BadRequest("reading the request body: %v", err)
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"superfluid/http/wire"
 )
 
 // peekClosed reports whether the peer has closed conn, without consuming
@@ -37,7 +39,7 @@ func peekClosed(conn net.Conn) bool {
 func watchClient(conn net.Conn, cancel context.CancelFunc, stop <-chan struct{}, interval time.Duration) {
 	defer func() {
 		if v := recover(); v != nil {
-			recovered("client watch", v)
+			wire.Recovered("client watch", v)
 			cancel()
 		}
 	}()

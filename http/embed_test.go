@@ -16,6 +16,7 @@ import (
 
 	"superfluid/embed"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/metric"
 	"superfluid/sched"
 	"superfluid/task"
@@ -227,7 +228,7 @@ func TestOllamaEmbed(t *testing.T) {
 		t.Fatalf("truncated: %d %s", status, b)
 	}
 	status, _, b = call(t, c, "POST", "/api/embed", `{"model":"stub","input":"`+long+`","truncate":false}`)
-	if status != 400 || !strings.Contains(errorShapeOf(t, apiOllama, status, b), "at most 64") {
+	if status != 400 || !strings.Contains(errorShapeOf(t, wire.Ollama, status, b), "at most 64") {
 		t.Fatalf("not truncated: %d %s", status, b)
 	}
 	// No input: an empty list, as Ollama answers.
@@ -385,7 +386,7 @@ func TestEmbedRunnerErrors(t *testing.T) {
 		if status != want {
 			t.Errorf("%v: %d %s", err, status, b)
 		}
-		errorShapeOf(t, apiOpenAI, status, b)
+		errorShapeOf(t, wire.OpenAI, status, b)
 	}
 }
 

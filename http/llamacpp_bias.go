@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 // parseLlamaBias reads llama.cpp's logit_bias: an array of [token, bias]
@@ -13,9 +15,9 @@ import (
 // every token gets the bias, and a bias is a number in [-100, 100] or false
 // (the token is never produced).
 func parseLlamaBias(m *Model, raw json.RawMessage) ([]engine.LogitBias, error) {
-	v, err := decodeAny(raw)
+	v, err := wire.DecodeAny(raw)
 	if err != nil {
-		return nil, badParam("logit_bias", "logit_bias: %v", err)
+		return nil, wire.BadParam("logit_bias", "logit_bias: %v", err)
 	}
 	var out []engine.LogitBias
 	add := func(key, val any) error {
@@ -30,8 +32,8 @@ func parseLlamaBias(m *Model, raw json.RawMessage) ([]engine.LogitBias, error) {
 		for _, id := range ids {
 			out = append(out, engine.LogitBias{Token: id, Bias: bias})
 		}
-		if len(out) > maxBiasEntries {
-			return badParam("logit_bias", "logit_bias names more than %d tokens", maxBiasEntries)
+		if len(out) > task.MaxBiasEntries {
+			return wire.BadParam("logit_bias", "logit_bias names more than %d tokens", task.MaxBiasEntries)
 		}
 		return nil
 	}
@@ -42,7 +44,7 @@ func parseLlamaBias(m *Model, raw json.RawMessage) ([]engine.LogitBias, error) {
 		for _, e := range x {
 			pair, ok := e.([]any)
 			if !ok || len(pair) != 2 {
-				return nil, badParam("logit_bias", "logit_bias entries must be [token, bias] pairs")
+				return nil, wire.BadParam("logit_bias", "logit_bias entries must be [token, bias] pairs")
 			}
 			if err := add(pair[0], pair[1]); err != nil {
 				return nil, err
@@ -59,7 +61,7 @@ func parseLlamaBias(m *Model, raw json.RawMessage) ([]engine.LogitBias, error) {
 			}
 		}
 	default:
-		return nil, badParam("logit_bias", "logit_bias must be an array of [token, bias] pairs or an object")
+		return nil, wire.BadParam("logit_bias", "logit_bias must be an array of [token, bias] pairs or an object")
 	}
 	return out, nil
 }
@@ -77,7 +79,7 @@ func biasValue(v any) (float32, error) {
 			return float32(f), nil
 		}
 	}
-	return 0, badParam("logit_bias", "a logit_bias value must be a number in [-100, 100] or false")
+	return 0, wire.BadParam("logit_bias", "a logit_bias value must be a number in [-100, 100] or false")
 }
 
 // biasTokens reads a bias key: a token id, or text to tokenize.
@@ -86,17 +88,17 @@ func biasTokens(m *Model, key any) ([]engine.Token, error) {
 	case json.Number:
 		id, err := x.Int64()
 		if err != nil || id < 0 || id >= int64(m.Desc.Vocab) {
-			return nil, badParam("logit_bias", "logit_bias: %s is not a token id of this model", x)
+			return nil, wire.BadParam("logit_bias", "logit_bias: %s is not a token id of this model", x)
 		}
 		return []engine.Token{engine.Token(id)}, nil
 	case string:
 		toks, err := m.Text.Tokenize(x, false, false)
 		if err != nil {
-			return nil, badParam("logit_bias", "logit_bias: cannot tokenize %q: %v", x, err)
+			return nil, wire.BadParam("logit_bias", "logit_bias: cannot tokenize %q: %v", x, err)
 		}
 		return toks, nil
 	}
-	return nil, badParam("logit_bias", "a logit_bias token must be an id or a string")
+	return nil, wire.BadParam("logit_bias", "a logit_bias token must be an id or a string")
 }
 
 // biasSettings renders biases for generation_settings, false standing for
@@ -117,9 +119,9 @@ func biasSettings(bias []engine.LogitBias) [][2]any {
 // string of sampler letters. The engine's chain is fixed (see
 // llamacpp.SamplerChain), so only the type is checked.
 func checkSamplers(raw json.RawMessage) error {
-	v, err := decodeAny(raw)
+	v, err := wire.DecodeAny(raw)
 	if err != nil {
-		return badParam("samplers", "samplers: %v", err)
+		return wire.BadParam("samplers", "samplers: %v", err)
 	}
 	switch x := v.(type) {
 	case nil, string:
@@ -127,10 +129,10 @@ func checkSamplers(raw json.RawMessage) error {
 	case []any:
 		for _, e := range x {
 			if _, ok := e.(string); !ok {
-				return badParam("samplers", "samplers must be an array of sampler names")
+				return wire.BadParam("samplers", "samplers must be an array of sampler names")
 			}
 		}
 		return nil
 	}
-	return badParam("samplers", "samplers must be an array of sampler names or a string")
+	return wire.BadParam("samplers", "samplers must be an array of sampler names or a string")
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/sched"
 )
 
@@ -13,7 +14,7 @@ import (
 // server's.
 func (s *Server) llamaCompletion(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req llamaRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	class, err := s.requestClass(ctx, "")
@@ -33,17 +34,17 @@ func completionJobs(m *Model, req *llamaRequest, class sched.Class) ([]*llamaJob
 	if err != nil {
 		return nil, nil, err
 	}
-	prompts, err := parsePrompts(req.Prompt, "prompt")
+	prompts, err := wire.ParsePrompts(req.Prompt, "prompt")
 	if err != nil {
 		return nil, nil, err
 	}
 	jobs := make([]*llamaJob, 0, len(prompts))
 	for i, pieces := range prompts {
-		toks, err := promptTokens(m, pieces, "prompt")
+		toks, err := wire.PromptTokens(&m.Model, pieces, "prompt")
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := checkPrompt(m, toks); err != nil {
+		if err := wire.CheckPrompt(&m.Model, toks); err != nil {
 			return nil, nil, err
 		}
 		jobs = append(jobs, p.newLlamaJob(i, toks, class))
@@ -77,7 +78,7 @@ func writeLlamaResults(ctx *fasthttp.RequestCtx, m *Model, runs []*llamaRun, p *
 		res := r.response(m, false)
 		b, err := res.marshal(p.fields)
 		if err != nil {
-			return serverError("encoding the response: %v", err)
+			return wire.ServerError("encoding the response: %v", err)
 		}
 		parts[i] = b
 	}

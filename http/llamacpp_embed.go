@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 	"superfluid/task"
 )
 
 func llamaEmbedRoutes() map[string]route {
-	r := route{method: "POST", kind: apiLlama, handler: (*Server).llamaEmbeddings, embeds: true}
+	r := route{method: "POST", kind: wire.Llama, handler: (*Server).llamaEmbeddings, embeds: true}
 	return map[string]route{"/embedding": r, "/embeddings": r}
 }
 
@@ -35,7 +36,7 @@ type llamaEmbedding struct {
 
 func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req llamaEmbedRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	// llama-server checks encoding_format here but writes floats whatever
@@ -49,7 +50,7 @@ func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		field, raw = "content", req.Content
 	}
 	if isAbsent(raw) {
-		return badRequest(`"input" or "content" must be provided`)
+		return wire.BadRequest(`"input" or "content" must be provided`)
 	}
 	norm, err := wire.EmbedNormParam(req.EmbdNormalize)
 	if err != nil {
@@ -67,7 +68,7 @@ func (s *Server) llamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	for i, v := range res.Vecs {
 		out[i] = llamaEmbedding{Index: i, Embedding: [][]float32{v}}
 	}
-	return writeJSON(ctx, out)
+	return wire.WriteJSON(ctx, out)
 }
 
 func isAbsent(raw json.RawMessage) bool {

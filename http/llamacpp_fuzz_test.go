@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"superfluid/http/wire"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // Fuzz targets for the llama.cpp and completions request decoders: any
@@ -68,7 +70,7 @@ func FuzzLlamaCompletionRequest(f *testing.F) {
 		}
 		jobs, p, err := completionJobs(m, &req, sched.Chat)
 		if err != nil {
-			asAPIError(err) // every refusal has a status
+			wire.AsError(err) // every refusal has a status
 			return
 		}
 		for _, j := range jobs {
@@ -95,7 +97,7 @@ func FuzzLlamaInfillRequest(f *testing.F) {
 		}
 		j, _, err := infillJob(m, &req)
 		if err != nil {
-			if e := asAPIError(err); !capable && e.Status != 501 && e.Status != 400 && e.Status != 404 {
+			if e := wire.AsError(err); !capable && e.Status != 501 && e.Status != 400 && e.Status != 404 {
 				t.Fatalf("status %d for a model that cannot FIM", e.Status)
 			}
 			return
@@ -132,14 +134,14 @@ func FuzzOpenAICompletionRequest(f *testing.F) {
 		}
 		plan, err := planCompletions(m, &req, sched.Chat)
 		if err != nil {
-			asAPIError(err)
+			wire.AsError(err)
 			return
 		}
 		for i, c := range plan.choices {
 			if c.index != i {
 				t.Fatalf("choice %d has index %d", i, c.index)
 			}
-			checkJob(t, m, &llamaJob{spec: &genSpec{Spec: *c.spec}})
+			checkJob(t, m, &llamaJob{spec: &task.Request{Spec: *c.spec}})
 		}
 	})
 }

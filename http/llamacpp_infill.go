@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/fim"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -17,7 +18,7 @@ import (
 // requests are answered from the completion cache.
 func (s *Server) llamaInfill(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req llamaRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	j, p, err := infillJob(m, &req)
@@ -58,18 +59,18 @@ func infillJob(m *Model, req *llamaRequest) (*llamaJob, *llamaParams, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	prompt, info, err := fimPrompt(m, r, p.maxTokens)
+	prompt, info, err := wire.FIMPrompt(&m.Model, r, p.maxTokens)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkPrompt(m, prompt); err != nil {
+	if err := wire.CheckPrompt(&m.Model, prompt); err != nil {
 		return nil, nil, err
 	}
 	j := p.newLlamaJob(0, prompt, sched.FIM)
-	j.spec.StopTokens = fimStops(m)
+	j.spec.StopTokens = m.FIMStops()
 	j.truncated = info.Truncated()
 	if !p.warmup && !p.stream && !p.wantTokens { // a whole answer of text: what the cache can give back
-		j.cacheKey = task.CacheKey(m.core(), &j.spec.Spec, fmt.Sprintf("llama.cpp /infill|n_indent=%d", p.nIndent))
+		j.cacheKey = task.CacheKey(&m.Model, &j.spec.Spec, fmt.Sprintf("llama.cpp /infill|n_indent=%d", p.nIndent))
 	}
 	return j, p, nil
 }
@@ -79,12 +80,12 @@ func infillRequest(req *llamaRequest) (fim.Request, error) {
 	r := fim.Request{Prefix: req.InputPrefix, Suffix: req.InputSuffix}
 	if len(req.Prompt) > 0 && string(req.Prompt) != "null" {
 		if err := json.Unmarshal(req.Prompt, &r.Prompt); err != nil {
-			return r, badParam("prompt", "prompt of /infill must be a string (the text typed after the prefix)")
+			return r, wire.BadParam("prompt", "prompt of /infill must be a string (the text typed after the prefix)")
 		}
 	}
 	for i, e := range req.InputExtra {
 		if e.Text == nil {
-			return r, badParam("input_extra", "input_extra[%d] must have a \"text\" field with a string value", i)
+			return r, wire.BadParam("input_extra", "input_extra[%d] must have a \"text\" field with a string value", i)
 		}
 		r.Extra = append(r.Extra, fim.File{Name: e.Filename, Text: *e.Text})
 	}

@@ -38,14 +38,14 @@ type llamaParams struct {
 
 // llamaOptions checks a request's parameters (not its prompt).
 func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
-	if err := req.LlamaUnhonoured.Check(); err != nil {
+	if err := req.llamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
 	n, field := req.NPredict, "n_predict"
 	if n == nil && req.MaxTokens != nil {
 		n, field = req.MaxTokens, "max_tokens"
 	}
-	limit, err := maxTokens(field, n, m.Desc.Ctx)
+	limit, err := wire.MaxTokens(field, n, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +65,11 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 		}
 	}
 	// After ignore_eos: its bans count towards leaving nothing to sample.
-	if err := checkBias(m, "logit_bias", p.bias); err != nil {
+	if err := wire.CheckBias(&m.Model, "logit_bias", p.bias); err != nil {
 		return nil, err
 	}
 	if req.NProbs < 0 || req.NProbs > engine.MaxLogprobs {
-		return nil, badParam("n_probs", "n_probs must be between 0 and %d", engine.MaxLogprobs)
+		return nil, wire.BadParam("n_probs", "n_probs must be between 0 and %d", engine.MaxLogprobs)
 	}
 	p.nProbs = req.NProbs
 	if err := checkSamplers(req.Samplers); err != nil {
@@ -81,18 +81,18 @@ func llamaOptions(m *Model, req *llamaRequest) (*llamaParams, error) {
 	if p.maxPredict, err = timeLimit(req.TMaxPredictMS, "t_max_predict_ms"); err != nil {
 		return nil, err
 	}
-	shape, err := req.StructuredFields.Constraint(&m.Model)
+	shape, err := req.structuredFields.Constraint(&m.Model)
 	if err != nil {
 		return nil, err
 	}
 	// /completion and /infill prompts are the client's text, not a
 	// rendered conversation: no reasoning block to wait for.
-	if p.grammar, err = grammarFor(m, shape, nil, false); err != nil {
+	if p.grammar, err = wire.GrammarFor(&m.Model, shape, nil, false); err != nil {
 		return nil, err
 	}
 	p.grammarAt = shape.Field
 	if len(req.ResponseFields) > maxResponseFields {
-		return nil, badParam("response_fields", "at most %d response_fields", maxResponseFields)
+		return nil, wire.BadParam("response_fields", "at most %d response_fields", maxResponseFields)
 	}
 	if len(req.ResponseFields) > 0 { // an empty list means every field, as in llama.cpp
 		p.fields = req.ResponseFields
@@ -116,14 +116,14 @@ func llamaSampling(m *Model, req *llamaRequest) (engine.Sampling, error) {
 		seed = nil
 	}
 	if seed != nil && *seed < 0 {
-		return engine.Sampling{}, badParam("seed", "seed must be -1 (random) or a non-negative number")
+		return engine.Sampling{}, wire.BadParam("seed", "seed must be -1 (random) or a non-negative number")
 	}
-	s, err := sampling(m, samplingFields{Temperature: temp, DefaultTemperature: llamaDefaultTemperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	s, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: temp, DefaultTemperature: llamaDefaultTemperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return s, err
 	}
-	s.PenaltyLastN, err = penaltyWindow("repeat_last_n", req.RepeatLastN, llamaDefaultRepeatLastN, m.Desc.Ctx)
+	s.PenaltyLastN, err = wire.PenaltyWindow("repeat_last_n", req.RepeatLastN, llamaDefaultRepeatLastN, m.Desc.Ctx)
 	return s, err
 }
 
@@ -134,7 +134,7 @@ func timeLimit(ms int64, field string) (time.Duration, error) {
 		return 0, nil
 	}
 	if ms > maxTimeLimitMS {
-		return 0, badParam(field, "%s of %d ms is absurd", field, ms)
+		return 0, wire.BadParam(field, "%s of %d ms is absurd", field, ms)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -165,7 +165,7 @@ func llamaSettingsOf(m *Model, req *llamaRequest, p *llamaParams) llamaSettings 
 // llamaJob is one prompt of a request, ready to submit.
 type llamaJob struct {
 	index     int
-	spec      *genSpec
+	spec      *task.Request
 	truncated bool   // the FIM prompt builder left part of the input out
 	cacheKey  string // "": the answer may not come from the completion cache
 }
@@ -175,7 +175,7 @@ type llamaJob struct {
 // finish the prefill, and the sequence it leaves in the cache holds the
 // prompt only.
 func (p *llamaParams) newLlamaJob(index int, prompt []engine.Token, class sched.Class) *llamaJob {
-	g := &genSpec{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
+	g := &task.Request{Spec: task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
 		Grammar: p.grammar, GrammarField: p.grammarAt}}
 	if p.warmup {
 		g.Grammar = nil

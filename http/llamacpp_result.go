@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 )
 
 // response renders a finished run as llama.cpp's final result. In a stream
@@ -45,19 +45,17 @@ func (r *llamaRun) timings() llamaTimings {
 	if res.Prefill > 0 || r.predicted > 0 {
 		promptN = max(len(r.job.spec.Prompt)-res.CachedTokens, 0)
 	}
-	predictedMS := ms(res.Decode)
+	predictedMS := wire.Milliseconds(res.Decode)
 	if r.p.warmup {
 		predictedMS = 0
 	}
-	t := newLlamaTimings(res.CachedTokens, promptN, ms(res.Prefill), r.predicted, predictedMS)
+	t := newLlamaTimings(res.CachedTokens, promptN, wire.Milliseconds(res.Prefill), r.predicted, predictedMS)
 	if res.DraftTokens > 0 {
 		accepted := res.DraftAccepted
 		t.DraftN, t.DraftNAccepted = res.DraftTokens, &accepted
 	}
 	return t
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // marshal renders the result, keeping only the requested fields.
 func (res *llamaResult) marshal(fields []string) ([]byte, error) {

@@ -3,11 +3,11 @@ package http
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
@@ -56,11 +56,11 @@ type llamaRun struct {
 // startRuns submits every job before any is followed (task.Start), so
 // that a refusal (a full queue) gets a status code and cancels the rest.
 func startRuns(ctx context.Context, m *Model, jobs []*llamaJob, p *llamaParams) ([]*llamaRun, error) {
-	specs := make([]*genSpec, len(jobs))
+	specs := make([]*task.Request, len(jobs))
 	for i, j := range jobs {
 		specs[i] = j.spec
 	}
-	all, err := startJob(ctx, m, "run", specs, false)
+	all, err := wire.StartJob(ctx, &m.Model, "run", specs, false)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func startRuns(ctx context.Context, m *Model, jobs []*llamaJob, p *llamaParams) 
 // when not nil, receives each run's visible text as it comes and ended
 // each finished run (streaming). A failed run cancels the others, since
 // the response is the failure; failed hears it first.
-func followRuns(ctx context.Context, m *Model, runs []*llamaRun, onText func(r *llamaRun, text []byte, toks []tokenOut) error,
+func followRuns(ctx context.Context, m *Model, runs []*llamaRun, onText func(r *llamaRun, text []byte, toks []task.TokenOut) error,
 	ended func(r *llamaRun) error, failed func(error)) error {
 	if len(runs) == 0 {
 		return nil
@@ -89,12 +89,12 @@ func followRuns(ctx context.Context, m *Model, runs []*llamaRun, onText func(r *
 			r.stopTimers() // a run that failed: its timers must not outlive the response
 		}
 	}()
-	_, err := runJob(ctx, runs[0].all, task.SinkFuncs{
-		OnDelta: func(i int, _ []reply.Event, d *delta) error {
+	_, err := wire.RunJob(ctx, runs[0].all, task.SinkFuncs{
+		OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 			r := runs[i]
-			var emit func([]byte, []tokenOut) error
+			var emit func([]byte, []task.TokenOut) error
 			if onText != nil {
-				emit = func(text []byte, toks []tokenOut) error { return onText(r, text, toks) }
+				emit = func(text []byte, toks []task.TokenOut) error { return onText(r, text, toks) }
 			}
 			return r.take(m, &r.guard, d, emit)
 		},
@@ -143,7 +143,7 @@ func (r *llamaRun) stopTimers() {
 
 // end takes in how the run's generation ended (the stop matcher's outcome,
 // its result final) and concludes it in llama.cpp's terms.
-func (r *llamaRun) end(ctx context.Context, out outcome) error {
+func (r *llamaRun) end(ctx context.Context, out task.Outcome) error {
 	r.stopTimers() // the run has ended: a timer firing now would mislabel it
 	r.predicted = out.Completed
 	r.stopWord = out.StopWord
@@ -153,7 +153,7 @@ func (r *llamaRun) end(ctx context.Context, out outcome) error {
 
 // take handles one delta: starts the predict clock at the first token,
 // applies the line rules, keeps text, ids and probabilities.
-func (r *llamaRun) take(m *Model, g *lineGuard, d *delta, onText func([]byte, []tokenOut) error) error {
+func (r *llamaRun) take(m *Model, g *lineGuard, d *task.Delta, onText func([]byte, []task.TokenOut) error) error {
 	if r.p.warmup {
 		return nil
 	}
@@ -185,7 +185,7 @@ func (r *llamaRun) take(m *Model, g *lineGuard, d *delta, onText func([]byte, []
 }
 
 // record keeps the ids and probabilities a request asked for.
-func (r *llamaRun) record(m *Model, toks []tokenOut) {
+func (r *llamaRun) record(m *Model, toks []task.TokenOut) {
 	for i := range toks {
 		if r.p.wantTokens {
 			r.tokens = append(r.tokens, toks[i].ID)
@@ -218,7 +218,7 @@ func (r *llamaRun) conclude(ctx context.Context) error {
 	case res.Finish == sched.FinishContext:
 		r.stopType, r.truncated = "limit", true
 	case errors.Is(res.Err, sched.ErrClosed):
-		return unavailable("the server is shutting down")
+		return wire.Unavailable("the server is shutting down")
 	case ctx.Err() != nil:
 		return ctx.Err()
 	default:
@@ -235,14 +235,10 @@ func (r *llamaRun) reproducible() bool {
 }
 
 // llamaProbOf is a token's completion_probabilities entry.
-func llamaProbOf(m *Model, t *tokenOut, n int) llamaProb {
-	p := llamaProb{ID: t.ID, Token: validText(t.Piece), Bytes: byteList(t.Piece), Logprob: finiteLogprob(t.Logprob), TopLogprobs: []llamaAlt{}}
-	task.EachTop(m.core(), t, n, func(tok engine.Token, piece []byte, logprob float32) {
-		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: tok, Token: validText(piece), Bytes: byteList(piece), Logprob: finiteLogprob(logprob)})
+func llamaProbOf(m *Model, t *task.TokenOut, n int) llamaProb {
+	p := llamaProb{ID: t.ID, Token: wire.ValidText(t.Piece), Bytes: wire.ByteList(t.Piece), Logprob: wire.FiniteLogprob(t.Logprob), TopLogprobs: []llamaAlt{}}
+	task.EachTop(&m.Model, t, n, func(tok engine.Token, piece []byte, logprob float32) {
+		p.TopLogprobs = append(p.TopLogprobs, llamaAlt{ID: tok, Token: wire.ValidText(piece), Bytes: wire.ByteList(piece), Logprob: wire.FiniteLogprob(logprob)})
 	})
 	return p
 }
-
-// validText is a token's text without the bytes of a split character, as
-// llama.cpp shows it; "bytes" carries them all.
-func validText(b []byte) string { return strings.ToValidUTF8(string(b), "") }

@@ -7,6 +7,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 // streamLlama streams runs as llama.cpp does: an SSE "data:" event for each
@@ -21,8 +23,8 @@ func (s *Server) streamLlama(ctx *fasthttp.RequestCtx, m *Model, jobs []*llamaJo
 		var err error
 		runs, err = startRuns(rctx, m, jobs, p)
 		return err
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
-		followRuns(rctx, m, runs, func(r *llamaRun, text []byte, toks []tokenOut) error {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
+		followRuns(rctx, m, runs, func(r *llamaRun, text []byte, toks []task.TokenOut) error {
 			ev := llamaPartial{Index: r.job.index, Content: string(text), Tokens: make([]engine.Token, 0, len(toks)),
 				IDSlot: -1, TokensPredicted: r.seen, TokensEvaluated: len(r.job.spec.Prompt)}
 			for i := range toks {

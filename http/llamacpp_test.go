@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/sched"
 )
 
@@ -111,10 +112,10 @@ func TestParsePromptsShapes(t *testing.T) {
 		{raw: `[true]`, bad: true},
 		{raw: `[[1], 2]`, bad: true},
 	} {
-		prompts, err := parsePrompts(json.RawMessage(c.raw), "prompt")
+		prompts, err := wire.ParsePrompts(json.RawMessage(c.raw), "prompt")
 		var first []engine.Token
 		if err == nil {
-			first, err = promptTokens(m, prompts[0], "prompt")
+			first, err = wire.PromptTokens(&m.Model, prompts[0], "prompt")
 		}
 		if c.bad {
 			if err == nil {
@@ -222,11 +223,11 @@ func TestInfillCacheKey(t *testing.T) {
 // from /v1/completions with a suffix.
 func TestInfillWithoutFIMTokens(t *testing.T) {
 	m := fakeModel(t, false)
-	if _, _, err := infillJob(m, decodeLlama(t, `{"input_prefix":"a"}`)); asAPIError(err).Status != 501 {
+	if _, _, err := infillJob(m, decodeLlama(t, `{"input_prefix":"a"}`)); wire.AsError(err).Status != 501 {
 		t.Fatalf("/infill: %v", err)
 	}
 	req := decodeCompletions(t, `{"prompt":"a","suffix":"b"}`)
-	if _, err := planCompletions(m, req, sched.Chat); asAPIError(err).Status != 501 {
+	if _, err := planCompletions(m, req, sched.Chat); wire.AsError(err).Status != 501 {
 		t.Fatalf("/v1/completions: %v", err)
 	}
 }
@@ -291,5 +292,5 @@ func decodeCompletions(t testing.TB, body string) *oaiCompletionRequest {
 func decodeBody(body []byte, v any) error {
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetBody(body)
-	return decodeJSON(&ctx, v)
+	return wire.DecodeJSON(&ctx, v)
 }

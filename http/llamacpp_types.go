@@ -2,11 +2,9 @@ package http
 
 import (
 	"encoding/json"
-	"math"
 
 	"superfluid/engine"
 	"superfluid/http/llamacpp"
-	"superfluid/http/wire"
 )
 
 // llamaRequest is the body of /completion and /infill: llama.cpp's
@@ -47,9 +45,9 @@ type llamaRequest struct {
 	InputExtra  []llamaExtra `json:"input_extra"`
 
 	// Structured output: response_format, json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// What the server does not honour, decoded to be refused by name.
-	wire.LlamaUnhonoured
+	llamaUnhonoured
 }
 
 // llamaExtra is one input_extra chunk. Editors send more ("time"), which
@@ -142,15 +140,6 @@ type llamaPartial struct {
 	Probs           []llamaProb    `json:"completion_probabilities,omitempty"`
 }
 
-// finiteLogprob keeps a logprob JSON can carry: llama.cpp reports the
-// lowest float for an impossible token, since JSON has no -Inf.
-func finiteLogprob(x float32) float64 {
-	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-		return -math.MaxFloat32
-	}
-	return float64(x)
-}
-
 // The llama.cpp API's generation settings and defaults are its package's
 // (superfluid/http/llamacpp); /completion and /infill report them too.
 type llamaSettings = llamacpp.Settings
@@ -160,4 +149,4 @@ const (
 	llamaDefaultRepeatLastN = llamacpp.DefaultRepeatLastN
 )
 
-func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(m.core()) }
+func llamaDefaultSettings(m *Model) llamaSettings { return llamacpp.DefaultSettings(&m.Model) }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 
@@ -19,7 +20,7 @@ import (
 // then refuses the request with the API's own 400. A request fills in the
 // middle on /infill, and on /v1/completions and /api/generate when its
 // suffix is a non-empty string (as those handlers decide it).
-func modelWantOf(ctx *fasthttp.RequestCtx, kind apiKind) ModelWant {
+func modelWantOf(ctx *fasthttp.RequestCtx, kind wire.API) ModelWant {
 	path := string(ctx.Path())
 	if ctx.IsGet() || ctx.IsHead() {
 		return ModelWant{Name: string(ctx.QueryArgs().Peek("model"))}
@@ -35,7 +36,7 @@ func modelWantOf(ctx *fasthttp.RequestCtx, kind apiKind) ModelWant {
 	case "/v1/completions", "/completions", "/api/generate":
 		want.FIM = stringOf(f["suffix"]) != ""
 	}
-	if kind == apiOllama {
+	if kind == wire.Ollama {
 		// An invalid keep_alive is the handler's 400; here it is unset.
 		if d, ok, err := wire.KeepAlive(f["keep_alive"]); err == nil && ok {
 			want.KeepAlive, want.HasKeepAlive = d, true
@@ -59,23 +60,23 @@ const maxEchoedName = 200
 // modelError words a failed Acquire in the API's shape: an unknown model
 // is each API's own 404, a load that cannot fit a 507 naming the sizes,
 // anything else a failed load (500).
-func modelError(kind apiKind, name string, err error) *apiError {
+func modelError(kind wire.API, name string, err error) *wire.Error {
 	if len(name) > maxEchoedName { // a name is echoed, not a body
 		name = strings.ToValidUTF8(name[:maxEchoedName], "") + "…"
 	}
 	switch {
 	case errors.Is(err, ErrModelNotFound):
 		switch kind {
-		case apiOllama:
-			return notFound("model %q not found, try pulling it first", name)
-		case apiAnthropic:
-			return notFound("model: %s", name)
+		case wire.Ollama:
+			return wire.NotFound("model %q not found, try pulling it first", name)
+		case wire.Anthropic:
+			return wire.NotFound("model: %s", name)
 		}
-		return notFound("model %q not found; GET /v1/models lists the models this server serves", name)
+		return wire.NotFound("model %q not found; GET /v1/models lists the models this server serves", name)
 	case errors.Is(err, ErrModelNoRoom):
-		return &apiError{Status: fasthttp.StatusInsufficientStorage, Type: "insufficient_memory", Code: "model_no_room", Msg: err.Error()}
+		return &wire.Error{Status: fasthttp.StatusInsufficientStorage, Type: "insufficient_memory", Code: "model_no_room", Msg: err.Error()}
 	}
-	return serverError("loading model %q: %v", name, err)
+	return wire.ServerError("loading model %q: %v", name, err)
 }
 
 // modelHold keeps a request's model acquired: the route holds it while the
@@ -114,7 +115,7 @@ func holdModel(ctx *fasthttp.RequestCtx) func() {
 }
 
 // acquireModel resolves the request's model through the registry.
-func (s *Server) acquireModel(ctx *fasthttp.RequestCtx, ms Models, kind apiKind) (*Model, *modelHold, error) {
+func (s *Server) acquireModel(ctx *fasthttp.RequestCtx, ms Models, kind wire.API) (*Model, *modelHold, error) {
 	want := modelWantOf(ctx, kind)
 	// A load is waited for until the server shuts down, or until the
 	// caller of a dispatched request gives up.
@@ -128,7 +129,7 @@ func (s *Server) acquireModel(ctx *fasthttp.RequestCtx, ms Models, kind apiKind)
 	}
 	if m == nil {
 		release()
-		return nil, nil, serverError("model %q: the registry returned no model", want.Name)
+		return nil, nil, wire.ServerError("model %q: the registry returned no model", want.Name)
 	}
 	return m, newModelHold(release), nil
 }

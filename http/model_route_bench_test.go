@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"superfluid/http/wire"
 )
 
 // What reading a request's model costs before its handler parses it.
@@ -21,7 +23,7 @@ func BenchmarkModelWantOf(b *testing.B) {
 			ctx.Request.SetBodyString(body)
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if modelWantOf(&ctx, apiOpenAI).Name != "m" {
+				if modelWantOf(&ctx, wire.OpenAI).Name != "m" {
 					b.Fatal("no model")
 				}
 			}

@@ -6,30 +6,31 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 
 func TestModelWantOf(t *testing.T) {
 	for _, c := range []struct {
 		method, path, body string
-		kind               apiKind
+		kind               wire.API
 		want               ModelWant
 	}{
-		{"POST", "/v1/chat/completions", `{"model":"a","messages":[]}`, apiOpenAI, ModelWant{Name: "a"}},
-		{"POST", "/v1/chat/completions", `{"model":5}`, apiOpenAI, ModelWant{}},
-		{"POST", "/v1/chat/completions", `not json`, apiOpenAI, ModelWant{}},
-		{"POST", "/v1/completions", `{"model":"a","suffix":"x"}`, apiOpenAI, ModelWant{Name: "a", FIM: true}},
-		{"POST", "/v1/completions", `{"model":"a","suffix":""}`, apiOpenAI, ModelWant{Name: "a"}},
-		{"POST", "/infill", `{"input_prefix":"x"}`, apiLlama, ModelWant{FIM: true}},
-		{"POST", "/infill", `[`, apiLlama, ModelWant{FIM: true}},
-		{"POST", "/api/generate", `{"model":"b","suffix":"}","keep_alive":"2m"}`, apiOllama, ModelWant{Name: "b", FIM: true, KeepAlive: 2 * time.Minute, HasKeepAlive: true}},
-		{"POST", "/api/generate", `{"model":"b","keep_alive":0}`, apiOllama, ModelWant{Name: "b", HasKeepAlive: true}},
-		{"POST", "/api/chat", `{"model":"b","keep_alive":-5}`, apiOllama, ModelWant{Name: "b", KeepAlive: -1, HasKeepAlive: true}},
-		{"POST", "/api/chat", `{"model":"b","keep_alive":"soon"}`, apiOllama, ModelWant{Name: "b"}},
-		{"POST", "/api/chat", `{"model":"b","keep_alive":1e300}`, apiOllama, ModelWant{Name: "b", KeepAlive: -1, HasKeepAlive: true}},
-		{"POST", "/api/show", `{"name":"c"}`, apiOllama, ModelWant{Name: "c"}},
-		{"POST", "/v1/messages", `{"model":"d","keep_alive":"2m"}`, apiAnthropic, ModelWant{Name: "d"}},
-		{"GET", "/props?model=e", ``, apiLlama, ModelWant{Name: "e"}},
+		{"POST", "/v1/chat/completions", `{"model":"a","messages":[]}`, wire.OpenAI, ModelWant{Name: "a"}},
+		{"POST", "/v1/chat/completions", `{"model":5}`, wire.OpenAI, ModelWant{}},
+		{"POST", "/v1/chat/completions", `not json`, wire.OpenAI, ModelWant{}},
+		{"POST", "/v1/completions", `{"model":"a","suffix":"x"}`, wire.OpenAI, ModelWant{Name: "a", FIM: true}},
+		{"POST", "/v1/completions", `{"model":"a","suffix":""}`, wire.OpenAI, ModelWant{Name: "a"}},
+		{"POST", "/infill", `{"input_prefix":"x"}`, wire.Llama, ModelWant{FIM: true}},
+		{"POST", "/infill", `[`, wire.Llama, ModelWant{FIM: true}},
+		{"POST", "/api/generate", `{"model":"b","suffix":"}","keep_alive":"2m"}`, wire.Ollama, ModelWant{Name: "b", FIM: true, KeepAlive: 2 * time.Minute, HasKeepAlive: true}},
+		{"POST", "/api/generate", `{"model":"b","keep_alive":0}`, wire.Ollama, ModelWant{Name: "b", HasKeepAlive: true}},
+		{"POST", "/api/chat", `{"model":"b","keep_alive":-5}`, wire.Ollama, ModelWant{Name: "b", KeepAlive: -1, HasKeepAlive: true}},
+		{"POST", "/api/chat", `{"model":"b","keep_alive":"soon"}`, wire.Ollama, ModelWant{Name: "b"}},
+		{"POST", "/api/chat", `{"model":"b","keep_alive":1e300}`, wire.Ollama, ModelWant{Name: "b", KeepAlive: -1, HasKeepAlive: true}},
+		{"POST", "/api/show", `{"name":"c"}`, wire.Ollama, ModelWant{Name: "c"}},
+		{"POST", "/v1/messages", `{"model":"d","keep_alive":"2m"}`, wire.Anthropic, ModelWant{Name: "d"}},
+		{"GET", "/props?model=e", ``, wire.Llama, ModelWant{Name: "e"}},
 	} {
 		var ctx fasthttp.RequestCtx
 		ctx.Request.Header.SetMethod(c.method)

@@ -35,7 +35,7 @@ func (h serverHost) Stream(ctx *fasthttp.RequestCtx, sse bool, begin func(rctx c
 			return err
 		}
 	}
-	streamResponse(ctx, sse, func(ew *eventWriter) {
+	streamResponse(ctx, sse, func(ew *wire.EventWriter) {
 		defer done()
 		produce(rctx, done, ew)
 	})

@@ -17,7 +17,7 @@ import (
 func TestMountedRoute(t *testing.T) {
 	handle := func(*fasthttp.RequestCtx, *task.Model) error { return nil }
 	r := mounted(wire.Route{Method: "POST", Path: "/x", API: wire.Llama, Handle: handle, Public: true, Generates: true})
-	if r.method != "POST" || r.kind != apiLlama || !r.public || !r.generates || r.embeds || r.loading || r.anyModel {
+	if r.method != "POST" || r.kind != wire.Llama || !r.public || !r.generates || r.embeds || r.loading || r.anyModel {
 		t.Errorf("mounted flags: %+v", r)
 	}
 	if r.body != bodyConversation {
@@ -47,7 +47,7 @@ func TestMountedRoute(t *testing.T) {
 	if status != 400 {
 		t.Fatalf("status %d, want 400: %s", status, b)
 	}
-	errorShapeOf(t, apiLlama, status, b)
+	errorShapeOf(t, wire.Llama, status, b)
 }
 
 // Host.Stream: a refusal from begin is the handler's error (a status code,
@@ -85,7 +85,7 @@ func TestHostStream(t *testing.T) {
 	if status != 503 {
 		t.Fatalf("refused stream: %d, want 503: %s", status, b)
 	}
-	errorShapeOf(t, apiOpenAI, status, b)
+	errorShapeOf(t, wire.OpenAI, status, b)
 
 	status, _, b = call(t, c, "GET", "/test/stream", "")
 	if status != 200 || string(b) != "data: one\n\n" || !begun {

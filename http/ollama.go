@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/gguf"
+	"superfluid/http/wire"
 )
 
 // ollamaRoutes serve Ollama's API (github.com/ollama/ollama/api, v0.24.0)
@@ -23,15 +24,15 @@ func ollamaRoutes() map[string]route {
 		// Clients probe "/" (HEAD or GET) and /api/version before anything
 		// else; both answer while the model loads and without an API key,
 		// as they reveal nothing.
-		"/":             {method: "GET", kind: apiOllama, handler: (*Server).ollamaRoot, public: true, loading: true},
-		"/api/version":  {method: "GET", kind: apiOllama, handler: (*Server).ollamaVersion, public: true, loading: true},
-		"/api/tags":     {method: "GET", kind: apiOllama, handler: (*Server).ollamaTags, anyModel: true},
-		"/api/ps":       {method: "GET", kind: apiOllama, handler: (*Server).ollamaPS, anyModel: true},
-		"/api/show":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaShow},
-		"/api/generate": {method: "POST", kind: apiOllama, handler: (*Server).ollamaGenerate},
-		"/api/chat":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaChat},
-		"/api/pull":     {method: "POST", kind: apiOllama, handler: (*Server).ollamaPull, anyModel: true},
-		"/api/delete":   {method: "DELETE", kind: apiOllama, handler: (*Server).ollamaDelete, anyModel: true},
+		"/":             {method: "GET", kind: wire.Ollama, handler: (*Server).ollamaRoot, public: true, loading: true},
+		"/api/version":  {method: "GET", kind: wire.Ollama, handler: (*Server).ollamaVersion, public: true, loading: true},
+		"/api/tags":     {method: "GET", kind: wire.Ollama, handler: (*Server).ollamaTags, anyModel: true},
+		"/api/ps":       {method: "GET", kind: wire.Ollama, handler: (*Server).ollamaPS, anyModel: true},
+		"/api/show":     {method: "POST", kind: wire.Ollama, handler: (*Server).ollamaShow},
+		"/api/generate": {method: "POST", kind: wire.Ollama, handler: (*Server).ollamaGenerate},
+		"/api/chat":     {method: "POST", kind: wire.Ollama, handler: (*Server).ollamaChat},
+		"/api/pull":     {method: "POST", kind: wire.Ollama, handler: (*Server).ollamaPull, anyModel: true},
+		"/api/delete":   {method: "DELETE", kind: wire.Ollama, handler: (*Server).ollamaDelete, anyModel: true},
 	}
 }
 
@@ -48,7 +49,7 @@ func (s *Server) ollamaVersion(ctx *fasthttp.RequestCtx, _ *Model) error {
 	if v == "" || v[0] < '0' || v[0] > '9' {
 		v = strings.TrimSuffix("0.0.0-"+v, "-")
 	}
-	return writeJSON(ctx, map[string]string{"version": v})
+	return wire.WriteJSON(ctx, map[string]string{"version": v})
 }
 
 // ollamaTags lists every model that can be asked for: the loaded ones and
@@ -65,7 +66,7 @@ func (s *Server) ollamaTags(ctx *fasthttp.RequestCtx, _ *Model) error {
 		}
 		list = append(list, lm)
 	}
-	return writeJSON(ctx, map[string]any{"models": list})
+	return wire.WriteJSON(ctx, map[string]any{"models": list})
 }
 
 // ollamaPS lists the loaded models: size is the memory each holds
@@ -86,7 +87,7 @@ func (s *Server) ollamaPS(ctx *fasthttp.RequestCtx, _ *Model) error {
 			ExpiresAt: exp, SizeVRAM: 0, ContextLength: m.Desc.Ctx, Cache: cacheStatusOf(m),
 		})
 	}
-	return writeJSON(ctx, map[string]any{"models": list})
+	return wire.WriteJSON(ctx, map[string]any{"models": list})
 }
 
 // ollamaShow describes the model. Its template is the model's FIM format
@@ -96,7 +97,7 @@ func (s *Server) ollamaPS(ctx *fasthttp.RequestCtx, _ *Model) error {
 // Jinja template, which Ollama's response has no field for.
 func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req ollamaShowRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	name := cmp.Or(req.Model, req.Name)
@@ -134,7 +135,7 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx, m *Model) error {
 		caps = []string{"embedding"} // as Ollama lists an embedding model
 	}
 	params := ollamaParameters(m)
-	return writeJSON(ctx, ollamaShowResponse{
+	return wire.WriteJSON(ctx, ollamaShowResponse{
 		Modelfile: ollamaModelfile(m, tmpl, params), Parameters: strings.Join(params, "\n"), Template: tmpl,
 		Details: f.details, ModelInfo: info, Capabilities: caps, ModifiedAt: f.modified,
 	})

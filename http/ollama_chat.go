@@ -18,7 +18,7 @@ import (
 func (s *Server) ollamaChat(ctx *fasthttp.RequestCtx, m *Model) error {
 	start := time.Now()
 	var req ollamaChatRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	job, err := s.ollamaChatJob(ctx, m, &req)
@@ -47,7 +47,7 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 	if err != nil {
 		return nil, err
 	}
-	tools, err := (&oaiTools{Tools: req.Tools}).turnTools()
+	tools, err := (&wire.ToolFields{Tools: req.Tools}).ReadTools()
 	if err != nil {
 		return nil, err
 	}
@@ -66,11 +66,11 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 	}
 	job.model = opts.window(m)
 	turn := task.Chat{Messages: msgs, Tools: tools, Think: think, Effort: effort, Continues: true, Shape: shape}
-	plan, err := apiResult(task.PlanChat(job.model.core(), &turn))
+	plan, err := wire.Result(task.PlanChat(&job.model.Model, &turn))
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, &turn)
+	class, err := wire.TurnClass(ctx, s.host(), &turn)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (s *Server) ollamaChatJob(ctx *fasthttp.RequestCtx, m *Model, req *ollamaCh
 func ollamaCalls(calls []reply.ToolCall, first int) []ollamaToolCall {
 	out := make([]ollamaToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = ollamaToolCall{ID: callID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
+		out[i] = ollamaToolCall{ID: wire.CallID(c), Function: ollamaToolFunction{Index: first + i, Name: c.Name, Arguments: c.Arguments}}
 	}
 	return out
 }
@@ -102,10 +102,10 @@ func ollamaMessages(model string, in []ollamaMessage) ([]chat.Message, error) {
 		switch role {
 		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
 		default:
-			return nil, badParam("messages", "messages[%d]: unknown role %q (expected system, user, assistant or tool)", i, msg.Role)
+			return nil, wire.BadParam("messages", "messages[%d]: unknown role %q (expected system, user, assistant or tool)", i, msg.Role)
 		}
 		if hasItems(msg.Images) {
-			return nil, badParam("messages", "%q does not support images: this server runs text models only", model)
+			return nil, wire.BadParam("messages", "%q does not support images: this server runs text models only", model)
 		}
 		calls, err := ollamaToolCalls(i, role, msg.ToolCalls)
 		if err != nil {
@@ -124,7 +124,7 @@ func ollamaToolCalls(i int, role string, raw json.RawMessage) ([]chat.ToolCall, 
 	}
 	field := fmt.Sprintf("messages[%d].tool_calls", i)
 	if role != chat.RoleAssistant {
-		return nil, badParam("messages", "%s: only assistant messages carry tool calls", field)
+		return nil, wire.BadParam("messages", "%s: only assistant messages carry tool calls", field)
 	}
 	var in []struct {
 		ID       string `json:"id"`
@@ -134,16 +134,16 @@ func ollamaToolCalls(i int, role string, raw json.RawMessage) ([]chat.ToolCall, 
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, badParam("messages", "%s: expected a list of {function: {name, arguments}}", field)
+		return nil, wire.BadParam("messages", "%s: expected a list of {function: {name, arguments}}", field)
 	}
 	out := make([]chat.ToolCall, 0, len(in))
 	for j, c := range in {
 		if c.Function.Name == "" {
-			return nil, badParam("messages", "%s[%d].function.name: a tool call needs a name", field, j)
+			return nil, wire.BadParam("messages", "%s[%d].function.name: a tool call needs a name", field, j)
 		}
-		args, err := callArguments(c.Function.Arguments)
+		args, err := wire.CallArguments(c.Function.Arguments)
 		if err != nil {
-			return nil, badParam("messages", "%s[%d].function.arguments: %v", field, j, err)
+			return nil, wire.BadParam("messages", "%s[%d].function.arguments: %v", field, j, err)
 		}
 		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 	}

@@ -13,7 +13,7 @@ import (
 // unknown one as Ollama does: 404 and a hint to pull it).
 func ollamaCheckModel(name string) error {
 	if name == "" {
-		return badParam("model", "model is required")
+		return wire.BadParam("model", "model is required")
 	}
 	return nil
 }
@@ -24,7 +24,7 @@ func ollamaCheckCommon(keepAlive json.RawMessage, top int) error {
 		return err
 	}
 	if top < 0 || top > engine.MaxLogprobs {
-		return badParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
+		return wire.BadParam("top_logprobs", "top_logprobs must be between 0 and %d", engine.MaxLogprobs)
 	}
 	return nil
 }
@@ -46,7 +46,7 @@ func ollamaThink(raw json.RawMessage) (on *bool, effort string, err error) {
 	case `"max"`:
 		return &yes, "high", nil
 	}
-	return nil, "", badParam("think", "think must be a boolean or one of \"high\", \"medium\", \"low\", \"max\"")
+	return nil, "", wire.BadParam("think", "think must be a boolean or one of \"high\", \"medium\", \"low\", \"max\"")
 }
 
 // loadReason is Ollama's done_reason for a request with nothing to

@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 	"superfluid/task"
 )
 
 func ollamaEmbedRoutes() map[string]route {
 	return map[string]route{
-		"/api/embed":      {method: "POST", kind: apiOllama, handler: (*Server).ollamaEmbed, embeds: true},
-		"/api/embeddings": {method: "POST", kind: apiOllama, handler: (*Server).ollamaEmbeddings, embeds: true},
+		"/api/embed":      {method: "POST", kind: wire.Ollama, handler: (*Server).ollamaEmbed, embeds: true},
+		"/api/embeddings": {method: "POST", kind: wire.Ollama, handler: (*Server).ollamaEmbeddings, embeds: true},
 	}
 }
 
@@ -56,7 +57,7 @@ func ollamaEmbedOptions(keepAlive json.RawMessage, options map[string]json.RawMe
 // does. No input at all is an empty list, as in Ollama.
 func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req ollamaEmbedRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	if err := ollamaCheckModel(req.Model); err != nil {
@@ -67,7 +68,7 @@ func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	if req.Dimensions < 0 {
-		return badParam("dimensions", "dimensions must not be negative, got %d", req.Dimensions)
+		return wire.BadParam("dimensions", "dimensions must not be negative, got %d", req.Dimensions)
 	}
 	sp := task.EmbedRequest{Field: "input", Truncate: req.Truncate == nil || *req.Truncate, Limit: limit, Dims: req.Dimensions, Norm: task.NormL2}
 	if string(req.Input) != `""` && len(req.Input) > 0 && string(req.Input) != "null" {
@@ -86,7 +87,7 @@ func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
 		out["load_duration"] = 0 // the model is loaded before the server serves
 		out["prompt_eval_count"] = res.Tokens
 	}
-	return writeJSON(ctx, out)
+	return wire.WriteJSON(ctx, out)
 }
 
 // ollamaEmbeddings serves the older /api/embeddings: one prompt, one
@@ -95,7 +96,7 @@ func (s *Server) ollamaEmbed(ctx *fasthttp.RequestCtx, m *Model) error {
 // long). An empty prompt is an empty vector (Ollama loads the model).
 func (s *Server) ollamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req ollamaEmbeddingRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	if err := ollamaCheckModel(req.Model); err != nil {
@@ -105,12 +106,12 @@ func (s *Server) ollamaEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		return err
 	}
 	if req.Prompt == nil || *req.Prompt == "" {
-		return writeJSON(ctx, map[string]any{"embedding": []float32{}})
+		return wire.WriteJSON(ctx, map[string]any{"embedding": []float32{}})
 	}
 	sp := task.EmbedRequest{Field: "prompt", Inputs: []task.EmbedInput{{Text: *req.Prompt}}, Norm: task.NormNone}
 	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, map[string]any{"embedding": widen(res.Vecs[0])})
+	return wire.WriteJSON(ctx, map[string]any{"embedding": wire.Widen(res.Vecs[0])})
 }

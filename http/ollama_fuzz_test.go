@@ -12,6 +12,7 @@ import (
 	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/fim"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -120,7 +121,7 @@ func requestCtx(body []byte) *fasthttp.RequestCtx {
 // can show: a 4xx (or 501 for what the model cannot do) with a message.
 func checkRefusal(t *testing.T, err error) {
 	t.Helper()
-	var ae *apiError
+	var ae *wire.Error
 	if !errors.As(err, &ae) {
 		t.Fatalf("error %v (%T) is not an apiError", err, err)
 	}
@@ -186,7 +187,7 @@ func FuzzOllamaGenerateRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ctx := requestCtx(body)
 		var req ollamaGenerateRequest
-		if err := decodeJSON(ctx, &req); err != nil {
+		if err := wire.DecodeJSON(ctx, &req); err != nil {
 			checkRefusal(t, err)
 			return
 		}
@@ -227,7 +228,7 @@ func FuzzOllamaChatRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ctx := requestCtx(body)
 		var req ollamaChatRequest
-		if err := decodeJSON(ctx, &req); err != nil {
+		if err := wire.DecodeJSON(ctx, &req); err != nil {
 			checkRefusal(t, err)
 			return
 		}

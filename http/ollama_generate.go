@@ -33,7 +33,7 @@ type ollamaJob struct {
 func (s *Server) ollamaGenerate(ctx *fasthttp.RequestCtx, m *Model) error {
 	start := time.Now()
 	var req ollamaGenerateRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	job, err := s.ollamaGenerateJob(ctx, m, &req)
@@ -85,7 +85,7 @@ func (s *Server) ollamaGenerateJob(ctx *fasthttp.RequestCtx, m *Model, req *olla
 	}
 	job.g.StopTokens = p.stops
 	// Only a templated prompt has the template's reasoning block.
-	if job.g.Grammar, err = grammarFor(m, shape, p.tokens, p.context); err != nil {
+	if job.g.Grammar, err = wire.GrammarFor(&m.Model, shape, p.tokens, p.context); err != nil {
 		return nil, err
 	}
 	job.g.GrammarField = shape.Field
@@ -104,16 +104,16 @@ func ollamaCheckGenerate(req *ollamaGenerateRequest) error {
 	if on, _, err := ollamaThink(req.Think); err != nil {
 		return err
 	} else if on != nil && *on {
-		return badParam("think", "%q does not support thinking on /api/generate; use /api/chat", req.Model)
+		return wire.BadParam("think", "%q does not support thinking on /api/generate; use /api/chat", req.Model)
 	}
 	if hasItems(req.Images) {
-		return badParam("images", "%q does not support images: this server runs text models only", req.Model)
+		return wire.BadParam("images", "%q does not support images: this server runs text models only", req.Model)
 	}
 	if req.Template != "" {
-		return badParam("template", "template overrides are not supported: render the prompt yourself and send it with \"raw\": true")
+		return wire.BadParam("template", "template overrides are not supported: render the prompt yourself and send it with \"raw\": true")
 	}
 	if req.Raw && (req.System != "" || len(req.Context) > 0) {
-		return badRequest("raw mode does not support template, system, or context")
+		return wire.BadRequest("raw mode does not support template, system, or context")
 	}
 	return nil
 }
@@ -133,10 +133,10 @@ func (s *Server) ollamaGeneratePrompt(ctx *fasthttp.RequestCtx, m, windowed *Mod
 	if req.Suffix != "" {
 		if m.FIM == nil || !m.FIM.Capable() {
 			// Ollama's answer for a model without the insert capability.
-			return ollamaPrompt{}, badParam("suffix", "%q does not support insert", req.Model)
+			return ollamaPrompt{}, wire.BadParam("suffix", "%q does not support insert", req.Model)
 		}
-		toks, _, err := fimPrompt(windowed, fim.Request{Prefix: req.Prompt, Suffix: req.Suffix}, opts.maxTokens(m, m, 0))
-		return ollamaPrompt{tokens: toks, class: sched.FIM, stops: fimStops(m)}, err
+		toks, _, err := wire.FIMPrompt(&windowed.Model, fim.Request{Prefix: req.Prompt, Suffix: req.Suffix}, opts.maxTokens(m, m, 0))
+		return ollamaPrompt{tokens: toks, class: sched.FIM, stops: m.FIMStops()}, err
 	}
 	class, err := s.requestClass(ctx, "")
 	if err != nil {
@@ -164,11 +164,11 @@ func ollamaSpec(m, windowed *Model, opts *ollamaOptions, prompt []engine.Token, 
 }
 
 func ollamaRawPrompt(m *Model, text string) ([]engine.Token, error) {
-	prompt, err := tokenize(m, text, true)
+	prompt, err := wire.Tokenize(&m.Model, text, true)
 	if err != nil {
 		return nil, err
 	}
-	return prompt, checkPrompt(m, prompt)
+	return prompt, wire.CheckPrompt(&m.Model, prompt)
 }
 
 // ollamaTemplatedPrompt renders system and prompt as a conversation. The
@@ -181,36 +181,36 @@ func ollamaTemplatedPrompt(m *Model, req *ollamaGenerateRequest) ([]engine.Token
 	}
 	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: req.Prompt})
 	if len(req.Context) == 0 {
-		return apiResult(task.RenderChat(m.core(), msgs))
+		return wire.Result(task.RenderChat(&m.Model, msgs))
 	}
 	prev, err := contextTokens(m, req.Context)
 	if err != nil {
 		return nil, err
 	}
 	if m.Chat == nil {
-		return nil, apiErr(task.NoChatTemplate(m.core(), `send the prompt with "raw": true`))
+		return nil, wire.Convert(task.NoChatTemplate(&m.Model, `send the prompt with "raw": true`))
 	}
-	text, err := apiResult(task.ChatPrompt(m.core(), chat.Request{Messages: msgs, AddGenerationPrompt: true}))
+	text, err := wire.Result(task.ChatPrompt(&m.Model, chat.Request{Messages: msgs, AddGenerationPrompt: true}))
 	if err != nil {
 		return nil, err
 	}
-	next, err := tokenize(m, text, false)
+	next, err := wire.Tokenize(&m.Model, text, false)
 	if err != nil {
 		return nil, err
 	}
 	prompt := append(prev, next...)
-	return prompt, checkPrompt(m, prompt)
+	return prompt, wire.CheckPrompt(&m.Model, prompt)
 }
 
 // contextTokens checks "context": token ids of this model's vocabulary.
 func contextTokens(m *Model, ids []int64) ([]engine.Token, error) {
 	if len(ids) >= m.Desc.Ctx {
-		return nil, contextExceeded(len(ids), m.Desc.Ctx)
+		return nil, wire.FromTask(task.ContextExceededError(len(ids), m.Desc.Ctx))
 	}
 	out := make([]engine.Token, len(ids))
 	for i, id := range ids {
 		if id < 0 || id >= int64(m.Desc.Vocab) {
-			return nil, badParam("context", "context[%d] = %d is not a token of this model", i, id)
+			return nil, wire.BadParam("context", "context[%d] = %d is not a token of this model", i, id)
 		}
 		out[i] = engine.Token(id)
 	}

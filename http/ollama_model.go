@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"superfluid/gguf"
+	"superfluid/http/wire"
 )
 
 // ollamaFacts is what Ollama's listing endpoints say about the model file.
@@ -81,9 +82,9 @@ func modelInfo(m *Model, f *gguf.File, verbose bool) map[string]any {
 func jsonValue(v any) (any, bool) {
 	switch x := v.(type) {
 	case float32: // kept 32-bit: JSON shows 0.000001, not 9.999999974752427e-07
-		return x, finite(float64(x))
+		return x, wire.Finite(float64(x))
 	case float64:
-		return x, finite(x)
+		return x, wire.Finite(x)
 	case gguf.Array:
 		return jsonArray(x.Values)
 	}
@@ -100,13 +101,13 @@ func jsonArray(values any) (any, bool) {
 		return out, true
 	case []float32:
 		for _, f := range s {
-			if !finite(float64(f)) {
+			if !wire.Finite(float64(f)) {
 				return nil, false
 			}
 		}
 	case []float64:
 		for _, f := range s {
-			if !finite(f) {
+			if !wire.Finite(f) {
 				return nil, false
 			}
 		}
@@ -180,7 +181,7 @@ func quantizationLevel(f *gguf.File) string {
 // ollamaParameters are the sampling defaults this server applies to
 // Ollama requests, and the context it runs with, as Modelfile parameters.
 func ollamaParameters(m *Model) []string {
-	topK, topP, minP := samplingDefaults(m)
+	topK, topP, minP := wire.SamplingDefaults(&m.Model)
 	return []string{
 		fmt.Sprintf("%-30s %d", "num_ctx", m.Desc.Ctx),
 		fmt.Sprintf("%-30s %g", "temperature", ollamaDefaultTemperature),

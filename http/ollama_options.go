@@ -9,6 +9,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 // ollamaOptions are the fields of Ollama's "options" that change what is
@@ -87,22 +88,22 @@ func (o *ollamaOptions) set(key string, kind ollamaOptionKind, val []byte) error
 	case optFloat:
 		f, ok := optionNumber(val)
 		if !ok {
-			return badParam("options", "option %q must be of type float32", key)
+			return wire.BadParam("options", "option %q must be of type float32", key)
 		}
 		o.setFloat(key, f)
 	case optBool:
 		if string(val) != "true" && string(val) != "false" {
-			return badParam("options", "option %q must be of type boolean", key)
+			return wire.BadParam("options", "option %q must be of type boolean", key)
 		}
 	case optStrings:
 		if val[0] != '[' {
-			return badParam("options", "option %q must be of type array", key)
+			return wire.BadParam("options", "option %q must be of type array", key)
 		}
 		var stops []string
 		if err := json.Unmarshal(val, &stops); err != nil {
-			return badParam("options", "option %q must be of an array of strings", key)
+			return wire.BadParam("options", "option %q must be of an array of strings", key)
 		}
-		if err := checkStops("options."+key, stops, maxStops); err != nil {
+		if err := wire.CheckStops("options."+key, stops, task.MaxStops); err != nil {
 			return err
 		}
 		o.Stop = stops
@@ -119,14 +120,14 @@ func optionNumber(val []byte) (float64, bool) { return wire.Number(val) }
 func optionInt(key string, val []byte) (int64, error) {
 	var n json.Number
 	if _, ok := optionNumber(val); !ok || json.Unmarshal(val, &n) != nil {
-		return 0, badParam("options", "option %q must be of type integer", key)
+		return 0, wire.BadParam("options", "option %q must be of type integer", key)
 	}
 	if i, err := n.Int64(); err == nil {
 		return i, nil
 	}
 	f, err := n.Float64()
 	if err != nil || math.Abs(f) >= 1<<62 {
-		return 0, badParam("options", "option %q is out of range", key)
+		return 0, wire.BadParam("options", "option %q is out of range", key)
 	}
 	return int64(f), nil
 }
@@ -191,12 +192,12 @@ func (o *ollamaOptions) sampling(m *Model) (engine.Sampling, error) {
 	if seed != nil && *seed == -1 {
 		seed = nil
 	}
-	s, err := sampling(m, samplingFields{Temperature: o.Temperature, DefaultTemperature: ollamaDefaultTemperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
+	s, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: o.Temperature, DefaultTemperature: ollamaDefaultTemperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
 		Seed: seed, RepeatPenalty: o.RepeatPenalty, FrequencyPenalty: o.FrequencyPenalty, PresencePenalty: o.PresencePenalty})
 	if err != nil {
 		return s, err
 	}
-	s.PenaltyLastN, err = penaltyWindow("repeat_last_n", o.RepeatLastN, s.PenaltyLastN, m.Desc.Ctx)
+	s.PenaltyLastN, err = wire.PenaltyWindow("repeat_last_n", o.RepeatLastN, s.PenaltyLastN, m.Desc.Ctx)
 	return s, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 )
 
@@ -53,7 +54,7 @@ var ollamaPullSuccess = ollamaProgress{Status: "success"}
 // next pull to resume.
 func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 	var req ollamaPullRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	const noCredentials = "credentials are not sent anywhere; set HF_TOKEN in the server's environment for gated or private Hugging Face repositories"
@@ -65,7 +66,7 @@ func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 	}
 	name := ollamaStoreName(cmp.Or(req.Model, req.Name))
 	if name == "" {
-		return badParam("model", "model is required")
+		return wire.BadParam("model", "model is required")
 	}
 	store, err := s.requireStore()
 	if err != nil {
@@ -81,7 +82,7 @@ func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 		if err != nil {
 			return storeError(err, name)
 		}
-		return writeJSON(ctx, ollamaPullSuccess)
+		return wire.WriteJSON(ctx, ollamaPullSuccess)
 	}
 	if req.Stream != nil && !*req.Stream {
 		defer end()
@@ -91,9 +92,9 @@ func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 		if err != nil {
 			return storeError(err, name)
 		}
-		return writeJSON(ctx, ollamaPullSuccess)
+		return wire.WriteJSON(ctx, ollamaPullSuccess)
 	}
-	streamResponse(ctx, false, func(ew *eventWriter) {
+	streamResponse(ctx, false, func(ew *wire.EventWriter) {
 		defer end()
 		defer feed.drain() // the pull has ended before the response does
 		batch := first
@@ -121,12 +122,12 @@ func (s *Server) ollamaPull(ctx *fasthttp.RequestCtx, _ *Model) error {
 // ollamaDelete answers DELETE /api/delete: 200 with no body, as Ollama.
 func (s *Server) ollamaDelete(ctx *fasthttp.RequestCtx, _ *Model) error {
 	var req ollamaDeleteRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	asked := cmp.Or(req.Model, req.Name)
 	if asked == "" {
-		return badParam("model", "model is required")
+		return wire.BadParam("model", "model is required")
 	}
 	store, err := s.requireStore()
 	if err != nil {
@@ -145,7 +146,7 @@ func (s *Server) requireStore() (ModelStore, error) {
 	if st := s.modelStore(); st != nil {
 		return st, nil
 	}
-	return nil, &apiError{Status: fasthttp.StatusNotImplemented, Type: "invalid_request_error",
+	return nil, &wire.Error{Status: fasthttp.StatusNotImplemented, Type: "invalid_request_error",
 		Msg: "this server has no models directory to pull into or delete from"}
 }
 
@@ -164,18 +165,18 @@ func ollamaStoreName(name string) string {
 // missing model Ollama's 404, a serving model a 409, anything else a 500
 // (as Ollama answers a failed pull).
 func storeError(err error, name string) error {
-	var api *apiError
+	var api *wire.Error
 	switch {
 	case errors.As(err, &api):
 		return api
 	case errors.Is(err, ErrBadModelName):
-		return badParam("model", "%v", err)
+		return wire.BadParam("model", "%v", err)
 	case errors.Is(err, ErrModelNotFound):
-		return notFound("model '%s' not found", name)
+		return wire.NotFound("model '%s' not found", name)
 	case errors.Is(err, ErrModelInUse):
-		return &apiError{Status: fasthttp.StatusConflict, Type: "invalid_request_error", Param: "model", Msg: err.Error()}
+		return &wire.Error{Status: fasthttp.StatusConflict, Type: "invalid_request_error", Param: "model", Msg: err.Error()}
 	}
-	return serverError("%v", err)
+	return wire.ServerError("%v", err)
 }
 
 // ollamaProgressOf words a store's report as Ollama's progress line.
@@ -220,7 +221,7 @@ func startPull(ctx context.Context, store ModelStore, name string) *pullFeed {
 		var err error
 		defer func() {
 			if v := recover(); v != nil {
-				err = recovered("pull", v)
+				err = wire.Recovered("pull", v)
 			}
 			f.finish(err)
 		}()

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -22,15 +23,15 @@ type ollamaResult struct {
 // newline-delimited JSON (Ollama's default) or as one JSON object.
 func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	if job.g == nil {
-		return writeJSON(ctx, job.final(ollamaResult{reason: job.loadReason}, nil))
+		return wire.WriteJSON(ctx, job.final(ollamaResult{reason: job.loadReason}, nil))
 	}
 	if hit, ok := s.cachedCompletion(job.model, job.g); ok {
 		res := ollamaResult{text: hit.Text, reason: hit.Finish,
 			metrics: ollamaMetrics{TotalDuration: time.Since(job.start), PromptEvalCount: len(job.g.Prompt), EvalCount: hit.Tokens}}
 		if !job.stream {
-			return writeJSON(ctx, job.final(res, nil))
+			return wire.WriteJSON(ctx, job.final(res, nil))
 		}
-		return s.host().Stream(ctx, false, nil, func(_ context.Context, _ context.CancelFunc, ew *eventWriter) {
+		return s.host().Stream(ctx, false, nil, func(_ context.Context, _ context.CancelFunc, ew *wire.EventWriter) {
 			if ew.Send("", job.chunk(hit.Text, nil)) == nil {
 				res.text = ""
 				ew.Send("", job.final(res, nil))
@@ -46,18 +47,18 @@ func (s *Server) runOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	rctx, done := s.requestContext(ctx)
 	defer done()
 	var tr ollamaTrace
-	run, err := startOne(rctx, job.model, job.g, true)
+	run, err := wire.StartOne(rctx, &job.model.Model, job.g, true)
 	if err != nil {
 		return err
 	}
-	out, err := followOneRaw(rctx, run, tr.emit(job))
+	out, err := wire.FollowOneRaw(rctx, run, tr.emit(job))
 	if err != nil {
 		return err
 	}
 	s.rememberCompletion(job.model, job.g, out)
 	res := job.result(out, &tr)
 	res.text = string(out.Text)
-	return writeJSON(ctx, job.final(res, tr.logprobs))
+	return wire.WriteJSON(ctx, job.final(res, tr.logprobs))
 }
 
 // streamOllama submits the job, then writes one JSON line per visible
@@ -69,12 +70,12 @@ func (s *Server) streamOllama(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	var run *task.Job
 	return s.host().Stream(ctx, false, func(rctx context.Context) error {
 		var err error
-		run, err = startOne(rctx, job.model, job.g, cacheKey(job.model, job.g) != "")
+		run, err = wire.StartOne(rctx, &job.model.Model, job.g, cacheKey(job.model, job.g) != "")
 		return err
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		var tr ollamaTrace
 		collect := tr.emit(job)
-		out, err := followOneRaw(rctx, run, func(d *delta) error {
+		out, err := wire.FollowOneRaw(rctx, run, func(d *task.Delta) error {
 			if collect != nil {
 				collect(d)
 			}
@@ -103,11 +104,11 @@ type ollamaTrace struct {
 
 // emit returns the delta callback that fills the trace, or nil when the
 // job needs neither.
-func (tr *ollamaTrace) emit(job *ollamaJob) func(d *delta) error {
+func (tr *ollamaTrace) emit(job *ollamaJob) func(d *task.Delta) error {
 	if !job.context && job.g.Logprobs == 0 {
 		return nil
 	}
-	return func(d *delta) error {
+	return func(d *task.Delta) error {
 		for i := range d.Tokens {
 			t := &d.Tokens[i]
 			if job.context {
@@ -121,10 +122,10 @@ func (tr *ollamaTrace) emit(job *ollamaJob) func(d *delta) error {
 	}
 }
 
-func ollamaLogprobOf(m *Model, g *task.Request, t *tokenOut) ollamaLogprob {
-	lp := ollamaLogprob{ollamaTokenLogprob: ollamaTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: byteList(t.Piece)}}
-	task.EachTop(m.core(), t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
-		lp.TopLogprobs = append(lp.TopLogprobs, ollamaTokenLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: byteList(piece)})
+func ollamaLogprobOf(m *Model, g *task.Request, t *task.TokenOut) ollamaLogprob {
+	lp := ollamaLogprob{ollamaTokenLogprob: ollamaTokenLogprob{Token: string(t.Piece), Logprob: float64(t.Logprob), Bytes: wire.ByteList(t.Piece)}}
+	task.EachTop(&m.Model, t, g.TopLogprobs, func(_ engine.Token, piece []byte, logprob float32) {
+		lp.TopLogprobs = append(lp.TopLogprobs, ollamaTokenLogprob{Token: string(piece), Logprob: float64(logprob), Bytes: wire.ByteList(piece)})
 	})
 	return lp
 }
@@ -133,7 +134,7 @@ func ollamaLogprobOf(m *Model, g *task.Request, t *tokenOut) ollamaLogprob {
 // everything before the prompt started being evaluated — rendering,
 // tokenizing and waiting for a lane — since the model itself is never
 // loaded on demand; the durations add up to total_duration.
-func (job *ollamaJob) result(out outcome, tr *ollamaTrace) ollamaResult {
+func (job *ollamaJob) result(out task.Outcome, tr *ollamaTrace) ollamaResult {
 	r := out.Result
 	total := time.Since(job.start)
 	res := ollamaResult{reason: out.Finish, metrics: ollamaMetrics{
@@ -177,7 +178,7 @@ func cacheKey(m *Model, g *task.Request) string {
 	if g.Reply != nil {
 		return ""
 	}
-	return task.CacheKey(m.core(), &g.Spec, ollamaCacheTag)
+	return task.CacheKey(&m.Model, &g.Spec, ollamaCacheTag)
 }
 
 func (s *Server) cachedCompletion(m *Model, g *task.Request) (task.Cached, bool) {
@@ -189,7 +190,7 @@ func (s *Server) cachedCompletion(m *Model, g *task.Request) (task.Cached, bool)
 }
 
 // rememberCompletion caches a greedy FIM answer that ran to its end.
-func (s *Server) rememberCompletion(m *Model, g *task.Request, out outcome) {
+func (s *Server) rememberCompletion(m *Model, g *task.Request, out task.Outcome) {
 	key := cacheKey(m, g)
 	if key == "" || (out.Finish != "stop" && out.Finish != "length") {
 		return

@@ -9,6 +9,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/gguf"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -47,7 +48,7 @@ func TestParseOllamaOptions(t *testing.T) {
 		`{"stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]}`: "at most 16",
 	} {
 		_, err := parseOllamaOptions(rawOptions(t, body))
-		var ae *apiError
+		var ae *wire.Error
 		if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Msg, want) {
 			t.Errorf("%s: %v, want a 400 saying %q", body, err, want)
 		}
@@ -114,7 +115,7 @@ func TestOllamaWindowAndLimit(t *testing.T) {
 func TestRenderContinuation(t *testing.T) {
 	m := chatmlModel(t, 512)
 	render := func(msgs ...chat.Message) string {
-		text, err := task.RenderTurn(m.core(), chat.Request{Messages: msgs, AddGenerationPrompt: true}, true)
+		text, err := task.RenderTurn(&m.Model, chat.Request{Messages: msgs, AddGenerationPrompt: true}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +140,7 @@ func TestOllamaGeneratePrompts(t *testing.T) {
 		t.Helper()
 		ctx := requestCtx([]byte(body))
 		var req ollamaGenerateRequest
-		if err := decodeJSON(ctx, &req); err != nil {
+		if err := wire.DecodeJSON(ctx, &req); err != nil {
 			t.Fatal(err)
 		}
 		j, err := srv.ollamaGenerateJob(ctx, m, &req)
@@ -230,7 +231,7 @@ func TestOllamaWithoutFIM(t *testing.T) {
 	m.FIM = nil
 	srv, _ := NewServer(Config{})
 	_, err := srv.ollamaGenerateJob(requestCtx(nil), m, &ollamaGenerateRequest{Model: "tiny", Prompt: "a", Suffix: "b"})
-	var ae *apiError
+	var ae *wire.Error
 	if !errors.As(err, &ae) || ae.Status != 400 || ae.Msg != `"tiny" does not support insert` {
 		t.Errorf("suffix: %v", err)
 	}

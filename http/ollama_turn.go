@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -18,7 +19,7 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 	if !job.stream {
 		rctx, done := s.requestContext(ctx)
 		defer done()
-		run, err := startOne(rctx, job.model, job.g, false)
+		run, err := wire.StartOne(rctx, &job.model.Model, job.g, false)
 		if err != nil {
 			return err
 		}
@@ -28,14 +29,14 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 			return err
 		}
 		msg := ollamaReply{Role: "assistant", Content: out.Content, Thinking: out.Reasoning, ToolCalls: ollamaCalls(out.Calls, 0)}
-		return writeJSON(ctx, job.finalTurn(job.result(out.outcome, &tr), msg, tr.logprobs))
+		return wire.WriteJSON(ctx, job.finalTurn(job.result(out.Outcome, &tr), msg, tr.logprobs))
 	}
 	var run *task.Job
 	return s.host().Stream(ctx, false, func(rctx context.Context) error {
 		var err error
-		run, err = startOne(rctx, job.model, job.g, false)
+		run, err = wire.StartOne(rctx, &job.model.Model, job.g, false)
 		return err
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		var tr ollamaTrace
 		out, err := s.followOllamaTurn(rctx, job, run, &tr, func(msg ollamaReply) error {
 			lps := tr.logprobs
@@ -46,16 +47,16 @@ func (s *Server) runOllamaTurn(ctx *fasthttp.RequestCtx, job *ollamaJob) error {
 			ew.Fail(err)
 			return
 		}
-		ew.Send("", job.finalTurn(job.result(out.outcome, &tr), ollamaReply{Role: "assistant"}, nil))
+		ew.Send("", job.finalTurn(job.result(out.Outcome, &tr), ollamaReply{Role: "assistant"}, nil))
 	})
 }
 
 // followOllamaTurn follows a submitted job, filling tr and handing send
 // (when not nil) one message per delta that shows something.
-func (s *Server) followOllamaTurn(ctx context.Context, job *ollamaJob, run *task.Job, tr *ollamaTrace, send func(ollamaReply) error) (turnOut, error) {
+func (s *Server) followOllamaTurn(ctx context.Context, job *ollamaJob, run *task.Job, tr *ollamaTrace, send func(ollamaReply) error) (wire.TurnOut, error) {
 	collect := tr.emit(job)
 	calls := 0
-	return followOne(ctx, run, func(evs []reply.Event, d *delta) error {
+	return wire.FollowOne(ctx, run, func(evs []reply.Event, d *task.Delta) error {
 		if d != nil && collect != nil {
 			collect(d)
 		}

@@ -4,12 +4,14 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"superfluid/http/wire"
 )
 
 func openaiRoutes() map[string]route {
 	return map[string]route{
-		"/v1/chat/completions": {method: "POST", kind: apiOpenAI, handler: (*Server).openaiChat},
-		"/v1/models":           {method: "GET", kind: apiOpenAI, handler: (*Server).openaiModels, anyModel: true},
+		"/v1/chat/completions": {method: "POST", kind: wire.OpenAI, handler: (*Server).openaiChat},
+		"/v1/models":           {method: "GET", kind: wire.OpenAI, handler: (*Server).openaiModels, anyModel: true},
 	}
 }
 
@@ -24,7 +26,7 @@ func (s *Server) openaiModels(ctx *fasthttp.RequestCtx, _ *Model) error {
 		}
 		data = append(data, oaiModel{ID: mi.Name, Object: "model", Created: created, OwnedBy: "superfluid"})
 	}
-	return writeJSON(ctx, map[string]any{"object": "list", "data": data})
+	return wire.WriteJSON(ctx, map[string]any{"object": "list", "data": data})
 }
 
 // fingerprint names the model build for system_fingerprint.

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/batches"
+	"superfluid/http/wire"
 )
 
 // OpenAI's file and batch API over a batches.Store (SetBatches). Its
@@ -16,7 +17,7 @@ import (
 
 func openaiBatchRoutes() map[string][]route {
 	r := func(method string, h func(*Server, *fasthttp.RequestCtx, *Model) error) route {
-		return route{method: method, kind: apiOpenAI, handler: h, anyModel: true}
+		return route{method: method, kind: wire.OpenAI, handler: h, anyModel: true}
 	}
 	return map[string][]route{
 		"/v1/files":               {r("GET", (*Server).listFiles), r("POST", (*Server).uploadFile)},
@@ -36,7 +37,7 @@ func (s *Server) SetBatches(st *batches.Store) { s.batches.Store(st) }
 func (s *Server) store() (*batches.Store, error) {
 	st := s.batches.Load()
 	if st == nil {
-		return nil, &apiError{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Code: "batch_api_off",
+		return nil, &wire.Error{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Code: "batch_api_off",
 			Msg: "the batch API is off: this server has no data directory (start it with --data-dir)"}
 	}
 	return st, nil
@@ -49,15 +50,15 @@ func batchError(err error) error {
 	var qe *batches.QuotaError
 	switch {
 	case errors.As(err, &qe): // a 4xx: OpenAI's clients retry 5xx, and this cannot pass until files go
-		return &apiError{Status: fasthttp.StatusRequestEntityTooLarge, Type: "invalid_request_error", Param: "file", Code: "storage_limit_exceeded", Msg: qe.Error()}
+		return &wire.Error{Status: fasthttp.StatusRequestEntityTooLarge, Type: "invalid_request_error", Param: "file", Code: "storage_limit_exceeded", Msg: qe.Error()}
 	case errors.Is(err, batches.ErrNotFound):
-		return &apiError{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Msg: err.Error()}
+		return &wire.Error{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Msg: err.Error()}
 	case errors.As(err, &ie):
-		return badParam(ie.Param, "%s", ie.Msg)
+		return wire.BadParam(ie.Param, "%s", ie.Msg)
 	case errors.Is(err, batches.ErrClosed):
-		return unavailable("the server is shutting down")
+		return wire.Unavailable("the server is shutting down")
 	}
-	return serverError("%v", err)
+	return wire.ServerError("%v", err)
 }
 
 // answerFromStore runs op on the batch store and answers with what it
@@ -71,12 +72,12 @@ func answerFromStore[T any](s *Server, ctx *fasthttp.RequestCtx, op func(*batche
 	if err != nil {
 		return batchError(err)
 	}
-	return writeJSON(ctx, v)
+	return wire.WriteJSON(ctx, v)
 }
 
 func (s *Server) createBatch(ctx *fasthttp.RequestCtx, _ *Model) error {
 	var p batches.BatchParams
-	if err := decodeJSON(ctx, &p); err != nil {
+	if err := wire.DecodeJSON(ctx, &p); err != nil {
 		return err
 	}
 	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Batch, error) { return st.CreateBatch(p) })
@@ -90,7 +91,7 @@ func (s *Server) getBatch(ctx *fasthttp.RequestCtx, _ *Model) error {
 // that sends garbage hears so rather than having it ignored).
 func (s *Server) cancelBatch(ctx *fasthttp.RequestCtx, _ *Model) error {
 	if body := bytes.TrimSpace(ctx.PostBody()); len(body) > 0 && !json.Valid(body) {
-		return badRequest("malformed JSON: this route takes no body")
+		return wire.BadRequest("malformed JSON: this route takes no body")
 	}
 	return answerFromStore(s, ctx, func(st *batches.Store) (batches.Batch, error) { return st.Cancel(pathID(ctx)) })
 }
@@ -110,10 +111,10 @@ func listParams(ctx *fasthttp.RequestCtx) (batches.ListParams, error) {
 	if v := args.Peek("limit"); len(v) > 0 {
 		n, err := strconv.Atoi(string(v))
 		if err != nil {
-			return p, badParam("limit", "limit must be an integer, not %q", v)
+			return p, wire.BadParam("limit", "limit must be an integer, not %q", v)
 		}
 		if n == 0 { // 0 would mean "the default" to the store
-			return p, badParam("limit", "limit must be at least 1")
+			return p, wire.BadParam("limit", "limit must be at least 1")
 		}
 		p.Limit = n
 	}

@@ -26,7 +26,7 @@ import (
 
 func openaiCompletionRoutes() map[string]route {
 	return map[string]route{
-		"/v1/completions": {method: "POST", kind: apiOpenAI, handler: (*Server).openaiCompletions},
+		"/v1/completions": {method: "POST", kind: wire.OpenAI, handler: (*Server).openaiCompletions},
 	}
 }
 
@@ -59,9 +59,9 @@ type oaiCompletionRequest struct {
 	LogitBias        map[string]float64 `json:"logit_bias"`
 	User             string             `json:"user"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// llama.cpp's extensions the server does not honour, to be refused.
-	wire.LlamaUnhonoured
+	llamaUnhonoured
 }
 
 // oaiLegacyLogprobs is the completions API's logprobs object.
@@ -91,7 +91,7 @@ type oaiCompletion struct {
 
 // cmplChoice is one choice of a completions request: prompt p, sample j.
 type cmplChoice struct {
-	outcome
+	task.Outcome
 	index    int
 	prompt   int
 	spec     *task.Spec
@@ -111,7 +111,7 @@ type cmplPlan struct {
 
 func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req oaiCompletionRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	class, err := s.requestClass(ctx, "")
@@ -138,7 +138,7 @@ func (s *Server) openaiCompletions(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	u := plan.usage()
 	head.Usage = &u
-	return writeJSON(ctx, head)
+	return wire.WriteJSON(ctx, head)
 }
 
 // completeWhole runs every choice of a whole (not streamed) response to
@@ -176,23 +176,23 @@ func (p *cmplPlan) cacheKey(m *Model) string {
 	if c.echo != "" || c.evalOnly {
 		return ""
 	}
-	return task.CacheKey(m.core(), c.spec, "openai /v1/completions")
+	return task.CacheKey(&m.Model, c.spec, "openai /v1/completions")
 }
 
 // fromCache fills c with a completion-cache answer: the whole prompt
 // counts as cached and no work was done.
 func (c *cmplChoice) fromCache(hit task.Cached) {
 	n := len(c.spec.Prompt)
-	c.outcome = outcome{Text: []byte(hit.Text), Finish: hit.Finish, StopWord: hit.StopWord, Completed: hit.Tokens,
+	c.Outcome = task.Outcome{Text: []byte(hit.Text), Finish: hit.Finish, StopWord: hit.StopWord, Completed: hit.Tokens,
 		Result: sched.Result{PromptTokens: n, CachedTokens: n, Generated: hit.Tokens}}
 }
 
 // planCompletions checks a request and renders every choice's generation.
 func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*cmplPlan, error) {
-	if err := req.LlamaUnhonoured.Check(); err != nil {
+	if err := req.llamaUnhonoured.Check(); err != nil {
 		return nil, err
 	}
-	prompts, err := parsePrompts(req.Prompt, "prompt")
+	prompts, err := wire.ParsePrompts(req.Prompt, "prompt")
 	if err != nil {
 		return nil, err
 	}
@@ -201,10 +201,10 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 		return nil, err
 	}
 	if req.BestOf != nil && *req.BestOf != n {
-		return nil, badParam("best_of", "best_of must equal n (%d): ranking extra candidates is not supported", n)
+		return nil, wire.BadParam("best_of", "best_of must equal n (%d): ranking extra candidates is not supported", n)
 	}
 	if len(prompts)*n > maxCompletionChoices {
-		return nil, badParam("n", "%d prompts × n %d is more than %d choices", len(prompts), n, maxCompletionChoices)
+		return nil, wire.BadParam("n", "%d prompts × n %d is more than %d choices", len(prompts), n, maxCompletionChoices)
 	}
 	g, err := completionSpec(m, req, class)
 	if err != nil {
@@ -226,13 +226,13 @@ func planCompletions(m *Model, req *oaiCompletionRequest, class sched.Class) (*c
 			c := &cmplChoice{index: p*n + j, prompt: p, spec: &spec, evalOnly: req.MaxTokens != nil && *req.MaxTokens == 0}
 			c.spec.Prompt = prompt
 			if fill {
-				c.spec.Class, c.spec.StopTokens = sched.FIM, fimStops(m)
+				c.spec.Class, c.spec.StopTokens = sched.FIM, m.FIMStops()
 			}
 			if c.evalOnly {
 				c.spec.MaxTokens, c.spec.Sampling, c.spec.Stop, c.spec.Bias, c.spec.Logprobs, c.spec.Grammar = 1, engine.Greedy(), nil, nil, 0, nil
 			}
 			if req.Echo {
-				c.echo = promptText(m, pieces, prompt)
+				c.echo = wire.PromptText(&m.Model, pieces, prompt)
 			}
 			plan.choices = append(plan.choices, c)
 		}
@@ -247,11 +247,11 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 		def := 16 // OpenAI's default
 		limit = &def
 	}
-	maxTok, err := maxTokens("max_tokens", limit, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens("max_tokens", limit, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -264,22 +264,22 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}
-	shape, err := req.StructuredFields.Constraint(&m.Model)
+	shape, err := req.structuredFields.Constraint(&m.Model)
 	if err != nil {
 		return nil, err
 	}
 	// Completion prompts are the client's text, not a rendered
 	// conversation: no reasoning block to wait for.
-	if g.Grammar, err = grammarFor(m, shape, nil, false); err != nil {
+	if g.Grammar, err = wire.GrammarFor(&m.Model, shape, nil, false); err != nil {
 		return nil, err
 	}
 	g.GrammarField = shape.Field
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > maxLegacyLogprobs {
-			return nil, badParam("logprobs", "logprobs must be between 0 and %d", maxLegacyLogprobs)
+			return nil, wire.BadParam("logprobs", "logprobs must be between 0 and %d", maxLegacyLogprobs)
 		}
 		if req.Echo {
-			return nil, badParam("echo", "echo with logprobs asks for the prompt's logprobs, which this server does not compute")
+			return nil, wire.BadParam("echo", "echo with logprobs asks for the prompt's logprobs, which this server does not compute")
 		}
 		g.Logprobs, g.TopLogprobs = max(*req.Logprobs, 1), *req.Logprobs
 	}
@@ -288,22 +288,22 @@ func completionSpec(m *Model, req *oaiCompletionRequest, class sched.Class) (*ta
 
 // completionPrompt renders one prompt: plain, or with the suffix in the
 // model's FIM format.
-func completionPrompt(m *Model, pieces []promptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
+func completionPrompt(m *Model, pieces []wire.PromptPiece, req *oaiCompletionRequest, fill bool, maxTok int) ([]engine.Token, error) {
 	if !fill {
-		toks, err := promptTokens(m, pieces, "prompt")
+		toks, err := wire.PromptTokens(&m.Model, pieces, "prompt")
 		if err != nil {
 			return nil, err
 		}
-		return toks, checkPrompt(m, toks)
+		return toks, wire.CheckPrompt(&m.Model, toks)
 	}
-	if len(pieces) != 1 || !pieces[0].isText {
-		return nil, badParam("suffix", "suffix needs text prompts, not token ids")
+	if len(pieces) != 1 || !pieces[0].IsText {
+		return nil, wire.BadParam("suffix", "suffix needs text prompts, not token ids")
 	}
-	toks, _, err := fimPrompt(m, fim.Request{Prefix: pieces[0].text, Suffix: *req.Suffix}, maxTok)
+	toks, _, err := wire.FIMPrompt(&m.Model, fim.Request{Prefix: pieces[0].Text, Suffix: *req.Suffix}, maxTok)
 	if err != nil {
 		return nil, err
 	}
-	return toks, checkPrompt(m, toks)
+	return toks, wire.CheckPrompt(&m.Model, toks)
 }
 
 // submit hands every choice to the scheduler before any is followed, with
@@ -313,7 +313,7 @@ func (p *cmplPlan) submit(ctx context.Context, m *Model, collect bool) error {
 	for i, c := range p.choices {
 		req.Choices[i] = c.spec
 	}
-	job, err := apiResult(task.Start(ctx, m.core(), req))
+	job, err := wire.Result(task.Start(ctx, &m.Model, req))
 	p.job = job
 	return err
 }
@@ -321,9 +321,9 @@ func (p *cmplPlan) submit(ctx context.Context, m *Model, collect bool) error {
 // run follows every choice at once to its end (task.Job.Run); a failed
 // choice cancels the others, since the response is the failure. emit, when
 // not nil, sees each delta of a choice that generates.
-func (p *cmplPlan) run(ctx context.Context, emit func(c *cmplChoice, d *delta) error, ended func(c *cmplChoice) error, failed func(error)) error {
-	_, err := runJob(ctx, p.job, task.SinkFuncs{
-		OnDelta: func(i int, _ []reply.Event, d *delta) error {
+func (p *cmplPlan) run(ctx context.Context, emit func(c *cmplChoice, d *task.Delta) error, ended func(c *cmplChoice) error, failed func(error)) error {
+	_, err := wire.RunJob(ctx, p.job, task.SinkFuncs{
+		OnDelta: func(i int, _ []reply.Event, d *task.Delta) error {
 			if c := p.choices[i]; emit != nil && !c.evalOnly {
 				return emit(c, d)
 			}
@@ -346,14 +346,14 @@ func (p *cmplPlan) run(ctx context.Context, emit func(c *cmplChoice, d *delta) e
 
 // collect runs every choice to its end, gathering text and logprobs.
 func (p *cmplPlan) collect(ctx context.Context, m *Model) error {
-	return p.run(ctx, func(c *cmplChoice, d *delta) error { c.addLogprobs(m, d, p.logprobs); return nil }, nil, nil)
+	return p.run(ctx, func(c *cmplChoice, d *task.Delta) error { c.addLogprobs(m, d, p.logprobs); return nil }, nil, nil)
 }
 
 // end takes in how the choice's generation ended.
-func (c *cmplChoice) end(out outcome) error {
-	c.outcome = out
+func (c *cmplChoice) end(out task.Outcome) error {
+	c.Outcome = out
 	if errors.Is(out.Result.Err, sched.ErrClosed) {
-		return unavailable("the server is shutting down")
+		return wire.Unavailable("the server is shutting down")
 	}
 	if c.evalOnly {
 		c.Text, c.Completed, c.Finish = nil, 0, "length"
@@ -364,7 +364,7 @@ func (c *cmplChoice) end(out outcome) error {
 // addLogprobs appends a delta's tokens to the legacy logprobs object: each
 // token's text, its logprob, the top alternatives by text (always with the
 // token itself, as llama.cpp does) and its byte offset in the choice text.
-func (c *cmplChoice) addLogprobs(m *Model, d *delta, n int) {
+func (c *cmplChoice) addLogprobs(m *Model, d *task.Delta, n int) {
 	if n < 0 {
 		return
 	}
@@ -381,19 +381,19 @@ func newLegacyLogprobs() *oaiLegacyLogprobs {
 
 // appendLegacyLogprobs adds tokens to lp; offset is the next token's byte
 // offset in the text.
-func appendLegacyLogprobs(m *Model, lp *oaiLegacyLogprobs, toks []tokenOut, n int, offset *int) {
+func appendLegacyLogprobs(m *Model, lp *oaiLegacyLogprobs, toks []task.TokenOut, n int, offset *int) {
 	for i := range toks {
 		t := &toks[i]
-		text := validText(t.Piece)
+		text := wire.ValidText(t.Piece)
 		top := make(map[string]float64, n+1)
-		task.EachTop(m.core(), t, n, func(_ engine.Token, piece []byte, logprob float32) {
-			top[validText(piece)] = finiteLogprob(logprob)
+		task.EachTop(&m.Model, t, n, func(_ engine.Token, piece []byte, logprob float32) {
+			top[wire.ValidText(piece)] = wire.FiniteLogprob(logprob)
 		})
 		if _, ok := top[text]; !ok {
-			top[text] = finiteLogprob(t.Logprob)
+			top[text] = wire.FiniteLogprob(t.Logprob)
 		}
 		lp.Tokens = append(lp.Tokens, text)
-		lp.TokenLogprobs = append(lp.TokenLogprobs, finiteLogprob(t.Logprob))
+		lp.TokenLogprobs = append(lp.TokenLogprobs, wire.FiniteLogprob(t.Logprob))
 		lp.TopLogprobs = append(lp.TopLogprobs, top)
 		lp.TextOffset = append(lp.TextOffset, *offset)
 		*offset += len(t.Piece)
@@ -430,7 +430,7 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 	}
 	return s.host().Stream(ctx, true, func(rctx context.Context) error {
 		return plan.submit(rctx, m, false)
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		for _, c := range plan.choices {
 			if c.echo != "" {
 				if ew.Send("", chunk(oaiCompletionChoice{Text: c.echo, Index: c.index})) != nil {
@@ -438,7 +438,7 @@ func (s *Server) streamCompletions(ctx *fasthttp.RequestCtx, m *Model, plan *cmp
 				}
 			}
 		}
-		plan.run(rctx, func(c *cmplChoice, d *delta) error {
+		plan.run(rctx, func(c *cmplChoice, d *task.Delta) error {
 			ch := oaiCompletionChoice{Text: string(d.Text), Index: c.index}
 			if plan.logprobs >= 0 {
 				ch.Logprobs = newLegacyLogprobs()

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 	"superfluid/task"
 )
 
 func openaiEmbeddingRoutes() map[string]route {
 	return map[string]route{
-		"/v1/embeddings": {method: "POST", kind: apiOpenAI, handler: (*Server).openaiEmbeddings, embeds: true},
+		"/v1/embeddings": {method: "POST", kind: wire.OpenAI, handler: (*Server).openaiEmbeddings, embeds: true},
 	}
 }
 
@@ -46,7 +47,7 @@ type oaiEmbedUsage struct {
 
 func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req oaiEmbeddingRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	b64 := false
@@ -56,13 +57,13 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		case "base64":
 			b64 = true
 		default:
-			return badParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
+			return wire.BadParam("encoding_format", "encoding_format must be float or base64, got %q", *req.EncodingFormat)
 		}
 	}
 	sp := task.EmbedRequest{Field: "input", Norm: task.NormL2}
 	if req.Dimensions != nil {
 		if *req.Dimensions < 1 {
-			return badParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
+			return wire.BadParam("dimensions", "dimensions must be at least 1, got %d", *req.Dimensions)
 		}
 		sp.Dims = *req.Dimensions
 	}
@@ -76,7 +77,7 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 	for i, in := range sp.Inputs {
 		if !in.IsTokens && in.Text == "" {
 			// OpenAI refuses an empty string rather than embed nothing.
-			return badParam("input", "input[%d] is an empty string", i)
+			return wire.BadParam("input", "input[%d] is an empty string", i)
 		}
 	}
 	res, err := wire.RunEmbed(ctx, s.host(), &m.Model, &sp)
@@ -93,21 +94,9 @@ func (s *Server) openaiEmbeddings(ctx *fasthttp.RequestCtx, m *Model) error {
 		if b64 {
 			d.Embedding = wire.Base64Floats(v)
 		} else {
-			d.Embedding = widen(v)
+			d.Embedding = wire.Widen(v)
 		}
 		out.Data[i] = d
 	}
-	return writeJSON(ctx, out)
-}
-
-// widen writes float32 values as the float64 they are exactly, so a client
-// parsing the JSON into float64 (openai-go, Python) gets bit for bit what
-// it decodes from the base64 of the same vector; float32's own shortest
-// decimal would parse to a neighbouring float64.
-func widen(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
+	return wire.WriteJSON(ctx, out)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/batches"
+	"superfluid/http/wire"
 )
 
 // uploadFile stores the "file" part of a multipart/form-data request with
@@ -14,11 +15,11 @@ import (
 // here, for this route only.
 func (s *Server) uploadFile(ctx *fasthttp.RequestCtx, _ *Model) error {
 	if !bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data")) {
-		return badRequest("a file upload is multipart/form-data with the fields purpose and file")
+		return wire.BadRequest("a file upload is multipart/form-data with the fields purpose and file")
 	}
 	form, err := ctx.MultipartForm()
 	if err != nil {
-		return badRequest("malformed multipart/form-data: %v", err)
+		return wire.BadRequest("malformed multipart/form-data: %v", err)
 	}
 	defer ctx.Request.RemoveMultipartFormFiles()
 	purpose := ""
@@ -26,11 +27,11 @@ func (s *Server) uploadFile(ctx *fasthttp.RequestCtx, _ *Model) error {
 		purpose = v[0]
 	}
 	if purpose == "" {
-		return badParam("purpose", "purpose is required")
+		return wire.BadParam("purpose", "purpose is required")
 	}
 	fhs := form.File["file"]
 	if len(fhs) != 1 {
-		return badParam("file", "want one file in the field \"file\", got %d", len(fhs))
+		return wire.BadParam("file", "want one file in the field \"file\", got %d", len(fhs))
 	}
 	st, err := s.store()
 	if err != nil {
@@ -38,14 +39,14 @@ func (s *Server) uploadFile(ctx *fasthttp.RequestCtx, _ *Model) error {
 	}
 	f, err := fhs[0].Open()
 	if err != nil {
-		return serverError("reading the upload: %v", err)
+		return wire.ServerError("reading the upload: %v", err)
 	}
 	defer f.Close()
 	obj, err := st.CreateFile(fhs[0].Filename, purpose, f)
 	if err != nil {
 		return batchError(err)
 	}
-	return writeJSON(ctx, obj)
+	return wire.WriteJSON(ctx, obj)
 }
 
 func (s *Server) listFiles(ctx *fasthttp.RequestCtx, _ *Model) error {
@@ -82,7 +83,7 @@ func (s *Server) fileContent(ctx *fasthttp.RequestCtx, _ *Model) error {
 	fi, err := f.Stat() // the size on disk, whatever the object says
 	if err != nil {
 		f.Close()
-		return serverError("reading %s: %v", obj.ID, err)
+		return wire.ServerError("reading %s: %v", obj.ID, err)
 	}
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetBodyStream(s.progressBody(ctx, f), int(fi.Size()))

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/sched"
 )
 
@@ -72,14 +73,14 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 		if err == nil {
 			t.Fatalf("the stub scheduler refuses everything, yet the handler succeeded: %q", body)
 		}
-		e := asAPIError(err)
+		e := wire.AsError(err)
 		if e.Status < 400 || e.Status > 599 || e.Msg == "" || e.Type == "" {
 			t.Fatalf("refusal %+v for %q", e, body)
 		}
 		if e.Status >= 500 && !errors.Is(err, errStubRefused) {
 			t.Fatalf("a server error for client input: %+v for %q", e, body)
 		}
-		writeError(&ctx, apiOpenAI, err)
+		wire.WriteError(&ctx, wire.OpenAI, err)
 		var out struct {
 			Error struct {
 				Message string  `json:"message"`

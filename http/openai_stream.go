@@ -2,8 +2,10 @@ package http
 
 import (
 	"context"
+
 	"github.com/valyala/fasthttp"
 
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -26,12 +28,12 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 	return s.host().Stream(ctx, true, func(rctx context.Context) error {
 		g.Part = "choice"
 		var err error
-		if job, err = apiResult(task.Start(rctx, m.core(), g)); err != nil {
+		if job, err = wire.Result(task.Start(rctx, &m.Model, g)); err != nil {
 			return err
 		}
 		choices = chatChoices(g.Choices)
 		return nil
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		for i := range choices {
 			empty := ""
 			if ew.Send("", chunk(i, oaiDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
@@ -39,8 +41,8 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 			}
 		}
 		calls := make([]int, len(choices)) // each choice's calls so far
-		runJob(rctx, job, task.SinkFuncs{
-			OnDelta: func(i int, evs []reply.Event, d *delta) error {
+		wire.RunJob(rctx, job, task.SinkFuncs{
+			OnDelta: func(i int, evs []reply.Event, d *task.Delta) error {
 				c := choices[i]
 				var lp *oaiLogprobs
 				if d != nil && c.spec.Logprobs > 0 && len(d.Tokens) > 0 {
@@ -63,8 +65,8 @@ func (s *Server) streamChat(ctx *fasthttp.RequestCtx, m *Model, g *task.Request,
 			},
 			OnEnded: func(i int, t *task.Turn) error {
 				c := choices[i]
-				c.turnOut = turnOutOf(*t)
-				finish := c.finishReason()
+				c.TurnOut = wire.TurnOutOf(*t)
+				finish := c.FinishReason()
 				return ew.Send("", chunk(i, oaiDelta{}, nil, &finish))
 			},
 			OnFailed: ew.FailAll(cancel),

@@ -2,6 +2,7 @@ package http
 
 import (
 	"encoding/json"
+
 	"superfluid/http/wire"
 )
 
@@ -9,41 +10,13 @@ import (
 // clients send and read them. Optional scalars are pointers so that "absent"
 // and "zero" differ (temperature 0 is greedy; absent is the API default 1).
 
-type oaiMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"` // a string, or an array of content parts
-	Name    string          `json:"name,omitempty"`
-	// An assistant turn's calls, and the call a tool turn answers.
-	ToolCalls  []oaiToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string        `json:"tool_call_id,omitempty"`
-	// An assistant turn's reasoning, as llama-server and DeepSeek send it.
-	ReasoningContent string `json:"reasoning_content,omitempty"`
-}
-
-type oaiToolCall struct {
-	ID       string          `json:"id"`
-	Type     string          `json:"type"`
-	Function oaiFunctionCall `json:"function"`
-}
-
-type oaiFunctionCall struct {
-	Name string `json:"name"`
-	// Arguments is a JSON string holding a JSON object, as OpenAI sends it.
-	Arguments json.RawMessage `json:"arguments"`
-}
-
-type oaiContentPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
 type oaiStreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
 type oaiChatRequest struct {
 	Model               string             `json:"model"`
-	Messages            []oaiMessage       `json:"messages"`
+	Messages            []wire.Message     `json:"messages"`
 	MaxTokens           *int               `json:"max_tokens"`
 	MaxCompletionTokens *int               `json:"max_completion_tokens"`
 	Temperature         *float64           `json:"temperature"`
@@ -64,11 +37,11 @@ type oaiChatRequest struct {
 	User                string             `json:"user"`
 	// Tools, and what reaches the template: reasoning_effort (gpt-oss
 	// reads it) and chat_template_kwargs (enable_thinking …).
-	oaiTools
+	toolFields
 	ReasoningEffort    *string                    `json:"reasoning_effort"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	// Structured output: response_format and llama.cpp's json_schema, grammar.
-	wire.StructuredFields
+	structuredFields
 	// What the server does not honour, decoded to be refused by name.
 	oaiUnhonoured
 }

@@ -27,12 +27,12 @@ func (u *oaiChatUnhonoured) check() error {
 // honour: OpenAI's own fields and llama.cpp's extensions.
 type oaiUnhonoured struct {
 	oaiChatUnhonoured
-	wire.LlamaUnhonoured
+	llamaUnhonoured
 }
 
 func (u *oaiUnhonoured) check() error {
 	if err := u.oaiChatUnhonoured.check(); err != nil {
 		return err
 	}
-	return u.LlamaUnhonoured.Check()
+	return u.llamaUnhonoured.Check()
 }

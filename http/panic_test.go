@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"superfluid/http/wire"
 	"superfluid/panics"
 )
 
@@ -21,7 +22,7 @@ type requestShape struct {
 	name  string
 	path  string
 	body  string
-	kind  apiKind
+	kind  wire.API
 	sse   bool // streamed as server-sent events (else NDJSON when stream)
 	strm  bool
 	where string // the goroutine that follows the generation, as recovered names it
@@ -37,29 +38,29 @@ func requestShapes(maxTokens int) []requestShape {
 	}
 	hasDone := func(last string) bool { return last == "[DONE]" }
 	shapes := []requestShape{
-		{name: "openai whole", path: "/v1/chat/completions", body: chat(1, false), kind: apiOpenAI, where: "choice",
+		{name: "openai whole", path: "/v1/chat/completions", body: chat(1, false), kind: wire.OpenAI, where: "choice",
 			done: func(b string) bool { return strings.Contains(b, `"finish_reason":"length"`) }},
-		{name: "openai whole n=2", path: "/v1/chat/completions", body: chat(2, false), kind: apiOpenAI, where: "choice",
+		{name: "openai whole n=2", path: "/v1/chat/completions", body: chat(2, false), kind: wire.OpenAI, where: "choice",
 			done: func(b string) bool { return strings.Count(b, `"finish_reason":"length"`) == 2 }},
-		{name: "openai streamed n=2", path: "/v1/chat/completions", body: chat(2, true), kind: apiOpenAI, sse: true, strm: true, where: "choice", done: hasDone},
-		{name: "completions streamed n=2", path: "/v1/completions", kind: apiOpenAI, sse: true, strm: true, where: "choice", done: hasDone,
+		{name: "openai streamed n=2", path: "/v1/chat/completions", body: chat(2, true), kind: wire.OpenAI, sse: true, strm: true, where: "choice", done: hasDone},
+		{name: "completions streamed n=2", path: "/v1/completions", kind: wire.OpenAI, sse: true, strm: true, where: "choice", done: hasDone,
 			body: fmt.Sprintf(`{"model":"toy","prompt":"hi","max_tokens":%d,"temperature":0,"n":2,"stream":true}`, maxTokens)},
-		{name: "anthropic streamed", path: "/v1/messages", kind: apiAnthropic, sse: true, strm: true, where: "stream writer",
+		{name: "anthropic streamed", path: "/v1/messages", kind: wire.Anthropic, sse: true, strm: true, where: "stream writer",
 			body: fmt.Sprintf(`{"model":"toy","max_tokens":%d,"messages":[{"role":"user","content":"hi"}],"stream":true}`, maxTokens),
 			done: func(last string) bool { return strings.Contains(last, `"message_stop"`) }},
-		{name: "anthropic whole", path: "/v1/messages", kind: apiAnthropic, where: "handler of /v1/messages",
+		{name: "anthropic whole", path: "/v1/messages", kind: wire.Anthropic, where: "handler of /v1/messages",
 			body: fmt.Sprintf(`{"model":"toy","max_tokens":%d,"messages":[{"role":"user","content":"hi"}]}`, maxTokens),
 			done: func(b string) bool { return strings.Contains(b, `"stop_reason":"max_tokens"`) }},
-		{name: "ollama streamed", path: "/api/chat", kind: apiOllama, strm: true, where: "stream writer",
+		{name: "ollama streamed", path: "/api/chat", kind: wire.Ollama, strm: true, where: "stream writer",
 			body: fmt.Sprintf(`{"model":"toy","messages":[{"role":"user","content":"hi"}],"options":{"num_predict":%d,"temperature":0}}`, maxTokens),
 			done: func(last string) bool { return strings.Contains(last, `"done":true`) }},
-		{name: "ollama whole", path: "/api/generate", kind: apiOllama, where: "handler of /api/generate",
+		{name: "ollama whole", path: "/api/generate", kind: wire.Ollama, where: "handler of /api/generate",
 			body: fmt.Sprintf(`{"model":"toy","prompt":"hi","stream":false,"options":{"num_predict":%d,"temperature":0}}`, maxTokens),
 			done: func(b string) bool { return strings.Contains(b, `"done":true`) }},
-		{name: "llama.cpp streamed", path: "/completion", kind: apiLlama, sse: true, strm: true, where: "run",
+		{name: "llama.cpp streamed", path: "/completion", kind: wire.Llama, sse: true, strm: true, where: "run",
 			body: fmt.Sprintf(`{"prompt":"hi","n_predict":%d,"temperature":0,"stream":true}`, maxTokens),
 			done: func(last string) bool { return strings.Contains(last, `"stop":true`) }},
-		{name: "llama.cpp whole, two prompts", path: "/completion", kind: apiLlama, where: "run",
+		{name: "llama.cpp whole, two prompts", path: "/completion", kind: wire.Llama, where: "run",
 			body: fmt.Sprintf(`{"prompt":["hi","ho"],"n_predict":%d,"temperature":0}`, maxTokens),
 			done: func(b string) bool { return strings.Count(b, `"stop":true`) == 2 }},
 	}
@@ -114,7 +115,7 @@ func errorEvent(t *testing.T, r requestShape, body string, status int) string {
 		t.Fatalf("%s: an empty stream", r.name)
 	}
 	last := evs[len(evs)-1]
-	if r.kind == apiAnthropic {
+	if r.kind == wire.Anthropic {
 		name, data, _ := strings.Cut(last, "\x00")
 		if name != "error" {
 			t.Fatalf("%s: the stream ends with event %q, want an error event: %q", r.name, name, body)

@@ -10,6 +10,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/sched"
 )
 
@@ -188,7 +189,7 @@ func runPoisonCases(t *testing.T, cases []poisonCase) {
 		if !strings.Contains(msg, c.field) {
 			t.Errorf("%s: %q does not name %s", name, msg, c.field)
 		}
-		if kind == apiOpenAI {
+		if kind == wire.OpenAI {
 			var e struct {
 				Error struct {
 					Param *string `json:"param"`
@@ -422,7 +423,7 @@ func TestUnhonouredFieldsRefused(t *testing.T) {
 // since the FIM format truncates them anyway.
 func TestPromptBytesRefusedBeforeTokenizing(t *testing.T) {
 	m, sc, wt, do := poisonServer(t, engine.ModelSampling{})
-	limit := maxPromptBytes(m)
+	limit := wire.MaxPromptBytes(&m.Model)
 	if limit != 16*512 {
 		t.Fatalf("limit %d for a context of 512", limit)
 	}
@@ -451,7 +452,7 @@ func TestPromptBytesRefusedBeforeTokenizing(t *testing.T) {
 		if msg := errorShapeOf(t, kindOfPath(c.path), status, b); !strings.Contains(msg, "bytes") {
 			t.Errorf("%s: %q does not say the prompt is too long", c.path, msg)
 		}
-		if kindOfPath(c.path) == apiOpenAI && !strings.Contains(string(b), `"param":"`+c.field+`"`) {
+		if kindOfPath(c.path) == wire.OpenAI && !strings.Contains(string(b), `"param":"`+c.field+`"`) {
 			t.Errorf("%s: %s does not name %s", c.path, b, c.field)
 		}
 		if n := wt.longestText(); n > limit {

@@ -25,7 +25,7 @@ import (
 
 func responsesRoutes() map[string][]route {
 	r := func(method string, h func(*Server, *fasthttp.RequestCtx, *Model) error) route {
-		return route{method: method, kind: apiOpenAI, handler: h}
+		return route{method: method, kind: wire.OpenAI, handler: h}
 	}
 	modelFree := func(rt route) route { rt.anyModel = true; return rt }
 	return map[string][]route{
@@ -65,7 +65,7 @@ type respJob struct {
 
 func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
 	var req respRequest
-	if err := decodeJSON(ctx, &req); err != nil {
+	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
 	job, err := s.planResponse(ctx, m, &req)
@@ -77,18 +77,18 @@ func (s *Server) createResponse(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	rctx, done := s.requestContext(ctx)
 	defer done()
-	run, err := startOne(rctx, m, job.g, false)
+	run, err := wire.StartOne(rctx, &m.Model, job.g, false)
 	if err != nil {
 		return err
 	}
 	b := newRespBuilder(m, &job.obj, nil)
-	out, err := followOne(rctx, run, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
+	out, err := wire.FollowOne(rctx, run, func(evs []reply.Event, _ *task.Delta) error { return b.take(evs) })
 	if err != nil {
 		return err
 	}
 	b.finish(job.g, out)
 	s.keepResponse(job)
-	return writeJSON(ctx, &job.obj)
+	return wire.WriteJSON(ctx, &job.obj)
 }
 
 // planResponse reads the request into a chat turn and plans it.
@@ -102,26 +102,26 @@ func (s *Server) planResponse(ctx *fasthttp.RequestCtx, m *Model, req *respReque
 	if err := wire.RefuseUnhonoured(wire.UnhonouredField("text.verbosity", req.Text.Verbosity, wire.StringIn("medium"), "this server does not steer the length of replies")); err != nil {
 		return nil, err
 	}
-	if !isNull(req.Metadata) && !isObject(req.Metadata) {
-		return nil, badParam("metadata", "metadata must be an object of strings")
+	if !task.IsNull(req.Metadata) && !isObject(req.Metadata) {
+		return nil, wire.BadParam("metadata", "metadata must be an object of strings")
 	}
 	rt, err := s.respTurn(req)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := apiResult(task.PlanChat(m.core(), &rt.turn))
+	plan, err := wire.Result(task.PlanChat(&m.Model, &rt.turn))
 	if err != nil {
 		return nil, err
 	}
-	maxTok, err := maxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
+	maxTok, err := wire.MaxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
-	smp, err := sampling(m, samplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
+	smp, err := wire.Sampling(&m.Model, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
-	class, err := s.turnClass(ctx, &rt.turn)
+	class, err := wire.TurnClass(ctx, s.host(), &rt.turn)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (s *Server) respTurn(req *respRequest) (respTurnOf, error) {
 	rt.turn = task.Chat{Messages: msgs, Tools: tools, Shape: shape}
 	rt.tools = echo
 	if req.Reasoning != nil && req.Reasoning.Effort != nil {
-		if err := apiErr(rt.turn.SetEffort("reasoning.effort", *req.Reasoning.Effort)); err != nil {
+		if err := wire.Convert(rt.turn.SetEffort("reasoning.effort", *req.Reasoning.Effort)); err != nil {
 			return rt, err
 		}
 	}
@@ -219,34 +219,34 @@ func (s *Server) previousItems(id string) ([]json.RawMessage, error) {
 	}
 	rec, err := s.responseStore().Get(id)
 	if errors.Is(err, respstore.ErrNotFound) {
-		e := badParam("previous_response_id", "Previous response with id '%s' not found.", id)
+		e := wire.BadParam("previous_response_id", "Previous response with id '%s' not found.", id)
 		e.Code = "previous_response_not_found"
 		return nil, e
 	}
 	if err != nil {
-		return nil, serverError("reading the previous response: %v", err)
+		return nil, wire.ServerError("reading the previous response: %v", err)
 	}
 	var input []json.RawMessage
 	var resp struct {
 		Output []json.RawMessage `json:"output"`
 	}
 	if err := json.Unmarshal(rec.Input, &input); err != nil {
-		return nil, serverError("the stored response %s is damaged: %v", id, err)
+		return nil, wire.ServerError("the stored response %s is damaged: %v", id, err)
 	}
 	if err := json.Unmarshal(rec.Response, &resp); err != nil {
-		return nil, serverError("the stored response %s is damaged: %v", id, err)
+		return nil, wire.ServerError("the stored response %s is damaged: %v", id, err)
 	}
 	return append(input, resp.Output...), nil
 }
 
 // respInstructions reads instructions: a string, or null.
 func respInstructions(raw json.RawMessage) (*string, error) {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return nil, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, badParam("instructions", "instructions must be a string")
+		return nil, wire.BadParam("instructions", "instructions must be a string")
 	}
 	return &s, nil
 }
@@ -265,7 +265,7 @@ func (s *Server) storable(items []json.RawMessage) error {
 		size += int64(len(it)) + 1
 	}
 	if size > limit {
-		return badParam("store", "the conversation is %d bytes, over the %d bytes a stored response may hold (--max-stored-response-bytes); send store: false, or start a new conversation", size, limit)
+		return wire.BadParam("store", "the conversation is %d bytes, over the %d bytes a stored response may hold (--max-stored-response-bytes); send store: false, or start a new conversation", size, limit)
 	}
 	return nil
 }
@@ -303,16 +303,16 @@ func (s *Server) deleteResponse(ctx *fasthttp.RequestCtx, _ *Model) error {
 	if err := s.responseStore().Delete(id); err != nil {
 		return respStoreError(id, err)
 	}
-	return writeJSON(ctx, respDeleted{ID: id, Object: "response", Deleted: true})
+	return wire.WriteJSON(ctx, respDeleted{ID: id, Object: "response", Deleted: true})
 }
 
 func respStoreError(id string, err error) error {
 	if errors.Is(err, respstore.ErrNotFound) {
-		e := notFound("Response with id '%s' not found.", id)
+		e := wire.NotFound("Response with id '%s' not found.", id)
 		e.Type, e.Code = "invalid_request_error", ""
 		return e
 	}
-	return serverError("%v", err)
+	return wire.ServerError("%v", err)
 }
 
 func isObject(raw json.RawMessage) bool {
@@ -328,7 +328,7 @@ func valueOr(p *float64, d float64) float64 {
 }
 
 func rawOr(raw json.RawMessage, d string) json.RawMessage {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return json.RawMessage(d)
 	}
 	return raw

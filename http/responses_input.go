@@ -17,7 +17,7 @@ import (
 // respInputItems splits input into its items: a string is one user
 // message, a list is the items themselves.
 func respInputItems(raw json.RawMessage) ([]json.RawMessage, error) {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return nil, nil
 	}
 	var s string
@@ -27,7 +27,7 @@ func respInputItems(raw json.RawMessage) ([]json.RawMessage, error) {
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, badParam("input", "input must be a string or a list of items")
+		return nil, wire.BadParam("input", "input must be a string or a list of items")
 	}
 	return items, nil
 }
@@ -48,7 +48,7 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 	for i, raw := range items {
 		var it respItemIn
 		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, badParam("input", "%s: not an input item (%v)", where(i), err)
+			return nil, wire.BadParam("input", "%s: not an input item (%v)", where(i), err)
 		}
 		if it.Type == "" && it.Role != "" {
 			it.Type = "message" // EasyInputMessage: {role, content}
@@ -61,11 +61,11 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 				role = chat.RoleSystem
 			case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant:
 			default:
-				return nil, badParam("input", "%s.role: %q is not user, assistant, system or developer", where(i), it.Role)
+				return nil, wire.BadParam("input", "%s.role: %q is not user, assistant, system or developer", where(i), it.Role)
 			}
 			text, err := respContentText(it.Content)
 			if err != nil {
-				return nil, badParam("input", "%s.content: %v", where(i), err)
+				return nil, wire.BadParam("input", "%s.content: %v", where(i), err)
 			}
 			if role != chat.RoleAssistant {
 				out = append(out, chat.Message{Role: role, Content: text})
@@ -80,14 +80,14 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 			open, reasoning = len(out)-1, ""
 		case "function_call":
 			if it.Name == "" {
-				return nil, badParam("input", "%s.name: a function call needs a name", where(i))
+				return nil, wire.BadParam("input", "%s.name: a function call needs a name", where(i))
 			}
 			if it.CallID == "" {
-				return nil, badParam("input", "%s.call_id: a function call needs a call_id", where(i))
+				return nil, wire.BadParam("input", "%s.call_id: a function call needs a call_id", where(i))
 			}
-			args, err := callArguments(it.Arguments)
+			args, err := wire.CallArguments(it.Arguments)
 			if err != nil {
-				return nil, badParam("input", "%s.arguments: %v", where(i), err)
+				return nil, wire.BadParam("input", "%s.arguments: %v", where(i), err)
 			}
 			if open < 0 {
 				out = append(out, chat.Message{Role: chat.RoleAssistant, ReasoningContent: reasoning})
@@ -97,11 +97,11 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 			callNames[it.CallID] = it.Name
 		case "function_call_output":
 			if it.CallID == "" {
-				return nil, badParam("input", "%s.call_id: a function call output needs the call_id of its call", where(i))
+				return nil, wire.BadParam("input", "%s.call_id: a function call output needs the call_id of its call", where(i))
 			}
 			text, err := respOutputText(it.Output)
 			if err != nil {
-				return nil, badParam("input", "%s.output: %v", where(i), err)
+				return nil, wire.BadParam("input", "%s.output: %v", where(i), err)
 			}
 			out = append(out, chat.Message{Role: chat.RoleTool, Content: text, ToolCallID: it.CallID, Name: callNames[it.CallID]})
 			open = -1
@@ -110,13 +110,13 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 			open = -1
 			reasoning += respReasoningText(it)
 		case "":
-			return nil, badParam("input", "%s.type is required", where(i))
+			return nil, wire.BadParam("input", "%s.type is required", where(i))
 		default:
-			return nil, badParam("input", "%s.type: %q items are not supported (message, function_call, function_call_output and reasoning are)", where(i), it.Type)
+			return nil, wire.BadParam("input", "%s.type: %q items are not supported (message, function_call, function_call_output and reasoning are)", where(i), it.Type)
 		}
 	}
 	if len(out) == 0 {
-		return nil, badParam("input", "input has no messages")
+		return nil, wire.BadParam("input", "input has no messages")
 	}
 	return task.CallOnlyTurns(out), nil
 }
@@ -124,7 +124,7 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 // respContentText reads a message's content: a string or a list of text
 // parts (input_text, output_text; a refusal's text).
 func respContentText(raw json.RawMessage) (string, error) {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return "", nil
 	}
 	var s string
@@ -152,7 +152,7 @@ func respContentText(raw json.RawMessage) (string, error) {
 // respOutputText reads a function call's output: a string, or a list of
 // input_text parts.
 func respOutputText(raw json.RawMessage) (string, error) {
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return "", fmt.Errorf("a function call output needs an output")
 	}
 	return respContentText(raw)
@@ -201,7 +201,7 @@ func respTools(in []json.RawMessage) (task.Tools, []json.RawMessage, error) {
 	for i, raw := range in {
 		var d respToolDef
 		if err := json.Unmarshal(raw, &d); err != nil {
-			return task.Tools{}, nil, badParam("tools", "tools[%d]: not a tool (%v)", i, err)
+			return task.Tools{}, nil, wire.BadParam("tools", "tools[%d]: not a tool (%v)", i, err)
 		}
 		if d.Type != "function" {
 			slog.Warn("responses: skipping a tool this server cannot run", "index", i, "type", d.Type, "name", d.Name)
@@ -210,7 +210,7 @@ func respTools(in []json.RawMessage) (task.Tools, []json.RawMessage, error) {
 		list = append(list, reply.Tool{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 		echo = append(echo, raw)
 	}
-	t, err := apiResult(task.NewTools("tools", list))
+	t, err := wire.Result(task.NewTools("tools", list))
 	return t, echo, err
 }
 
@@ -219,38 +219,38 @@ func respTools(in []json.RawMessage) (task.Tools, []json.RawMessage, error) {
 // allowed_tools, is refused by name: it demands what the server cannot do.
 func respToolChoice(t *task.Tools, raw json.RawMessage, parallel bool) error {
 	single := !parallel
-	if isNull(raw) {
-		return apiErr(t.Require("tool_choice", "auto", "", single))
+	if task.IsNull(raw) {
+		return wire.Convert(t.Require("tool_choice", "auto", "", single))
 	}
 	var mode string
 	if json.Unmarshal(raw, &mode) == nil {
 		if mode == "named" {
-			return badParam("tool_choice", "tool_choice: unknown mode %q", mode)
+			return wire.BadParam("tool_choice", "tool_choice: unknown mode %q", mode)
 		}
-		return apiErr(t.Require("tool_choice", mode, "", single))
+		return wire.Convert(t.Require("tool_choice", mode, "", single))
 	}
 	var obj struct {
 		Type string `json:"type"`
 		Name string `json:"name"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return badParam("tool_choice", `tool_choice must be "none", "auto", "required" or {"type": "function", "name": …}`)
+		return wire.BadParam("tool_choice", `tool_choice must be "none", "auto", "required" or {"type": "function", "name": …}`)
 	}
 	if obj.Type != "function" {
 		return wire.NotSupported("tool_choice", fmt.Sprintf("a tool_choice of type %q; only function tools are run", obj.Type))
 	}
-	return apiErr(t.Require("tool_choice", "named", obj.Name, single))
+	return wire.Convert(t.Require("tool_choice", "named", obj.Name, single))
 }
 
 // respFormat reads text.format into the structured-output constraint.
 func respFormat(raw json.RawMessage) (task.Constraint, error) {
 	const field = "text.format"
-	if isNull(raw) {
+	if task.IsNull(raw) {
 		return task.Constraint{}, nil
 	}
 	var f respTextFormat
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return task.Constraint{}, badParam(field, `text.format must be an object such as {"type": "json_schema", "name": …, "schema": {…}}`)
+		return task.Constraint{}, wire.BadParam(field, `text.format must be an object such as {"type": "json_schema", "name": …, "schema": {…}}`)
 	}
 	switch f.Type {
 	case "text":
@@ -258,11 +258,11 @@ func respFormat(raw json.RawMessage) (task.Constraint, error) {
 	case "json_object":
 		return task.Constraint{Field: field, AnyObject: true}, nil
 	case "json_schema":
-		schema, err := apiResult(task.SchemaValue(field+".schema", f.Schema))
+		schema, err := wire.Result(task.SchemaValue(field+".schema", f.Schema))
 		if err != nil {
 			return task.Constraint{}, err
 		}
 		return task.Constraint{Field: field + ".schema", Schema: schema, Strict: f.Strict != nil && *f.Strict}, nil
 	}
-	return task.Constraint{}, badParam(field+".type", "text.format.type %q is not one of \"text\", \"json_object\", \"json_schema\"", f.Type)
+	return task.Constraint{}, wire.BadParam(field+".type", "text.format.type %q is not one of \"text\", \"json_object\", \"json_schema\"", f.Type)
 }

@@ -165,7 +165,7 @@ func (b *respBuilder) call(c reply.ToolCall) error {
 // incomplete when max_output_tokens cut it short. The terminal event is
 // left to end, so that the response can be stored first: a client that
 // has seen response.completed may name it at once.
-func (b *respBuilder) finish(g *task.Request, out turnOut) error {
+func (b *respBuilder) finish(g *task.Request, out wire.TurnOut) error {
 	status := "completed"
 	if out.Finish == "length" {
 		status = "incomplete"
@@ -199,7 +199,7 @@ func (b *respBuilder) end() error {
 
 // fail ends a streamed response that could not finish.
 func (b *respBuilder) fail(err error) {
-	e := asAPIError(err)
+	e := wire.AsError(err)
 	code := e.Code
 	if code == "" {
 		code = "server_error"
@@ -217,14 +217,14 @@ func (s *Server) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 	var run *task.Job
 	return s.host().Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		run, err = startOne(rctx, job.m, job.g, false)
+		run, err = wire.StartOne(rctx, &job.m.Model, job.g, false)
 		return err
-	}, func(rctx context.Context, cancel context.CancelFunc, ew *eventWriter) {
+	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
 		if b.start() != nil {
 			return
 		}
-		out, err := followOne(rctx, run, func(evs []reply.Event, _ *delta) error { return b.take(evs) })
+		out, err := wire.FollowOne(rctx, run, func(evs []reply.Event, _ *task.Delta) error { return b.take(evs) })
 		if err != nil {
 			if rctx.Err() == nil {
 				b.fail(err)

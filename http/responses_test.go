@@ -8,6 +8,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/reply"
 	"superfluid/respstore"
 	"superfluid/task"
@@ -153,7 +154,7 @@ func TestRespBuilderEventOrder(t *testing.T) {
 	b.take([]reply.Event{{Kind: reply.Reasoning, Text: "think"}, {Kind: reply.Reasoning, Text: "ing"}, {Kind: reply.Content, Text: "\n\n"},
 		{Kind: reply.Content, Text: "Hi"}, {Kind: reply.Content, Text: "."},
 		{Kind: reply.Content, Text: "\n"}, {Kind: reply.Call, Call: reply.ToolCall{Name: "f", Arguments: json.RawMessage(`{"a":1}`)}}})
-	b.finish(&task.Request{}, turnOut{outcome: outcome{Finish: "stop", Completed: 9}})
+	b.finish(&task.Request{}, wire.TurnOut{Outcome: task.Outcome{Finish: "stop", Completed: 9}})
 	b.end()
 	want := []string{
 		"response.created", "response.in_progress",
@@ -182,7 +183,7 @@ func TestRespBuilderCutShortIsIncomplete(t *testing.T) {
 	obj := respObject{Output: []respItemOut{}}
 	b := newRespBuilder(nil, &obj, nil)
 	b.take([]reply.Event{{Kind: reply.Content, Text: "abc"}})
-	b.finish(&task.Request{Spec: task.Spec{Prompt: make([]engine.Token, 4)}}, turnOut{outcome: outcome{Finish: "length", Completed: 3}})
+	b.finish(&task.Request{Spec: task.Spec{Prompt: make([]engine.Token, 4)}}, wire.TurnOut{Outcome: task.Outcome{Finish: "length", Completed: 3}})
 	if obj.Status != "incomplete" || obj.IncompleteDetails == nil || obj.IncompleteDetails.Reason != "max_output_tokens" ||
 		obj.Output[0].Status != "incomplete" || obj.Usage.TotalTokens != 7 {
 		t.Fatalf("got %+v", obj)
@@ -201,7 +202,7 @@ func FuzzRespConversation(f *testing.F) {
 		}
 		msgs, err := respConversation(items, index)
 		if err != nil {
-			if e := asAPIError(err); e.Status != 400 {
+			if e := wire.AsError(err); e.Status != 400 {
 				t.Fatalf("%s: status %d", input, e.Status)
 			}
 			return
@@ -221,7 +222,7 @@ func TestRespBuilderFailEndsTheStream(t *testing.T) {
 	var last *respEvent
 	b := newRespBuilder(nil, &obj, func(ev *respEvent) error { last = ev; return nil })
 	b.take([]reply.Event{{Kind: reply.Content, Text: "abc"}})
-	b.fail(errShutDown)
+	b.fail(wire.ErrShutDown)
 	if last.Type != "response.failed" || obj.Status != "failed" || obj.Error == nil || obj.Error.Message == "" || obj.Output[0].Status != "incomplete" {
 		t.Fatalf("last event %s, response %+v", last.Type, obj)
 	}
@@ -251,7 +252,7 @@ func TestRespStoreRefusesAConversationTooLargeToStore(t *testing.T) {
 	c := memServer(t, s)
 	long := strings.Repeat("y", 300)
 	status, _, b := call(t, c, "POST", "/v1/responses", `{"model":"fake","input":"`+long+`"}`)
-	if msg := errorShapeOf(t, apiOpenAI, status, b); status != 400 || !strings.Contains(msg, "store") || !strings.Contains(msg, "200 bytes") {
+	if msg := errorShapeOf(t, wire.OpenAI, status, b); status != 400 || !strings.Contains(msg, "store") || !strings.Contains(msg, "200 bytes") {
 		t.Fatalf("a conversation over the record bound: %d %s", status, b)
 	}
 	if len(sc.taken()) != 0 {

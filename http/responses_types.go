@@ -2,6 +2,7 @@ package http
 
 import (
 	"encoding/json"
+
 	"superfluid/http/wire"
 )
 

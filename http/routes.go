@@ -7,6 +7,7 @@ import (
 
 	"superfluid/http/anthropic"
 	"superfluid/http/llamacpp"
+	"superfluid/http/wire"
 	"superfluid/task"
 )
 
@@ -86,9 +87,9 @@ func checkModelKind(m *Model, r route) error {
 	case m == nil:
 		return nil
 	case r.generates && m.Sched == nil:
-		return badRequest("model %q is an embedding model: it does not generate text", m.Name)
+		return wire.BadRequest("model %q is an embedding model: it does not generate text", m.Name)
 	case r.embeds && m.Embed == nil:
-		return fromTask(task.NoEmbeddings(&m.Model))
+		return wire.FromTask(task.NoEmbeddings(&m.Model))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/batches"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -129,7 +130,7 @@ type Server struct {
 
 type route struct {
 	method  string
-	kind    apiKind
+	kind    wire.API
 	handler func(*Server, *fasthttp.RequestCtx, *Model) error
 	public  bool     // no API key needed
 	body    bodyKind // how large a body it takes (bodyLimit)
@@ -239,7 +240,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	}
 	switch {
 	case a.refuse != nil:
-		writeError(ctx, a.kind, a.refuse)
+		wire.WriteError(ctx, a.kind, a.refuse)
 		ctx.SetConnectionClose() // its body, if any, stays unread
 		return
 	case a.preflight:
@@ -247,7 +248,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := readBody(ctx, a.limit); err != nil {
-		writeError(ctx, a.kind, err)
+		wire.WriteError(ctx, a.kind, err)
 		ctx.SetConnectionClose()
 		return
 	}
@@ -261,7 +262,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	defer s.recoverPanic(ctx, path)
 	r, id, err := s.resolve(path, string(ctx.Method()), ctx.IsHead())
 	if err != nil {
-		writeError(ctx, r.kind, err)
+		wire.WriteError(ctx, r.kind, err)
 		return
 	}
 	s.run(ctx, r, id)
@@ -269,14 +270,14 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) {
 
 // resolve finds the route of a request and its path's {id}: 404 for no
 // route (in the shape its path implies), 405 for the wrong method.
-func (s *Server) resolve(path, method string, isHead bool) (route, string, *apiError) {
+func (s *Server) resolve(path, method string, isHead bool) (route, string, *wire.Error) {
 	rs, id, ok := s.lookup(path)
 	if !ok {
-		return route{kind: kindOfPath(path)}, "", &apiError{Status: fasthttp.StatusNotFound, Type: "not_found_error", Msg: fmt.Sprintf("no route %s %s", method, path)}
+		return route{kind: kindOfPath(path)}, "", &wire.Error{Status: fasthttp.StatusNotFound, Type: "not_found_error", Msg: fmt.Sprintf("no route %s %s", method, path)}
 	}
 	r, ok := pickMethod(rs, method, isHead)
 	if !ok {
-		return r, "", &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "invalid_request_error", Msg: fmt.Sprintf("%s wants %s, not %s", path, methodsOf(rs), method)}
+		return r, "", &wire.Error{Status: fasthttp.StatusMethodNotAllowed, Type: "invalid_request_error", Msg: fmt.Sprintf("%s wants %s, not %s", path, methodsOf(rs), method)}
 	}
 	return r, id, nil
 }
@@ -288,12 +289,12 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 	}
 	ms := s.registry()
 	if ms == nil && !r.loading {
-		writeError(ctx, r.kind, unavailable("the model is loading"))
+		wire.WriteError(ctx, r.kind, wire.Unavailable("the model is loading"))
 		return
 	}
 	if !s.gate.enter() {
 		ctx.Response.Header.Set("Connection", "close")
-		writeError(ctx, r.kind, unavailable("the server is shutting down"))
+		wire.WriteError(ctx, r.kind, wire.Unavailable("the server is shutting down"))
 		return
 	}
 	defer s.gate.leave()
@@ -304,14 +305,14 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 		var hold *modelHold
 		var err error
 		if m, hold, err = s.acquireModel(ctx, ms, r.kind); err != nil {
-			writeError(ctx, r.kind, err)
+			wire.WriteError(ctx, r.kind, err)
 			return
 		}
 		defer hold.done()
 		ctx.SetUserValue(modelHoldKey{}, hold)
 	}
 	if err := checkModelKind(m, r); err != nil {
-		writeError(ctx, r.kind, err)
+		wire.WriteError(ctx, r.kind, err)
 		return
 	}
 	// A streamed response outlives its handler; streamResponse holds the
@@ -319,7 +320,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 	// writes the write timeout.
 	ctx.SetUserValue(streamKey{}, s)
 	if err := r.handler(s, ctx, m); err != nil {
-		writeError(ctx, r.kind, err)
+		wire.WriteError(ctx, r.kind, err)
 	}
 }
 
@@ -330,7 +331,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 // their own (streamResponse, fanOut).
 func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, path string) {
 	if v := recover(); v != nil {
-		writeError(ctx, kindOfPath(path), recovered("handler of "+path, v))
+		wire.WriteError(ctx, kindOfPath(path), wire.Recovered("handler of "+path, v))
 	}
 }
 
@@ -369,7 +370,7 @@ func (s *Server) lookup(path string) ([]route, string, bool) {
 	}
 	// OpenAI clients may be pointed at a base URL without /v1.
 	if !strings.HasPrefix(path, "/v1/") {
-		if rs, id, ok := s.match("/v1" + path); ok && rs[0].kind == apiOpenAI {
+		if rs, id, ok := s.match("/v1" + path); ok && rs[0].kind == wire.OpenAI {
 			return rs, id, true
 		}
 	}
@@ -438,16 +439,16 @@ func pathID(ctx *fasthttp.RequestCtx) string {
 	return id
 }
 
-func kindOfPath(path string) apiKind {
+func kindOfPath(path string) wire.API {
 	switch {
 	case strings.HasPrefix(path, "/api/"):
-		return apiOllama
+		return wire.Ollama
 	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
-		return apiAnthropic
+		return wire.Anthropic
 	case strings.HasPrefix(path, "/v1/"):
-		return apiOpenAI
+		return wire.OpenAI
 	}
-	return apiLlama
+	return wire.Llama
 }
 
 func (s *Server) authorized(h *fasthttp.RequestHeader) bool {
@@ -468,11 +469,11 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	var ne interface{ Timeout() bool }
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		writeError(ctx, kind, tooLarge(s.cfg.MaxBody))
+		wire.WriteError(ctx, kind, tooLarge(s.cfg.MaxBody))
 	case errors.As(err, &ne) && ne.Timeout():
-		writeError(ctx, kind, timedOut("the request"))
+		wire.WriteError(ctx, kind, timedOut("the request"))
 	default:
-		writeError(ctx, kind, badRequest("malformed HTTP request: %v", err))
+		wire.WriteError(ctx, kind, wire.BadRequest("malformed HTTP request: %v", err))
 	}
 }
 

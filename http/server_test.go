@@ -20,6 +20,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/engine"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -155,7 +156,7 @@ func tryCall(c *nethttp.Client, method, path, body string) (int, string, []byte,
 
 // errorShapeOf decodes an error body in kind's shape and returns its
 // message; it fails the test when the shape is not the API's.
-func errorShapeOf(t *testing.T, kind apiKind, status int, body []byte) string {
+func errorShapeOf(t *testing.T, kind wire.API, status int, body []byte) string {
 	t.Helper()
 	var v struct {
 		Type  string          `json:"type"`
@@ -171,13 +172,13 @@ func errorShapeOf(t *testing.T, kind apiKind, status int, body []byte) string {
 		Param   *string `json:"param"`
 	}
 	switch kind {
-	case apiOllama:
+	case wire.Ollama:
 		var msg string
 		if json.Unmarshal(v.Error, &msg) != nil || msg == "" {
 			t.Fatalf("ollama error %q: want {\"error\": \"…\"}", body)
 		}
 		return msg
-	case apiAnthropic:
+	case wire.Anthropic:
 		if v.Type != "error" {
 			t.Fatalf("anthropic error %q: want type \"error\"", body)
 		}
@@ -185,7 +186,7 @@ func errorShapeOf(t *testing.T, kind apiKind, status int, body []byte) string {
 	if json.Unmarshal(v.Error, &inner) != nil || inner.Message == "" || inner.Type == "" {
 		t.Fatalf("%s error %q: want error.message and error.type", kind, body)
 	}
-	if kind == apiLlama {
+	if kind == wire.Llama {
 		if code, ok := inner.Code.(float64); !ok || int(code) != status {
 			t.Fatalf("llama.cpp error %q: code should be the status %d", body, status)
 		}
@@ -207,7 +208,7 @@ func TestServerWhileLoading(t *testing.T) {
 	if status != 503 {
 		t.Fatalf("/health while loading: %d %s", status, body)
 	}
-	if msg := errorShapeOf(t, apiLlama, 503, body); msg != "Loading model" {
+	if msg := errorShapeOf(t, wire.Llama, 503, body); msg != "Loading model" {
 		t.Errorf("/health while loading says %q, llama.cpp says \"Loading model\"", msg)
 	}
 	for _, ri := range s.Routes() {
@@ -308,14 +309,14 @@ func drainWhileRunning(t *testing.T, streamed bool) {
 	s.SetModel(m)
 	entered, release := make(chan struct{}), make(chan struct{})
 	want := "whole done"
-	s.routes["/test/running"] = []route{{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
+	s.routes["/test/running"] = []route{{method: "GET", kind: wire.OpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
 		if !streamed {
 			close(entered)
 			<-release
 			ctx.SetBodyString(want)
 			return nil
 		}
-		streamResponse(ctx, true, func(ew *eventWriter) {
+		streamResponse(ctx, true, func(ew *wire.EventWriter) {
 			ew.Raw("data: first\n\n")
 			close(entered)
 			<-release
@@ -348,7 +349,7 @@ func drainWhileRunning(t *testing.T, streamed bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	for path, kind := range map[string]apiKind{"/v1/models": apiOpenAI, "/metrics": apiLlama, "/api/tags": apiOllama, "/v1/messages": apiAnthropic} {
+	for path, kind := range map[string]wire.API{"/v1/models": wire.OpenAI, "/metrics": wire.Llama, "/api/tags": wire.Ollama, "/v1/messages": wire.Anthropic} {
 		rs, ok := s.routes[path]
 		if !ok {
 			continue
@@ -385,8 +386,8 @@ func TestServerDrainEndsWithAbandonedStream(t *testing.T) {
 	m, _ := stubModel(t)
 	s.SetModel(m)
 	started := make(chan struct{})
-	s.routes["/test/stream"] = []route{{method: "GET", kind: apiOpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
-		streamResponse(ctx, true, func(ew *eventWriter) {
+	s.routes["/test/stream"] = []route{{method: "GET", kind: wire.OpenAI, handler: func(_ *Server, ctx *fasthttp.RequestCtx, _ *Model) error {
+		streamResponse(ctx, true, func(ew *wire.EventWriter) {
 			close(started)
 			for ew.Raw("data: tick\n\n") == nil {
 				time.Sleep(time.Millisecond)

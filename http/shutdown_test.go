@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"superfluid/http/wire"
 )
 
 // A shutdown that outlasts its drain period stops the scheduler under the
@@ -54,7 +56,7 @@ func TestShutdownMidGenerationAnswers503(t *testing.T) {
 					if a.status != 503 {
 						t.Fatalf("whole answer %d %s, want 503", a.status, a.body)
 					}
-					if msg := errorShapeOf(t, r.kind, 503, []byte(a.body)); msg != errShutDown.Msg {
+					if msg := errorShapeOf(t, r.kind, 503, []byte(a.body)); msg != wire.ErrShutDown.Msg {
 						t.Errorf("503 says %q", msg)
 					}
 					continue
@@ -62,7 +64,7 @@ func TestShutdownMidGenerationAnswers503(t *testing.T) {
 				if a.status != 200 {
 					t.Fatalf("streamed: %d %s", a.status, a.body)
 				}
-				if msg := errorEvent(t, r, a.body, 503); msg != errShutDown.Msg {
+				if msg := errorEvent(t, r, a.body, 503); msg != wire.ErrShutDown.Msg {
 					t.Errorf("the error event says %q", msg)
 				}
 			}

@@ -18,8 +18,8 @@ func TestStopBoundsOnEveryAPI(t *testing.T) {
 		return "[" + strings.Join(parts, ",") + "]"
 	}
 	long := stopsJSON(1, task.MaxStopBytes+1)
-	many := stopsJSON(maxStops+1, 4)
-	atLimit := stopsJSON(maxStops, task.MaxStopsBytes/maxStops)
+	many := stopsJSON(task.MaxStops+1, 4)
+	atLimit := stopsJSON(task.MaxStops, task.MaxStopsBytes/task.MaxStops)
 	overTotal := stopsJSON(anthropic.MaxStops, task.MaxStopsBytes/anthropic.MaxStops+1)
 	var cases []poisonCase
 	for _, api := range []struct {

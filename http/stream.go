@@ -21,7 +21,7 @@ type streamKey struct{}
 // RequestCtx. Everything it needs is captured before. A panic in produce
 // ends this stream with an error event, not the process; produce's own
 // deferred calls (cancelling its request) run first.
-func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *eventWriter)) {
+func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *wire.EventWriter)) {
 	if sse {
 		ctx.SetContentType("text/event-stream")
 		ctx.Response.Header.Set("Cache-Control", "no-cache")
@@ -48,7 +48,7 @@ func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *eventWr
 		defer releaseModel()
 		defer func() {
 			if v := recover(); v != nil {
-				ew.Fail(recovered("stream writer", v))
+				ew.Fail(wire.Recovered("stream writer", v))
 			}
 		}()
 		ew.Attach(w)

@@ -11,6 +11,7 @@ import (
 	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/grammar"
+	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -214,7 +215,7 @@ func TestStructuredOutputRefusals(t *testing.T) {
 		}
 	}
 	status, b := do("POST", "/completion", llamaBody(`,"grammar":"root ::= (\"a\""`))
-	if msg := errorShapeOf(t, apiLlama, status, b); !strings.Contains(msg, "line 1, column") {
+	if msg := errorShapeOf(t, wire.Llama, status, b); !strings.Contains(msg, "line 1, column") {
 		t.Errorf("an unparsable grammar's refusal %q should say where it broke", msg)
 	}
 }
@@ -271,7 +272,7 @@ func TestEngineGrammarRefusalIs400(t *testing.T) {
 		if !strings.Contains(msg, tc.field) || !strings.Contains(msg, "failed to parse grammar") {
 			t.Errorf("%s: %q should name %s and the engine's reason", tc.path, msg, tc.field)
 		}
-		if kind == apiOpenAI {
+		if kind == wire.OpenAI {
 			var e struct {
 				Error struct {
 					Param string `json:"param"`
@@ -453,7 +454,7 @@ func TestReasoningRootNameIsUnused(t *testing.T) {
 }
 
 func TestGrammarFinishIsStop(t *testing.T) {
-	if got := finishName(sched.FinishGrammar); got != "stop" {
+	if got := task.FinishName(sched.FinishGrammar); got != "stop" {
 		t.Fatalf("finishName(FinishGrammar) = %q, want stop", got)
 	}
 }

@@ -9,7 +9,6 @@
 package anthropic
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 
@@ -17,7 +16,6 @@ import (
 
 	"superfluid/http/wire"
 	"superfluid/reply"
-	"superfluid/sched"
 	"superfluid/task"
 )
 
@@ -51,12 +49,12 @@ func (a *api) messages(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	}
 	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	job, err := start(rctx, m, p.g)
+	job, err := wire.StartOne(rctx, m, p.g, false)
 	if err != nil {
 		return err
 	}
 	var evs []reply.Event
-	out, err := follow(rctx, job, func(e []reply.Event) error { evs = append(evs, e...); return nil })
+	out, err := wire.FollowOne(rctx, job, func(e []reply.Event, _ *task.Delta) error { evs = append(evs, e...); return nil })
 	if err != nil {
 		return err
 	}
@@ -82,34 +80,12 @@ func (a *api) countTokens(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
-	plan, err := result(task.PlanChat(m, &turn.Chat))
+	plan, err := wire.Result(task.PlanChat(m, &turn.Chat))
 	if err != nil {
 		return err
 	}
 	return wire.WriteJSON(ctx, map[string]int{"input_tokens": len(plan.Prompt)})
 }
-
-// start submits req, a request of one choice, to run on the caller's
-// goroutine (Part empty): a panic in it is the handler's or the stream
-// writer's to recover, as for any one answer.
-func start(ctx context.Context, m *task.Model, req *task.Request) (*task.Job, error) {
-	req.Collect = false
-	return result(task.Start(ctx, m, req))
-}
-
-// follow runs a job of one chat turn to its end; emit hears the reply
-// events each delta completed.
-func follow(ctx context.Context, job *task.Job, emit func(evs []reply.Event) error) (task.Turn, error) {
-	turns, err := job.Run(ctx, task.SinkFuncs{OnDelta: func(_ int, evs []reply.Event, _ *task.Delta) error { return emit(evs) }})
-	var t task.Turn
-	if len(turns) > 0 {
-		t = turns[0]
-	}
-	return t, wire.Convert(err)
-}
-
-// result is a task call's result with its error in the transport's shape.
-func result[T any](v T, err error) (T, error) { return v, wire.Convert(err) }
 
 // countTokensLimit stands for max_tokens in count_tokens, which takes
 // none: thinking's budget is checked against no limit.
@@ -150,29 +126,29 @@ func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (*p
 	if *req.MaxTokens < 1 {
 		return nil, wire.BadParam("max_tokens", "max_tokens: must be at least 1")
 	}
-	maxTok, err := result(task.MaxTokens("max_tokens", req.MaxTokens, m.Desc.Ctx))
+	maxTok, err := wire.MaxTokens("max_tokens", req.MaxTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 1) {
 		return nil, wire.BadParam("temperature", "temperature: must be between 0 and 1")
 	}
-	smp, err := result(task.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP}))
+	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
-	if err := wire.Convert(task.CheckStops("stop_sequences", req.StopSequences, MaxStops)); err != nil {
+	if err := wire.CheckStops("stop_sequences", req.StopSequences, MaxStops); err != nil {
 		return nil, err
 	}
 	turn, breaks, err := a.readTurn(m, req, *req.MaxTokens)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := result(task.PlanChat(m, &turn.Chat))
+	plan, err := wire.Result(task.PlanChat(m, &turn.Chat))
 	if err != nil {
 		return nil, err
 	}
-	class, err := task.ChatClass(&turn.Chat, wire.ClassSent(ctx), func() (sched.Class, error) { return a.host.Class(ctx, "") })
+	class, err := wire.TurnClass(ctx, a.host, &turn.Chat)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +288,7 @@ func callInput(args json.RawMessage) json.RawMessage {
 // stopReason names how a turn ended: tool_use when the model
 // stopped after calling. A full context is reported as max_tokens: the
 // reply was cut short, not finished.
-func stopReason(out task.Turn) (string, *string) {
+func stopReason(out wire.TurnOut) (string, *string) {
 	switch {
 	case out.StopWord != "":
 		w := out.StopWord

@@ -75,15 +75,15 @@ func TestAnthropicSpec(t *testing.T) {
 func TestAnthropicStopReasonAndUsage(t *testing.T) {
 	call := []reply.ToolCall{{Name: "f", Arguments: []byte(`{}`)}}
 	for _, tc := range []struct {
-		out    task.Turn
+		out    wire.TurnOut
 		reason string
 		seq    string
 	}{
-		{task.Turn{Outcome: task.Outcome{Finish: "stop"}}, "end_turn", ""},
-		{task.Turn{Outcome: task.Outcome{Finish: "stop", StopWord: "END"}}, "stop_sequence", "END"},
-		{task.Turn{Outcome: task.Outcome{Finish: "length"}}, "max_tokens", ""},
-		{task.Turn{Outcome: task.Outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
-		{task.Turn{Outcome: task.Outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop"}}, "end_turn", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop", StopWord: "END"}}, "stop_sequence", "END"},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "length"}}, "max_tokens", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
+		{wire.TurnOut{Outcome: task.Outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
 	} {
 		reason, seq := stopReason(tc.out)
 		if reason != tc.reason || (seq == nil) != (tc.seq == "") || seq != nil && *seq != tc.seq {

@@ -32,7 +32,7 @@ func (a *api) stream(ctx *fasthttp.RequestCtx, m *task.Model, p *prepared, id, m
 		Content: []outBlock{}, Usage: usage{InputTokens: len(g.Prompt)}}
 	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		job, err = start(rctx, m, g)
+		job, err = wire.StartOne(rctx, m, g, false)
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		ew.Send("message_start", messageStart{Type: "message_start", Message: begin})
@@ -40,7 +40,7 @@ func (a *api) stream(ctx *fasthttp.RequestCtx, m *task.Model, p *prepared, id, m
 			return
 		}
 		bw := &blockWriter{send: ew.Send, omitThinking: p.omitThinking}
-		out, err := follow(rctx, job, bw.events)
+		out, err := wire.FollowOne(rctx, job, func(evs []reply.Event, _ *task.Delta) error { return bw.events(evs) })
 		if err != nil {
 			ew.Fail(err)
 			return
