@@ -13,8 +13,8 @@
 // that is waiting on a whole response.
 //
 // This package is becoming the transport only; the API families move into
-// sub-packages (http/llamacpp, http/ollama, http/openai with Responses;
-// http/anthropic next). An API package imports task, http/wire
+// sub-packages (http/llamacpp, http/ollama, http/openai with Responses,
+// http/anthropic). An API package imports task, http/wire
 // and leaf packages — never this package or another API — and exports
 // Routes(h wire.Host) []wire.Route; routeTable mounts them (mounted), so
 // auth, origin, body limits, model resolution and the model-kind check

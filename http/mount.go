@@ -85,6 +85,15 @@ func (h serverHost) ProgressBody(ctx *fasthttp.RequestCtx, body io.ReadCloser) i
 	return h.s.progressBody(ctx, body)
 }
 
+func (h serverHost) Pinner(ctx *fasthttp.RequestCtx) wire.CachePinner {
+	m, _ := ctx.UserValue(requestModelKey{}).(*Model)
+	if m == nil {
+		return nil
+	}
+	p, _ := m.Cache.(wire.CachePinner)
+	return p
+}
+
 func (h serverHost) Settings() wire.Settings {
 	return wire.Settings{Version: h.s.cfg.Version, Started: h.s.started, KeepBillingHeader: h.s.cfg.KeepBillingHeader}
 }
@@ -130,7 +139,7 @@ func (h serverHost) Loaded() []wire.LoadedEntry {
 
 // requestModelKey is the RequestCtx user value under which a mounted
 // route's request leaves its *Model, for what only the transport knows of
-// it (CacheStatus).
+// it (CacheStatus, Pinner).
 type requestModelKey struct{}
 
 // mounted is an API package's route as the route table holds it.

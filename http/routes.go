@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"superfluid/http/anthropic"
 	"superfluid/http/llamacpp"
 	"superfluid/http/ollama"
 	"superfluid/http/openai"
@@ -22,7 +23,6 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	all := map[string][]route{}
 	for _, part := range []map[string]route{
 		commonRoutes(),
-		anthropicRoutes(),
 	} {
 		for path, r := range part {
 			all[path] = append(all[path], r)
@@ -39,7 +39,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		}
 	}
 	host := serverHost{s}
-	for _, wr := range slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses)) {
+	for _, wr := range slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), anthropic.Routes(host)) {
 		all[wr.Path] = append(all[wr.Path], mounted(wr))
 	}
 	var patterns []string
@@ -57,7 +57,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 // before their handler runs. (An API package's route says so itself:
 // wire.Route.Generates.)
 var generationPaths = []string{
-	"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages",
+	"/v1/chat/completions", "/v1/completions", "/v1/responses",
 }
 
 // bodyKindOf says how large a body a route takes: a POST carries a

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"superfluid/http/anthropic"
 	"superfluid/task"
 )
 
@@ -19,7 +20,7 @@ func TestStopBoundsOnEveryAPI(t *testing.T) {
 	long := stopsJSON(1, task.MaxStopBytes+1)
 	many := stopsJSON(task.MaxStops+1, 4)
 	atLimit := stopsJSON(task.MaxStops, task.MaxStopsBytes/task.MaxStops)
-	overTotal := stopsJSON(anthropicMaxStops, task.MaxStopsBytes/anthropicMaxStops+1)
+	overTotal := stopsJSON(anthropic.MaxStops, task.MaxStopsBytes/anthropic.MaxStops+1)
 	var cases []poisonCase
 	for _, api := range []struct {
 		path  string

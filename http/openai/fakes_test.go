@@ -56,6 +56,7 @@ func (testHost) Settings() wire.Settings                  { return wire.Settings
 func (testHost) FIMFor(_ context.Context, m *task.Model) (*task.Model, func()) {
 	return m, func() {}
 }
+func (testHost) Pinner(*fasthttp.RequestCtx) wire.CachePinner                          { return nil }
 func (testHost) Store() wire.ModelStore                                                { return nil }
 func (testHost) Stopping() context.Context                                             { return context.Background() }
 func (testHost) ProgressBody(_ *fasthttp.RequestCtx, body io.ReadCloser) io.ReadCloser { return body }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/engine"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -91,6 +92,9 @@ type Host interface {
 	// Stopping ends when the server begins to shut down: work that
 	// outlives a request's generation (a pull) stops then.
 	Stopping() context.Context
+	// Pinner is the request's model's prefix cache when it can keep a
+	// prefix resident (Anthropic's cache_control), else nil.
+	Pinner(ctx *fasthttp.RequestCtx) CachePinner
 	// ProgressBody wraps a body streamed from a reader (a file's bytes)
 	// so that the write timeout bounds a stalled download, not a long one.
 	ProgressBody(ctx *fasthttp.RequestCtx, body io.ReadCloser) io.ReadCloser
@@ -107,6 +111,13 @@ func SetPathID(ctx *fasthttp.RequestCtx, id string) { ctx.SetUserValue(pathIDKey
 func PathID(ctx *fasthttp.RequestCtx) string {
 	id, _ := ctx.UserValue(pathIDKey{}).(string)
 	return id
+}
+
+// CachePinner is a prefix cache that can keep a prompt prefix resident for
+// a while: eviction and idle parking pass it over until ttl ends. Any
+// goroutine may call Pin.
+type CachePinner interface {
+	Pin(prefix []engine.Token, ttl time.Duration)
 }
 
 // Settings are the server's configuration values an API reads.

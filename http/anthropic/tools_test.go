@@ -1,4 +1,4 @@
-package http
+package anthropic
 
 import (
 	"encoding/json"
@@ -10,7 +10,6 @@ import (
 	"superfluid/chat"
 	"superfluid/engine"
 	"superfluid/http/wire"
-	"superfluid/metric"
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
@@ -18,7 +17,7 @@ import (
 
 // qwen3Model is chatmlModel rendering with Qwen3's real template, whose
 // tool calls and reasoning the reply package detects.
-func qwen3Model(t *testing.T) *Model {
+func qwen3Model(t *testing.T) *task.Model {
 	t.Helper()
 	src, err := os.ReadFile("/work/shared/templates/Qwen-Qwen3-0.6B.jinja")
 	if err != nil {
@@ -35,18 +34,15 @@ func qwen3Model(t *testing.T) *Model {
 	return m
 }
 
-func anthropicPlanOf(t *testing.T, m *Model, cfg Config, body string) (*anthropicPlan, error) {
+// planOf prepares body; keepBilling is --keep-billing-header.
+func planOf(t *testing.T, m *task.Model, keepBilling bool, body string) (*prepared, error) {
 	t.Helper()
 	ctx := requestCtx([]byte(body))
-	var req anthropicRequest
+	var req request
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return nil, err
 	}
-	srv, err := NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv.anthropicSpec(ctx, m, &req)
+	return testAPI(keepBilling).prepare(ctx, m, &req)
 }
 
 const weatherTool = `{"name":"get_weather","description":"Weather of a city","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
@@ -67,7 +63,7 @@ func TestAnthropicToolHistory(t *testing.T) {
 	 {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"},
 	   {"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"no data"}],"is_error":true},
 	   {"type":"text","text":"thanks"}]}]}`
-	p, err := anthropicPlanOf(t, m, Config{}, body)
+	p, err := planOf(t, m, false, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +94,7 @@ func TestAnthropicToolChoice(t *testing.T) {
 	m := qwen3Model(t)
 	base := `{"model":"tiny","max_tokens":64,"tools":[` + weatherTool + `],"messages":[{"role":"user","content":"hi"}],"tool_choice":`
 	for _, choice := range []string{`{"type":"any"}`, `{"type":"tool","name":"get_weather","disable_parallel_tool_use":true}`} {
-		p, err := anthropicPlanOf(t, m, Config{}, base+choice+`}`)
+		p, err := planOf(t, m, false, base+choice+`}`)
 		if err != nil {
 			t.Fatalf("%s: %v", choice, err)
 		}
@@ -107,7 +103,7 @@ func TestAnthropicToolChoice(t *testing.T) {
 			t.Errorf("%s: grammar %+v, want a call forced after the reasoning", choice, p.g.Grammar)
 		}
 	}
-	p, err := anthropicPlanOf(t, m, Config{}, base+`{"type":"none"}}`)
+	p, err := planOf(t, m, false, base+`{"type":"none"}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +116,7 @@ func TestAnthropicToolChoice(t *testing.T) {
 		`{"type":"sometimes"}`:          "tool_choice.type",
 		`"any"`:                         "tool_choice",
 	} {
-		_, err := anthropicPlanOf(t, m, Config{}, base+choice+`}`)
+		_, err := planOf(t, m, false, base+choice+`}`)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", choice, err, want)
 		}
@@ -135,7 +131,7 @@ func TestAnthropicToolChoice(t *testing.T) {
 func TestAnthropicThinkingConfig(t *testing.T) {
 	m := qwen3Model(t)
 	base := `{"model":"tiny","max_tokens":2048,"messages":[{"role":"user","content":"hi"}],"thinking":`
-	p, err := anthropicPlanOf(t, m, Config{}, base+`{"type":"disabled"}}`)
+	p, err := planOf(t, m, false, base+`{"type":"disabled"}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +139,7 @@ func TestAnthropicThinkingConfig(t *testing.T) {
 		t.Errorf("thinking disabled: prompt ends %q", got[max(len(got)-40, 0):])
 	}
 	for _, on := range []string{`{"type":"enabled","budget_tokens":1024}`, `{"type":"adaptive"}`} {
-		p, err := anthropicPlanOf(t, m, Config{}, base+on+`}`)
+		p, err := planOf(t, m, false, base+on+`}`)
 		if err != nil {
 			t.Fatalf("%s: %v", on, err)
 		}
@@ -157,7 +153,7 @@ func TestAnthropicThinkingConfig(t *testing.T) {
 		`{"type":"enabled","budget_tokens":4096}`: "max_tokens",
 		`{"type":"loud"}`:                         "thinking.type",
 	} {
-		_, err := anthropicPlanOf(t, m, Config{}, base+th+`}`)
+		_, err := planOf(t, m, false, base+th+`}`)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", th, err, want)
 		}
@@ -171,11 +167,11 @@ func TestAnthropicBillingHeader(t *testing.T) {
 	body := func(nonce string) string {
 		return `{"model":"tiny","max_tokens":4,"system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1.88.a3f; cc_entrypoint=cli; cch=` + nonce + `;"},{"type":"text","text":"You are Claude Code."}],"messages":[{"role":"user","content":"hi"}]}`
 	}
-	a, err := anthropicPlanOf(t, m, Config{}, body("00001"))
+	a, err := planOf(t, m, false, body("00001"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := anthropicPlanOf(t, m, Config{}, body("fe3a2"))
+	b, err := planOf(t, m, false, body("fe3a2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +179,7 @@ func TestAnthropicBillingHeader(t *testing.T) {
 	if got := m.Text.Detokenize(a.g.Prompt, true); got != want || m.Text.Detokenize(b.g.Prompt, true) != want {
 		t.Errorf("prompt %q, want %q", got, want)
 	}
-	kept, err := anthropicPlanOf(t, m, Config{KeepBillingHeader: true}, body("00001"))
+	kept, err := planOf(t, m, true, body("00001"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +198,6 @@ func TestAnthropicBillingHeader(t *testing.T) {
 // fakePinner records the pins a request asks for.
 type fakePinner struct{ pins map[int]time.Duration }
 
-func (f *fakePinner) AddMetrics(*metric.Page) {}
 func (f *fakePinner) Pin(prefix []engine.Token, ttl time.Duration) {
 	f.pins[len(prefix)] = ttl
 }
@@ -212,11 +207,10 @@ func (f *fakePinner) Pin(prefix []engine.Token, ttl time.Duration) {
 func TestAnthropicCacheBreakpoints(t *testing.T) {
 	m := chatmlModel(t, 512)
 	pinner := &fakePinner{pins: map[int]time.Duration{}}
-	m.Cache = pinner
 	body := `{"model":"tiny","max_tokens":4,
 	 "system":[{"type":"text","text":"S1"},{"type":"text","text":"S2","cache_control":{"type":"ephemeral","ttl":"1h"}}],
 	 "messages":[{"role":"user","content":[{"type":"text","text":"u1","cache_control":{"type":"ephemeral"}},{"type":"text","text":"u2"}]}]}`
-	p, err := anthropicPlanOf(t, m, Config{}, body)
+	p, err := planOf(t, m, false, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,11 +225,11 @@ func TestAnthropicCacheBreakpoints(t *testing.T) {
 	if !strings.HasPrefix(msg, "<|im_start|>system\nS1\n\nS2<|im_end|>\n<|im_start|>user\nu1") || strings.Contains(msg, "u2") {
 		t.Errorf("message mark %q", msg)
 	}
-	pinMarked(m, p.g.Prompt, p.breaks, p.marks)
+	pinMarked(pinner, p.g.Prompt, p.breaks, p.marks)
 	if pinner.pins[p.marks[0]] != time.Hour || pinner.pins[p.marks[1]] != 5*time.Minute {
 		t.Errorf("pins %v for marks %v", pinner.pins, p.marks)
 	}
-	u := anthropicUsageOf(len(p.g.Prompt), p.marked(), task.Outcome{})
+	u := usageOf(len(p.g.Prompt), p.marked(), task.Outcome{})
 	if u.CacheCreationInputTokens != p.marks[1] || u.InputTokens != len(p.g.Prompt)-p.marks[1] {
 		t.Errorf("usage %+v for a cold prompt of %d, marked %d", u, len(p.g.Prompt), p.marks[1])
 	}
@@ -243,13 +237,13 @@ func TestAnthropicCacheBreakpoints(t *testing.T) {
 		`{"type":"ephemeral","ttl":"2h"}`: "ttl",
 		`{"type":"forever"}`:              "cache_control.type",
 	} {
-		_, err := anthropicPlanOf(t, m, Config{}, `{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"text","text":"u","cache_control":`+bad+`}]}]}`)
+		_, err := planOf(t, m, false, `{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"text","text":"u","cache_control":`+bad+`}]}]}`)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", bad, err, want)
 		}
 	}
 	five := strings.Repeat(`{"type":"text","text":"u","cache_control":{"type":"ephemeral"}},`, 5)
-	if _, err := anthropicPlanOf(t, m, Config{}, `{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[`+strings.TrimSuffix(five, ",")+`]}]}`); err == nil || !strings.Contains(err.Error(), "maximum of 4") {
+	if _, err := planOf(t, m, false, `{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[`+strings.TrimSuffix(five, ",")+`]}]}`); err == nil || !strings.Contains(err.Error(), "maximum of 4") {
 		t.Errorf("five breakpoints: %v", err)
 	}
 }
@@ -265,7 +259,7 @@ type sentEvent struct {
 // one input_json_delta, indexes counting up.
 func TestAnthropicBlockWriter(t *testing.T) {
 	var sent []sentEvent
-	w := &anthropicBlockWriter{send: func(name string, v any) error {
+	w := &blockWriter{send: func(name string, v any) error {
 		b, _ := json.Marshal(v)
 		var body map[string]any
 		json.Unmarshal(b, &body)
@@ -317,7 +311,7 @@ func TestAnthropicBlockWriter(t *testing.T) {
 	}
 	// A turn of nothing still has its text block.
 	sent = nil
-	w = &anthropicBlockWriter{send: w.send}
+	w = &blockWriter{send: w.send}
 	if err := w.finish(); err != nil || len(sent) != 2 || sent[0].name != "content_block_start" {
 		t.Errorf("empty turn: %v %v", err, sent)
 	}
@@ -334,7 +328,7 @@ func TestAnthropicContentOf(t *testing.T) {
 		{Kind: reply.Reasoning, Text: "hm"}, {Kind: reply.Reasoning, Text: "m"}, {Kind: reply.Content, Text: "o"}, {Kind: reply.Content, Text: "k"},
 		{Kind: reply.Call, Call: reply.ToolCall{Name: "f", Arguments: json.RawMessage(`{"a":1}`)}}, {Kind: reply.Content, Text: "<too"},
 	}
-	blocks := anthropicContentOf(evs, false)
+	blocks := contentOf(evs, false)
 	b, _ := json.Marshal(blocks)
 	s := string(b)
 	for _, want := range []string{`{"type":"thinking","thinking":"hmm","signature":"` + thinkingSignature("hmm") + `"}`, `{"type":"text","text":"ok"}`, `"name":"f","input":{"a":1}}`, `{"type":"text","text":"\u003ctoo"}`} {
@@ -345,10 +339,10 @@ func TestAnthropicContentOf(t *testing.T) {
 	if len(blocks) != 4 || blocks[2].Type != "tool_use" || !strings.HasPrefix(blocks[2].ID, "toolu_") {
 		t.Errorf("blocks %s", s)
 	}
-	if b, _ := json.Marshal(anthropicContentOf(nil, false)); string(b) != `[{"type":"text","text":""}]` {
+	if b, _ := json.Marshal(contentOf(nil, false)); string(b) != `[{"type":"text","text":""}]` {
 		t.Errorf("empty turn: %s", b)
 	}
-	if blocks := anthropicContentOf([]reply.Event{{Kind: reply.Reasoning, Text: "secret"}}, true); *blocks[0].Thinking != "" || *blocks[0].Signature == "" {
+	if blocks := contentOf([]reply.Event{{Kind: reply.Reasoning, Text: "secret"}}, true); *blocks[0].Thinking != "" || *blocks[0].Signature == "" {
 		t.Errorf("display omitted: %+v", blocks[0])
 	}
 }

@@ -1,4 +1,4 @@
-package http
+package anthropic
 
 import (
 	"time"
@@ -19,15 +19,8 @@ import (
 // until the TTL ends, and usage reports how much of the marked prefix was
 // newly computed.
 
-// CachePinner is a CacheView that can keep a prompt prefix resident for a
-// while; the Anthropic API pins its cache_control breakpoints with it.
-// Any goroutine may call Pin.
-type CachePinner interface {
-	Pin(prefix []engine.Token, ttl time.Duration)
-}
-
-// anthropicMaxBreakpoints is Anthropic's limit of cache_control blocks.
-const anthropicMaxBreakpoints = 4
+// maxBreakpoints is Anthropic's limit of cache_control blocks.
+const maxBreakpoints = 4
 
 // cacheBreak is one breakpoint: the conversation up to it is the first
 // tools client tools (all of them when -1), the first system blocks of
@@ -43,7 +36,7 @@ type cacheBreak struct {
 }
 
 // cacheTTL reads a breakpoint's ttl.
-func cacheTTL(field string, cc *anthropicCacheControl) (time.Duration, error) {
+func cacheTTL(field string, cc *cacheControl) (time.Duration, error) {
 	if cc.Type != "ephemeral" {
 		return 0, wire.BadParam(field, "%s.cache_control.type: Input should be 'ephemeral'", field)
 	}
@@ -57,28 +50,28 @@ func cacheTTL(field string, cc *anthropicCacheControl) (time.Duration, error) {
 }
 
 // cacheBreaks lists the request's breakpoints; toolMarks and toolTTLs are
-// the tools' (anthropicTurnTools).
-func cacheBreaks(req *anthropicRequest, turns anthropicTurns, toolMarks []int, toolTTLs []string) ([]cacheBreak, error) {
+// the tools' (readTools).
+func cacheBreaks(req *request, conv conversation, toolMarks []int, toolTTLs []string) ([]cacheBreak, error) {
 	var out []cacheBreak
-	add := func(field string, cc *anthropicCacheControl, b cacheBreak) error {
+	add := func(field string, cc *cacheControl, b cacheBreak) error {
 		ttl, err := cacheTTL(field, cc)
 		b.ttl = ttl
 		out = append(out, b)
 		return err
 	}
 	for i, n := range toolMarks {
-		if err := add("tools", &anthropicCacheControl{Type: "ephemeral", TTL: toolTTLs[i]}, cacheBreak{tools: n}); err != nil {
+		if err := add("tools", &cacheControl{Type: "ephemeral", TTL: toolTTLs[i]}, cacheBreak{tools: n}); err != nil {
 			return nil, err
 		}
 	}
-	for j, b := range turns.system {
+	for j, b := range conv.system {
 		if b.CacheControl != nil {
 			if err := add("system", b.CacheControl, cacheBreak{tools: -1, system: j + 1}); err != nil {
 				return nil, err
 			}
 		}
 	}
-	for i, turn := range turns.msgs {
+	for i, turn := range conv.msgs {
 		for j, b := range turn.blocks {
 			if b.CacheControl != nil {
 				if err := add("messages", b.CacheControl, cacheBreak{tools: -1, system: -1, msgs: i + 1, blocks: j + 1}); err != nil {
@@ -92,20 +85,20 @@ func cacheBreaks(req *anthropicRequest, turns anthropicTurns, toolMarks []int, t
 			return nil, err
 		}
 	}
-	if len(out) > anthropicMaxBreakpoints {
-		return nil, wire.BadParam("cache_control", "A maximum of %d blocks with cache_control may be provided. Found %d.", anthropicMaxBreakpoints, len(out))
+	if len(out) > maxBreakpoints {
+		return nil, wire.BadParam("cache_control", "A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, len(out))
 	}
 	return out, nil
 }
 
 // upTo is the conversation before b's end.
-func (t anthropicTurns) upTo(b cacheBreak) anthropicTurns {
-	out := anthropicTurns{system: t.system}
+func (t conversation) upTo(b cacheBreak) conversation {
+	out := conversation{system: t.system}
 	if b.system >= 0 {
 		out.system = t.system[:min(b.system, len(t.system))]
 	}
 	if b.msgs > 0 {
-		out.msgs = append([]anthropicTurn(nil), t.msgs[:b.msgs]...)
+		out.msgs = append([]turnBlocks(nil), t.msgs[:b.msgs]...)
 		last := &out.msgs[b.msgs-1]
 		last.blocks = last.blocks[:min(b.blocks, len(last.blocks))]
 	}
@@ -120,14 +113,14 @@ func (t anthropicTurns) upTo(b cacheBreak) anthropicTurns {
 // system block after what follows it in Anthropic's order (Qwen writes the
 // tools after the system prompt) marks less than Anthropic would, never
 // more. A breakpoint the template cannot render alone marks nothing.
-func markedPrefixes(m *Model, turns anthropicTurns, tools task.Tools, breaks []cacheBreak, prompt []engine.Token) []int {
+func markedPrefixes(m *task.Model, conv conversation, tools task.Tools, breaks []cacheBreak, prompt []engine.Token) []int {
 	out := make([]int, len(breaks))
 	for i, b := range breaks {
 		if b.whole {
 			out[i] = len(prompt)
 			continue
 		}
-		msgs, err := turns.upTo(b).chat(true)
+		msgs, err := conv.upTo(b).chat(true)
 		if err != nil {
 			continue
 		}
@@ -142,7 +135,7 @@ func markedPrefixes(m *Model, turns anthropicTurns, tools task.Tools, breaks []c
 		if err != nil {
 			continue
 		}
-		toks, err := wire.Tokenize(&m.Model, text, true)
+		toks, err := task.Tokenize(m, text, true)
 		if err != nil {
 			continue
 		}
@@ -153,7 +146,7 @@ func markedPrefixes(m *Model, turns anthropicTurns, tools task.Tools, breaks []c
 
 // prefixText renders msgs with tools as task.PlanChat would, without the
 // generation prompt.
-func prefixText(m *Model, msgs []chat.Message, t task.Tools) (string, error) {
+func prefixText(m *task.Model, msgs []chat.Message, t task.Tools) (string, error) {
 	f := m.Reply()
 	req := chat.Request{Messages: msgs}
 	if t.Active() && f.Format.HasCalls() {
@@ -163,7 +156,7 @@ func prefixText(m *Model, msgs []chat.Message, t task.Tools) (string, error) {
 			req.Tools = t.Defs
 		}
 	}
-	return wire.Result(task.ChatPrompt(&m.Model, req))
+	return wire.Result(task.ChatPrompt(m, req))
 }
 
 func commonTokens(a, b []engine.Token) int {
@@ -174,11 +167,11 @@ func commonTokens(a, b []engine.Token) int {
 	return n
 }
 
-// pinMarked pins each marked prefix for its breakpoint's TTL, when m's
-// cache takes pins. A prefix of fewer than two tokens is not worth one.
-func pinMarked(m *Model, prompt []engine.Token, breaks []cacheBreak, marks []int) {
-	p, ok := m.Cache.(CachePinner)
-	if !ok {
+// pinMarked pins each marked prefix for its breakpoint's TTL in p, the
+// model's cache when it takes pins (nil when not). A prefix of fewer than
+// two tokens is not worth one.
+func pinMarked(p wire.CachePinner, prompt []engine.Token, breaks []cacheBreak, marks []int) {
+	if p == nil {
 		return
 	}
 	for i, n := range marks {
@@ -188,14 +181,14 @@ func pinMarked(m *Model, prompt []engine.Token, breaks []cacheBreak, marks []int
 	}
 }
 
-// anthropicUsageOf counts tokens as Anthropic bills them:
+// usageOf counts tokens as Anthropic bills them:
 // cache_read_input_tokens are the prompt tokens read from the prefix
 // cache, cache_creation_input_tokens those of the marked prefix (the
 // longest breakpoint's) that were computed anew, input_tokens the rest;
 // the prompt is their sum.
-func anthropicUsageOf(prompt, marked int, out task.Outcome) anthropicUsage {
+func usageOf(prompt, marked int, out task.Outcome) usage {
 	cached := min(out.Result.CachedTokens, prompt)
 	created := max(min(marked, prompt)-cached, 0)
-	return anthropicUsage{InputTokens: prompt - cached - created, OutputTokens: out.Completed,
+	return usage{InputTokens: prompt - cached - created, OutputTokens: out.Completed,
 		CacheReadInputTokens: cached, CacheCreationInputTokens: created}
 }

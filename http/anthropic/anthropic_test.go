@@ -1,4 +1,4 @@
-package http
+package anthropic
 
 import (
 	"strings"
@@ -10,15 +10,14 @@ import (
 	"superfluid/task"
 )
 
-func anthropicSpecOf(t *testing.T, m *Model, body string) (*task.Request, error) {
+func specOf(t *testing.T, m *task.Model, body string) (*task.Request, error) {
 	t.Helper()
 	ctx := requestCtx([]byte(body))
-	var req anthropicRequest
+	var req request
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return nil, err
 	}
-	srv, _ := NewServer(Config{})
-	p, err := srv.anthropicSpec(ctx, m, &req)
+	p, err := testAPI(false).prepare(ctx, m, &req)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +37,7 @@ func TestAnthropicPrompt(t *testing.T) {
 		`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":""}]}`:                                                                                   "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
 	}
 	for body, want := range cases {
-		g, err := anthropicSpecOf(t, m, strings.Replace(body, "{", `{"model":"tiny","max_tokens":4,`, 1))
+		g, err := specOf(t, m, strings.Replace(body, "{", `{"model":"tiny","max_tokens":4,`, 1))
 		if err != nil {
 			t.Errorf("%s: %v", body, err)
 			continue
@@ -53,7 +52,7 @@ func TestAnthropicPrompt(t *testing.T) {
 // range, top_k/top_p passed on, the class from the header.
 func TestAnthropicSpec(t *testing.T) {
 	m := chatmlModel(t, 512)
-	g, err := anthropicSpecOf(t, m, `{"model":"tiny:latest","max_tokens":7,"messages":[{"role":"user","content":"hi"}],"top_k":5,"top_p":0.5,"stop_sequences":["x"]}`)
+	g, err := specOf(t, m, `{"model":"tiny:latest","max_tokens":7,"messages":[{"role":"user","content":"hi"}],"top_k":5,"top_p":0.5,"stop_sequences":["x"]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func TestAnthropicSpec(t *testing.T) {
 		`{"model":"tiny","max_tokens":4,"messages":[{"role":"assistant","content":"hi\n"}]}`:             "trailing whitespace",
 		`{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:   `"document"`,
 	} {
-		_, err := anthropicSpecOf(t, m, body)
+		_, err := specOf(t, m, body)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", body, err, want)
 		}
@@ -86,17 +85,17 @@ func TestAnthropicStopReasonAndUsage(t *testing.T) {
 		{wire.TurnOut{Outcome: task.Outcome{Finish: "stop"}, Calls: call}, "tool_use", ""},
 		{wire.TurnOut{Outcome: task.Outcome{Finish: "length"}, Calls: call}, "max_tokens", ""},
 	} {
-		reason, seq := anthropicStopReason(tc.out)
+		reason, seq := stopReason(tc.out)
 		if reason != tc.reason || (seq == nil) != (tc.seq == "") || seq != nil && *seq != tc.seq {
 			t.Errorf("%+v: %s %v", tc.out, reason, seq)
 		}
 	}
-	u := anthropicUsageOf(10, 0, task.Outcome{Completed: 3, Result: sched.Result{CachedTokens: 8}})
+	u := usageOf(10, 0, task.Outcome{Completed: 3, Result: sched.Result{CachedTokens: 8}})
 	if u.InputTokens != 2 || u.CacheReadInputTokens != 8 || u.OutputTokens != 3 || u.CacheCreationInputTokens != 0 {
 		t.Errorf("usage %+v", u)
 	}
 	// A marked prefix of 9: 8 read, 1 created, 1 plain input.
-	u = anthropicUsageOf(10, 9, task.Outcome{Result: sched.Result{CachedTokens: 8}})
+	u = usageOf(10, 9, task.Outcome{Result: sched.Result{CachedTokens: 8}})
 	if u.InputTokens != 1 || u.CacheReadInputTokens != 8 || u.CacheCreationInputTokens != 1 {
 		t.Errorf("usage with a breakpoint %+v", u)
 	}

@@ -1,4 +1,4 @@
-package http
+package anthropic
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"superfluid/task"
 )
 
-// streamAnthropic submits the plan, then streams the reply as Anthropic's
+// stream submits the request, then streams the reply as Anthropic's
 // server-sent events: message_start and a ping; then content blocks as
 // the reply's parser reads them — thinking (thinking_delta pieces, then a
 // signature_delta), text (text_delta pieces), tool_use (started with its
@@ -25,21 +25,21 @@ import (
 // split (the SDKs take the later counts). An engine failure mid-stream
 // becomes an error event, as Anthropic sends for an overloaded or failed
 // stream; a failed write cancels the generation.
-func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropicPlan, id, model string) error {
+func (a *api) stream(ctx *fasthttp.RequestCtx, m *task.Model, p *prepared, id, model string) error {
 	g := p.g
 	var job *task.Job
-	start := anthropicResponse{ID: id, Type: "message", Role: "assistant", Model: model,
-		Content: []anthropicOut{}, Usage: anthropicUsage{InputTokens: len(g.Prompt)}}
-	return s.host().Stream(ctx, true, func(rctx context.Context) error {
+	begin := response{ID: id, Type: "message", Role: "assistant", Model: model,
+		Content: []outBlock{}, Usage: usage{InputTokens: len(g.Prompt)}}
+	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		job, err = wire.StartOne(rctx, &m.Model, g, false)
+		job, err = wire.StartOne(rctx, m, g, false)
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
-		ew.Send("message_start", anthropicMessageStart{Type: "message_start", Message: start})
-		if ew.Send("ping", anthropicEvent{Type: "ping"}) != nil {
+		ew.Send("message_start", messageStart{Type: "message_start", Message: begin})
+		if ew.Send("ping", event{Type: "ping"}) != nil {
 			return
 		}
-		bw := &anthropicBlockWriter{send: ew.Send, omitThinking: p.omitThinking}
+		bw := &blockWriter{send: ew.Send, omitThinking: p.omitThinking}
 		out, err := wire.FollowOne(rctx, job, func(evs []reply.Event, _ *task.Delta) error { return bw.events(evs) })
 		if err != nil {
 			ew.Fail(err)
@@ -48,17 +48,17 @@ func (s *Server) streamAnthropic(ctx *fasthttp.RequestCtx, m *Model, p *anthropi
 		if err := bw.finish(); err != nil {
 			return
 		}
-		reason, seq := anthropicStopReason(out)
-		ew.Send("message_delta", anthropicMessageDelta{Type: "message_delta",
-			Delta: anthropicStopDelta{StopReason: reason, StopSequence: seq}, Usage: anthropicUsageOf(len(g.Prompt), p.marked(), out.Outcome)})
-		ew.Send("message_stop", anthropicEvent{Type: "message_stop"})
+		reason, seq := stopReason(out)
+		ew.Send("message_delta", messageDelta{Type: "message_delta",
+			Delta: stopDelta{StopReason: reason, StopSequence: seq}, Usage: usageOf(len(g.Prompt), p.marked(), out.Outcome)})
+		ew.Send("message_stop", event{Type: "message_stop"})
 	})
 }
 
-// anthropicBlockWriter words a turn's events as content block events,
+// blockWriter words a turn's events as content block events,
 // opening a block when the kind of text changes and closing the open one
 // before the next.
-type anthropicBlockWriter struct {
+type blockWriter struct {
 	send         func(event string, v any) error
 	omitThinking bool
 	index        int    // the open block's index, or the next one's
@@ -66,7 +66,7 @@ type anthropicBlockWriter struct {
 	thought      hash.Hash
 }
 
-func (w *anthropicBlockWriter) events(evs []reply.Event) error {
+func (w *blockWriter) events(evs []reply.Event) error {
 	for _, ev := range evs {
 		var err error
 		switch ev.Kind {
@@ -84,17 +84,17 @@ func (w *anthropicBlockWriter) events(evs []reply.Event) error {
 	return nil
 }
 
-func (w *anthropicBlockWriter) text(t string) error {
+func (w *blockWriter) text(t string) error {
 	if t == "" {
 		return nil
 	}
 	if err := w.openBlock("text"); err != nil {
 		return err
 	}
-	return w.delta(anthropicDelta{Type: "text_delta", Text: &t})
+	return w.delta(deltaBody{Type: "text_delta", Text: &t})
 }
 
-func (w *anthropicBlockWriter) reasoning(t string) error {
+func (w *blockWriter) reasoning(t string) error {
 	if t == "" {
 		return nil
 	}
@@ -105,19 +105,19 @@ func (w *anthropicBlockWriter) reasoning(t string) error {
 	if w.omitThinking {
 		return nil
 	}
-	return w.delta(anthropicDelta{Type: "thinking_delta", Thinking: &t})
+	return w.delta(deltaBody{Type: "thinking_delta", Thinking: &t})
 }
 
-func (w *anthropicBlockWriter) call(c reply.ToolCall) error {
+func (w *blockWriter) call(c reply.ToolCall) error {
 	if err := w.closeBlock(); err != nil {
 		return err
 	}
-	block := anthropicOut{Type: "tool_use", ID: wire.NewID("toolu_"), Name: c.Name, Input: emptyInput}
-	if err := w.send("content_block_start", anthropicBlockStart{Type: "content_block_start", Index: w.index, ContentBlock: block}); err != nil {
+	block := outBlock{Type: "tool_use", ID: wire.NewID("toolu_"), Name: c.Name, Input: emptyInput}
+	if err := w.send("content_block_start", blockStart{Type: "content_block_start", Index: w.index, ContentBlock: block}); err != nil {
 		return err
 	}
 	args := string(callInput(c.Arguments))
-	if err := w.delta(anthropicDelta{Type: "input_json_delta", PartialJSON: &args}); err != nil {
+	if err := w.delta(deltaBody{Type: "input_json_delta", PartialJSON: &args}); err != nil {
 		return err
 	}
 	return w.stop()
@@ -128,14 +128,14 @@ func (w *anthropicBlockWriter) call(c reply.ToolCall) error {
 var emptyInput = json.RawMessage(`{}`)
 
 // openBlock makes a block of kind the open one.
-func (w *anthropicBlockWriter) openBlock(kind string) error {
+func (w *blockWriter) openBlock(kind string) error {
 	if w.open == kind {
 		return nil
 	}
 	if err := w.closeBlock(); err != nil {
 		return err
 	}
-	block := anthropicOut{Type: kind}
+	block := outBlock{Type: kind}
 	empty := ""
 	switch kind {
 	case "text":
@@ -145,18 +145,18 @@ func (w *anthropicBlockWriter) openBlock(kind string) error {
 		w.thought = sha256.New()
 	}
 	w.open = kind
-	return w.send("content_block_start", anthropicBlockStart{Type: "content_block_start", Index: w.index, ContentBlock: block})
+	return w.send("content_block_start", blockStart{Type: "content_block_start", Index: w.index, ContentBlock: block})
 }
 
 // closeBlock closes the open block, if any: a thinking block gets its
 // signature first.
-func (w *anthropicBlockWriter) closeBlock() error {
+func (w *blockWriter) closeBlock() error {
 	switch w.open {
 	case "":
 		return nil
 	case "thinking":
 		sig := signatureOf(w.thought)
-		if err := w.delta(anthropicDelta{Type: "signature_delta", Signature: &sig}); err != nil {
+		if err := w.delta(deltaBody{Type: "signature_delta", Signature: &sig}); err != nil {
 			return err
 		}
 	}
@@ -164,19 +164,19 @@ func (w *anthropicBlockWriter) closeBlock() error {
 	return w.stop()
 }
 
-func (w *anthropicBlockWriter) delta(d anthropicDelta) error {
-	return w.send("content_block_delta", anthropicBlockDelta{Type: "content_block_delta", Index: w.index, Delta: d})
+func (w *blockWriter) delta(d deltaBody) error {
+	return w.send("content_block_delta", blockDelta{Type: "content_block_delta", Index: w.index, Delta: d})
 }
 
-func (w *anthropicBlockWriter) stop() error {
-	err := w.send("content_block_stop", anthropicBlockStop{Type: "content_block_stop", Index: w.index})
+func (w *blockWriter) stop() error {
+	err := w.send("content_block_stop", blockStop{Type: "content_block_stop", Index: w.index})
 	w.index++
 	return err
 }
 
 // finish closes the open block; a turn that wrote no block at all gets an
 // empty text block, as the non-streamed message has.
-func (w *anthropicBlockWriter) finish() error {
+func (w *blockWriter) finish() error {
 	if w.open == "" && w.index == 0 {
 		if err := w.openBlock("text"); err != nil {
 			return err

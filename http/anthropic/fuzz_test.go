@@ -1,4 +1,4 @@
-package http
+package anthropic
 
 import (
 	"strings"
@@ -7,9 +7,10 @@ import (
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
-var anthropicSeeds = []string{
+var requestSeeds = []string{
 	`{"model":"tiny","max_tokens":16,"messages":[{"role":"user","content":"hello"}]}`,
 	`{"model":"tiny","max_tokens":8,"system":"be brief","stream":true,"temperature":0,"top_k":5,"top_p":0.5,"messages":[{"role":"user","content":"hi"}]}`,
 	`{"model":"tiny","max_tokens":8,"system":[{"type":"text","text":"a"},{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":"Sure"}]}`,
@@ -33,32 +34,29 @@ var anthropicSeeds = []string{
 // refused with a client error or becomes a spec the scheduler accepts;
 // count_tokens renders the same prompt.
 func FuzzAnthropicRequest(f *testing.F) {
-	for _, s := range anthropicSeeds {
+	for _, s := range requestSeeds {
 		f.Add([]byte(s))
 	}
 	m := chatmlModel(f, 128)
-	srv, err := NewServer(Config{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	a := testAPI(false)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ctx := requestCtx(body)
-		var req anthropicRequest
+		var req request
 		if err := wire.DecodeJSON(ctx, &req); err != nil {
 			checkRefusal(t, err)
 			return
 		}
-		p, err := srv.anthropicSpec(ctx, m, &req)
+		p, err := a.prepare(ctx, m, &req)
 		if err != nil {
 			checkRefusal(t, err)
 			return
 		}
 		g := p.g
-		checkSpec(t, m, g)
-		turn, _, terr := srv.anthropicTurn(m, &req, countTokensLimit)
+		tasktest.CheckSpec(t, m, g)
+		turn, _, terr := a.readTurn(m, &req, countTokensLimit)
 		var counted int
 		if terr == nil {
-			plan, perr := wire.Result(task.PlanChat(&m.Model, &turn.Chat))
+			plan, perr := wire.Result(task.PlanChat(m, &turn.Chat))
 			if terr = perr; perr == nil {
 				counted = len(plan.Prompt)
 			}

@@ -1,4 +1,4 @@
-package http
+package anthropic
 
 import (
 	"bytes"
@@ -18,28 +18,29 @@ import (
 // calls; a user turn's tool_result blocks become tool messages, in order,
 // each tied to the call it answers.
 
-// anthropicTurns is a request's conversation with its content read into
+// conversation is a request's system prompt and messages with their content read into
 // blocks (a string content is one text block).
-type anthropicTurns struct {
-	system []anthropicBlock
-	msgs   []anthropicTurn
+type conversation struct {
+	system []block
+	msgs   []turnBlocks
 }
 
-type anthropicTurn struct {
+// turnBlocks is one message of the conversation: its role and its blocks.
+type turnBlocks struct {
 	role   string
-	blocks []anthropicBlock
+	blocks []block
 }
 
 // parseTurns reads system and messages. keepBilling keeps the billing
 // header of Claude Code's first system block, which is otherwise dropped
 // (it is a nonce that defeats the prefix cache).
-func parseTurns(req *anthropicRequest, keepBilling bool) (anthropicTurns, error) {
-	var t anthropicTurns
+func parseTurns(req *request, keepBilling bool) (conversation, error) {
+	var t conversation
 	if len(req.Messages) == 0 {
 		return t, wire.BadParam("messages", "messages: at least one message is required")
 	}
 	var err error
-	if t.system, err = anthropicBlocks("system", req.System, true); err != nil {
+	if t.system, err = readBlocks("system", req.System, true); err != nil {
 		return t, err
 	}
 	for i, b := range t.system {
@@ -55,19 +56,19 @@ func parseTurns(req *anthropicRequest, keepBilling bool) (anthropicTurns, error)
 		if msg.Role != chat.RoleUser && msg.Role != chat.RoleAssistant && msg.Role != chat.RoleSystem {
 			return t, wire.BadParam("messages", "messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
 		}
-		blocks, err := anthropicBlocks("messages."+strconv.Itoa(i)+".content", msg.Content, false)
+		blocks, err := readBlocks("messages."+strconv.Itoa(i)+".content", msg.Content, false)
 		if err != nil {
 			return t, err
 		}
-		t.msgs = append(t.msgs, anthropicTurn{role: msg.Role, blocks: blocks})
+		t.msgs = append(t.msgs, turnBlocks{role: msg.Role, blocks: blocks})
 	}
 	return t, nil
 }
 
-// anthropicBlocks reads content: a string, or an array of blocks, each
+// readBlocks reads content: a string, or an array of blocks, each
 // checked for the fields its type needs. Types the server cannot read
 // (image, document …) are refused by name.
-func anthropicBlocks(field string, raw json.RawMessage, optional bool) ([]anthropicBlock, error) {
+func readBlocks(field string, raw json.RawMessage, optional bool) ([]block, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		if optional {
@@ -80,9 +81,9 @@ func anthropicBlocks(field string, raw json.RawMessage, optional bool) ([]anthro
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, wire.BadParam(field, "%s: invalid string", field)
 		}
-		return []anthropicBlock{{Type: "text", Text: &s}}, nil
+		return []block{{Type: "text", Text: &s}}, nil
 	}
-	var blocks []anthropicBlock
+	var blocks []block
 	if raw[0] != '[' || json.Unmarshal(raw, &blocks) != nil {
 		return nil, wire.BadParam(field, "%s: Input should be a valid string or a list of content blocks", field)
 	}
@@ -126,7 +127,7 @@ func anthropicBlocks(field string, raw json.RawMessage, optional bool) ([]anthro
 // content is read one level deep only: a block inside is refused
 // unless it is text, so nested results cannot make the server re-read a
 // deep body once per level.
-func toolResultText(field string, b anthropicBlock) (string, error) {
+func toolResultText(field string, b block) (string, error) {
 	raw := bytes.TrimSpace(b.Content)
 	var texts []string
 	switch {
@@ -138,7 +139,7 @@ func toolResultText(field string, b anthropicBlock) (string, error) {
 		}
 		texts = append(texts, s)
 	default:
-		var parts []anthropicBlock
+		var parts []block
 		if raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
 			return "", wire.BadParam(field, "%s.content: Input should be a valid string or a list of content blocks", field)
 		}
@@ -167,7 +168,7 @@ func toolResultText(field string, b anthropicBlock) (string, error) {
 // in whitespace. Text blocks of one message are joined by a blank line.
 // A prefix (a cache breakpoint's conversation) skips the checks that only
 // a whole conversation must pass.
-func (t anthropicTurns) chat(prefix bool) ([]chat.Message, error) {
+func (t conversation) chat(prefix bool) ([]chat.Message, error) {
 	var out []chat.Message
 	if system := joinText(t.system); system != "" {
 		out = append(out, chat.Message{Role: chat.RoleSystem, Content: system})
@@ -198,7 +199,7 @@ func (t anthropicTurns) chat(prefix bool) ([]chat.Message, error) {
 // messages where they stand, its text a user message; an assistant turn
 // becomes one message with its reasoning, text and calls. A turn of
 // nothing but empty text maps to no message.
-func turnMessages(turn anthropicTurn, names map[string]string) []chat.Message {
+func turnMessages(turn turnBlocks, names map[string]string) []chat.Message {
 	var out []chat.Message
 	cur := chat.Message{Role: turn.role}
 	var texts, thoughts []string
@@ -224,7 +225,7 @@ func turnMessages(turn anthropicTurn, names map[string]string) []chat.Message {
 			cur.ToolCalls = append(cur.ToolCalls, chat.ToolCall{ID: b.ID, Name: b.Name, Arguments: json.RawMessage(args)})
 		case "tool_result":
 			flush()
-			text, _ := toolResultText("", b) // checked by anthropicBlocks
+			text, _ := toolResultText("", b) // checked by readBlocks
 			out = append(out, chat.Message{Role: chat.RoleTool, Content: text, ToolCallID: b.ToolUseID, Name: names[b.ToolUseID]})
 		}
 	}
@@ -249,7 +250,7 @@ func appendMerged(out []chat.Message, msg chat.Message) []chat.Message {
 
 // joinText joins the texts of text blocks by a blank line, skipping empty
 // ones (a system block that held only the billing header).
-func joinText(blocks []anthropicBlock) string {
+func joinText(blocks []block) string {
 	texts := make([]string, 0, len(blocks))
 	for _, b := range blocks {
 		if b.Text != nil {

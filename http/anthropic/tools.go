@@ -1,4 +1,4 @@
-package http
+package anthropic
 
 import (
 	"crypto/sha256"
@@ -16,14 +16,14 @@ import (
 // The Anthropic request's tools, tool_choice and thinking, read into a
 // task.Chat; and the class a tool-carrying request runs in.
 
-// anthropicTurnTools reads tools and tool_choice. Client tools ({name,
+// readTools reads tools and tool_choice. Client tools ({name,
 // description, input_schema}, type absent or "custom") are offered to the
 // model; Anthropic's server tools (web_search_…, bash_…, text_editor_…,
 // code_execution_…), which only Anthropic's servers run, are skipped with
 // a warning rather than refused: agents send them on every request
 // whether the backend runs them or not. The tools' cache breakpoints are
 // returned by the count of client tools up to and including each.
-func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, error) {
+func readTools(req *request) (task.Tools, []int, []string, error) {
 	var list []reply.Tool
 	var marks []int
 	var ttls []string
@@ -33,7 +33,7 @@ func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, err
 			return task.Tools{}, nil, nil, wire.BadParam("tools", "tools: Input should be a valid list")
 		}
 		for i, d := range defs {
-			var t anthropicTool
+			var t tool
 			if err := json.Unmarshal(d, &t); err != nil {
 				return task.Tools{}, nil, nil, wire.BadParam("tools", "tools.%d: Input should be a valid tool definition", i)
 			}
@@ -54,21 +54,21 @@ func anthropicTurnTools(req *anthropicRequest) (task.Tools, []int, []string, err
 	if err != nil {
 		return tt, nil, nil, err
 	}
-	mode, name, single, err := anthropicChoice(req.ToolChoice)
+	mode, name, single, err := readToolChoice(req.ToolChoice)
 	if err != nil {
 		return tt, nil, nil, err
 	}
 	return tt, marks, ttls, wire.Convert(tt.Require("tool_choice", mode, name, single))
 }
 
-// anthropicChoice maps tool_choice onto task.Tools' modes: auto, any (a
+// readToolChoice maps tool_choice onto task.Tools' modes: auto, any (a
 // call is required), tool (that tool is required), none;
 // disable_parallel_tool_use allows one call at most.
-func anthropicChoice(raw json.RawMessage) (mode, name string, single bool, err error) {
+func readToolChoice(raw json.RawMessage) (mode, name string, single bool, err error) {
 	if task.IsNull(raw) {
 		return "auto", "", false, nil
 	}
-	var c anthropicToolChoice
+	var c toolChoice
 	if json.Unmarshal(raw, &c) != nil {
 		return "", "", false, wire.BadParam("tool_choice", "tool_choice: Input should be an object with a type")
 	}
@@ -88,18 +88,18 @@ func anthropicChoice(raw json.RawMessage) (mode, name string, single bool, err e
 	return mode, name, c.DisableParallelToolUse, nil
 }
 
-// anthropicThinkingOf reads thinking: enabled (with budget_tokens, which
+// thinkingOf reads thinking: enabled (with budget_tokens, which
 // Anthropic requires to be at least 1024 and below max_tokens) and
 // adaptive turn the template's reasoning on, disabled turns it off, and
 // absent leaves the template's default. The budget is validated, not
 // enforced: the engine has no way to close a reasoning block early, so
 // reasoning is bounded by max_tokens alone. display "omitted" keeps the
 // blocks and their signatures but not their text, as Anthropic does.
-func anthropicThinkingOf(raw json.RawMessage, maxTokens int) (think *bool, omit bool, err error) {
+func thinkingOf(raw json.RawMessage, maxTokens int) (think *bool, omit bool, err error) {
 	if task.IsNull(raw) {
 		return nil, false, nil
 	}
-	var t anthropicThinking
+	var t thinkingConfig
 	if json.Unmarshal(raw, &t) != nil {
 		return nil, false, wire.BadParam("thinking", "thinking: Input should be an object with a type")
 	}
