@@ -21,6 +21,10 @@ type Config struct {
 	// only by the sequence table and the engine's KV-full reports. A
 	// sliding-window model's entries are not held to it (residentBudget).
 	MaxResidentTokens int
+	// MaxWindowResidentTokens is a sliding-window model's bound in place of
+	// MaxResidentTokens; 0: its entries stay until the engine reports a
+	// full pool.
+	MaxWindowResidentTokens int
 	// HostBytes is the host-memory tier's budget for exported entries; 0
 	// disables the tier.
 	HostBytes int64
@@ -58,7 +62,7 @@ func (c *Config) validate() error {
 	if c.Seqs < 1 {
 		return fmt.Errorf("kv: %d sequences: need at least one", c.Seqs)
 	}
-	if c.MaxResidentTokens < 0 || c.HostBytes < 0 || c.MinSharedTokens < 0 || c.MinHostTokens < 0 || c.MinParkTokens < 0 || c.ParkIdle < 0 {
+	if c.MaxResidentTokens < 0 || c.MaxWindowResidentTokens < 0 || c.HostBytes < 0 || c.MinSharedTokens < 0 || c.MinHostTokens < 0 || c.MinParkTokens < 0 || c.ParkIdle < 0 {
 		return errors.New("kv: negative budget")
 	}
 	if c.Park == nil && (c.ParkEager || c.ParkIdle > 0) {
