@@ -30,3 +30,24 @@ func residentBudget(desc *engine.Descriptor, hostBytes int64) int {
 	}
 	return desc.Ctx / 2
 }
+
+// windowResidentShare is the share of the context a sliding-window model's
+// idle entries may hold resident (kv's MaxWindowResidentTokens). They are
+// held to more than half: moved out they keep only their last window, so
+// an edit further back resumes from a checkpoint instead of a cut. But the
+// engine keeps every layer's cells (cuts anywhere need them), so, as on a
+// full-attention model, each resident cell costs every later step, and a
+// pool left full makes steps fail and be retried: unbounded, a gemma4
+// conversation's cold prompt took 1.40× and its edit 2.28× llama-server's
+// time once a few conversations filled the pool (issue 22). The quarter
+// left over takes the next prompt without relieving the pool first.
+const windowResidentShare = 3.0 / 4
+
+// windowResidentBudget is the cache's MaxWindowResidentTokens for a
+// model: 0 (unused) unless it has a sliding window.
+func windowResidentBudget(desc *engine.Descriptor) int {
+	if desc.Partial != engine.PartialSWA {
+		return 0
+	}
+	return int(float64(desc.Ctx) * windowResidentShare)
+}

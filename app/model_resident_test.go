@@ -27,3 +27,20 @@ func TestResidentBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowResidentBudget(t *testing.T) {
+	cases := []struct {
+		partial engine.Partial
+		want    int
+	}{
+		{engine.PartialSWA, 6144},
+		{engine.PartialNone, 0},
+		{engine.PartialRecurrent, 0},
+	}
+	for _, c := range cases {
+		desc := &engine.Descriptor{Ctx: 8192, Partial: c.partial}
+		if got := windowResidentBudget(desc); got != c.want {
+			t.Errorf("partial %v: windowResidentBudget = %d, want %d", c.partial, got, c.want)
+		}
+	}
+}

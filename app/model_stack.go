@@ -90,7 +90,8 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		eng.Close()
 		return nil, err
 	}
-	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: residentBudget(desc, o.HostCache), HostBytes: max(o.HostCache, 0),
+	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: residentBudget(desc, o.HostCache),
+		MaxWindowResidentTokens: windowResidentBudget(desc), HostBytes: max(o.HostCache, 0),
 		Park: ps, ParkEager: o.ParkEager && ps != nil, ParkIdle: parkIdle(o, ps)})
 	if err != nil {
 		if ps != nil {

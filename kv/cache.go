@@ -21,6 +21,10 @@ type Config struct {
 	// only by the sequence table and the engine's KV-full reports. A
 	// sliding-window model's entries are not held to it (residentBudget).
 	MaxResidentTokens int
+	// MaxWindowResidentTokens is a sliding-window model's bound in place of
+	// MaxResidentTokens; 0: its entries stay until the engine reports a
+	// full pool.
+	MaxWindowResidentTokens int
 	// HostBytes is the host-memory tier's budget for exported entries; 0
 	// disables the tier.
 	HostBytes int64
@@ -58,7 +62,7 @@ func (c *Config) validate() error {
 	if c.Seqs < 1 {
 		return fmt.Errorf("kv: %d sequences: need at least one", c.Seqs)
 	}
-	if c.MaxResidentTokens < 0 || c.HostBytes < 0 || c.MinSharedTokens < 0 || c.MinHostTokens < 0 || c.MinParkTokens < 0 || c.ParkIdle < 0 {
+	if c.MaxResidentTokens < 0 || c.MaxWindowResidentTokens < 0 || c.HostBytes < 0 || c.MinSharedTokens < 0 || c.MinHostTokens < 0 || c.MinParkTokens < 0 || c.ParkIdle < 0 {
 		return errors.New("kv: negative budget")
 	}
 	if c.Park == nil && (c.ParkEager || c.ParkIdle > 0) {
@@ -363,7 +367,7 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 	if c.cfg.ParkEager {
 		c.parkSeq(n, seq, false)
 	}
-	c.enforceBudget()
+	c.enforceBudget(e)
 	c.publishGauges()
 }
 
@@ -371,7 +375,7 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 // one) after the engine ran out of KV cells; false when nothing is cached.
 func (c *Cache) Relieve() bool {
 	c.tidy()
-	v := c.victim()
+	v := c.victim(nil)
 	if v == nil {
 		return false
 	}
@@ -390,7 +394,7 @@ func (c *Cache) freeSeq(seq int32) {
 // takeSeq pops a free sequence, evicting a whole entry when none is free.
 func (c *Cache) takeSeq() (int32, error) {
 	if len(c.free) == 0 {
-		v := c.victim()
+		v := c.victim(nil)
 		if v == nil {
 			return -1, ErrNoSequence
 		}
@@ -402,13 +406,17 @@ func (c *Cache) takeSeq() (int32, error) {
 	return seq, nil
 }
 
-// victim picks the entry to evict: least recently used, entries whose
-// prefix other requests shared later, pinned entries last of all.
-func (c *Cache) victim() *entry {
+// victim picks the entry to evict other than spare (nil: any): least
+// recently used, entries whose prefix other requests shared later, pinned
+// entries last of all.
+func (c *Cache) victim(spare *entry) *entry {
 	pinned := c.pinned()
 	var best *entry
 	bestShared, bestPinned := false, false
 	for _, e := range c.entries {
+		if e == spare {
+			continue
+		}
 		shared, pin := c.sharedPrefix(e) != nil, pinned[e.node] > 0
 		switch {
 		case best == nil, !pin && bestPinned:
@@ -486,14 +494,22 @@ func (c *Cache) cutBackTo(e *entry) *node {
 	return s
 }
 
-// enforceBudget evicts until resident entries fit their budget.
-func (c *Cache) enforceBudget() {
+// enforceBudget evicts until resident entries fit their budget. A
+// sliding-window model's fresh entry (just published) stays: nobody has
+// matched it yet, so victim would take it before older entries others
+// shared, and moved out it loses the cuts its conversation's next edit
+// needs (issue 22). A full-attention model's goes to host memory whole.
+func (c *Cache) enforceBudget(fresh *entry) {
 	budget := c.residentBudget()
 	if budget <= 0 {
 		return
 	}
+	spare := fresh
+	if c.eng.Descriptor().Partial != engine.PartialSWA {
+		spare = nil
+	}
 	for c.residentTokens() > budget {
-		v := c.victim()
+		v := c.victim(spare)
 		if v == nil {
 			return
 		}

@@ -27,15 +27,17 @@ import (
 const maxEntryCheckpoints = 32
 
 // residentBudget is the bound enforceBudget holds resident entries to
-// (0: none). A sliding-window model's entries stay in the pool until the
-// engine needs their cells (Relieve): moved out early they would keep
-// only their last window (an export holds no cell that left it), and a
-// prompt leaving them further back could resume only from a checkpoint,
-// where resident they can be cut anywhere their cells still cover
-// (MinCut). llama-server keeps an idle slot's cells likewise.
+// (0: none). A sliding-window model's entries are held to a larger bound
+// than the idle one (MaxWindowResidentTokens): moved out of the pool they
+// would keep only their last window (an export holds no cell that left
+// it), and a prompt leaving them further back could resume only from a
+// checkpoint, where resident they can be cut anywhere their cells still
+// cover (MinCut). But not to none: every cell in use costs each later
+// step's attention, and a pool left full makes steps fail and be retried
+// (issue 22).
 func (c *Cache) residentBudget() int {
 	if c.eng.Descriptor().Partial == engine.PartialSWA {
-		return 0
+		return c.cfg.MaxWindowResidentTokens
 	}
 	return c.cfg.MaxResidentTokens
 }

@@ -337,6 +337,81 @@ func TestWindowEntriesStayResidentOverTheBudget(t *testing.T) {
 	}
 }
 
+// Over their own bound, a sliding-window model's entries leave the pool
+// least recently used first: the stream the last prompt used stays and
+// can still be cut anywhere, an older one goes to host memory.
+func TestWindowEntriesHeldToTheirOwnBound(t *testing.T) {
+	w := newWindowEngine(8, 100)
+	c, _ := New(w, Config{Seqs: 8, MaxResidentTokens: 100, MaxWindowResidentTokens: 2000, HostBytes: 1 << 20, MinHostTokens: 16})
+	streams := [][]engine.Token{seqOf(1, 900), seqOf(10000, 900), seqOf(20000, 900)}
+	for i, s := range streams[:2] {
+		serveWindow(t, c, w, s, 512)
+		n, _ := c.tree.match(s)
+		w.minCut[n.resident.seq] = 0 // the pool kept the cells that left the window
+		if i == 1 {
+			// The first stream's next turn: the second is now the older.
+			streams[0] = cat(streams[0], seqOf(30000, 50))
+			if cached := serveWindow(t, c, w, streams[0]); cached != 900 {
+				t.Fatalf("the first stream's next turn: cached %d, want 900", cached)
+			}
+			n, _ := c.tree.match(streams[0])
+			w.minCut[n.resident.seq] = 0
+		}
+	}
+	serveWindow(t, c, w, streams[2], 512)
+	if got := tiers(c); got["resident"] != 2 || got["host"] != 1 {
+		t.Fatalf("tiers %v, want two streams resident in 2,000 tokens (1,850) and one in host memory", got)
+	}
+	if n := c.Stats().Evictions.Load(); n != 1 {
+		t.Fatalf("%d evictions, want 1", n)
+	}
+	if n, _ := c.tree.match(streams[1]); n.resident != nil {
+		t.Fatal("the least recently used stream is still resident")
+	}
+	if cached := serveWindow(t, c, w, cat(streams[0][:765], seqOf(5000, 100))); cached != 765 {
+		t.Fatalf("the stream kept, diverging at 765: cached %d, want all of it", cached)
+	}
+}
+
+// A fresh sliding-window entry over the bound stays: nobody has matched it
+// yet, so the victim order would take it before an older conversation
+// whose edit shared its prefix, and its own edit would then resume from a
+// checkpoint.
+func TestFreshWindowEntryOutlivesOlderSharedOnes(t *testing.T) {
+	w := newWindowEngine(8, 100)
+	c, _ := New(w, Config{Seqs: 8, MaxResidentTokens: 100, MaxWindowResidentTokens: 1500, HostBytes: 1 << 20, MinHostTokens: 16})
+	settled := func(s []engine.Token) {
+		n, _ := c.tree.match(s)
+		w.minCut[n.resident.seq] = 0 // the pool kept the cells that left the window
+	}
+	old := seqOf(1, 900)
+	serveWindow(t, c, w, old, 512)
+	settled(old)
+	oldEdit := cat(old[:700], seqOf(7000, 200))
+	if cached := serveWindow(t, c, w, oldEdit, 512); cached != 700 {
+		t.Fatalf("the old conversation's edit: cached %d, want 700", cached)
+	}
+	settled(oldEdit)
+	// Its next turn: a second match across the first 700 tokens.
+	oldTurn := cat(oldEdit, seqOf(8000, 50))
+	if cached := serveWindow(t, c, w, oldTurn, 512); cached != 900 {
+		t.Fatalf("the old conversation's next turn: cached %d, want 900", cached)
+	}
+	settled(oldTurn)
+	fresh := seqOf(10000, 900)
+	serveWindow(t, c, w, fresh, 512)
+	if n, _ := c.tree.match(fresh); n.resident == nil {
+		t.Fatalf("the fresh stream left the pool (tiers %v)", tiers(c))
+	}
+	settled(fresh)
+	if cached := serveWindow(t, c, w, cat(fresh[:765], seqOf(5000, 100))); cached != 765 {
+		t.Fatalf("the fresh stream edited at 765: cached %d, want all of it", cached)
+	}
+	if n := c.Stats().CheckpointResumes.Load(); n != 0 {
+		t.Fatalf("%d checkpoint resumes, want a plain cut", n)
+	}
+}
+
 // A retiring lane's checkpoints are chosen by position before any is
 // copied out of the engine: those the thinning drops, and all of a
 // stream already cached inside a longer entry, never cross.
