@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 // Fuzz targets for the /completion and /infill request decoders: any body
@@ -35,7 +35,7 @@ var llamaSeeds = []string{
 	`{"prompt":"x","temperature":1e400,"top_k":1e30,"seed":1e30,"n_predict":1e30,"n_probs":1e30}`,
 	`{"prompt":"x","repeat_last_n":2000000000,"repeat_penalty":1.1,"t_max_predict_ms":1e30,"n_indent":1e30}`,
 	`{"prompt":"x","temperature":1,"logit_bias":` + banAllPairs() + `}`,
-	`{"prompt":"x","temperature":1,"ignore_eos":true,"logit_bias":` + banAllObject("false", fakeEOS) + `}`,
+	`{"prompt":"x","temperature":1,"ignore_eos":true,"logit_bias":` + banAllObject("false", tasktest.FakeEOS) + `}`,
 	`{"prompt":"x","logit_bias":[[65,1e400],[1e30,1]]}`,
 	`{"prompt":"x","grammar":"root ::= x","json_schema":{},"response_format":{"type":"json_object"},"mirostat":2,"dry_multiplier":0.8}`,
 	`{"prompt":"x","grammar":"","mirostat":0,"typical_p":1,"xtc_probability":0,"top_n_sigma":-1,"min_keep":0}`,
@@ -57,7 +57,7 @@ func checkJob(t *testing.T, m *task.Model, j *promptJob) {
 	if g.MaxTokens < 0 || g.Logprobs < 0 || g.Logprobs > 20 {
 		t.Fatalf("accepted limits %+v", g)
 	}
-	if msg := unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
+	if msg := tasktest.Unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
 		t.Fatalf("accepted what the scheduler refuses (%s): %+v", msg, g)
 	}
 }
@@ -66,7 +66,7 @@ func FuzzLlamaCompletionRequest(f *testing.F) {
 	for _, s := range llamaSeeds {
 		f.Add([]byte(s))
 	}
-	m := fakeModel(f, true)
+	m := tasktest.FakeModel(f, true)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req completionRequest
 		if decodeBody(body, &req) != nil {
@@ -92,7 +92,7 @@ func FuzzLlamaInfillRequest(f *testing.F) {
 	for _, s := range llamaSeeds {
 		f.Add([]byte(s), true)
 	}
-	models := map[bool]*task.Model{true: fakeModel(f, true), false: fakeModel(f, false)}
+	models := map[bool]*task.Model{true: tasktest.FakeModel(f, true), false: tasktest.FakeModel(f, false)}
 	f.Fuzz(func(t *testing.T, body []byte, capable bool) {
 		m := models[capable]
 		var req completionRequest
@@ -155,52 +155,9 @@ func FuzzSelectFields(f *testing.F) {
 	})
 }
 
-// unschedulable mirrors sched.Request's validation (sched/request.go):
-// what the scheduler would refuse at Submit. "" when the request is fine.
-// (package http's fuzz tests hold the same mirror.)
-func unschedulable(d *engine.Descriptor, r *sched.Request) string {
-	switch {
-	case len(r.Prompt) == 0 || len(r.Prompt) >= d.Ctx:
-		return "prompt length"
-	case int(r.Class) >= sched.NumClasses:
-		return "class"
-	case r.MaxTokens < 0 || int64(r.MaxTokens) > math.MaxUint32:
-		return "max tokens"
-	case r.Logprobs < 0 || r.Logprobs > engine.MaxLogprobs:
-		return "logprobs"
-	}
-	for _, t := range r.Prompt {
-		if t < 0 || int(t) >= d.Vocab {
-			return "prompt token"
-		}
-	}
-	for _, b := range r.Bias {
-		if b.Token < 0 || int(b.Token) >= d.Vocab || math.IsNaN(float64(b.Bias)) {
-			return "bias"
-		}
-	}
-	if engine.BansEveryToken(r.Bias, d.Vocab) {
-		return "bias bans every token"
-	}
-	s := r.Sampling
-	if s == (engine.Sampling{}) {
-		return ""
-	}
-	if s.Temperature > 0 && s.Temperature < engine.MinTemperature {
-		return "temperature below engine.MinTemperature"
-	}
-	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
-	if !finite(s.Temperature) || !finite(s.TopP) || !finite(s.MinP) || !finite(s.RepeatPenalty) ||
-		!finite(s.FrequencyPenalty) || !finite(s.PresencePenalty) || s.TopK < 0 || s.TopP <= 0 || s.TopP > 1 ||
-		s.MinP < 0 || s.MinP > 1 || s.RepeatPenalty <= 0 || s.PenaltyLastN < -1 {
-		return "sampling"
-	}
-	return ""
-}
-
 // Logit biases that ban every token of the fake vocabulary.
 func banAllPairs() string {
-	parts := make([]string, fakeVocab)
+	parts := make([]string, tasktest.FakeVocab)
 	for i := range parts {
 		parts[i] = fmt.Sprintf("[%d,false]", i)
 	}
@@ -209,7 +166,7 @@ func banAllPairs() string {
 
 func banAllObject(value string, skip ...engine.Token) string {
 	var parts []string
-	for i := range fakeVocab {
+	for i := range tasktest.FakeVocab {
 		if !slices.Contains(skip, engine.Token(i)) {
 			parts = append(parts, fmt.Sprintf("%q:%s", fmt.Sprint(i), value))
 		}

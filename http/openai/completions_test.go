@@ -9,12 +9,13 @@ import (
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 // A vocabulary without FIM tokens gets task.FIMPrompt's 501 from
 // /v1/completions with a suffix, as from /infill.
 func TestCompletionsWithoutFIMTokens(t *testing.T) {
-	m := fakeModel(t, false)
+	m := tasktest.FakeModel(t, false)
 	req := decodeCompletions(t, `{"prompt":"a","suffix":"b"}`)
 	if _, err := planCompletions(m, req, sched.Chat); wire.AsError(err).Status != 501 {
 		t.Fatalf("/v1/completions: %v", err)
@@ -24,7 +25,7 @@ func TestCompletionsWithoutFIMTokens(t *testing.T) {
 // Choices are indexed prompt by prompt, n per prompt, each with its own
 // seed; echo and best_of follow the documented rules.
 func TestPlanCompletions(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	plan, err := planCompletions(m, decodeCompletions(t, `{"prompt":["ab",[1,2,3]],"n":2,"seed":7,"echo":true,"max_tokens":3}`), sched.Chat)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func FuzzOpenAICompletionRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	m := fakeModel(f, true)
+	m := tasktest.FakeModel(f, true)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req oaiCompletionRequest
 		if wire.DecodeBody(body, &req) != nil {
@@ -110,16 +111,16 @@ func checkSpec(t *testing.T, m *task.Model, g *task.Spec) {
 	if g.MaxTokens < 0 || g.Logprobs < 0 || g.Logprobs > 20 {
 		t.Fatalf("accepted limits %+v", g)
 	}
-	if msg := unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
+	if msg := tasktest.Unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
 		t.Fatalf("accepted what the scheduler refuses (%s): %+v", msg, g)
 	}
 }
 
 // banAllObject is an OpenAI logit_bias object banning every token of
-// fakeVocab.
+// tasktest.FakeVocab.
 func banAllObject(value string) string {
 	var parts []string
-	for i := range fakeVocab {
+	for i := range tasktest.FakeVocab {
 		parts = append(parts, fmt.Sprintf("%q:%s", fmt.Sprint(i), value))
 	}
 	return "{" + strings.Join(parts, ",") + "}"

@@ -1,7 +1,9 @@
 // Package tasktest holds what tests of the API packages share about the
 // request core: a model whose chat template and FIM format render as the
 // real server's do without cgo (ChatMLModel), and the check that a
-// validated request is one the scheduler accepts (CheckSpec).
+// validated request is one the scheduler accepts (CheckSpec), with the
+// byte-level fake and stub models and the request helpers the API
+// packages' tests share.
 package tasktest
 
 import (
