@@ -86,25 +86,6 @@ func anthropicBody(extra string) string {
 	return `{"model":"fake","max_tokens":8,"messages":[{"role":"user","content":"hi"}]` + extra + `}`
 }
 
-// Logit biases that ban every token of the fake vocabulary.
-func banAllPairs() string {
-	parts := make([]string, tasktest.FakeVocab)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("[%d,false]", i)
-	}
-	return "[" + strings.Join(parts, ",") + "]"
-}
-
-func banAllObject(value string, skip ...engine.Token) string {
-	var parts []string
-	for i := range tasktest.FakeVocab {
-		if !containsToken(skip, engine.Token(i)) {
-			parts = append(parts, fmt.Sprintf("%q:%s", fmt.Sprint(i), value))
-		}
-	}
-	return "{" + strings.Join(parts, ",") + "}"
-}
-
 // banAllText bans the ASCII bytes through a text key (every token of the
 // text) and the rest by id.
 func banAllText() string {
@@ -118,15 +99,6 @@ func banAllText() string {
 		parts = append(parts, fmt.Sprintf("[%d,false]", i))
 	}
 	return "[" + strings.Join(parts, ",") + "]"
-}
-
-func containsToken(list []engine.Token, t engine.Token) bool {
-	for _, x := range list {
-		if x == t {
-			return true
-		}
-	}
-	return false
 }
 
 type poisonCase struct {
@@ -325,20 +297,20 @@ func TestPoisonBiasBansEveryToken(t *testing.T) {
 			return ""
 		}
 	}
-	allButEOS := banAllObject("false", tasktest.FakeEOS)
+	allButEOS := tasktest.BanAllObject(tasktest.FakeVocab, "false", tasktest.FakeEOS)
 	runPoisonCases(t, []poisonCase{
-		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + banAllPairs()), "logit_bias", nil},
-		{"/completion", llamaBody(`,"temperature":0,"logit_bias":` + banAllPairs()), "logit_bias", nil},
-		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + banAllObject("false")), "logit_bias", nil},
+		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + tasktest.BanAllPairs(tasktest.FakeVocab)), "logit_bias", nil},
+		{"/completion", llamaBody(`,"temperature":0,"logit_bias":` + tasktest.BanAllPairs(tasktest.FakeVocab)), "logit_bias", nil},
+		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "false")), "logit_bias", nil},
 		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + banAllText()), "logit_bias", nil},
-		{"/infill", infillBody(`,"temperature":1,"logit_bias":` + banAllPairs()), "logit_bias", nil},
+		{"/infill", infillBody(`,"temperature":1,"logit_bias":` + tasktest.BanAllPairs(tasktest.FakeVocab)), "logit_bias", nil},
 		// ignore_eos bans the one token the bias left.
 		{"/completion", llamaBody(`,"temperature":1,"ignore_eos":true,"logit_bias":` + allButEOS), "logit_bias", nil},
 		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + allButEOS), "", bansOnly(tasktest.FakeVocab - 1)},
 		// OpenAI's -100 is a ban, as OpenAI documents it.
-		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":` + banAllObject("-100")), "logit_bias", nil},
-		{"/v1/completions", oaiCmplBody(`,"logit_bias":` + banAllObject("-100")), "logit_bias", nil},
-		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":` + banAllObject("-100", tasktest.FakeEOS)), "", bansOnly(tasktest.FakeVocab - 1)},
+		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "-100")), "logit_bias", nil},
+		{"/v1/completions", oaiCmplBody(`,"logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "-100")), "logit_bias", nil},
+		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "-100", tasktest.FakeEOS)), "", bansOnly(tasktest.FakeVocab - 1)},
 		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":{"65":-99.5}`), "", bansOnly(0)},
 		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":{"65":1e400}`), "logit_bias", nil},
 		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":{"65":101}`), "logit_bias", nil},

@@ -3,7 +3,6 @@ package openai
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -39,7 +38,7 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":"a"}],"repeat_penalty":1e-40,"frequency_penalty":1e300}`,
 		`{"messages":[{"role":"user","content":"a"}],"max_tokens":-2,"max_completion_tokens":1e30,"top_logprobs":1e30,"logprobs":true}`,
 		`{"messages":[{"role":"user","content":"a"}],"seed":18446744073709551616,"logit_bias":{"65":1e400}}`,
-		`{"messages":[{"role":"user","content":"a"}],"logit_bias":` + banAllStub("-100") + `}`,
+		`{"messages":[{"role":"user","content":"a"}],"logit_bias":` + tasktest.BanAllObject(tasktest.StubVocab, "-100") + `}`,
 		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}],"tool_choice":"required","response_format":{"type":"json_object"}}`,
 		`{"messages":[{"role":"user","content":"a"}],"grammar":"root ::= x","json_schema":{},"mirostat":2,"typical_p":0.5}`,
 		`{"messages":[{"role":"user","content":"a"}],"tools":[],"tool_choice":"auto","response_format":{"type":"text"},"modalities":["text"],"mirostat":0}`,
@@ -88,13 +87,4 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 			t.Fatalf("error body %q (status %d): %v", ctx.Response.Body(), ctx.Response.StatusCode(), err)
 		}
 	})
-}
-
-// banAllStub is an OpenAI logit_bias banning every token of tasktest.StubVocab.
-func banAllStub(value string) string {
-	parts := make([]string, tasktest.StubVocab)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("%q:%s", fmt.Sprint(i), value)
-	}
-	return "{" + strings.Join(parts, ",") + "}"
 }

@@ -38,18 +38,7 @@ func (FakeText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engine.T
 	if addSpecial {
 		out = append(out, FakeBOS)
 	}
-	for i := 0; i < len(text); {
-		if parseSpecial {
-			if id, n := fakeSpecialAt(text[i:]); n > 0 {
-				out = append(out, id)
-				i += n
-				continue
-			}
-		}
-		out = append(out, engine.Token(text[i]))
-		i++
-	}
-	return out, nil
+	return appendBytes(out, text, parseSpecial, fakeSpecialAt), nil
 }
 
 func fakeSpecialAt(s string) (engine.Token, int) {

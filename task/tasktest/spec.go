@@ -73,3 +73,24 @@ func Unschedulable(d *engine.Descriptor, r *sched.Request) string {
 	}
 	return ""
 }
+
+// CheckAccepted checks what a decoder hands on for a choice it would
+// submit: a prompt of the model's tokens that fits the context, limits in
+// range, and nothing the scheduler refuses.
+func CheckAccepted(t *testing.T, m *task.Model, g *task.Spec) {
+	t.Helper()
+	if len(g.Prompt) == 0 || len(g.Prompt) >= m.Desc.Ctx {
+		t.Fatalf("accepted a prompt of %d tokens in a context of %d", len(g.Prompt), m.Desc.Ctx)
+	}
+	for _, tok := range g.Prompt {
+		if tok < 0 || int(tok) >= m.Desc.Vocab {
+			t.Fatalf("accepted token %d", tok)
+		}
+	}
+	if g.MaxTokens < 0 || g.Logprobs < 0 || g.Logprobs > 20 {
+		t.Fatalf("accepted limits %+v", g)
+	}
+	if msg := Unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
+		t.Fatalf("accepted what the scheduler refuses (%s): %+v", msg, g)
+	}
+}
