@@ -191,7 +191,7 @@ func TestOllamaNamesAndNumbers(t *testing.T) {
 		}
 	}
 	for version, want := range map[string]string{"": "0.0.0", "dev": "0.0.0-dev", "v1.2.3": "1.2.3", "0.4.0-rc1": "0.4.0-rc1"} {
-		a := &api{host: testHost{version: version}}
+		a := &api{host: testHost(wire.Settings{Version: version}, nil)}
 		ctx := tasktest.RequestCtx(nil)
 		a.version(ctx, nil)
 		if got := string(ctx.Response.Body()); got != `{"version":"`+want+`"}` {
