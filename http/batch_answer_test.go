@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"superfluid/sched"
+	"superfluid/task/tasktest"
 )
 
 // AnswerBatch runs a batch request through the core: the same checks and
@@ -26,10 +27,10 @@ func TestAnswerBatchRunsRequestsThroughTheCore(t *testing.T) {
 		t.Fatalf("malformed: %d %s %v", status, body, err)
 	}
 	status, body, err = s.AnswerBatch(ctx, "/v1/completions", []byte(`{"prompt":"hi","max_tokens":2}`), "background")
-	if err != nil || !strings.Contains(string(body), errStubRefused.Error()) {
+	if err != nil || !strings.Contains(string(body), tasktest.ErrStubRefused.Error()) {
 		t.Fatalf("completion: %d %s %v, want the stub scheduler's refusal", status, body, err)
 	}
-	if got := sc.taken(); len(got) != 1 || got[0].Class != sched.Background {
+	if got := sc.Taken(); len(got) != 1 || got[0].Class != sched.Background {
 		t.Fatalf("submitted %+v, want one background request", got)
 	}
 	status, _, _ = s.AnswerBatch(ctx, "/v1/completions", []byte(`{"prompt":"hi"}`), "nonsense")

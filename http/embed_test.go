@@ -20,6 +20,7 @@ import (
 	"superfluid/metric"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 const stubDim = 8
@@ -71,7 +72,7 @@ var stubEmbedCalls = metric.Counter("superfluid_embed_calls_total", "Engine call
 
 func (s *stubEmbedder) AddMetrics(p *metric.Page) { p.Add(stubEmbedCalls, float64(len(s.classes))) }
 
-// embedServer serves an embedding model (no scheduler) over stubText.
+// embedServer serves an embedding model (no scheduler) over tasktest.StubText.
 func embedServer(t *testing.T) (*nethttp.Client, *stubEmbedder) {
 	t.Helper()
 	m, _ := stubModel(t)
@@ -445,13 +446,13 @@ func TestEmbedClientGoneCancels(t *testing.T) {
 	}
 }
 
-// eosText is stubText with the EOS a vocabulary's add_special appends.
-type eosText struct{ stubText }
+// eosText is tasktest.StubText with the EOS a vocabulary's add_special appends.
+type eosText struct{ tasktest.StubText }
 
 func (t eosText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engine.Token, error) {
-	toks, _ := t.stubText.Tokenize(text, addSpecial, parseSpecial)
+	toks, _ := t.StubText.Tokenize(text, addSpecial, parseSpecial)
 	if addSpecial {
-		toks = append(toks, stubEOS)
+		toks = append(toks, tasktest.StubEOS)
 	}
 	return toks, nil
 }
@@ -471,10 +472,10 @@ func TestEmbedTruncationKeepsEOS(t *testing.T) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if fmt.Sprint(st.inputs[0]) != fmt.Sprint([]engine.Token{'a', 'b', 'c', stubEOS}) {
+	if fmt.Sprint(st.inputs[0]) != fmt.Sprint([]engine.Token{'a', 'b', 'c', tasktest.StubEOS}) {
 		t.Errorf("short input %v", st.inputs[0])
 	}
-	if got := st.inputs[1]; len(got) != 10 || got[9] != stubEOS || got[8] != 'x' {
+	if got := st.inputs[1]; len(got) != 10 || got[9] != tasktest.StubEOS || got[8] != 'x' {
 		t.Errorf("cut input %v", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"superfluid/engine"
 	"superfluid/http/wire"
 	"superfluid/sched"
+	"superfluid/task/tasktest"
 )
 
 // Poison values through the real handlers on every API: each is refused
@@ -22,7 +23,7 @@ import (
 // watchText is the fake vocabulary, remembering the longest text it was
 // asked to tokenize (a refused prompt must never get that far).
 type watchText struct {
-	fakeText
+	tasktest.FakeText
 	mu      sync.Mutex
 	longest int
 }
@@ -31,7 +32,7 @@ func (w *watchText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engi
 	w.mu.Lock()
 	w.longest = max(w.longest, len(text))
 	w.mu.Unlock()
-	return w.fakeText.Tokenize(text, addSpecial, parseSpecial)
+	return w.FakeText.Tokenize(text, addSpecial, parseSpecial)
 }
 
 func (w *watchText) longestText() int {
@@ -42,14 +43,14 @@ func (w *watchText) longestText() int {
 
 // poisonServer serves a FIM-capable model with ChatML over the fake
 // vocabulary (context 512: prompts of more than 8 KiB are refused unread).
-func poisonServer(t *testing.T, rec engine.ModelSampling) (*Model, *stubSched, *watchText, func(method, path, body string) (int, []byte)) {
+func poisonServer(t *testing.T, rec engine.ModelSampling) (*Model, *tasktest.StubSched, *watchText, func(method, path, body string) (int, []byte)) {
 	t.Helper()
 	m := fakeModel(t, true)
 	tmpl, err := chat.Parse(chat.ChatML, chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, wt := &stubSched{}, &watchText{}
+	sc, wt := &tasktest.StubSched{}, &watchText{}
 	d := *m.Desc
 	d.Recommended = rec
 	m.Desc, m.Chat, m.Sched, m.Text = &d, tmpl, sc, wt
@@ -85,25 +86,6 @@ func anthropicBody(extra string) string {
 	return `{"model":"fake","max_tokens":8,"messages":[{"role":"user","content":"hi"}]` + extra + `}`
 }
 
-// Logit biases that ban every token of the fake vocabulary.
-func banAllPairs() string {
-	parts := make([]string, fakeVocab)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("[%d,false]", i)
-	}
-	return "[" + strings.Join(parts, ",") + "]"
-}
-
-func banAllObject(value string, skip ...engine.Token) string {
-	var parts []string
-	for i := range fakeVocab {
-		if !containsToken(skip, engine.Token(i)) {
-			parts = append(parts, fmt.Sprintf("%q:%s", fmt.Sprint(i), value))
-		}
-	}
-	return "{" + strings.Join(parts, ",") + "}"
-}
-
 // banAllText bans the ASCII bytes through a text key (every token of the
 // text) and the rest by id.
 func banAllText() string {
@@ -113,19 +95,10 @@ func banAllText() string {
 	}
 	key, _ := json.Marshal(ascii.String())
 	parts := []string{fmt.Sprintf("[%s,false]", key), "[0,false]"}
-	for i := 128; i < fakeVocab; i++ {
+	for i := 128; i < tasktest.FakeVocab; i++ {
 		parts = append(parts, fmt.Sprintf("[%d,false]", i))
 	}
 	return "[" + strings.Join(parts, ",") + "]"
-}
-
-func containsToken(list []engine.Token, t engine.Token) bool {
-	for _, x := range list {
-		if x == t {
-			return true
-		}
-	}
-	return false
 }
 
 type poisonCase struct {
@@ -162,7 +135,7 @@ func runPoisonCases(t *testing.T, cases []poisonCase) {
 			name = name[:160] + "…"
 		}
 		status, b := do("POST", c.path, c.body)
-		taken := sc.taken()
+		taken := sc.Taken()
 		kind := kindOfPath(c.path)
 		if c.field == "" {
 			if len(taken) == 0 {
@@ -172,7 +145,7 @@ func runPoisonCases(t *testing.T, cases []poisonCase) {
 			if msg := c.check(taken[0]); msg != "" {
 				t.Errorf("%s: %s", name, msg)
 			}
-			if msg := unschedulable(&engine.Descriptor{Vocab: fakeVocab, Ctx: 512}, &taken[0]); msg != "" {
+			if msg := tasktest.Unschedulable(&engine.Descriptor{Vocab: tasktest.FakeVocab, Ctx: 512}, &taken[0]); msg != "" {
 				t.Errorf("%s: handed the scheduler what it refuses (%s): %+v", name, msg, taken[0])
 			}
 			continue
@@ -324,20 +297,20 @@ func TestPoisonBiasBansEveryToken(t *testing.T) {
 			return ""
 		}
 	}
-	allButEOS := banAllObject("false", fakeEOS)
+	allButEOS := tasktest.BanAllObject(tasktest.FakeVocab, "false", tasktest.FakeEOS)
 	runPoisonCases(t, []poisonCase{
-		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + banAllPairs()), "logit_bias", nil},
-		{"/completion", llamaBody(`,"temperature":0,"logit_bias":` + banAllPairs()), "logit_bias", nil},
-		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + banAllObject("false")), "logit_bias", nil},
+		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + tasktest.BanAllPairs(tasktest.FakeVocab)), "logit_bias", nil},
+		{"/completion", llamaBody(`,"temperature":0,"logit_bias":` + tasktest.BanAllPairs(tasktest.FakeVocab)), "logit_bias", nil},
+		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "false")), "logit_bias", nil},
 		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + banAllText()), "logit_bias", nil},
-		{"/infill", infillBody(`,"temperature":1,"logit_bias":` + banAllPairs()), "logit_bias", nil},
+		{"/infill", infillBody(`,"temperature":1,"logit_bias":` + tasktest.BanAllPairs(tasktest.FakeVocab)), "logit_bias", nil},
 		// ignore_eos bans the one token the bias left.
 		{"/completion", llamaBody(`,"temperature":1,"ignore_eos":true,"logit_bias":` + allButEOS), "logit_bias", nil},
-		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + allButEOS), "", bansOnly(fakeVocab - 1)},
+		{"/completion", llamaBody(`,"temperature":1,"logit_bias":` + allButEOS), "", bansOnly(tasktest.FakeVocab - 1)},
 		// OpenAI's -100 is a ban, as OpenAI documents it.
-		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":` + banAllObject("-100")), "logit_bias", nil},
-		{"/v1/completions", oaiCmplBody(`,"logit_bias":` + banAllObject("-100")), "logit_bias", nil},
-		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":` + banAllObject("-100", fakeEOS)), "", bansOnly(fakeVocab - 1)},
+		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "-100")), "logit_bias", nil},
+		{"/v1/completions", oaiCmplBody(`,"logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "-100")), "logit_bias", nil},
+		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "-100", tasktest.FakeEOS)), "", bansOnly(tasktest.FakeVocab - 1)},
 		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":{"65":-99.5}`), "", bansOnly(0)},
 		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":{"65":1e400}`), "logit_bias", nil},
 		{"/v1/chat/completions", oaiChatBody(`,"logit_bias":{"65":101}`), "logit_bias", nil},
@@ -459,7 +432,7 @@ func TestPromptBytesRefusedBeforeTokenizing(t *testing.T) {
 			t.Errorf("%s: the tokenizer was given %d bytes (limit %d)", c.path, n, limit)
 		}
 	}
-	if got := sc.taken(); len(got) != 0 {
+	if got := sc.Taken(); len(got) != 0 {
 		t.Errorf("%d oversized prompts reached the scheduler", len(got))
 	}
 	// FIM: whole files around the cursor are cut, then fitted.
@@ -471,7 +444,7 @@ func TestPromptBytesRefusedBeforeTokenizing(t *testing.T) {
 		{"/api/generate", `{"model":"fake","prompt":` + jsonString(huge) + `,"suffix":` + jsonString(huge) + `,"stream":false}`},
 	} {
 		do("POST", c.path, c.body)
-		got := sc.taken()
+		got := sc.Taken()
 		if len(got) != 1 {
 			t.Errorf("%s: a FIM request around a %d-byte file was not served", c.path, len(huge))
 			continue
@@ -535,7 +508,7 @@ func TestSamplingDefaultsOnEveryAPI(t *testing.T) {
 						}
 					}
 					status, b := do("POST", ep.path, body)
-					got := sc.taken()
+					got := sc.Taken()
 					if len(got) != 1 {
 						t.Errorf("%s: not scheduled: %d %s", ep.path, status, b)
 						continue

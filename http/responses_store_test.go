@@ -7,6 +7,7 @@ import (
 	"superfluid/chat"
 	"superfluid/http/wire"
 	"superfluid/respstore"
+	"superfluid/task/tasktest"
 )
 
 // The Responses API through the server: its store, set as the app sets it.
@@ -20,7 +21,7 @@ func TestRespStoreRefusesAConversationTooLargeToStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := &stubSched{}
+	sc := &tasktest.StubSched{}
 	m.Chat, m.Sched = tmpl, sc
 	s, err := NewServer(Config{})
 	if err != nil {
@@ -38,11 +39,11 @@ func TestRespStoreRefusesAConversationTooLargeToStore(t *testing.T) {
 	if msg := errorShapeOf(t, wire.OpenAI, status, b); status != 400 || !strings.Contains(msg, "store") || !strings.Contains(msg, "200 bytes") {
 		t.Fatalf("a conversation over the record bound: %d %s", status, b)
 	}
-	if len(sc.taken()) != 0 {
+	if len(sc.Taken()) != 0 {
 		t.Fatal("the refused request reached the scheduler")
 	}
 	call(t, c, "POST", "/v1/responses", `{"model":"fake","store":false,"input":"`+long+`"}`)
-	if len(sc.taken()) != 1 {
+	if len(sc.Taken()) != 1 {
 		t.Fatal("store: false was not served")
 	}
 }

@@ -4,103 +4,24 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	nethttp "net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
-	"superfluid/chat"
-	"superfluid/engine"
 	"superfluid/http/wire"
-	"superfluid/sched"
-	"superfluid/task"
 )
 
 // The server's own contract, without a model or an engine: what it answers
 // while the model loads, and how it drains. Served over an in-memory
 // listener; the e2e package covers the same over real sockets.
-
-// stubVocab is a byte-level vocabulary plus an end-of-generation token.
-const (
-	stubVocab = 257
-	stubEOS   = 256
-)
-
-// stubText tokenizes one token per byte.
-type stubText struct{}
-
-func (stubText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engine.Token, error) {
-	out := make([]engine.Token, 0, len(text))
-	for i := 0; i < len(text); i++ {
-		out = append(out, engine.Token(text[i]))
-	}
-	return out, nil
-}
-
-func (stubText) AppendPiece(dst []byte, tok engine.Token, special bool) []byte {
-	if tok >= 0 && tok < 256 {
-		return append(dst, byte(tok))
-	}
-	return dst
-}
-
-func (t stubText) Detokenize(tokens []engine.Token, special bool) string {
-	var b []byte
-	for _, tok := range tokens {
-		b = t.AppendPiece(b, tok, special)
-	}
-	return string(b)
-}
-
-// errStubRefused is what stubSched answers every submission with.
-var errStubRefused = errors.New("stub: not scheduling")
-
-// stubSched refuses every request after keeping it, so that a test can
-// check what the handlers would have scheduled.
-type stubSched struct {
-	mu   sync.Mutex
-	last []sched.Request
-}
-
-func (s *stubSched) Submit(_ context.Context, req sched.Request) (*sched.Stream, error) {
-	s.mu.Lock()
-	s.last = append(s.last, req)
-	s.mu.Unlock()
-	return nil, errStubRefused
-}
-
-func (s *stubSched) Stats() sched.Snapshot { return sched.Snapshot{} }
-
-// taken returns and forgets the requests submitted so far.
-func (s *stubSched) taken() []sched.Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.last
-	s.last = nil
-	return out
-}
-
-// stubModel is a model over stubText with ChatML and a small context.
-func stubModel(t testing.TB) (*Model, *stubSched) {
-	t.Helper()
-	tmpl, err := chat.Parse(chat.ChatML, chat.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &stubSched{}
-	desc := &engine.Descriptor{Vocab: stubVocab, Ctx: 256, Lanes: 2, Batch: 64, BOS: -1, EOS: stubEOS, EOT: -1, EOG: []engine.Token{stubEOS},
-		FIM: engine.FIM{Prefix: -1, Suffix: -1, Middle: -1, Pad: -1, RepoName: -1, FileSep: -1}, Identity: "0123456789abcdef"}
-	return &Model{Model: task.Model{Name: "stub", Path: "/models/stub.gguf", Desc: desc, Text: stubText{}, Sched: sc, Chat: tmpl}}, sc
-}
 
 // memServer serves s on an in-memory listener and returns a client for it.
 func memServer(t *testing.T, s *Server) *nethttp.Client {

@@ -14,6 +14,7 @@ import (
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 // Structured output through the real handlers of every API: each field
@@ -222,12 +223,12 @@ func TestStructuredOutputRefusals(t *testing.T) {
 
 // grammarRefusingSched refuses every request as the engine refuses a
 // grammar it cannot parse.
-type grammarRefusingSched struct{ stubSched }
+type grammarRefusingSched struct{ tasktest.StubSched }
 
 func (s *grammarRefusingSched) Submit(ctx context.Context, req sched.Request) (*sched.Stream, error) {
-	s.stubSched.Submit(ctx, req)
+	s.StubSched.Submit(ctx, req)
 	if req.Grammar == nil {
-		return nil, errStubRefused
+		return nil, tasktest.ErrStubRefused
 	}
 	return nil, fmt.Errorf("sched: compiling the grammar: %w", &engine.Error{Op: "grammar", Status: engine.StatusGrammar, Msg: "failed to parse grammar"})
 }
@@ -259,7 +260,7 @@ func TestEngineGrammarRefusalIs400(t *testing.T) {
 		{"/v1/messages", anthropicBody(`,"stream":true,"output_config":{"format":{"type":"json_schema","schema":` + schema + `}}`), "output_config.format.schema"},
 	} {
 		status, _, b := call(t, c, "POST", tc.path, tc.body)
-		if len(gs.taken()) == 0 {
+		if len(gs.Taken()) == 0 {
 			t.Errorf("%s %s: never reached the scheduler", tc.path, tc.body)
 			continue
 		}
@@ -288,19 +289,19 @@ func TestEngineGrammarRefusalIs400(t *testing.T) {
 
 // thinkText is the fake vocabulary plus a reasoning block's end marker as
 // one special token.
-type thinkText struct{ fakeText }
+type thinkText struct{ tasktest.FakeText }
 
-const fakeThinkEnd = engine.Token(fakeVocab)
+const fakeThinkEnd = engine.Token(tasktest.FakeVocab)
 
 func (x thinkText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engine.Token, error) {
 	var out []engine.Token
 	for {
 		i := strings.Index(text, task.ThinkEnd)
 		if !parseSpecial || i < 0 {
-			rest, err := x.fakeText.Tokenize(text, addSpecial && len(out) == 0, parseSpecial)
+			rest, err := x.FakeText.Tokenize(text, addSpecial && len(out) == 0, parseSpecial)
 			return append(out, rest...), err
 		}
-		head, _ := x.fakeText.Tokenize(text[:i], addSpecial && len(out) == 0, parseSpecial)
+		head, _ := x.FakeText.Tokenize(text[:i], addSpecial && len(out) == 0, parseSpecial)
 		out = append(append(out, head...), fakeThinkEnd)
 		text = text[i+len(task.ThinkEnd):]
 		addSpecial = false
@@ -311,7 +312,7 @@ func (x thinkText) AppendPiece(dst []byte, tok engine.Token, special bool) []byt
 	if tok == fakeThinkEnd {
 		return append(dst, task.ThinkEnd...)
 	}
-	return x.fakeText.AppendPiece(dst, tok, special)
+	return x.FakeText.AppendPiece(dst, tok, special)
 }
 
 func (x thinkText) Detokenize(tokens []engine.Token, special bool) string {
@@ -338,7 +339,7 @@ func reasoningServer(t *testing.T, src string, markerToken bool) func(path, body
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := &stubSched{}
+	sc := &tasktest.StubSched{}
 	d := *m.Desc
 	d.ChatTemplate = src
 	if markerToken {
@@ -355,7 +356,7 @@ func reasoningServer(t *testing.T, src string, markerToken bool) func(path, body
 	return func(path, body string) sched.Request {
 		t.Helper()
 		status, _, b := call(t, c, "POST", path, body)
-		taken := sc.taken()
+		taken := sc.Taken()
 		if len(taken) != 1 {
 			t.Fatalf("%s %s: %d %s, nothing scheduled", path, body, status, b)
 		}

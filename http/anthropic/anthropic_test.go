@@ -8,11 +8,12 @@ import (
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 func specOf(t *testing.T, m *task.Model, body string) (*task.Request, error) {
 	t.Helper()
-	ctx := requestCtx([]byte(body))
+	ctx := tasktest.RequestCtx([]byte(body))
 	var req request
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return nil, err
@@ -28,7 +29,7 @@ func specOf(t *testing.T, m *task.Model, body string) (*task.Request, error) {
 // joined by a blank line, consecutive turns of a role combined, system
 // turns kept, a final assistant turn continued.
 func TestAnthropicPrompt(t *testing.T) {
-	m := chatmlModel(t, 512)
+	m := tasktest.ChatMLModel(t, 512)
 	cases := map[string]string{
 		`{"system":"s","messages":[{"role":"user","content":"hi"}]}`: "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
 		`{"system":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"text","text":"y"}]}]}`: "<|im_start|>system\na\n\nb<|im_end|>\n<|im_start|>user\nx\n\ny<|im_end|>\n<|im_start|>assistant\n",
@@ -51,7 +52,7 @@ func TestAnthropicPrompt(t *testing.T) {
 // Sampling and limits: Anthropic's default temperature 1, its [0, 1]
 // range, top_k/top_p passed on, the class from the header.
 func TestAnthropicSpec(t *testing.T) {
-	m := chatmlModel(t, 512)
+	m := tasktest.ChatMLModel(t, 512)
 	g, err := specOf(t, m, `{"model":"tiny:latest","max_tokens":7,"messages":[{"role":"user","content":"hi"}],"top_k":5,"top_p":0.5,"stop_sequences":["x"]}`)
 	if err != nil {
 		t.Fatal(err)

@@ -37,18 +37,18 @@ func FuzzAnthropicRequest(f *testing.F) {
 	for _, s := range requestSeeds {
 		f.Add([]byte(s))
 	}
-	m := chatmlModel(f, 128)
+	m := tasktest.ChatMLModel(f, 128)
 	a := testAPI(false)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := requestCtx(body)
+		ctx := tasktest.RequestCtx(body)
 		var req request
 		if err := wire.DecodeJSON(ctx, &req); err != nil {
-			checkRefusal(t, err)
+			tasktest.CheckRefusal(t, err)
 			return
 		}
 		p, err := a.prepare(ctx, m, &req)
 		if err != nil {
-			checkRefusal(t, err)
+			tasktest.CheckRefusal(t, err)
 			return
 		}
 		g := p.g

@@ -13,9 +13,10 @@ import (
 	"superfluid/reply"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
-// qwen3Model is chatmlModel rendering with Qwen3's real template, whose
+// qwen3Model is tasktest.ChatMLModel rendering with Qwen3's real template, whose
 // tool calls and reasoning the reply package detects.
 func qwen3Model(t *testing.T) *task.Model {
 	t.Helper()
@@ -23,7 +24,7 @@ func qwen3Model(t *testing.T) *task.Model {
 	if err != nil {
 		t.Skip("the shared templates are not here:", err)
 	}
-	m := chatmlModel(t, 4096)
+	m := tasktest.ChatMLModel(t, 4096)
 	tmpl, err := chat.Parse(string(src), chat.Options{EOS: "<|im_end|>"})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +38,7 @@ func qwen3Model(t *testing.T) *task.Model {
 // planOf prepares body; keepBilling is --keep-billing-header.
 func planOf(t *testing.T, m *task.Model, keepBilling bool, body string) (*prepared, error) {
 	t.Helper()
-	ctx := requestCtx([]byte(body))
+	ctx := tasktest.RequestCtx([]byte(body))
 	var req request
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return nil, err
@@ -121,7 +122,7 @@ func TestAnthropicToolChoice(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", choice, err, want)
 		}
 		if err != nil {
-			checkRefusal(t, err)
+			tasktest.CheckRefusal(t, err)
 		}
 	}
 }
@@ -163,7 +164,7 @@ func TestAnthropicThinkingConfig(t *testing.T) {
 // Claude Code's billing header, whose cch nonce changes every request, is
 // dropped from the first system block unless the server keeps it.
 func TestAnthropicBillingHeader(t *testing.T) {
-	m := chatmlModel(t, 512)
+	m := tasktest.ChatMLModel(t, 512)
 	body := func(nonce string) string {
 		return `{"model":"tiny","max_tokens":4,"system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1.88.a3f; cc_entrypoint=cli; cch=` + nonce + `;"},{"type":"text","text":"You are Claude Code."}],"messages":[{"role":"user","content":"hi"}]}`
 	}
@@ -205,7 +206,7 @@ func (f *fakePinner) Pin(prefix []engine.Token, ttl time.Duration) {
 // cache_control breakpoints mark prompt prefixes: a system block's ends
 // with that block, a message block's with it; each is pinned for its TTL.
 func TestAnthropicCacheBreakpoints(t *testing.T) {
-	m := chatmlModel(t, 512)
+	m := tasktest.ChatMLModel(t, 512)
 	pinner := &fakePinner{pins: map[int]time.Duration{}}
 	body := `{"model":"tiny","max_tokens":4,
 	 "system":[{"type":"text","text":"S1"},{"type":"text","text":"S2","cache_control":{"type":"ephemeral","ttl":"1h"}}],

@@ -9,6 +9,7 @@ import (
 	"superfluid/engine"
 	"superfluid/http/wire"
 	"superfluid/sched"
+	"superfluid/task/tasktest"
 )
 
 // The n_indent rule cuts the first under-indented line after the first
@@ -83,20 +84,20 @@ func TestSelectFieldsFlattensPaths(t *testing.T) {
 // Prompt shapes as llama.cpp reads them: how many prompts, and the tokens
 // of the first.
 func TestParsePromptsShapes(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	for _, c := range []struct {
 		raw     string
 		prompts int
 		first   []engine.Token
 		bad     bool
 	}{
-		{raw: `"ab"`, prompts: 1, first: []engine.Token{fakeBOS, 'a', 'b'}},
+		{raw: `"ab"`, prompts: 1, first: []engine.Token{tasktest.FakeBOS, 'a', 'b'}},
 		{raw: `[1, 2, 3]`, prompts: 1, first: []engine.Token{1, 2, 3}},
 		{raw: `[1, "ab", 2]`, prompts: 1, first: []engine.Token{1, 'a', 'b', 2}},
-		{raw: `["ab", 2]`, prompts: 1, first: []engine.Token{fakeBOS, 'a', 'b', 2}},
-		{raw: `["ab", "c"]`, prompts: 2, first: []engine.Token{fakeBOS, 'a', 'b'}},
+		{raw: `["ab", 2]`, prompts: 1, first: []engine.Token{tasktest.FakeBOS, 'a', 'b', 2}},
+		{raw: `["ab", "c"]`, prompts: 2, first: []engine.Token{tasktest.FakeBOS, 'a', 'b'}},
 		{raw: `[[1, 2], "c", [3, "d"]]`, prompts: 3, first: []engine.Token{1, 2}},
-		{raw: `"<|fim_prefix|>"`, prompts: 1, first: []engine.Token{fakeBOS, fakeFIMPrefix}},
+		{raw: `"<|fim_prefix|>"`, prompts: 1, first: []engine.Token{tasktest.FakeBOS, tasktest.FakeFIMPrefix}},
 		{raw: ``, bad: true},
 		{raw: `null`, bad: true},
 		{raw: `[]`, bad: true},
@@ -128,7 +129,7 @@ func TestParsePromptsShapes(t *testing.T) {
 
 // logit_bias: pairs or an object, ids or text, numbers or false.
 func TestParseLlamaBias(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	got, err := parseBias(m, json.RawMessage(`[[65, 1.5], ["bc", false]]`))
 	if err != nil || len(got) != 3 || got[0] != (engine.LogitBias{Token: 65, Bias: 1.5}) ||
 		got[1].Token != 'b' || !math.IsInf(float64(got[2].Bias), -1) {
@@ -148,7 +149,7 @@ func TestParseLlamaBias(t *testing.T) {
 // Absent fields take llama.cpp's defaults; a negative temperature is
 // greedy; seed -1 is random.
 func TestLlamaSamplingDefaults(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	s, err := samplingOf(m, &completionRequest{})
 	if err != nil || s.Temperature != 0.8 || s.TopK != 40 || s.TopP != 0.95 || s.MinP != 0.05 || s.PenaltyLastN != 64 || s.RepeatPenalty != 1 {
 		t.Fatalf("defaults: %+v %v", s, err)
@@ -166,7 +167,7 @@ func TestLlamaSamplingDefaults(t *testing.T) {
 
 // The warm-up samples one greedy token, with nothing that could slow it.
 func TestWarmupJobIsOneGreedyToken(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	req := decodeRequest(t, `{"input_extra":[{"filename":"a.go","text":"package a\n"}],"n_predict":0,"n_probs":3,"logit_bias":[[65,2]]}`)
 	j, p, err := infillJob(m, req)
 	if err != nil {
@@ -181,7 +182,7 @@ func TestWarmupJobIsOneGreedyToken(t *testing.T) {
 // Only greedy whole-response infills may come from the completion cache,
 // and the key tells apart what changes the answer.
 func TestInfillCacheKey(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	key := func(body string) string {
 		j, _, err := infillJob(m, decodeRequest(t, body))
 		if err != nil {
@@ -219,7 +220,7 @@ func TestInfillCacheKey(t *testing.T) {
 // A vocabulary without FIM tokens gets task.FIMPrompt's 501 from /infill (and
 // from /v1/completions with a suffix: package http's test).
 func TestInfillWithoutFIMTokens(t *testing.T) {
-	m := fakeModel(t, false)
+	m := tasktest.FakeModel(t, false)
 	if _, _, err := infillJob(m, decodeRequest(t, `{"input_prefix":"a"}`)); wire.AsError(err).Status != 501 {
 		t.Fatalf("/infill: %v", err)
 	}
@@ -227,7 +228,7 @@ func TestInfillWithoutFIMTokens(t *testing.T) {
 
 // The completion cache keeps answers under different grammars apart.
 func TestInfillCacheKeyHasTheGrammar(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	key := func(extra string) string {
 		var req completionRequest
 		if err := json.Unmarshal([]byte(infillBody(`,"temperature":0`+extra)), &req); err != nil {

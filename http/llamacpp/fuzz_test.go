@@ -3,16 +3,13 @@ package llamacpp
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"math"
-	"slices"
 	"strings"
 	"testing"
 
-	"superfluid/engine"
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 // Fuzz targets for the /completion and /infill request decoders: any body
@@ -34,8 +31,8 @@ var llamaSeeds = []string{
 	`{"prompt":"x","temperature":1e-40,"top_p":1e-50,"min_p":1e-300,"repeat_penalty":1e-40}`,
 	`{"prompt":"x","temperature":1e400,"top_k":1e30,"seed":1e30,"n_predict":1e30,"n_probs":1e30}`,
 	`{"prompt":"x","repeat_last_n":2000000000,"repeat_penalty":1.1,"t_max_predict_ms":1e30,"n_indent":1e30}`,
-	`{"prompt":"x","temperature":1,"logit_bias":` + banAllPairs() + `}`,
-	`{"prompt":"x","temperature":1,"ignore_eos":true,"logit_bias":` + banAllObject("false", fakeEOS) + `}`,
+	`{"prompt":"x","temperature":1,"logit_bias":` + tasktest.BanAllPairs(tasktest.FakeVocab) + `}`,
+	`{"prompt":"x","temperature":1,"ignore_eos":true,"logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "false", tasktest.FakeEOS) + `}`,
 	`{"prompt":"x","logit_bias":[[65,1e400],[1e30,1]]}`,
 	`{"prompt":"x","grammar":"root ::= x","json_schema":{},"response_format":{"type":"json_object"},"mirostat":2,"dry_multiplier":0.8}`,
 	`{"prompt":"x","grammar":"","mirostat":0,"typical_p":1,"xtc_probability":0,"top_n_sigma":-1,"min_keep":0}`,
@@ -43,30 +40,11 @@ var llamaSeeds = []string{
 	`{"input_prefix":"` + strings.Repeat("p", 40000) + `","input_suffix":"` + strings.Repeat("s", 40000) + `","input_extra":[{"filename":"a","text":"` + strings.Repeat("e", 40000) + `"}]}`,
 }
 
-// checkJob holds what the server relies on for a job it would submit.
-func checkJob(t *testing.T, m *task.Model, j *promptJob) {
-	g := j.spec
-	if len(g.Prompt) == 0 || len(g.Prompt) >= m.Desc.Ctx {
-		t.Fatalf("accepted a prompt of %d tokens in a context of %d", len(g.Prompt), m.Desc.Ctx)
-	}
-	for _, tok := range g.Prompt {
-		if tok < 0 || int(tok) >= m.Desc.Vocab {
-			t.Fatalf("accepted token %d", tok)
-		}
-	}
-	if g.MaxTokens < 0 || g.Logprobs < 0 || g.Logprobs > 20 {
-		t.Fatalf("accepted limits %+v", g)
-	}
-	if msg := unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
-		t.Fatalf("accepted what the scheduler refuses (%s): %+v", msg, g)
-	}
-}
-
 func FuzzLlamaCompletionRequest(f *testing.F) {
 	for _, s := range llamaSeeds {
 		f.Add([]byte(s))
 	}
-	m := fakeModel(f, true)
+	m := tasktest.FakeModel(f, true)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req completionRequest
 		if decodeBody(body, &req) != nil {
@@ -78,7 +56,7 @@ func FuzzLlamaCompletionRequest(f *testing.F) {
 			return
 		}
 		for _, j := range jobs {
-			checkJob(t, m, j)
+			tasktest.CheckAccepted(t, m, j.spec)
 			r := &completionRun{job: j, p: p, content: []byte("out"), stopType: "eos"}
 			res := r.response(m, p.stream)
 			if _, err := res.marshal(p.fields); err != nil {
@@ -92,7 +70,7 @@ func FuzzLlamaInfillRequest(f *testing.F) {
 	for _, s := range llamaSeeds {
 		f.Add([]byte(s), true)
 	}
-	models := map[bool]*task.Model{true: fakeModel(f, true), false: fakeModel(f, false)}
+	models := map[bool]*task.Model{true: tasktest.FakeModel(f, true), false: tasktest.FakeModel(f, false)}
 	f.Fuzz(func(t *testing.T, body []byte, capable bool) {
 		m := models[capable]
 		var req completionRequest
@@ -109,7 +87,7 @@ func FuzzLlamaInfillRequest(f *testing.F) {
 		if !capable {
 			t.Fatal("a model without FIM tokens built an infill prompt")
 		}
-		checkJob(t, m, j)
+		tasktest.CheckAccepted(t, m, j.spec)
 		if j.spec.Class != sched.FIM || len(j.spec.StopTokens) == 0 {
 			t.Fatalf("infill job %+v", j.spec)
 		}
@@ -153,66 +131,4 @@ func FuzzSelectFields(f *testing.F) {
 			t.Fatalf("invalid JSON %q", b)
 		}
 	})
-}
-
-// unschedulable mirrors sched.Request's validation (sched/request.go):
-// what the scheduler would refuse at Submit. "" when the request is fine.
-// (package http's fuzz tests hold the same mirror.)
-func unschedulable(d *engine.Descriptor, r *sched.Request) string {
-	switch {
-	case len(r.Prompt) == 0 || len(r.Prompt) >= d.Ctx:
-		return "prompt length"
-	case int(r.Class) >= sched.NumClasses:
-		return "class"
-	case r.MaxTokens < 0 || int64(r.MaxTokens) > math.MaxUint32:
-		return "max tokens"
-	case r.Logprobs < 0 || r.Logprobs > engine.MaxLogprobs:
-		return "logprobs"
-	}
-	for _, t := range r.Prompt {
-		if t < 0 || int(t) >= d.Vocab {
-			return "prompt token"
-		}
-	}
-	for _, b := range r.Bias {
-		if b.Token < 0 || int(b.Token) >= d.Vocab || math.IsNaN(float64(b.Bias)) {
-			return "bias"
-		}
-	}
-	if engine.BansEveryToken(r.Bias, d.Vocab) {
-		return "bias bans every token"
-	}
-	s := r.Sampling
-	if s == (engine.Sampling{}) {
-		return ""
-	}
-	if s.Temperature > 0 && s.Temperature < engine.MinTemperature {
-		return "temperature below engine.MinTemperature"
-	}
-	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
-	if !finite(s.Temperature) || !finite(s.TopP) || !finite(s.MinP) || !finite(s.RepeatPenalty) ||
-		!finite(s.FrequencyPenalty) || !finite(s.PresencePenalty) || s.TopK < 0 || s.TopP <= 0 || s.TopP > 1 ||
-		s.MinP < 0 || s.MinP > 1 || s.RepeatPenalty <= 0 || s.PenaltyLastN < -1 {
-		return "sampling"
-	}
-	return ""
-}
-
-// Logit biases that ban every token of the fake vocabulary.
-func banAllPairs() string {
-	parts := make([]string, fakeVocab)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("[%d,false]", i)
-	}
-	return "[" + strings.Join(parts, ",") + "]"
-}
-
-func banAllObject(value string, skip ...engine.Token) string {
-	var parts []string
-	for i := range fakeVocab {
-		if !slices.Contains(skip, engine.Token(i)) {
-			parts = append(parts, fmt.Sprintf("%q:%s", fmt.Sprint(i), value))
-		}
-	}
-	return "{" + strings.Join(parts, ",") + "}"
 }

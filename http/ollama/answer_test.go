@@ -7,6 +7,7 @@ import (
 
 	"superfluid/http/wire"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 // A greedy /api/generate with a suffix is answered from the completion
@@ -15,11 +16,11 @@ import (
 // same request sampled, or with logprobs, is not a cache hit and reaches
 // the scheduler.
 func TestGenerateSuffixServedFromCache(t *testing.T) {
-	m := chatmlModel(t, 512)
+	m := tasktest.ChatMLModel(t, 512)
 	a := testAPI()
 	const head = `{"model":"tiny","prompt":"def f(","suffix":"\n","stream":false`
 	greedy := head + `,"options":{"temperature":0,"num_predict":8}}`
-	ctx := requestCtx([]byte(greedy))
+	ctx := tasktest.RequestCtx([]byte(greedy))
 	var req generateRequest
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func TestGenerateSuffixServedFromCache(t *testing.T) {
 		head + `,"options":{"temperature":0.5,"num_predict":8}}`,
 		head + `,"logprobs":true,"options":{"temperature":0,"num_predict":8}}`,
 	} {
-		err := a.generate(requestCtx([]byte(body)), m)
+		err := a.generate(tasktest.RequestCtx([]byte(body)), m)
 		if err == nil || !strings.Contains(err.Error(), "no scheduler") {
 			t.Errorf("%s: %v, want the scheduler's refusal", body, err)
 		}

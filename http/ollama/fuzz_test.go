@@ -7,6 +7,7 @@ import (
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 var ollamaGenerateSeeds = []string{
@@ -35,18 +36,18 @@ func FuzzOllamaGenerateRequest(f *testing.F) {
 	for _, s := range ollamaGenerateSeeds {
 		f.Add([]byte(s))
 	}
-	m := chatmlModel(f, 128)
+	m := tasktest.ChatMLModel(f, 128)
 	a := testAPI()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := requestCtx(body)
+		ctx := tasktest.RequestCtx(body)
 		var req generateRequest
 		if err := wire.DecodeJSON(ctx, &req); err != nil {
-			checkRefusal(t, err)
+			tasktest.CheckRefusal(t, err)
 			return
 		}
 		job, err := a.generateJob(ctx, m, &req)
 		if err != nil {
-			checkRefusal(t, err)
+			tasktest.CheckRefusal(t, err)
 			return
 		}
 		checkOllamaJob(t, m, job)
@@ -73,18 +74,18 @@ func FuzzOllamaChatRequest(f *testing.F) {
 	for _, s := range ollamaChatSeeds {
 		f.Add([]byte(s))
 	}
-	m := chatmlModel(f, 128)
+	m := tasktest.ChatMLModel(f, 128)
 	a := testAPI()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := requestCtx(body)
+		ctx := tasktest.RequestCtx(body)
 		var req chatRequest
 		if err := wire.DecodeJSON(ctx, &req); err != nil {
-			checkRefusal(t, err)
+			tasktest.CheckRefusal(t, err)
 			return
 		}
 		job, err := a.chatJob(ctx, m, &req)
 		if err != nil {
-			checkRefusal(t, err)
+			tasktest.CheckRefusal(t, err)
 			return
 		}
 		checkOllamaJob(t, m, job)
@@ -99,7 +100,7 @@ func checkOllamaJob(t *testing.T, m *task.Model, job *job) {
 		}
 		return
 	}
-	checkSpec(t, job.model, job.req)
+	tasktest.CheckSpec(t, job.model, job.req)
 	if job.model.Desc.Ctx > m.Desc.Ctx || job.req.MaxTokens > job.model.Desc.Ctx-len(job.req.Prompt) && job.model != m {
 		t.Fatalf("window %d, limit %d for a prompt of %d", job.model.Desc.Ctx, job.req.MaxTokens, len(job.req.Prompt))
 	}

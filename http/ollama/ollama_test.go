@@ -12,6 +12,7 @@ import (
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 func rawOptions(t *testing.T, s string) map[string]json.RawMessage {
@@ -59,7 +60,7 @@ func TestParseOllamaOptions(t *testing.T) {
 // truncation defaults; set ones are range checked; seed -1 is random and
 // repeat_last_n maps onto the engine's.
 func TestOllamaSampling(t *testing.T) {
-	m := chatmlModel(t, 4096)
+	m := tasktest.ChatMLModel(t, 4096)
 	var o options
 	s, err := o.sampling(m)
 	if err != nil {
@@ -83,7 +84,7 @@ func TestOllamaSampling(t *testing.T) {
 // num_ctx narrows the window (never widens it) and bounds generation to
 // the room the prompt leaves; num_predict ≤ 0 is unbounded.
 func TestOllamaWindowAndLimit(t *testing.T) {
-	m := chatmlModel(t, 1000)
+	m := tasktest.ChatMLModel(t, 1000)
 	cases := []struct {
 		opts             string
 		window, prompt   int
@@ -113,7 +114,7 @@ func TestOllamaWindowAndLimit(t *testing.T) {
 // A conversation ending with an assistant message is continued, not
 // closed; any other renders with the generation prompt.
 func TestRenderContinuation(t *testing.T) {
-	m := chatmlModel(t, 512)
+	m := tasktest.ChatMLModel(t, 512)
 	render := func(msgs ...chat.Message) string {
 		text, err := task.RenderTurn(m, chat.Request{Messages: msgs, AddGenerationPrompt: true}, true)
 		if err != nil {
@@ -134,11 +135,11 @@ func TestRenderContinuation(t *testing.T) {
 // (after the system prompt), raw as is, with a suffix in the FIM format
 // and class; the context of a previous answer goes first, as tokens.
 func TestOllamaGeneratePrompts(t *testing.T) {
-	m := chatmlModel(t, 512)
+	m := tasktest.ChatMLModel(t, 512)
 	a := testAPI()
 	plan := func(body string) *job {
 		t.Helper()
-		ctx := requestCtx([]byte(body))
+		ctx := tasktest.RequestCtx([]byte(body))
 		var req generateRequest
 		if err := wire.DecodeJSON(ctx, &req); err != nil {
 			t.Fatal(err)
@@ -168,7 +169,7 @@ func TestOllamaGeneratePrompts(t *testing.T) {
 	if j = plan(`{"model":"tiny","keep_alive":"0s"}`); j.req != nil || j.loadReason != "unload" {
 		t.Errorf("unload: %+v", j)
 	}
-	ctx := requestCtx(nil)
+	ctx := tasktest.RequestCtx(nil)
 	ctx.Request.Header.Set("X-Superfluid-Class", "background")
 	if j, err := a.generateJob(ctx, m, &generateRequest{Model: "tiny", Prompt: "p"}); err != nil || j.req.Class != sched.Background {
 		t.Errorf("class header: %v %+v", err, j)
@@ -190,8 +191,8 @@ func TestOllamaNamesAndNumbers(t *testing.T) {
 		}
 	}
 	for version, want := range map[string]string{"": "0.0.0", "dev": "0.0.0-dev", "v1.2.3": "1.2.3", "0.4.0-rc1": "0.4.0-rc1"} {
-		a := &api{host: testHost{version: version}}
-		ctx := requestCtx(nil)
+		a := &api{host: testHost(wire.Settings{Version: version}, nil)}
+		ctx := tasktest.RequestCtx(nil)
 		a.version(ctx, nil)
 		if got := string(ctx.Response.Body()); got != `{"version":"`+want+`"}` {
 			t.Errorf("version %q answers %s", version, got)
@@ -214,7 +215,7 @@ func TestModelInfoValues(t *testing.T) {
 	if _, ok := jsonValue(gguf.Array{Elem: gguf.TypeArray, Values: []gguf.Array{{Elem: gguf.TypeFloat64, Values: []float64{math.Inf(1)}}}}); ok {
 		t.Error("nested Inf kept")
 	}
-	m := chatmlModel(t, 333)
+	m := tasktest.ChatMLModel(t, 333)
 	info := modelInfo(m, nil, false)
 	if info["llama.context_length"] != 333 || info["general.architecture"] != "llama" {
 		t.Errorf("model_info %v", info)
@@ -227,15 +228,15 @@ func must(v any, _ bool) any { return v }
 // 400 for a suffix, and /api/show without .Suffix or "insert", which is
 // what tells Continue not to send FIM requests.
 func TestOllamaWithoutFIM(t *testing.T) {
-	m := chatmlModel(t, 512)
+	m := tasktest.ChatMLModel(t, 512)
 	m.FIM = nil
 	a := testAPI()
-	_, err := a.generateJob(requestCtx(nil), m, &generateRequest{Model: "tiny", Prompt: "a", Suffix: "b"})
+	_, err := a.generateJob(tasktest.RequestCtx(nil), m, &generateRequest{Model: "tiny", Prompt: "a", Suffix: "b"})
 	var ae *wire.Error
 	if !errors.As(err, &ae) || ae.Status != 400 || ae.Msg != `"tiny" does not support insert` {
 		t.Errorf("suffix: %v", err)
 	}
-	ctx := requestCtx([]byte(`{"model":"tiny"}`))
+	ctx := tasktest.RequestCtx([]byte(`{"model":"tiny"}`))
 	if err := a.show(ctx, m); err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,14 @@ import (
 
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 // /v1/completions with a suffix is a FIM route: a greedy whole request
 // with one plain choice has a completion-cache key, what changes the
 // answer changes the key, and what the cache cannot give back has none.
 func TestCompletionsSuffixCacheKey(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	key := func(body string) string {
 		var req oaiCompletionRequest
 		if err := json.Unmarshal([]byte(body), &req); err != nil {
@@ -53,7 +54,7 @@ func TestCompletionsSuffixCacheKey(t *testing.T) {
 // A cached answer is served without reaching the scheduler (the fake
 // model's refuses every request), with the whole prompt counted cached.
 func TestCompletionsSuffixServedFromCache(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	a := testAPI(8)
 	body := `{"model":"fake","prompt":"def f():","suffix":"\n","temperature":0,"max_tokens":8}`
 	var req oaiCompletionRequest
@@ -65,7 +66,7 @@ func TestCompletionsSuffixServedFromCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.host.CompletionCache().Put(task.Cached{Key: plan.cacheKey(m), Text: "  return 1", Tokens: 3, Finish: "stop"})
-	ctx := requestCtx([]byte(body))
+	ctx := tasktest.RequestCtx([]byte(body))
 	if err := a.completions(ctx, m); err != nil {
 		t.Fatalf("a cached request reached the scheduler: %v", err)
 	}

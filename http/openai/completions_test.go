@@ -1,20 +1,19 @@
 package openai
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"superfluid/http/wire"
 	"superfluid/sched"
-	"superfluid/task"
+	"superfluid/task/tasktest"
 )
 
 // A vocabulary without FIM tokens gets task.FIMPrompt's 501 from
 // /v1/completions with a suffix, as from /infill.
 func TestCompletionsWithoutFIMTokens(t *testing.T) {
-	m := fakeModel(t, false)
+	m := tasktest.FakeModel(t, false)
 	req := decodeCompletions(t, `{"prompt":"a","suffix":"b"}`)
 	if _, err := planCompletions(m, req, sched.Chat); wire.AsError(err).Status != 501 {
 		t.Fatalf("/v1/completions: %v", err)
@@ -24,7 +23,7 @@ func TestCompletionsWithoutFIMTokens(t *testing.T) {
 // Choices are indexed prompt by prompt, n per prompt, each with its own
 // seed; echo and best_of follow the documented rules.
 func TestPlanCompletions(t *testing.T) {
-	m := fakeModel(t, true)
+	m := tasktest.FakeModel(t, true)
 	plan, err := planCompletions(m, decodeCompletions(t, `{"prompt":["ab",[1,2,3]],"n":2,"seed":7,"echo":true,"max_tokens":3}`), sched.Chat)
 	if err != nil {
 		t.Fatal(err)
@@ -71,13 +70,13 @@ func FuzzOpenAICompletionRequest(f *testing.F) {
 		`{"prompt":"def f(","suffix":"\n    return 1\n","max_tokens":16,"best_of":1}`,
 		`{"prompt":"x","best_of":3}`, `{"prompt":7}`, `{"prompt":"x","n":0}`,
 		`{"prompt":"x","temperature":1e-40,"logprobs":6,"n":1e30,"best_of":1e30,"max_tokens":1e30}`,
-		`{"prompt":"x","logit_bias":` + banAllObject("-100") + `}`,
+		`{"prompt":"x","logit_bias":` + tasktest.BanAllObject(tasktest.FakeVocab, "-100") + `}`,
 		`{"prompt":"x","suffix":"y","grammar":"root ::= x","mirostat":1}`,
 		`{"prompt":["x","` + strings.Repeat("x", 16*512+1) + `"]}`,
 	} {
 		f.Add([]byte(s))
 	}
-	m := fakeModel(f, true)
+	m := tasktest.FakeModel(f, true)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req oaiCompletionRequest
 		if wire.DecodeBody(body, &req) != nil {
@@ -92,37 +91,9 @@ func FuzzOpenAICompletionRequest(f *testing.F) {
 			if c.index != i {
 				t.Fatalf("choice %d has index %d", i, c.index)
 			}
-			checkSpec(t, m, c.spec)
+			tasktest.CheckAccepted(t, m, c.spec)
 		}
 	})
-}
-
-// checkSpec holds what the server relies on for a choice it would submit.
-func checkSpec(t *testing.T, m *task.Model, g *task.Spec) {
-	if len(g.Prompt) == 0 || len(g.Prompt) >= m.Desc.Ctx {
-		t.Fatalf("accepted a prompt of %d tokens in a context of %d", len(g.Prompt), m.Desc.Ctx)
-	}
-	for _, tok := range g.Prompt {
-		if tok < 0 || int(tok) >= m.Desc.Vocab {
-			t.Fatalf("accepted token %d", tok)
-		}
-	}
-	if g.MaxTokens < 0 || g.Logprobs < 0 || g.Logprobs > 20 {
-		t.Fatalf("accepted limits %+v", g)
-	}
-	if msg := unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
-		t.Fatalf("accepted what the scheduler refuses (%s): %+v", msg, g)
-	}
-}
-
-// banAllObject is an OpenAI logit_bias object banning every token of
-// fakeVocab.
-func banAllObject(value string) string {
-	var parts []string
-	for i := range fakeVocab {
-		parts = append(parts, fmt.Sprintf("%q:%s", fmt.Sprint(i), value))
-	}
-	return "{" + strings.Join(parts, ",") + "}"
 }
 
 func decodeCompletions(t testing.TB, body string) *oaiCompletionRequest {

@@ -3,16 +3,13 @@ package openai
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
 	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
 
-	"superfluid/engine"
 	"superfluid/http/wire"
-	"superfluid/sched"
+	"superfluid/task/tasktest"
 )
 
 // FuzzOpenAIChatRequest throws arbitrary bodies (and class headers) at the
@@ -41,7 +38,7 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":"a"}],"repeat_penalty":1e-40,"frequency_penalty":1e300}`,
 		`{"messages":[{"role":"user","content":"a"}],"max_tokens":-2,"max_completion_tokens":1e30,"top_logprobs":1e30,"logprobs":true}`,
 		`{"messages":[{"role":"user","content":"a"}],"seed":18446744073709551616,"logit_bias":{"65":1e400}}`,
-		`{"messages":[{"role":"user","content":"a"}],"logit_bias":` + banAllStub("-100") + `}`,
+		`{"messages":[{"role":"user","content":"a"}],"logit_bias":` + tasktest.BanAllObject(tasktest.StubVocab, "-100") + `}`,
 		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}],"tool_choice":"required","response_format":{"type":"json_object"}}`,
 		`{"messages":[{"role":"user","content":"a"}],"grammar":"root ::= x","json_schema":{},"mirostat":2,"typical_p":0.5}`,
 		`{"messages":[{"role":"user","content":"a"}],"tools":[],"tool_choice":"auto","response_format":{"type":"text"},"modalities":["text"],"mirostat":0}`,
@@ -52,7 +49,7 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":"a"}]}`), "background")
 	f.Add([]byte(`{"messages":[{"role":"user","content":"a"}]}`), "vip")
 	a := testAPI(0)
-	m, sc := stubModel(f)
+	m, sc := tasktest.StubModel(f)
 	f.Fuzz(func(t *testing.T, body []byte, class string) {
 		var ctx fasthttp.RequestCtx
 		ctx.Request.Header.SetMethod("POST")
@@ -62,8 +59,8 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 		}
 		ctx.Request.SetBody(body)
 		err := a.chat(&ctx, m)
-		for _, req := range sc.taken() {
-			if msg := unschedulable(m.Desc, &req); msg != "" {
+		for _, req := range sc.Taken() {
+			if msg := tasktest.Unschedulable(m.Desc, &req); msg != "" {
 				t.Fatalf("submitted a request the scheduler would refuse (%s): %+v\nbody: %q", msg, req, body)
 			}
 		}
@@ -74,7 +71,7 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 		if e.Status < 400 || e.Status > 599 || e.Msg == "" || e.Type == "" {
 			t.Fatalf("refusal %+v for %q", e, body)
 		}
-		if e.Status >= 500 && !errors.Is(err, errStubRefused) {
+		if e.Status >= 500 && !errors.Is(err, tasktest.ErrStubRefused) {
 			t.Fatalf("a server error for client input: %+v for %q", e, body)
 		}
 		wire.WriteError(&ctx, wire.OpenAI, err)
@@ -90,55 +87,4 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 			t.Fatalf("error body %q (status %d): %v", ctx.Response.Body(), ctx.Response.StatusCode(), err)
 		}
 	})
-}
-
-// unschedulable mirrors sched.Request's validation (sched/request.go):
-// what the scheduler would refuse at Submit. "" when the request is fine.
-func unschedulable(d *engine.Descriptor, r *sched.Request) string {
-	switch {
-	case len(r.Prompt) == 0 || len(r.Prompt) >= d.Ctx:
-		return "prompt length"
-	case int(r.Class) >= sched.NumClasses:
-		return "class"
-	case r.MaxTokens < 0 || int64(r.MaxTokens) > math.MaxUint32:
-		return "max tokens"
-	case r.Logprobs < 0 || r.Logprobs > engine.MaxLogprobs:
-		return "logprobs"
-	}
-	for _, t := range r.Prompt {
-		if t < 0 || int(t) >= d.Vocab {
-			return "prompt token"
-		}
-	}
-	for _, b := range r.Bias {
-		if b.Token < 0 || int(b.Token) >= d.Vocab || math.IsNaN(float64(b.Bias)) {
-			return "bias"
-		}
-	}
-	if engine.BansEveryToken(r.Bias, d.Vocab) {
-		return "bias bans every token"
-	}
-	s := r.Sampling
-	if s == (engine.Sampling{}) {
-		return ""
-	}
-	if s.Temperature > 0 && s.Temperature < engine.MinTemperature {
-		return "temperature below engine.MinTemperature"
-	}
-	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
-	if !finite(s.Temperature) || !finite(s.TopP) || !finite(s.MinP) || !finite(s.RepeatPenalty) ||
-		!finite(s.FrequencyPenalty) || !finite(s.PresencePenalty) || s.TopK < 0 || s.TopP <= 0 || s.TopP > 1 ||
-		s.MinP < 0 || s.MinP > 1 || s.RepeatPenalty <= 0 || s.PenaltyLastN < -1 {
-		return "sampling"
-	}
-	return ""
-}
-
-// banAllStub is an OpenAI logit_bias banning every token of stubVocab.
-func banAllStub(value string) string {
-	parts := make([]string, stubVocab)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("%q:%s", fmt.Sprint(i), value)
-	}
-	return "{" + strings.Join(parts, ",") + "}"
 }

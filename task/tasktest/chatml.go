@@ -1,7 +1,9 @@
 // Package tasktest holds what tests of the API packages share about the
 // request core: a model whose chat template and FIM format render as the
 // real server's do without cgo (ChatMLModel), and the check that a
-// validated request is one the scheduler accepts (CheckSpec).
+// validated request is one the scheduler accepts (CheckSpec), with the
+// byte-level fake and stub models and the request helpers the API
+// packages' tests share.
 package tasktest
 
 import (
@@ -43,10 +45,15 @@ func ChatMLID(name string) engine.Token {
 type ChatMLText struct{}
 
 func (ChatMLText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engine.Token, error) {
-	out := []engine.Token{}
+	return appendBytes([]engine.Token{}, text, parseSpecial, specialAt), nil
+}
+
+// appendBytes appends text's tokens in a byte-level vocabulary: a token a
+// byte, but for the specials special finds when parseSpecial.
+func appendBytes(out []engine.Token, text string, parseSpecial bool, special func(string) (engine.Token, int)) []engine.Token {
 	for i := 0; i < len(text); {
 		if parseSpecial {
-			if id, n := specialAt(text[i:]); n > 0 {
+			if id, n := special(text[i:]); n > 0 {
 				out = append(out, id)
 				i += n
 				continue
@@ -55,7 +62,7 @@ func (ChatMLText) Tokenize(text string, addSpecial, parseSpecial bool) ([]engine
 		out = append(out, engine.Token(text[i]))
 		i++
 	}
-	return out, nil
+	return out
 }
 
 func specialAt(s string) (engine.Token, int) {

@@ -14,14 +14,7 @@ import (
 // limits and sampling the scheduler accepts.
 func CheckSpec(t *testing.T, m *task.Model, g *task.Request) {
 	t.Helper()
-	if len(g.Prompt) == 0 || len(g.Prompt) >= m.Desc.Ctx {
-		t.Fatalf("prompt of %d tokens for a context of %d", len(g.Prompt), m.Desc.Ctx)
-	}
-	for _, tok := range g.Prompt {
-		if tok < 0 || int(tok) >= m.Desc.Vocab {
-			t.Fatalf("prompt token %d outside the vocabulary", tok)
-		}
-	}
+	checkPrompt(t, m, g.Prompt)
 	s := g.Sampling
 	if g.MaxTokens < 0 || int64(g.MaxTokens) > math.MaxUint32 || int(g.Class) >= sched.NumClasses || g.Logprobs < 0 || g.Logprobs > engine.MaxLogprobs ||
 		s.Temperature < 0 || s.TopK < 0 || s.TopP <= 0 || s.TopP > 1 || s.MinP < 0 || s.MinP > 1 || s.RepeatPenalty <= 0 || s.PenaltyLastN < -1 {
@@ -72,4 +65,32 @@ func Unschedulable(d *engine.Descriptor, r *sched.Request) string {
 		return "sampling"
 	}
 	return ""
+}
+
+// CheckAccepted checks what a decoder hands on for a choice it would
+// submit: a prompt of the model's tokens that fits the context, limits in
+// range, and nothing the scheduler refuses.
+func CheckAccepted(t *testing.T, m *task.Model, g *task.Spec) {
+	t.Helper()
+	checkPrompt(t, m, g.Prompt)
+	if g.MaxTokens < 0 || g.Logprobs < 0 || g.Logprobs > 20 {
+		t.Fatalf("accepted limits %+v", g)
+	}
+	if msg := Unschedulable(m.Desc, &sched.Request{Prompt: g.Prompt, Class: g.Class, MaxTokens: g.MaxTokens, Sampling: g.Sampling, Logprobs: g.Logprobs, Bias: g.Bias}); msg != "" {
+		t.Fatalf("accepted what the scheduler refuses (%s): %+v", msg, g)
+	}
+}
+
+// checkPrompt checks that a prompt is of the model's tokens and fits its
+// context with room left.
+func checkPrompt(t *testing.T, m *task.Model, prompt []engine.Token) {
+	t.Helper()
+	if len(prompt) == 0 || len(prompt) >= m.Desc.Ctx {
+		t.Fatalf("prompt of %d tokens for a context of %d", len(prompt), m.Desc.Ctx)
+	}
+	for _, tok := range prompt {
+		if tok < 0 || int(tok) >= m.Desc.Vocab {
+			t.Fatalf("prompt token %d outside the vocabulary", tok)
+		}
+	}
 }
