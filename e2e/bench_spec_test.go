@@ -59,30 +59,7 @@ func BenchmarkSpeculation(b *testing.B) {
 						prompts[i] = slices.Concat(unit, unit, unit, unit)
 					}
 				}
-				rates := make([][]float64, len(configs))
-				reps := specBenchReps(3)
-				b.ResetTimer()
-				for range b.N {
-					for r := range reps {
-						runs := make([]func(), len(configs))
-						for i := range configs {
-							runs[i] = func() { rates[i] = append(rates[i], specDecodeRate(b, stacks[i], prompts, 64)) }
-						}
-						specInTurn(r, runs...)
-					}
-				}
-				for i, name := range names {
-					b.ReportMetric(specMedian(rates[i]), name+"-tok/s")
-					if i > 0 {
-						ratio := make([]float64, len(rates[i]))
-						for j := range ratio {
-							ratio[j] = rates[i][j] / rates[0][j]
-						}
-						b.ReportMetric(specMedian(ratio), name+"/plain")
-					}
-					st := stacks[i].s.Stats()
-					b.Logf("%s: tok/s by round %.1f; drafts %d, accepted %d, gate closed %d", name, rates[i], st.DraftTokens, st.DraftAccepted, st.DraftGateClosed)
-				}
+				specPairedRounds(b, stacks, names, prompts)
 			})
 		}
 	}
@@ -135,32 +112,40 @@ func BenchmarkSpeculationDraftModel(b *testing.B) {
 			for i := range prompts {
 				prompts[i] = textTokens(b, stacks[0].eng.Engine, 200, uint64(3000+i))
 			}
-			rates := make([][]float64, len(configs))
-			reps := specBenchReps(3)
-			b.ResetTimer()
-			for range b.N {
-				for r := range reps {
-					runs := make([]func(), len(configs))
-					for i := range configs {
-						runs[i] = func() { rates[i] = append(rates[i], specDecodeRate(b, stacks[i], prompts, 64)) }
-					}
-					specInTurn(r, runs...)
-				}
-			}
-			for i, name := range names {
-				b.ReportMetric(specMedian(rates[i]), name+"-tok/s")
-				if i > 0 {
-					ratio := make([]float64, len(rates[i]))
-					for j := range ratio {
-						ratio[j] = rates[i][j] / rates[0][j]
-					}
-					b.ReportMetric(specMedian(ratio), name+"/plain")
-					b.Logf("%s/plain by round %.3f", name, ratio)
-				}
-				st := stacks[i].s.Stats()
-				b.Logf("%s: tok/s by round %.2f; drafts %d, accepted %d, gate closed %d", name, rates[i], st.DraftTokens, st.DraftAccepted, st.DraftGateClosed)
-			}
+			specPairedRounds(b, stacks, names, prompts)
 		})
+	}
+}
+
+// specPairedRounds measures each stack's decode rate over prompts, the
+// stacks in turn each round (specInTurn), and reports each one's median
+// rate and, beside the first (plain decoding), the median of its per-round
+// ratios to it.
+func specPairedRounds(b *testing.B, stacks []*schedStack, names []string, prompts [][]engine.Token) {
+	rates := make([][]float64, len(stacks))
+	reps := specBenchReps(3)
+	b.ResetTimer()
+	for range b.N {
+		for r := range reps {
+			runs := make([]func(), len(stacks))
+			for i := range stacks {
+				runs[i] = func() { rates[i] = append(rates[i], specDecodeRate(b, stacks[i], prompts, 64)) }
+			}
+			specInTurn(r, runs...)
+		}
+	}
+	for i, name := range names {
+		b.ReportMetric(specMedian(rates[i]), name+"-tok/s")
+		if i > 0 {
+			ratio := make([]float64, len(rates[i]))
+			for j := range ratio {
+				ratio[j] = rates[i][j] / rates[0][j]
+			}
+			b.ReportMetric(specMedian(ratio), name+"/plain")
+			b.Logf("%s/plain by round %.3f", name, ratio)
+		}
+		st := stacks[i].s.Stats()
+		b.Logf("%s: tok/s by round %.2f; drafts %d, accepted %d, gate closed %d", name, rates[i], st.DraftTokens, st.DraftAccepted, st.DraftGateClosed)
 	}
 }
 
