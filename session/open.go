@@ -113,9 +113,11 @@ func (s *Store) recoverLog() error {
 		return fmt.Errorf("session: %w", err)
 	}
 	s.log = f
-	if good < int64(len(b)) {
-		s.stats.TornTails++
-		s.stats.TornBytes += int64(len(b)) - good
+	if good < int64(len(b)) || fresh {
+		if good < int64(len(b)) {
+			s.stats.TornTails++
+			s.stats.TornBytes += int64(len(b)) - good
+		}
 		if err := f.Truncate(good); err != nil {
 			return fmt.Errorf("session: dropping the log's torn tail: %w", err)
 		}

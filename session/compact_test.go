@@ -1,0 +1,150 @@
+package session
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// A chain of turns costs the same disk at turn 50 as at turn 1: each turn
+// writes its own items once, never the conversation so far.
+func TestDiskPerTurnIsFlat(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock()
+	s := open(t, dir, Options{Now: clk.now})
+	defer s.Close()
+	c, _, err := s.Create(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, walName(1))
+	growth := map[int]int64{}
+	for turn := 1; turn <= 50; turn++ {
+		before := fileSize(t, logPath)
+		if _, err := s.Append(c.ID, []Item{msg("a question of fixed size"), msg("an answer of a fixed size")}); err != nil {
+			t.Fatal(err)
+		}
+		growth[turn] = fileSize(t, logPath) - before
+	}
+	t.Logf("log bytes per turn: turn 1 %d, turn 10 %d, turn 50 %d", growth[1], growth[10], growth[50])
+	if growth[10] != growth[1] || growth[50] != growth[1] {
+		t.Fatalf("per-turn growth not flat: %v", []int64{growth[1], growth[10], growth[50]})
+	}
+	f, _ := s.Fork(c.ID, "", nil)
+	before := fileSize(t, logPath)
+	s.Fork(f.ID, "", nil)
+	if fork := fileSize(t, logPath) - before; fork > 200 {
+		t.Fatalf("a fork of 100 items wrote %d bytes", fork)
+	}
+}
+
+func TestCompactionDropsTheDeadAndKeepsTheLive(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock()
+	opt := Options{Now: clk.now, CompactBytes: minCompactBytes}
+	s := open(t, dir, opt)
+	keep, kept, _ := s.Create(map[string]string{"k": "v"}, msgs("keep", 3))
+	fork, _ := s.Fork(keep.ID, kept[1].ID, nil)
+	s.SetPin(Pin{Key: "p", Model: "m", Tokens: []int32{7}, Expires: clk.t.Add(time.Hour)})
+	// Churn past the compaction bound: conversations made and deleted.
+	for i := 0; s.Stats().Compactions < 2; i++ {
+		c, _, err := s.Create(nil, msgs("churn", 20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Delete(c.ID); err != nil {
+			t.Fatal(err)
+		}
+		if i > 10000 {
+			t.Fatal("never compacted")
+		}
+	}
+	more, _ := s.Append(keep.ID, msgs("after", 1))
+	st := s.Stats()
+	if st.Items != 4 || st.Conversations != 2 {
+		t.Fatalf("live after churn %+v", st)
+	}
+	if disk := st.LogBytes + st.SnapshotBytes; disk > 2*minCompactBytes {
+		t.Fatalf("disk %d after compactions", disk)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "wal-*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("logs left: %v", logs)
+	}
+	s.Close()
+	s = open(t, dir, opt)
+	defer s.Close()
+	want := append(slices.Clone(ids(kept)), more[0].ID)
+	if got := ids(mustAll(t, s, keep.ID)); !slices.Equal(got, want) {
+		t.Fatalf("kept conversation %v, want %v", got, want)
+	}
+	if got := ids(mustAll(t, s, fork.ID)); !slices.Equal(got, ids(kept[:2])) {
+		t.Fatalf("fork %v", got)
+	}
+	if h, _ := s.Get(keep.ID); h.Metadata["k"] != "v" || h.CreatedAt != clk.t.Unix() {
+		t.Fatalf("header %+v", h)
+	}
+	if len(s.Pins()) != 1 {
+		t.Fatal("pin lost in the snapshot")
+	}
+	if st := s.Stats(); st.Items != 4 || st.TornTails != 0 {
+		t.Fatalf("after reopen %+v", st)
+	}
+}
+
+func TestRetentionEndsIdleConversations(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock()
+	opt := Options{Now: clk.now, Retention: time.Hour}
+	s := open(t, dir, opt)
+	idle, _, _ := s.Create(nil, msgs("idle", 2))
+	busy, _, _ := s.Create(nil, msgs("busy", 2))
+	clk.t = clk.t.Add(50 * time.Minute)
+	s.Append(busy.ID, msgs("more", 1))
+	clk.t = clk.t.Add(20 * time.Minute)
+	if _, err := s.Get(idle.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("past retention: %v", err)
+	}
+	if _, err := s.Append(idle.ID, msgs("late", 1)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("append past retention: %v", err)
+	}
+	if _, err := s.Get(busy.ID); err != nil {
+		t.Fatalf("written within retention: %v", err)
+	}
+	s.Close()
+	s = open(t, dir, opt)
+	defer s.Close()
+	st := s.Stats()
+	if st.Conversations != 1 || st.Items != 3 || st.Compactions != 1 || st.Expired != 1 {
+		t.Fatalf("Open did not drop the idle conversation: %+v", st)
+	}
+}
+
+func TestDamagedSnapshotIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{CompactBytes: minCompactBytes})
+	for s.Stats().Compactions == 0 {
+		c, _, _ := s.Create(nil, msgs("x", 20))
+		s.Delete(c.ID)
+	}
+	s.Close()
+	path := filepath.Join(dir, snapName)
+	b, _ := os.ReadFile(path)
+	b[len(b)-3] ^= 0x40
+	os.WriteFile(path, b, 0o600)
+	if _, err := Open(dir, Options{}); err == nil {
+		t.Fatal("a damaged snapshot opened")
+	}
+}
