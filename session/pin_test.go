@@ -64,7 +64,9 @@ func TestPinBudget(t *testing.T) {
 	clk := newClock()
 	s := open(t, t.TempDir(), Options{Now: clk.now, MaxPins: 2})
 	defer s.Close()
-	p := func(k string) Pin { return Pin{Key: k, Model: "m", Tokens: []int32{1}, Expires: clk.t.Add(time.Minute)} }
+	p := func(k string) Pin {
+		return Pin{Key: k, Model: "m", Tokens: []int32{1}, Expires: clk.t.Add(time.Minute)}
+	}
 	s.SetPin(p("a"))
 	s.SetPin(p("b"))
 	if err := s.SetPin(p("c")); !errors.Is(err, ErrQuota) {
