@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -100,13 +101,18 @@ func (r itemRec) item() Item {
 	return Item{ID: r.ID, Type: r.Type, Data: r.Data, CreatedAt: r.CreatedAt}
 }
 
-// encodePayload is the op byte then the JSON body.
+// encodePayload is the op byte then the JSON body. HTML is not escaped,
+// so an item's Data, compacted when it was stored, is written byte for
+// byte and reads back the same after a restart.
 func encodePayload(ev *event) ([]byte, error) {
-	body, err := json.Marshal(ev)
-	if err != nil {
+	var buf bytes.Buffer
+	buf.WriteByte(byte(ev.Op))
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil {
 		return nil, fmt.Errorf("session: encoding %s: %w", ev.Op, err)
 	}
-	return append([]byte{byte(ev.Op)}, body...), nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func decodePayload(p []byte) (*event, error) {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -107,10 +108,11 @@ func prepareItems(in []Item, maxBytes int, now int64) ([]Item, error) {
 		if len(it.Data) > maxBytes {
 			return nil, fmt.Errorf("session: item %d data: %w: %d bytes, at most %d", i, ErrInvalid, len(it.Data), maxBytes)
 		}
-		if len(it.Data) == 0 || !json.Valid(it.Data) {
+		var compact bytes.Buffer // as the log will hold it, so a restart reads back the same bytes
+		if len(it.Data) == 0 || json.Compact(&compact, it.Data) != nil {
 			return nil, fmt.Errorf("session: item %d data: %w: not JSON", i, ErrInvalid)
 		}
-		it.Data = append(json.RawMessage(nil), it.Data...)
+		it.Data = compact.Bytes()
 		if it.CreatedAt == 0 {
 			it.CreatedAt = now
 		}
