@@ -28,7 +28,7 @@ func (s *Store) commit() {
 			close(b.done)
 			continue
 		}
-		if s.logBytes+int64(len(buf)) > s.opt.CompactBytes {
+		if s.logBytes+int64(len(buf)) > s.compactAt() {
 			v := s.freeze()
 			s.mu.Unlock()
 			b.err = s.compact(v)
@@ -71,4 +71,11 @@ func (s *Store) appendLog(buf []byte) error {
 		return fmt.Errorf("session: syncing the log: %w", err)
 	}
 	return nil
+}
+
+// compactAt is the log size that starts a compaction: CompactBytes, or the
+// snapshot's size when that is larger, so rewriting the live state costs
+// at most one byte per byte of log (mu held).
+func (s *Store) compactAt() int64 {
+	return max(s.opt.CompactBytes, s.stats.SnapshotBytes)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -146,5 +147,37 @@ func TestDamagedSnapshotIsAnError(t *testing.T) {
 	os.WriteFile(path, b, 0o600)
 	if _, err := Open(dir, Options{}); err == nil {
 		t.Fatal("a damaged snapshot opened")
+	}
+}
+
+// A snapshot larger than CompactBytes raises the bound to its own size:
+// rewriting the live state costs at most a byte per byte of log.
+func TestCompactionIsAmortizedOverALargeSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{CompactBytes: minCompactBytes})
+	defer s.Close()
+	keep, _, _ := s.Create(nil, nil)
+	for s.Stats().LiveBytes < 4*minCompactBytes {
+		if _, err := s.Append(keep.ID, msgs(strings.Repeat("live ", 40), 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for s.Stats().Compactions == 0 || s.Stats().SnapshotBytes < 3*minCompactBytes {
+		c, _, _ := s.Create(nil, msgs("churn", 20))
+		s.Delete(c.ID)
+	}
+	before := s.Stats()
+	var written int64
+	for written < 3*before.SnapshotBytes {
+		c, _, _ := s.Create(nil, msgs("churn", 20))
+		s.Delete(c.ID)
+		written = s.Stats().Bytes - before.Bytes
+	}
+	after := s.Stats()
+	if n := after.Compactions - before.Compactions; n > 4 { // 3 whole periods, and the one already begun
+		t.Fatalf("%d compactions of a %d-byte snapshot for %d bytes of log", n, before.SnapshotBytes, written)
+	}
+	if after.LogBytes > max(minCompactBytes, after.SnapshotBytes)+4096 {
+		t.Fatalf("log %d past its bound (snapshot %d)", after.LogBytes, after.SnapshotBytes)
 	}
 }

@@ -82,7 +82,7 @@ func (s *Store) recover() error {
 		return err
 	}
 	s.dropExpired()
-	if s.stats.Expired > 0 || s.logBytes > s.opt.CompactBytes {
+	if s.stats.Expired > 0 || s.logBytes > s.compactAt() {
 		return s.compact(s.freeze())
 	}
 	return nil

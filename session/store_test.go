@@ -286,3 +286,17 @@ func TestItemDataIsTheSameBytesAfterARestart(t *testing.T) {
 		}
 	}
 }
+
+func TestOneWriteIsBoundedBeforeItIsCopied(t *testing.T) {
+	s := open(t, t.TempDir(), Options{})
+	defer s.Close()
+	c, _, _ := s.Create(nil, nil)
+	big := []byte(`"` + strings.Repeat("a", DefaultMaxItemBytes-2) + `"`)
+	items := make([]Item, maxRecordBytes/2/DefaultMaxItemBytes+1)
+	for i := range items {
+		items[i] = Item{Type: "message", Data: big}
+	}
+	if _, err := s.Append(c.ID, items); !errors.Is(err, ErrQuota) {
+		t.Fatalf("%d MiB in one append: %v", len(items), err)
+	}
+}

@@ -39,8 +39,8 @@ type Pin struct {
 // means none.
 type Options struct {
 	// MaxBytes bounds the live state (items, conversations, pins) as a
-	// snapshot would hold it; a write past it fails with ErrQuota. The
-	// disk holds at most this plus CompactBytes of log.
+	// snapshot would hold it, estimated; a write past it fails with
+	// ErrQuota. The disk holds about twice this at most (CompactBytes).
 	MaxBytes int64
 	// MaxConversations bounds the live conversations (ErrQuota past it).
 	MaxConversations int
@@ -61,7 +61,9 @@ type Options struct {
 	MaxPinTokens int
 	// CompactBytes is the log size past which the live state is written to
 	// a snapshot and a fresh log begun (default 64 MiB, or MaxBytes/2 when
-	// that is smaller, but not under 64 KiB).
+	// that is smaller, but not under 64 KiB). A snapshot larger than it
+	// raises the bound to its own size, so the disk holds at most the
+	// snapshot and a log as large (or CompactBytes), plus one group.
 	CompactBytes int64
 }
 

@@ -92,7 +92,11 @@ func itemPrefix(typ string) string {
 func prepareItems(in []Item, maxBytes int, now int64) ([]Item, error) {
 	out := make([]Item, len(in))
 	seen := make(map[string]bool, len(in))
+	total := 0
 	for i, it := range in {
+		if total += len(it.Data); total > maxRecordBytes/2 { // before any copy: one record holds them all
+			return nil, fmt.Errorf("session: items: %w: more than %d bytes in one write", ErrQuota, maxRecordBytes/2)
+		}
 		if it.Type == "" || len(it.Type) > MaxTypeLen || !validID(it.Type) {
 			return nil, fmt.Errorf("session: item %d type %q: %w", i, clip(it.Type), ErrInvalid)
 		}
