@@ -12,7 +12,7 @@ type op uint8
 
 const (
 	opCreate     op = 1  // Conv, At, Meta, Items: a new conversation with its first items
-	opAppend     op = 2  // Conv, At, Items: items added at the end
+	opAppend     op = 2  // Conv, At, Items: items added at the end (one without Data: a stored item shared)
 	opSetMeta    op = 3  // Conv, At, Meta: metadata replaced
 	opDelete     op = 4  // Conv: the conversation gone (its items when no other holds them)
 	opDeleteItem op = 5  // Conv, At, Item: one item out of one conversation
@@ -78,7 +78,7 @@ type event struct {
 type itemRec struct {
 	ID        string          `json:"id"`
 	Type      string          `json:"ty"`
-	Data      json.RawMessage `json:"d"`
+	Data      json.RawMessage `json:"d,omitempty"` // none: a reference to the stored item of this id
 	CreatedAt int64           `json:"ct"`
 }
 

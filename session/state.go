@@ -86,6 +86,29 @@ func (s *state) checkNew(items []itemRec) error {
 	return nil
 }
 
+// checkAdded checks the items a create or append adds to c (nil for a new
+// conversation): a record with data is a new item, whose id must be new;
+// one without is a reference to a stored item, which c must not hold yet.
+func (s *state) checkAdded(c *conv, items []itemRec) error {
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
+		if seen[it.ID] {
+			return fmt.Errorf("session: item %s: %w: given twice", it.ID, ErrInvalid)
+		}
+		seen[it.ID] = true
+		stored := s.items[it.ID] != nil
+		switch {
+		case it.Data == nil && !stored:
+			return fmt.Errorf("session: item %s: %w", it.ID, ErrNotFound)
+		case it.Data == nil && c != nil && c.index(it.ID) >= 0:
+			return fmt.Errorf("session: item %s: %w: already in conversation %s", it.ID, ErrInvalid, c.id)
+		case it.Data != nil && stored:
+			return fmt.Errorf("session: item %s: %w: that id is already stored", it.ID, ErrInvalid)
+		}
+	}
+	return nil
+}
+
 func (s *state) hold(c *conv, it *item) {
 	if it.refs == 0 {
 		s.bytes += itemCost(&it.Item)
@@ -108,8 +131,11 @@ func (s *state) release(items []*item) {
 
 func (s *state) addItems(c *conv, recs []itemRec) {
 	for _, r := range recs {
-		it := &item{Item: r.item()}
-		s.items[it.ID] = it
+		it := s.items[r.ID]
+		if r.Data != nil {
+			it = &item{Item: r.item()}
+			s.items[it.ID] = it
+		}
 		s.hold(c, it)
 	}
 }
@@ -138,7 +164,7 @@ func (s *state) dropConv(c *conv) {
 func (s *state) apply(ev *event) error {
 	switch ev.Op {
 	case opCreate:
-		if err := s.checkNew(ev.Items); err != nil {
+		if err := s.checkAdded(nil, ev.Items); err != nil {
 			return err
 		}
 		c, err := s.addConv(ev.Conv, ev.Meta, ev.At)
@@ -151,7 +177,7 @@ func (s *state) apply(ev *event) error {
 		if err != nil {
 			return err
 		}
-		if err := s.checkNew(ev.Items); err != nil {
+		if err := s.checkAdded(c, ev.Items); err != nil {
 			return err
 		}
 		s.addItems(c, ev.Items)
@@ -229,7 +255,7 @@ func (s *state) apply(ev *event) error {
 		s.bytes -= pinCost(&old)
 		delete(s.pins, ev.Key)
 	case opSnapItem:
-		if len(ev.Items) != 1 {
+		if len(ev.Items) != 1 || ev.Items[0].Data == nil {
 			return fmt.Errorf("session: snapshot item record holds %d items: %w", len(ev.Items), ErrInvalid)
 		}
 		if err := s.checkNew(ev.Items); err != nil {

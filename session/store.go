@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -135,12 +136,29 @@ func (s *Store) checkLen(id string, n int) error {
 	return nil
 }
 
-func itemsGrowth(items []Item) int64 {
-	var n int64
+// records turns prepared items into a create's or append's records: an
+// item whose id is stored already, with the same type and data, is shared
+// (a record of its id alone, and the stored item returned in its place);
+// one whose id is stored with other content is refused. It returns the
+// records, the items as stored and what they add to the live content; mu
+// held.
+func (s *Store) records(items []Item) ([]itemRec, []Item, int64, error) {
+	recs := toRecs(items)
+	var growth int64
 	for i := range items {
-		n += itemCost(&items[i]) + refCost(items[i].ID)
+		growth += refCost(items[i].ID)
+		stored := s.st.items[items[i].ID]
+		if stored == nil {
+			growth += itemCost(&items[i])
+			continue
+		}
+		if stored.Type != items[i].Type || !bytes.Equal(stored.Data, items[i].Data) {
+			return nil, nil, 0, fmt.Errorf("session: item %s: %w: that id is stored with other content", items[i].ID, ErrInvalid)
+		}
+		recs[i] = itemRec{ID: stored.ID}
+		items[i] = stored.Item
 	}
-	return n
+	return recs, items, growth, nil
 }
 
 // Create makes a conversation with metadata and its first items; it
@@ -160,11 +178,16 @@ func (s *Store) Create(meta map[string]string, items []Item) (Conversation, []It
 	if err == nil {
 		err = s.checkLen(id, len(items))
 	}
+	var recs []itemRec
+	var growth int64
+	if err == nil {
+		recs, items, growth, err = s.records(items)
+	}
 	var b *batch
 	var c Conversation
 	if err == nil {
-		ev := &event{Op: opCreate, Conv: id, At: now, Meta: meta, Items: toRecs(items)}
-		b, err = s.write(ev, convCost(id, meta)+itemsGrowth(items))
+		ev := &event{Op: opCreate, Conv: id, At: now, Meta: meta, Items: recs}
+		b, err = s.write(ev, convCost(id, meta)+growth)
 	}
 	if err == nil {
 		c = s.st.convs[id].header()
@@ -231,7 +254,10 @@ func (s *Store) Delete(id string) error {
 }
 
 // Append adds items at a conversation's end and returns them as stored;
-// they are durable when it returns.
+// they are durable when it returns. An item given with the id of a stored
+// item (another conversation's, say: an answer echoed back) and the same
+// type and data is shared, not stored again; with other content, or
+// already in this conversation, it is refused.
 func (s *Store) Append(id string, items []Item) ([]Item, error) {
 	now := s.now()
 	items, err := prepareItems(items, s.opt.MaxItemBytes, now)
@@ -243,9 +269,14 @@ func (s *Store) Append(id string, items []Item) ([]Item, error) {
 	if err == nil {
 		err = s.checkLen(id, len(c.items)+len(items))
 	}
+	var recs []itemRec
+	var growth int64
+	if err == nil {
+		recs, items, growth, err = s.records(items)
+	}
 	var b *batch
 	if err == nil {
-		b, err = s.write(&event{Op: opAppend, Conv: id, At: now, Items: toRecs(items)}, itemsGrowth(items))
+		b, err = s.write(&event{Op: opAppend, Conv: id, At: now, Items: recs}, growth)
 	}
 	s.mu.Unlock()
 	if err := s.await(b, err); err != nil {

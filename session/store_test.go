@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCreateAppendSurviveReopen(t *testing.T) {
@@ -298,5 +299,41 @@ func TestOneWriteIsBoundedBeforeItIsCopied(t *testing.T) {
 	}
 	if _, err := s.Append(c.ID, items); !errors.Is(err, ErrQuota) {
 		t.Fatalf("%d MiB in one append: %v", len(items), err)
+	}
+}
+
+// An item echoed back with its stored id and content is shared, not
+// stored twice; with other content, or into a conversation that holds it,
+// it is refused.
+func TestAnEchoedItemIsShared(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock()
+	s := open(t, dir, Options{Now: clk.now})
+	a, items, _ := s.Create(nil, msgs("answer", 1))
+	clk.t = clk.t.Add(time.Minute)
+	echo := Item{ID: items[0].ID, Type: "message", Data: []byte(" " + string(items[0].Data) + "\n")}
+	b, got, err := s.Create(nil, []Item{echo, msg("next question")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].CreatedAt != items[0].CreatedAt || s.Stats().Items != 2 {
+		t.Fatalf("the echo was stored again: %+v, %d items", got[0], s.Stats().Items)
+	}
+	if _, err := s.Append(a.ID, []Item{echo}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("into the conversation that holds it: %v", err)
+	}
+	other := echo
+	other.Data = []byte(`{"changed":true}`)
+	if _, err := s.Append(b.ID, []Item{other}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("the stored id with other content: %v", err)
+	}
+	if err := s.Delete(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, Options{Now: clk.now})
+	defer s.Close()
+	if all := mustAll(t, s, b.ID); len(all) != 2 || all[0].ID != items[0].ID || string(all[0].Data) != string(items[0].Data) {
+		t.Fatalf("after the source's delete and a restart: %v", all)
 	}
 }
