@@ -3,6 +3,8 @@ package session
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -108,5 +110,35 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 	if got := s.Stats().Items; got != writers*each {
 		t.Fatalf("%d items stored, want %d", got, writers*each)
+	}
+}
+
+// A write that fails stops the store's writes: the failed append is not
+// acknowledged, nor anything after it, and a reopen finds the store as it
+// was before it.
+func TestAFailedWriteStopsWrites(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{})
+	c, kept, err := s.Create(nil, msgs("kept", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.beforeWrite = func() { s.log.Close() } // the next write fails
+	s.mu.Unlock()
+	if _, err := s.Append(c.ID, msgs("lost", 1)); err == nil {
+		t.Fatal("an append over a closed log was acknowledged")
+	}
+	if _, err := s.Append(c.ID, msgs("after", 1)); err == nil || !strings.Contains(err.Error(), "failed earlier") {
+		t.Fatalf("a write after the failure: %v", err)
+	}
+	if s.Stats().Failed == "" {
+		t.Fatal("Stats does not say the store failed")
+	}
+	s.Close()
+	s = open(t, dir, Options{})
+	defer s.Close()
+	if got := ids(mustAll(t, s, c.ID)); !slices.Equal(got, ids(kept)) {
+		t.Fatalf("after reopen %v", got)
 	}
 }
