@@ -181,3 +181,65 @@ func TestCompactionIsAmortizedOverALargeSnapshot(t *testing.T) {
 		t.Fatalf("log %d past its bound (snapshot %d)", after.LogBytes, after.SnapshotBytes)
 	}
 }
+
+// compactOnce fills a store until its first compaction and returns the
+// log as it was just before it, and the conversation it kept.
+func compactOnce(t *testing.T, dir string) (oldLog []byte, keep string, kept []string) {
+	t.Helper()
+	s := open(t, dir, Options{CompactBytes: minCompactBytes})
+	c, items, _ := s.Create(nil, msgs("keep", 2))
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, walName(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _, _ := s.Create(nil, msgs("churn", 20))
+		s.Delete(x.ID)
+		if s.Stats().Compactions > 0 {
+			s.Close()
+			return b, c.ID, ids(items)
+		}
+	}
+}
+
+// A crash after the snapshot's rename but before the old log's removal
+// leaves that log beside the snapshot: Open reads the snapshot's
+// generation only and removes the old log (replaying it again would
+// apply its records twice).
+func TestOpenIgnoresTheLogASnapshotReplaced(t *testing.T) {
+	dir := t.TempDir()
+	oldLog, keep, kept := compactOnce(t, dir)
+	os.WriteFile(filepath.Join(dir, walName(1)), oldLog, 0o600)
+	s := open(t, dir, Options{})
+	defer s.Close()
+	if got := ids(mustAll(t, s, keep)); !slices.Equal(got, kept) {
+		t.Fatalf("kept %v", got)
+	}
+	if st := s.Stats(); st.Conversations != 1 || st.TornTails != 0 {
+		t.Fatalf("%+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(dir, walName(1))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the replaced log is still there: %v", err)
+	}
+}
+
+// A crash inside a compaction, before the rename, leaves the next
+// generation's log begun and a half-written snapshot.tmp: Open keeps to
+// the snapshot and log it had and removes both.
+func TestOpenIgnoresAnInterruptedCompaction(t *testing.T) {
+	dir := t.TempDir()
+	_, keep, kept := compactOnce(t, dir) // now at generation 2
+	junk := append(header(logMagic, 3), 1, 2, 3)
+	os.WriteFile(filepath.Join(dir, walName(3)), junk, 0o600)
+	os.WriteFile(filepath.Join(dir, snapTmpName), append(header(snapMagic, 3), 9, 9), 0o600)
+	s := open(t, dir, Options{})
+	defer s.Close()
+	if got := ids(mustAll(t, s, keep)); !slices.Equal(got, kept) {
+		t.Fatalf("kept %v", got)
+	}
+	for _, name := range []string{walName(3), snapTmpName} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s is still there: %v", name, err)
+		}
+	}
+}

@@ -307,24 +307,29 @@ func (s *Store) Items(id string, after string, limit int, desc bool) (items []It
 	if err != nil {
 		return nil, false, err
 	}
-	order := c.items
-	if desc {
-		order = slices.Clone(order)
-		slices.Reverse(order)
+	n := len(c.items)
+	at := func(i int) *item { // the i-th item in the listing's order
+		if desc {
+			return c.items[n-1-i]
+		}
+		return c.items[i]
 	}
 	start := 0
 	if after != "" {
-		i := slices.IndexFunc(order, func(it *item) bool { return it.ID == after })
-		if i < 0 {
-			return nil, false, fmt.Errorf("session: item %s in conversation %s: %w", after, id, ErrNotFound)
+		k, err := c.find(after)
+		if err != nil {
+			return nil, false, err
 		}
-		start = i + 1
+		start = k + 1
+		if desc {
+			start = n - k
+		}
 	}
-	end := min(start+limit, len(order))
-	for _, it := range order[start:end] {
-		items = append(items, it.Item)
+	end := min(start+limit, n)
+	for i := start; i < end; i++ {
+		items = append(items, at(i).Item)
 	}
-	return items, end < len(order), nil
+	return items, end < n, nil
 }
 
 // Item returns one item of a conversation.
