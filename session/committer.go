@@ -40,7 +40,9 @@ func (s *Store) commit() {
 		err := s.appendLog(buf)
 
 		s.mu.Lock()
-		s.spare = buf
+		if cap(buf) <= maxSpare {
+			s.spare = buf
+		}
 		if err != nil {
 			s.failed = err
 			b.err = err
@@ -57,6 +59,10 @@ func (s *Store) commit() {
 		close(b.done)
 	}
 }
+
+// maxSpare is the largest group buffer kept for the next group: a rare
+// large one is left to the collector.
+const maxSpare = 4 << 20
 
 // appendLog writes one group's records at the log's end and fsyncs. A
 // failed or short write leaves at most a torn tail, which Open drops.

@@ -2,7 +2,6 @@ package session
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,7 +27,7 @@ type frozenConv struct {
 
 // freeze drops what has expired and takes the rest; mu held.
 func (s *Store) freeze() *frozen {
-	s.dropExpired()
+	s.dropExpired(false)
 	v := &frozen{gen: s.gen + 1, items: make([]*item, 0, len(s.st.items)), convs: make([]frozenConv, 0, len(s.st.convs))}
 	for _, it := range s.st.items {
 		v.items = append(v.items, it)
@@ -79,16 +78,16 @@ func (s *Store) writeCompaction(v *frozen) error {
 	}
 	old, oldGen := s.log, s.gen
 	s.log, s.gen = newLog, v.gen
-	if old != nil {
-		old.Close()
-		if err := os.Remove(filepath.Join(s.dir, walName(oldGen))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("session: removing the old log: %w", err) // Open removes it too
-		}
-	}
 	s.mu.Lock()
 	s.logBytes = headerLen
 	s.stats.SnapshotBytes = size
 	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+		// The snapshot stands: an old log left behind (removal failed) is
+		// of another generation, which Open removes.
+		os.Remove(filepath.Join(s.dir, walName(oldGen)))
+	}
 	return nil
 }
 

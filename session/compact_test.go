@@ -243,3 +243,33 @@ func TestOpenIgnoresAnInterruptedCompaction(t *testing.T) {
 		}
 	}
 }
+
+// A conversation that retention drops to make room is dropped by a logged
+// delete: a later item reusing one of its ids replays after a restart.
+func TestRetentionDropForRoomIsLogged(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock()
+	opt := Options{Now: clk.now, Retention: time.Hour, MaxConversations: 1}
+	s := open(t, dir, opt)
+	fixed := Item{ID: "msg_fixed", Type: "message", Data: []byte(`{"v":1}`)}
+	if _, _, err := s.Create(nil, []Item{fixed}); err != nil {
+		t.Fatal(err)
+	}
+	clk.t = clk.t.Add(2 * time.Hour)
+	fixed.Data = []byte(`{"v":2}`)
+	b, _, err := s.Create(nil, []Item{fixed})
+	if err != nil {
+		t.Fatalf("no room made for a conversation: %v", err)
+	}
+	s.Close()
+	clk.t = clk.t.Add(-2 * time.Hour) // even where the first would not yet have expired
+	s = open(t, dir, opt)
+	defer s.Close()
+	got, err := s.Item(b.ID, "msg_fixed")
+	if err != nil || string(got.Data) != `{"v":2}` {
+		t.Fatalf("after restart: %s %v", got.Data, err)
+	}
+	if st := s.Stats(); st.TornTails != 0 || st.Conversations != 1 {
+		t.Fatalf("%+v", st)
+	}
+}

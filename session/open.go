@@ -81,7 +81,7 @@ func (s *Store) recover() error {
 	if err := s.removeStrayLogs(); err != nil {
 		return err
 	}
-	s.dropExpired()
+	s.dropExpired(false)
 	if s.stats.Expired > 0 || s.logBytes > s.compactAt() {
 		return s.compact(s.freeze())
 	}

@@ -248,12 +248,10 @@ func (s *state) apply(ev *event) error {
 		s.pins[p.Key] = p
 		s.bytes += pinCost(&p)
 	case opUnpin:
-		old, ok := s.pins[ev.Key]
-		if !ok {
+		if _, ok := s.pins[ev.Key]; !ok {
 			return fmt.Errorf("session: pin %q: %w", clip(ev.Key), ErrNotFound)
 		}
-		s.bytes -= pinCost(&old)
-		delete(s.pins, ev.Key)
+		s.dropPin(ev.Key)
 	case opSnapItem:
 		if len(ev.Items) != 1 || ev.Items[0].Data == nil {
 			return fmt.Errorf("session: snapshot item record holds %d items: %w", len(ev.Items), ErrInvalid)
@@ -316,26 +314,11 @@ func (s *state) snapConv(ev *event) error {
 	return nil
 }
 
-// expire drops the conversations not written since before cutoff and the
-// pins expired by now; it reports whether anything went.
-func (s *state) expire(cutoff int64, now time.Time, retain bool) bool {
-	dropped := false
-	if retain {
-		for _, c := range s.convs {
-			if c.touched < cutoff {
-				s.dropConv(c)
-				dropped = true
-			}
-		}
+func (s *state) dropPin(key string) {
+	if p, ok := s.pins[key]; ok {
+		s.bytes -= pinCost(&p)
+		delete(s.pins, key)
 	}
-	for k, p := range s.pins {
-		if !p.Expires.After(now) {
-			s.bytes -= pinCost(&p)
-			delete(s.pins, k)
-			dropped = true
-		}
-	}
-	return dropped
 }
 
 // unheldItems drops items no conversation holds and says how many: a

@@ -76,13 +76,34 @@ func (c *conv) header() Conversation {
 	return Conversation{ID: c.id, Metadata: maps.Clone(c.meta), CreatedAt: c.created, Len: len(c.items)}
 }
 
-// dropExpired drops what retention has ended from memory (the disk
-// follows at the next compaction); mu held.
-func (s *Store) dropExpired() {
+// dropExpired drops the conversations retention has ended and the pins
+// past their expiry; mu held. A snapshot about to be written records the
+// drop itself (logged false); anywhere else each conversation's drop is
+// logged as a delete, or a replay would find it still there and refuse a
+// later record that reuses one of its item ids. A pin needs no record: a
+// later pin of its key replaces it in a replay too.
+func (s *Store) dropExpired(logged bool) {
 	now := s.opt.Now()
-	before := len(s.st.convs) + len(s.st.pins)
-	s.st.expire(now.Add(-s.opt.Retention).Unix(), now, s.opt.Retention > 0)
-	s.stats.Expired += int64(before - len(s.st.convs) - len(s.st.pins))
+	if s.opt.Retention > 0 {
+		cutoff := now.Add(-s.opt.Retention).Unix()
+		for _, c := range s.st.convs {
+			if c.touched >= cutoff {
+				continue
+			}
+			if !logged {
+				s.st.dropConv(c)
+			} else if _, err := s.write(&event{Op: opDelete, Conv: c.id}, 0); err != nil {
+				return // the store failed or closes: the write that asked fails too
+			}
+			s.stats.Expired++
+		}
+	}
+	for k, p := range s.st.pins {
+		if !p.Expires.After(now) {
+			s.st.dropPin(k)
+			s.stats.Expired++
+		}
+	}
 }
 
 // write applies ev and queues its record for the next group commit; mu
@@ -94,8 +115,8 @@ func (s *Store) write(ev *event, growth int64) (*batch, error) {
 	if s.failed != nil {
 		return nil, fmt.Errorf("session: store failed earlier: %w", s.failed)
 	}
-	if s.opt.MaxBytes > 0 && s.st.bytes+growth > s.opt.MaxBytes {
-		s.dropExpired()
+	if growth > 0 && s.opt.MaxBytes > 0 && s.st.bytes+growth > s.opt.MaxBytes {
+		s.dropExpired(true)
 		if s.st.bytes+growth > s.opt.MaxBytes {
 			return nil, fmt.Errorf("session: %s of %d bytes: %w (%d of %d bytes live)", ev.Op, growth, ErrQuota, s.st.bytes, s.opt.MaxBytes)
 		}
@@ -121,7 +142,7 @@ func (s *Store) write(ev *event, growth int64) (*batch, error) {
 
 func (s *Store) checkConvQuota() error {
 	if s.opt.MaxConversations > 0 && len(s.st.convs) >= s.opt.MaxConversations {
-		s.dropExpired()
+		s.dropExpired(true)
 		if len(s.st.convs) >= s.opt.MaxConversations {
 			return fmt.Errorf("session: %w: %d conversations, at most %d", ErrQuota, len(s.st.convs), s.opt.MaxConversations)
 		}
@@ -463,7 +484,7 @@ func (s *Store) SetPin(p Pin) error {
 		err = fmt.Errorf("session: pin %q: %w: expires in the past", clip(p.Key), ErrInvalid)
 	}
 	if _, replaces := s.st.pins[p.Key]; err == nil && !replaces && s.opt.MaxPins > 0 && len(s.st.pins) >= s.opt.MaxPins {
-		s.dropExpired()
+		s.dropExpired(true)
 		if len(s.st.pins) >= s.opt.MaxPins {
 			err = fmt.Errorf("session: pin %q: %w: %d pins, at most %d", clip(p.Key), ErrQuota, len(s.st.pins), s.opt.MaxPins)
 		}
