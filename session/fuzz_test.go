@@ -9,7 +9,7 @@ import (
 // FuzzOpenLog opens a store over any bytes as its log: it never panics,
 // and what it keeps is a log that opens again with nothing to drop.
 func FuzzOpenLog(f *testing.F) {
-	seed, _, _, _ := logWithThreeAppends(&testing.T{}, f.TempDir())
+	seed, _, _, _ := logWithThreeAppends(f, f.TempDir())
 	f.Add(seed)
 	f.Add(seed[:len(seed)-5])
 	f.Add(header(logMagic, 1))

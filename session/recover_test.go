@@ -10,7 +10,7 @@ import (
 // logWithThreeAppends writes a conversation and three single appends; it
 // returns the log's bytes, the offset where the last record starts, the
 // conversation and the appended item ids in order.
-func logWithThreeAppends(t *testing.T, dir string) ([]byte, int, string, []string) {
+func logWithThreeAppends(t testing.TB, dir string) ([]byte, int, string, []string) {
 	t.Helper()
 	clk := newClock()
 	s := open(t, dir, Options{Now: clk.now})
