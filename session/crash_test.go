@@ -160,6 +160,11 @@ func runCrashChild(t *testing.T, dir string, delay time.Duration) crashRound {
 	case <-started:
 		time.Sleep(delay) // where in the stream the kill lands: random, not asserted on
 	case <-read:
+	case <-time.After(time.Minute): // a child that never opens the store: fail, not hang
+		cmd.Process.Kill()
+		<-read
+		cmd.Wait()
+		t.Fatalf("the child never made its conversation: %s", stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-read
