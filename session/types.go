@@ -44,7 +44,8 @@ type Options struct {
 	MaxBytes int64
 	// MaxConversations bounds the live conversations (ErrQuota past it).
 	MaxConversations int
-	// MaxItemsPerConversation bounds one conversation's length.
+	// MaxItemsPerConversation bounds one conversation's length (at most
+	// HardMaxItemsPerConversation, which a negative one means).
 	MaxItemsPerConversation int
 	// Retention deletes conversations written to no later than this ago;
 	// they read as not found at once and leave the disk at the next
@@ -77,6 +78,11 @@ const (
 	DefaultMaxPinTokens            = 1 << 20
 	DefaultCompactBytes            = 64 << 20
 	minCompactBytes                = 64 << 10
+
+	// HardMaxItemsPerConversation is the most MaxItemsPerConversation can
+	// be: a snapshot's conversation record lists its item ids, and a
+	// record is at most 64 MiB.
+	HardMaxItemsPerConversation = maxRecordBytes / (MaxIDLen + 4)
 )
 
 // OpenAI's bounds on metadata, and ours on ids.
@@ -108,6 +114,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxItemsPerConversation == 0 {
 		o.MaxItemsPerConversation = DefaultMaxItemsPerConversation
+	}
+	if o.MaxItemsPerConversation < 0 || o.MaxItemsPerConversation > HardMaxItemsPerConversation {
+		o.MaxItemsPerConversation = HardMaxItemsPerConversation // a snapshot holds a conversation's ids in one record
 	}
 	if o.MaxItemBytes <= 0 || o.MaxItemBytes > maxRecordBytes/4 {
 		o.MaxItemBytes = DefaultMaxItemBytes
