@@ -2,7 +2,9 @@ package session
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,30 +189,40 @@ func encodeSnapshot(f *os.File, v *frozen) (int64, error) {
 	return size, w.Flush()
 }
 
-// loadSnapshot reads a snapshot whole: every record good and the end
-// record last, or an error (a snapshot is renamed into place only once
-// complete, so a bad one is damage, not a torn write, and is not guessed
-// at).
-func loadSnapshot(b []byte) (uint64, *state, error) {
-	gen, err := readHeader(b, snapMagic)
+// loadSnapshot reads a snapshot of size bytes whole: every record good
+// and the end record last, or an error (a snapshot is renamed into place
+// only once complete, so a bad one is damage, not a torn write, and is not
+// guessed at).
+func loadSnapshot(r io.Reader, size int64) (uint64, *state, error) {
+	var h [headerLen]byte
+	if size < headerLen {
+		return 0, nil, errors.New("no header")
+	}
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	gen, err := readHeader(h[:], snapMagic)
 	if err != nil {
 		return 0, nil, err
 	}
 	st := newState()
-	body := b[headerLen:]
-	for off, n := 0, 0; ; n++ {
-		payload, size, err := nextRecord(body[off:])
-		if err != nil {
-			return 0, nil, fmt.Errorf("record %d at byte %d: %w", n, headerLen+off, err)
+	rr := newRecordReader(r, size-headerLen)
+	for n := 0; ; n++ {
+		at := headerLen + rr.off
+		payload, err := rr.next()
+		if err == io.EOF {
+			return 0, nil, fmt.Errorf("no end record after %d records", n)
 		}
-		off += size
+		if err != nil {
+			return 0, nil, fmt.Errorf("record %d at byte %d: %w", n, at, err)
+		}
 		ev, err := decodePayload(payload)
 		if err != nil {
 			return 0, nil, fmt.Errorf("record %d: %w", n, err)
 		}
 		if ev.Op == opSnapEnd {
-			if ev.N != n || off != len(body) {
-				return 0, nil, fmt.Errorf("end record after %d of %d records, %d bytes before the file's end", n, ev.N, len(body)-off)
+			if ev.N != n || rr.left != 0 {
+				return 0, nil, fmt.Errorf("end record after %d of %d records, %d bytes before the file's end", n, ev.N, rr.left)
 			}
 			st.unheldItems()
 			return gen, st, nil

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,6 +44,6 @@ func FuzzLoadSnapshot(f *testing.F) {
 	f.Add(appendRecord(header(snapMagic, 2), []byte{byte(opSnapEnd), '{', '}'}))
 	f.Add(appendRecord(header(snapMagic, 2), []byte{byte(opSnapConv), '{', '"', 'r', '"', ':', '[', '"', 'x', '"', ']', '}'}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		loadSnapshot(b)
+		loadSnapshot(bytes.NewReader(b), int64(len(b)))
 	})
 }
