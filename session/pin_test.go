@@ -27,6 +27,9 @@ func TestPinsOutliveARestartUntilTheyExpire(t *testing.T) {
 	if err := s.SetPin(Pin{Key: "c", Model: "m", Tokens: []int32{1}, Expires: clk.t}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a pin already expired: %v", err)
 	}
+	if err := s.SetPin(Pin{Key: "far", Model: "m", Tokens: []int32{1}, Expires: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("an expiry past what the log holds: %v", err)
+	}
 	for _, bad := range []Pin{{Model: "m", Tokens: []int32{1}}, {Key: "k", Tokens: []int32{1}}, {Key: "k", Model: "m"}, {Key: "k", Model: "m", Tokens: []int32{-1}}} {
 		bad.Expires = clk.t.Add(time.Hour)
 		if err := s.SetPin(bad); !errors.Is(err, ErrInvalid) {

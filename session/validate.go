@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -134,6 +135,9 @@ func checkPin(p Pin, maxTokens int) error {
 	}
 	if len(p.Tokens) == 0 || len(p.Tokens) > maxTokens {
 		return fmt.Errorf("session: pin %q: %w: %d tokens, 1..%d", clip(p.Key), ErrInvalid, len(p.Tokens), maxTokens)
+	}
+	if !time.Unix(0, p.Expires.UnixNano()).Equal(p.Expires) {
+		return fmt.Errorf("session: pin %q expiry: %w: outside the years 1678..2262", clip(p.Key), ErrInvalid)
 	}
 	for _, t := range p.Tokens {
 		if t < 0 {
