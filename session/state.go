@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -209,7 +210,7 @@ func (s *state) apply(ev *event) error {
 			return err
 		}
 		s.release(c.items[i : i+1])
-		c.items = append(c.items[:i:i], c.items[i+1:]...) // a fresh array: forks may share the old one
+		c.items = slices.Delete(c.items, i, i+1)
 		c.touched = ev.At
 	case opFork:
 		return s.fork(ev)
@@ -235,7 +236,8 @@ func (s *state) apply(ev *event) error {
 			return err
 		}
 		s.release(c.items[i+1:])
-		c.items = c.items[: i+1 : i+1]
+		clear(c.items[i+1:]) // the array keeps no dropped item alive
+		c.items = c.items[:i+1]
 		c.touched = ev.At
 	case opPin:
 		if ev.Pin == nil {
