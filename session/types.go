@@ -7,7 +7,9 @@ import (
 )
 
 // Item is one conversation item. It is stored once and referenced by every
-// conversation that holds it (a fork shares its source's items).
+// conversation that holds it (a fork shares its source's items). An Item
+// the store returns shares its Data with the store: read it, never write
+// to it.
 type Item struct {
 	ID        string          // "msg_…", "fc_…", …; Append assigns one from Type when empty
 	Type      string          // "message", "function_call", …: opaque to the store
