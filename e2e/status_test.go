@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -230,4 +231,38 @@ func TestTopInTmux(t *testing.T) {
 		_, err := tmux("has-session", "-t", "top")
 		return err != nil, "top still runs after q"
 	})
+}
+
+// superfluid ps against a server that wants a key: refused without it,
+// the loaded model's row with it, and --json the whole status.
+func TestPSCommand(t *testing.T) {
+	bin := superfluidBinary(t)
+	o := app.Options{Lanes: 3}
+	o.HTTP.APIKey = testAPIKey
+	st := startStack(t, o)
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append([]string{"ps", "--url", st.URL()}, args...)...)
+		cmd.Env = []string{"HOME=" + t.TempDir()} // no SUPERFLUID_API_KEY from the caller's environment
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(); err == nil || !strings.Contains(out, "401") {
+		t.Fatalf("without the key: %v %s", err, out)
+	}
+	out, err := run("--api-key", testAPIKey)
+	if err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "LANES") || !strings.Contains(lines[0], "CACHE") {
+		t.Fatalf("ps:\n%s", out)
+	}
+	if f := strings.Fields(lines[1]); f[0] != "tiny" || !strings.Contains(lines[1], "100% CPU") || !strings.Contains(lines[1], "Forever") || !strings.Contains(lines[1], " 0/3 ") {
+		t.Fatalf("ps row: %q", lines[1])
+	}
+	out, err = run("--api-key", testAPIKey, "--json")
+	var s status.Status
+	if err != nil || json.Unmarshal([]byte(out), &s) != nil || len(s.Models) != 1 || len(s.Lanes) != 3 {
+		t.Fatalf("ps --json: %v %s", err, out)
+	}
 }
