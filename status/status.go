@@ -14,9 +14,8 @@ type Status struct {
 	UptimeSeconds float64   `json:"uptime_s"`
 	Now           time.Time `json:"now"`
 	Models        []Model   `json:"models"`
-	// Lanes are every generation model's lanes by model: its busy lanes
-	// first, oldest admission first, then its idle ones (Index counts
-	// them in that order, so a lane's index moves as others end).
+	// Lanes are every generation model's lanes, busy or idle, by model
+	// then index; a request keeps its lane's index while it runs.
 	Lanes []Lane `json:"lanes"`
 	// Queues are the requests waiting for a lane, one per class in
 	// priority order, summed over the models.

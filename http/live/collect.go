@@ -94,13 +94,20 @@ func kindOf(m *task.Model) string {
 	return "generation"
 }
 
-// lanesOf is a model's lanes: the busy ones oldest admission first, then
-// idle ones up to its lane count.
+// lanesOf is a model's lanes by slot (sched.LaneView.Slot, kept while a
+// lane runs), idle where none runs, up to its lane count.
 func lanesOf(model string, lanes int, busy []sched.LaneView, now time.Time) []status.Lane {
-	out := make([]status.Lane, 0, max(lanes, len(busy)))
+	n := lanes
+	for _, v := range busy {
+		n = max(n, v.Slot+1)
+	}
+	out := make([]status.Lane, n)
+	for i := range out {
+		out[i] = status.Lane{Model: model, Index: i, Phase: status.PhaseIdle}
+	}
 	for _, v := range busy {
 		l := status.Lane{
-			Model: model, Index: len(out), Phase: phaseOf(v), ID: v.ID, Class: v.Class.String(), API: v.API,
+			Model: model, Index: v.Slot, Phase: phaseOf(v), ID: v.ID, Class: v.Class.String(), API: v.API,
 			PromptTokens: v.PromptTokens, PrefilledTokens: v.Prefilled, CachedTokens: v.CachedTokens,
 			GeneratedTokens: v.Generated, Preemptions: v.Preemptions,
 		}
@@ -111,10 +118,7 @@ func lanesOf(model string, lanes int, busy []sched.LaneView, now time.Time) []st
 			// The first token is the prefill's; the rate is of the rest.
 			l.TokensPerSecond = float64(v.Generated-1) / d.Seconds()
 		}
-		out = append(out, l)
-	}
-	for len(out) < lanes {
-		out = append(out, status.Lane{Model: model, Index: len(out), Phase: status.PhaseIdle})
+		out[v.Slot] = l
 	}
 	return out
 }
