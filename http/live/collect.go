@@ -133,9 +133,8 @@ func phaseOf(v sched.LaneView) string {
 	return status.PhasePrefill
 }
 
-// cacheOf summarises a prefix cache by tier. A resident entry's bytes are
-// its tokens' share of the KV pool; a warm prefix served from host memory
-// or disk counts as that tier's hit, any other as the pool's.
+// cacheOf summarises a prefix cache by tier. A warm prefix served from
+// host memory or disk counts as that tier's hit, any other as the pool's.
 func cacheOf(tc tieredCache, kvPerToken int64) *status.Cache {
 	s := tc.Stats()
 	c := &status.Cache{Hits: s.Hits.Load(), Misses: s.Misses.Load()}
@@ -144,22 +143,10 @@ func cacheOf(tc tieredCache, kvPerToken int64) *status.Cache {
 	}
 	c.Host.Hits, c.Parked.Hits = s.HostHits.Load(), s.ParkHits.Load()
 	c.Resident.Hits = max(c.Hits-c.Host.Hits-c.Parked.Hits, 0)
-	for _, e := range tc.View() {
-		var t *status.Tier
-		switch e.Tier {
-		case "resident":
-			t = &c.Resident
-			e.Bytes = int64(e.Tokens) * kvPerToken
-		case "host":
-			t = &c.Host
-		case "parked":
-			t = &c.Parked
-		default:
-			continue
-		}
-		t.Entries++
-		t.Tokens += e.Tokens
-		t.Bytes += e.Bytes
-	}
+	resident, host, parked := kv.Tiers(tc.View())
+	// A resident entry's bytes are its tokens' share of the KV pool.
+	c.Resident.Entries, c.Resident.Tokens, c.Resident.Bytes = resident.Entries, resident.Tokens, int64(resident.Tokens)*kvPerToken
+	c.Host.Entries, c.Host.Tokens, c.Host.Bytes = host.Entries, host.Tokens, host.Bytes
+	c.Parked.Entries, c.Parked.Tokens, c.Parked.Bytes = parked.Entries, parked.Tokens, parked.Bytes
 	return c
 }
