@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,6 +226,21 @@ func TestTopInTmux(t *testing.T) {
 			strings.Contains(out, "TOKENS/S"), out
 	})
 	t.Logf("top under load:\n%s", screen)
+	// The server's throughput ring fills as the load runs: the plot's
+	// generated rate leaves zero.
+	pollUntil(t, 60*time.Second, func() (bool, string) {
+		out, err := tmux("capture-pane", "-p", "-t", "top")
+		if err != nil {
+			return false, err.Error() + out
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) >= 3 && f[0] == "generated" {
+				rate, err := strconv.ParseFloat(f[1], 64)
+				return err == nil && rate > 0, out
+			}
+		}
+		return false, out
+	})
 	// A smaller terminal: the view redraws to its width.
 	if out, err := tmux("resize-window", "-t", "top", "-x", "60", "-y", "30"); err != nil {
 		t.Fatalf("resize-window: %v %s", err, out)
