@@ -33,7 +33,7 @@ func View(st *status.Status, note string, width, height int) string {
 		head = append(head, "", sectionStyle.Render("MODELS"))
 		head = append(head, models(st)...)
 		tail = append(tail, "", sectionStyle.Render("QUEUES")+"  "+queues(st))
-		tail = append(tail, "", sectionStyle.Render("CACHE"))
+		tail = append(tail, "", sectionStyle.Render("CACHE")+dimStyle.Render("  per tier: entries (bytes) hits"))
 		tail = append(tail, caches(st)...)
 		tail = append(tail, "", sectionStyle.Render("TOKENS/S")+dimStyle.Render(fmt.Sprintf("  every %gs, last %s", st.Throughput.IntervalSeconds, span(st.Throughput))))
 		tail = append(tail, sparklines(st.Throughput, width)...)
@@ -139,7 +139,7 @@ func caches(st *status.Status) []string {
 		if c == nil {
 			continue
 		}
-		rows = append(rows, fmt.Sprintf("%-24s hit %3.0f%% (%d/%d) · resident %s · host %s · parked %s", m.Name, 100*c.HitRate, c.Hits, c.Hits+c.Misses,
+		rows = append(rows, fmt.Sprintf("%-24s hit %3.0f%% of %d · resident %s · host %s · parked %s", m.Name, 100*c.HitRate, c.Hits+c.Misses,
 			tier(c.Resident), tier(c.Host), tier(c.Parked)))
 	}
 	if len(rows) == 0 {
@@ -149,7 +149,7 @@ func caches(st *status.Status) []string {
 }
 
 func tier(t status.Tier) string {
-	return fmt.Sprintf("%d/%s/%d hits", t.Entries, pull.FormatSize(t.Bytes), t.Hits)
+	return fmt.Sprintf("%d (%s) %d hits", t.Entries, pull.FormatSize(t.Bytes), t.Hits)
 }
 
 // sparklines plots generated and prompt tokens/s, the newest samples that

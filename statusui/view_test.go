@@ -22,7 +22,7 @@ func TestViewShowsEverySection(t *testing.T) {
 		"qwen:0.5b                  0 decode   chat        openai        120      64      37    18.5    2.5s",
 		"qwen:0.5b                  1 idle",
 		"QUEUES  chat 0 · fim 0 · agent 0 · background 3 (oldest 1.5s)",
-		"qwen:0.5b                hit  75% (3/4) · resident 2/3.0 MB/2 hits · host 1/1.0 MB/1 hits · parked 4/500.0 kB/0 hits",
+		"qwen:0.5b                hit  75% of 4 · resident 2 (3.0 MB) 2 hits · host 1 (1.0 MB) 1 hits · parked 4 (500.0 kB) 0 hits",
 		"TOKENS/S  every 2s, last 4s",
 		"generated       20.0  ▅█",
 		"prompt           0.0  █▁",
