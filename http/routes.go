@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"superfluid/http/anthropic"
+	"superfluid/http/live"
 	"superfluid/http/llamacpp"
 	"superfluid/http/ollama"
 	"superfluid/http/openai"
@@ -39,7 +40,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		}
 	}
 	host := serverHost{s}
-	for _, wr := range slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), anthropic.Routes(host)) {
+	for _, wr := range slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), anthropic.Routes(host), live.Routes(host)) {
 		all[wr.Path] = append(all[wr.Path], mounted(wr))
 	}
 	var patterns []string
