@@ -20,7 +20,9 @@ func (r *recorder) Start(_ context.Context, q ObservedRequest) JobObserver {
 func (r *recorder) Admitted(a Admission) {
 	r.lines = append(r.lines, fmt.Sprintf("admitted cached=%d resumed=%v restoring=%v ordered=%v", a.Cached, a.Resumed, a.Restoring, !a.End.Before(a.Start)))
 }
-func (r *recorder) Restored(_ time.Time, n int) { r.lines = append(r.lines, fmt.Sprintf("restored %d", n)) }
+func (r *recorder) Restored(_ time.Time, n int) {
+	r.lines = append(r.lines, fmt.Sprintf("restored %d", n))
+}
 func (r *recorder) Prefilled(start, end time.Time, n int) {
 	r.lines = append(r.lines, fmt.Sprintf("prefilled %d ordered=%v", n, end.After(start)))
 }
