@@ -22,8 +22,16 @@ func (s *Server) requestClass(ctx *fasthttp.RequestCtx, field string) (sched.Cla
 // client at its next write, which for a whole response comes after all the
 // work, and for a stream not before the first token — a long prompt's
 // prefill would otherwise run on for nobody.
+//
+// Traced, the context carries the request's span (its generation's spans
+// are children of it), and holds it open until the returned func is
+// called: a stream's span ends with the stream, not with its handler.
 func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
-	c, cancel := context.WithCancel(context.Background())
+	base, untrace := traceOf(ctx).Context(context.Background())
+	c, cancel := context.WithCancel(base)
 	go watchClient(ctx.Conn(), cancel, c.Done(), s.cfg.ClientPoll)
-	return c, cancel
+	return c, func() {
+		cancel()
+		untrace()
+	}
 }
