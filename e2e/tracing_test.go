@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -82,11 +83,14 @@ func TestServeExportsTheSpansOfOneRequest(t *testing.T) {
 			t.Errorf("admission without the cache's match: %v", s.Attrs)
 		}
 	}
-	m := scrapeMetrics(t, p.url)
-	if m["superfluid_trace_queue_max_spans"] != 2048 || m["superfluid_trace_spans_exported_total"] < float64(len(want)) || m["superfluid_trace_spans_dropped_total"] != 0 {
-		t.Errorf("export queue metrics: max %v exported %v dropped %v", m["superfluid_trace_queue_max_spans"],
-			m["superfluid_trace_spans_exported_total"], m["superfluid_trace_spans_dropped_total"])
-	}
+	// The exporter counts a batch once the collector's answer is back.
+	pollUntil(t, 30*time.Second, func() (bool, string) {
+		m := scrapeMetrics(t, p.url)
+		return m["superfluid_trace_queue_max_spans"] == 2048 && m["superfluid_trace_spans_exported_total"] >= float64(len(want)) &&
+				m["superfluid_trace_spans_dropped_total"] == 0,
+			fmt.Sprintf("export queue metrics: max %v exported %v dropped %v", m["superfluid_trace_queue_max_spans"],
+				m["superfluid_trace_spans_exported_total"], m["superfluid_trace_spans_dropped_total"])
+	})
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(t, time.Minute); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, p.stderr)
