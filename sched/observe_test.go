@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"superfluid/engine/enginetest"
 	"superfluid/metric"
 )
 
@@ -139,4 +142,58 @@ func TestLlamaServerCountersMoveAsItsOwn(t *testing.T) {
 	if p, g := rates.since(s); p != 0 || g != 0 {
 		t.Fatalf("nothing happened since the last scrape, rates %v %v", p, g)
 	}
+}
+
+// countingObserver counts what the scheduler tells it, from any goroutine.
+type countingObserver struct {
+	mu                      sync.Mutex
+	started, ended, decoded int
+	admitted                int
+}
+
+type countingJob struct{ o *countingObserver }
+
+func (o *countingObserver) Start(context.Context, ObservedRequest) JobObserver {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.started++
+	return countingJob{o}
+}
+func (c countingJob) bump(f *int)                             { c.o.mu.Lock(); *f++; c.o.mu.Unlock() }
+func (c countingJob) Admitted(Admission)                      { c.bump(&c.o.admitted) }
+func (countingJob) Restored(time.Time, int)                   {}
+func (countingJob) Prefilled(time.Time, time.Time, int)       {}
+func (c countingJob) Decoding(time.Time)                      { c.bump(&c.o.decoded) }
+func (countingJob) Preempted(time.Time)                       {}
+func (countingJob) Published(time.Time, time.Time, int, bool) {}
+func (c countingJob) Ended(time.Time, Result)                 { c.bump(&c.o.ended) }
+
+// Through the running Scheduler, requests submitted at once from many
+// goroutines are each started on Submit's goroutine and ended once on the
+// runner's (run under -race, this is the hand-over's check).
+func TestObserverThroughTheRunningScheduler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		eng := enginetest.New(2, 512, 16, 1<<16, sleeper{})
+		eng.Cost = enginetest.CostModel{Step: time.Millisecond, PrefillToken: 10 * time.Microsecond, DecodeRow: time.Millisecond}
+		obs := &countingObserver{}
+		s, _, stop := startScheduler(t, eng, Config{Observer: obs})
+		var wg sync.WaitGroup
+		for i := range 12 {
+			wg.Go(func() {
+				st, err := s.Submit(context.Background(), Request{Prompt: promptOf(i, 30+i), Class: Class(i % NumClasses), MaxTokens: 5})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, _, err := st.Collect(context.Background()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		stop()
+		if obs.started != 12 || obs.ended != 12 || obs.admitted < 12 || obs.decoded < 12 {
+			t.Fatalf("started %d admitted %d decoding %d ended %d, want 12 each", obs.started, obs.admitted, obs.decoded, obs.ended)
+		}
+	})
 }
