@@ -49,6 +49,9 @@ func (o *schedObserver) Start(ctx context.Context, r sched.ObservedRequest) sche
 		attribute.Int("superfluid.prompt_tokens", r.PromptTokens), attribute.Int("superfluid.max_tokens", r.MaxTokens),
 		attribute.Int64("superfluid.request_id", int64(r.ID)))
 	ctx, span := o.tracer.Start(ctx, spanGenerate, trace.WithTimestamp(r.Submitted), trace.WithAttributes(attrs...))
+	if !span.IsRecording() {
+		return nil // not sampled (OTEL_TRACES_SAMPLER): the scheduler tells nothing more
+	}
 	j := &jobSpans{tracer: o.tracer, ctx: ctx, span: span, common: common}
 	j.queue = j.start(spanQueue, r.Submitted)
 	return j

@@ -127,8 +127,9 @@ func newTracing(exp sdktrace.SpanExporter, res *resource.Resource, maxQueue int)
 		opts = append(opts, sdktrace.WithResource(res))
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
-	return &Tracing{provider: tp, tracer: tp.Tracer(instrumentation), queue: q,
-		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
+	// W3C trace context only: baggage would be parsed from every
+	// request's headers for nothing that reads it.
+	return &Tracing{provider: tp, tracer: tp.Tracer(instrumentation), queue: q, prop: propagation.TraceContext{}}
 }
 
 // Shutdown exports what is queued (within ctx) and stops the exporter.

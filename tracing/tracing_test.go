@@ -229,3 +229,28 @@ func TestFullQueueDropsAndCounts(t *testing.T) {
 		t.Fatalf("drops not on the page:\n%s", b.String())
 	}
 }
+
+// A trace the sampler drops costs the scheduler nothing past Start: no
+// job observer comes back, and nothing reaches the collector.
+func TestUnsampledRequestsAreNotObserved(t *testing.T) {
+	col := tracingtest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	tr, err := FromEnv(context.Background(), os.Getenv, "v0")
+	if err != nil || tr == nil {
+		t.Fatalf("FromEnv: %v %v", tr, err)
+	}
+	r := tr.StartRequest("openai", "POST", "/v1/completions", nil)
+	ctx, release := r.Context(context.Background())
+	if j := tr.Scheduler("m").Start(ctx, sched.ObservedRequest{Submitted: time.Now()}); j != nil {
+		t.Fatalf("a job observer for an unsampled trace: %T", j)
+	}
+	release()
+	r.Done()
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(col.Spans()); n != 0 || tr.Stats().Exported != 0 {
+		t.Fatalf("%d spans exported from an unsampled trace", n)
+	}
+}
