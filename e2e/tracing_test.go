@@ -1,14 +1,19 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"superfluid/app"
+	"superfluid/tracing"
 	"superfluid/tracing/tracingtest"
 )
 
@@ -132,4 +137,100 @@ func TestServeWithTracingOffConnectsNowhere(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A streamed answer outlives its handler: the request's span ends with the
+// stream, after the generation it carried, and a preempted background
+// request's trace shows the preemption and its warm resumption.
+func TestTracedStreamAndPreemption(t *testing.T) {
+	col := tracingtest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	tr, err := tracing.FromEnv(context.Background(), os.Getenv, "e2e")
+	if err != nil || tr == nil {
+		t.Fatalf("tracing: %v %v", tr, err)
+	}
+	st := startStack(t, app.Options{Lanes: 1, Ctx: 16384, Tracing: tr})
+	// A background stream holds the one lane; a chat request preempts it.
+	bg, _ := http.NewRequest("POST", st.URL()+"/v1/chat/completions", strings.NewReader(
+		`{"model":"tiny","messages":[{"role":"user","content":"go on"}],"max_tokens":2000,"temperature":0,"stream":true}`))
+	bg.Header.Set("X-Superfluid-Class", "background")
+	resp, err := http.DefaultClient.Do(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for seen := 0; seen < 2 && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			seen++
+		}
+	}
+	chat, err := http.Post(st.URL()+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"tiny","messages":[{"role":"user","content":"now"}],"max_tokens":4,"temperature":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, chat.Body)
+	chat.Body.Close()
+	for sc.Scan() { // the rest of the stream
+	}
+	resp.Body.Close()
+	if err := tr.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans, ok := col.WaitFor(30*time.Second, func(s []tracingtest.Span) bool {
+		gens := 0
+		for _, sp := range s {
+			if sp.Name == "superfluid.generate" {
+				gens++
+			}
+		}
+		return gens == 2 && len(httpSpans(s)) == 2
+	})
+	if !ok {
+		t.Fatalf("spans: %+v", spans)
+	}
+	var bgGen tracingtest.Span
+	for _, s := range spans {
+		if s.Name == "superfluid.generate" && s.Attrs["superfluid.class"] == "background" {
+			bgGen = s
+		}
+	}
+	var bgHTTP tracingtest.Span
+	for _, h := range httpSpans(spans) {
+		if h.ID == bgGen.ParentID {
+			bgHTTP = h
+		}
+	}
+	if bgHTTP.ID == "" || bgHTTP.End.Before(bgGen.End) {
+		t.Fatalf("the stream's span %+v ends before its generation %+v", bgHTTP, bgGen)
+	}
+	if bgGen.Attrs["superfluid.preemptions"] != "1" || len(bgGen.Events) != 1 || bgGen.Events[0] != "preempted" {
+		t.Fatalf("the background generation was not seen preempted: %+v", bgGen)
+	}
+	admissions, resumed := 0, 0
+	for _, s := range spans {
+		if s.Name == "admission" && s.ParentID == bgGen.ID {
+			admissions++
+			if s.Attrs["superfluid.resumed"] == "true" {
+				resumed++
+				if s.Attrs["superfluid.cache.tier"] != "resident" || s.Attrs["superfluid.cache.matched_tokens"] == "0" {
+					t.Errorf("the resumption was not warm: %v", s.Attrs)
+				}
+			}
+		}
+	}
+	if admissions != 2 || resumed != 1 {
+		t.Fatalf("background admissions %d (resumed %d), want 2 (1)", admissions, resumed)
+	}
+}
+
+func httpSpans(s []tracingtest.Span) []tracingtest.Span {
+	var out []tracingtest.Span
+	for _, sp := range s {
+		if sp.Name == "POST /v1/chat/completions" {
+			out = append(out, sp)
+		}
+	}
+	return out
 }
