@@ -26,6 +26,7 @@ import (
 	"superfluid/kv"
 	"superfluid/metric"
 	"superfluid/sched"
+	"superfluid/tracing"
 )
 
 // Options configure a stack. Zero values take the defaults noted.
@@ -90,6 +91,10 @@ type Options struct {
 
 	Sched sched.Config // Lanes is filled from Lanes
 	HTTP  sfhttp.Config
+	// Tracing, when set (tracing.FromEnv), traces every request: the
+	// HTTP server's spans and each model's scheduler observer. The stack
+	// owns it: Close exports what is queued and shuts it down.
+	Tracing *tracing.Tracing
 }
 
 // Stack is the models of one process serving over HTTP.
@@ -112,11 +117,13 @@ type Stack struct {
 	serveErr  error
 	ln        net.Listener
 	addr      net.Addr
+	tracing   *tracing.Tracing // shut down last, after every span ended
 }
 
 // Start listens on addr (e.g. "127.0.0.1:0"), serves 503 while the model
 // loads, loads it, and returns once the stack is ready.
 func Start(addr string, o Options) (*Stack, error) {
+	o.HTTP.Tracing = o.Tracing
 	srv, err := sfhttp.NewServer(o.HTTP)
 	if err != nil {
 		return nil, err
@@ -125,7 +132,7 @@ func Start(addr string, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	s := &Stack{Server: srv, serveDone: make(chan struct{}), addr: ln.Addr(), ln: ln}
+	s := &Stack{Server: srv, serveDone: make(chan struct{}), addr: ln.Addr(), ln: ln, tracing: o.Tracing}
 	go func() { s.serveErr = srv.Serve(ln); close(s.serveDone) }()
 	slog.Info("listening; loading the model", "addr", ln.Addr().String())
 	if err := s.load(o); err != nil {
@@ -144,11 +151,12 @@ func Start(addr string, o Options) (*Stack, error) {
 // Load loads a stack that listens nowhere: its server answers only
 // in-process, through Server.AnswerBatch (`superfluid batch` runs so).
 func Load(o Options) (*Stack, error) {
+	o.HTTP.Tracing = o.Tracing
 	srv, err := sfhttp.NewServer(o.HTTP)
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Server: srv}
+	s := &Stack{Server: srv, tracing: o.Tracing}
 	if err := s.load(o); err != nil {
 		return nil, err
 	}
@@ -197,6 +205,13 @@ func (s *Stack) close() error {
 		if e := s.Models.Close(); e != nil && err == nil { // parks every model's cache
 			err = e
 		}
+	}
+	// The requests and schedulers have ended: their spans are queued. A
+	// collector that does not answer holds shutdown 5 s at most.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if e := s.tracing.Shutdown(ctx); e != nil {
+		slog.Warn("tracing: spans left unexported at shutdown", "err", e)
 	}
 	return err
 }

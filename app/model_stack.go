@@ -100,6 +100,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		eng.Close()
 		return nil, err
 	}
+	o.Sched.Observer = o.Tracing.Scheduler(spec.Alias)
 	sc, err := sched.New(eng, cache, o.Sched)
 	if err != nil {
 		cache.Close()

@@ -1,9 +1,11 @@
 package command
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"os/signal"
 	"slices"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 	sfhttp "superfluid/http"
 	"superfluid/pull"
 	"superfluid/sched"
+	"superfluid/tracing"
 )
 
 func env(name string) []string { return []string{"SUPERFLUID_" + name} }
@@ -126,6 +129,13 @@ func serveAction(c *cli.Context) error {
 	if hostCache == 0 {
 		hostCache = -1 // app: <0 is off
 	}
+	tr, err := tracing.FromEnv(c.Context, os.Getenv, version)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if tr != nil {
+		slog.Info("tracing: spans exported over OTLP/HTTP", "max_queue", tr.Stats().Max)
+	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	addr := net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port")))
@@ -143,8 +153,10 @@ func serveAction(c *cli.Context) error {
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header"),
 			AllowedOrigins: c.StringSlice("allowed-origins"), MaxConnsPerIP: c.Int("max-conns-per-ip"), HeaderTimeout: c.Duration("header-timeout")},
+		Tracing: tr,
 	})
 	if err != nil {
+		_ = tr.Shutdown(context.Background())
 		return err
 	}
 	slog.Info("ready", "url", st.URL(), "model", st.Model.Name)

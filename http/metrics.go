@@ -2,6 +2,7 @@ package http
 
 import (
 	"runtime"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -26,8 +27,9 @@ var (
 )
 
 // metrics renders /metrics in Prometheus' text format: the unlabelled
-// samples are the model the request named (?model=), or the default one;
-// the model_ families label every loaded model.
+// samples (ours, and llama-server's llamacpp: names) are the model the
+// request named (?model=), or the default one; the model_ families, and
+// the gateway protocol's vllm: names, label every loaded model.
 func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	p := metric.NewPage()
 	var st sched.Snapshot // zero for an embedding model, which has no scheduler
@@ -35,6 +37,8 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 		st = m.Sched.Stats()
 	}
 	st.AddTo(p)
+	st.AddLlamaCppTo(p, s.scrapeRates(m.Name))
+	s.cfg.Tracing.AddMetrics(p)
 	panics.AddTo(p)
 	p.Add(goGoroutines, float64(runtime.NumGoroutine()))
 	if m.Cache != nil {
@@ -44,11 +48,38 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 		m.Embed.AddMetrics(p)
 	}
 	if ms := s.registry(); ms != nil {
-		addModelMetrics(p, ms.Loaded())
+		loaded := ms.Loaded()
+		addModelMetrics(p, loaded)
+		addGatewayMetrics(p, loaded)
 	}
 	ctx.SetContentType("text/plain; version=0.0.4")
 	_, err := p.WriteTo(ctx)
 	return err
+}
+
+// scrapeRates is what the previous scrape read of model's scheduler.
+func (s *Server) scrapeRates(model string) *sched.ScrapeRates {
+	if r, ok := s.rates.Load(model); ok {
+		return r.(*sched.ScrapeRates)
+	}
+	r, _ := s.rates.LoadOrStore(model, new(sched.ScrapeRates))
+	return r.(*sched.ScrapeRates)
+}
+
+// addGatewayMetrics adds the Gateway API Inference Extension's
+// model-server protocol: queue, running requests and KV-cache use of every
+// loaded generation model, and the server's adapters and cache shape.
+func addGatewayMetrics(p *metric.Page, loaded []LoadedModel) {
+	var capacity int64
+	for _, lm := range loaded {
+		if lm.Model.Sched == nil {
+			continue // an embedding model: no lanes, no queue
+		}
+		st := lm.Model.Sched.Stats()
+		st.AddGatewayTo(p, lm.Model.Name)
+		capacity = max(capacity, st.KVCapacity)
+	}
+	sched.AddGatewayServerTo(p, capacity, time.Now())
 }
 
 // addModelMetrics adds what every loaded model holds, labelled by model.

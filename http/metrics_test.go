@@ -23,13 +23,18 @@ func (b *benchSched) Stats() sched.Snapshot { return b.st }
 
 // benchTTFT stands for the scheduler's own (unexported) definition.
 var benchTTFT = metric.NewHistogramDef("superfluid_ttft_seconds", "Time from submission to the first token.",
-	[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40})
+	[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40}, "class")
 
 func newBenchSched() *benchSched {
 	st := sched.Snapshot{Ticks: 123456, PrefillTokens: 9876543, DecodeTokens: 1234567, Admissions: 4321,
-		Completed: 4300, LanesActive: 3, PrefillBudget: 512, TTFT: benchTTFT.New()}
+		Completed: 4300, LanesActive: 3, PrefillBudget: 512, TTFT: new([sched.NumClasses]*metric.Histogram),
+		QueueDepth: [sched.NumClasses]int64{2, 0, 1, 0}, KVTokens: 3000, KVCapacity: 4096,
+		DecodeCalls: 1000, BusySlots: 2500, PromptNS: 2e9, PredictSteps: 500, PredictNS: 1e9}
+	for c := range st.TTFT {
+		st.TTFT[c] = benchTTFT.New(sched.Class(c).String())
+	}
 	for i := range 100 {
-		st.TTFT.Observe(float64(i) / 20)
+		st.TTFT[sched.Chat].Observe(float64(i) / 20)
 	}
 	return &benchSched{st: st}
 }
@@ -112,8 +117,19 @@ func TestMetricsPageTwoModels(t *testing.T) {
 	for _, want := range []string{
 		"superfluid_decode_tokens_total 1234567\n",
 		"superfluid_lanes_active 3\n",
-		`superfluid_queue_depth{class="chat"} 0` + "\n",
-		`superfluid_ttft_seconds_bucket{le="+Inf"} 100` + "\n",
+		`superfluid_queue_depth{class="chat"} 2` + "\n",
+		`superfluid_ttft_seconds_bucket{class="chat",le="+Inf"} 100` + "\n",
+		`superfluid_ttft_seconds_bucket{class="fim",le="+Inf"} 0` + "\n",
+		"llamacpp:prompt_tokens_total 9876543\n",
+		"llamacpp:n_busy_slots_per_decode 2.5\n",
+		"llamacpp:requests_processing 3\n",
+		"llamacpp:requests_deferred 3\n",
+		"llamacpp:predicted_tokens_seconds 500\n", // the first scrape: since the start
+		`vllm:num_requests_waiting{model_name="chat"} 3` + "\n",
+		`vllm:num_requests_running{model_name="coder"} 3` + "\n",
+		`vllm:kv_cache_usage_perc{model_name="coder"} 0.732421875` + "\n",
+		`vllm:cache_config_info{block_size="1",num_gpu_blocks="4096"} 1` + "\n",
+		"superfluid_trace_spans_dropped_total 0\n",
 		"superfluid_models_loaded 2\n",
 		`superfluid_model_kv_bytes_per_token{model="coder",cache_type_k="f16",cache_type_v="f16"} 114688` + "\n",
 		`superfluid_model_decode_tokens_total{model="chat"} 1234567` + "\n",

@@ -22,13 +22,22 @@ func (s *Server) requestClass(ctx *fasthttp.RequestCtx, field string) (sched.Cla
 // client at its next write, which for a whole response comes after all the
 // work, and for a stream not before the first token — a long prompt's
 // prefill would otherwise run on for nobody.
+//
+// Traced, the context carries the request's span (its generation's spans
+// are children of it), and holds it open until the returned func is
+// called: a stream's span ends with the stream, not with its handler.
 func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
-	c, cancel := context.WithCancel(context.Background())
+	base, untrace := traceOf(ctx).Context(context.Background())
+	c, cancel := context.WithCancel(base)
 	go watchClient(ctx.Conn(), cancel, c.Done(), s.cfg.ClientPoll)
-	if api, ok := ctx.UserValue(routeAPIKey{}).(wire.API); ok {
-		return sched.WithAPI(c, api.String()), cancel // the live status names a lane's API
+	done := func() {
+		cancel()
+		untrace()
 	}
-	return c, cancel
+	if api, ok := ctx.UserValue(routeAPIKey{}).(wire.API); ok {
+		return sched.WithAPI(c, api.String()), done // the live status names a lane's API
+	}
+	return c, done
 }
 
 // routeAPIKey is the RequestCtx user value holding the API of the route

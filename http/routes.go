@@ -37,11 +37,14 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 	for path, rs := range all {
 		for i := range rs {
 			rs[i].body = bodyKindOf(rs[i].method, path)
+			rs[i].path = path
 		}
 	}
 	host := serverHost{s}
 	for _, wr := range slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), anthropic.Routes(host), live.Routes(host)) {
-		all[wr.Path] = append(all[wr.Path], mounted(wr))
+		r := mounted(wr)
+		r.path = wr.Path
+		all[wr.Path] = append(all[wr.Path], r)
 	}
 	var patterns []string
 	for path := range all {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"superfluid/http/wire"
 	"superfluid/sched"
 	"superfluid/task"
+	"superfluid/tracing"
 )
 
 // Config is the server's configuration. Validate it with NewServer.
@@ -64,6 +66,9 @@ type Config struct {
 	// start of its system prompt (a per-request nonce, dropped by default
 	// so that the prefix cache serves the next turn).
 	KeepBillingHeader bool
+	// Tracing exports a span of every request that reaches its route, the
+	// parent of the scheduler's spans of its generation; nil: off.
+	Tracing *tracing.Tracing
 }
 
 func (c *Config) validate() error {
@@ -126,10 +131,14 @@ type Server struct {
 	// resumes them) instead of holding the drain open.
 	stopping context.Context
 	stop     context.CancelFunc
+	// rates keeps, per model name, what the previous scrape read for
+	// llama-server's since-the-last-scrape throughput gauges.
+	rates sync.Map // string → *sched.ScrapeRates
 }
 
 type route struct {
 	method  string
+	path    string // the pattern it is mounted on ("/v1/batches/{id}"): a trace's route
 	kind    wire.API
 	handler func(*Server, *fasthttp.RequestCtx, *Model) error
 	public  bool     // no API key needed
@@ -275,6 +284,12 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 		wire.SetPathID(ctx, id)
 	}
 	ctx.SetUserValue(routeAPIKey{}, r.kind)
+	if tr := s.startTrace(ctx, r); tr != nil {
+		defer func() {
+			tr.SetStatus(ctx.Response.StatusCode())
+			tr.Done()
+		}()
+	}
 	ms := s.registry()
 	if ms == nil && !r.loading {
 		wire.WriteError(ctx, r.kind, wire.Unavailable("the model is loading"))
@@ -298,6 +313,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 		}
 		defer hold.done()
 		ctx.SetUserValue(modelHoldKey{}, hold)
+		traceOf(ctx).SetModel(m.Name)
 	}
 	if err := checkModelKind(m, r); err != nil {
 		wire.WriteError(ctx, r.kind, err)

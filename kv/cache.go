@@ -126,7 +126,21 @@ type Cache struct {
 	// inherit holds, per leased sequence, the checkpoints of the entry its
 	// seed came from, up to the seed (partial.go).
 	inherit map[int32][]engine.Checkpoint
+
+	// lastTier is the tier the last acquisition's prefix came from ("" when
+	// cold), lastParked whether the last Release parked its stream: what a
+	// trace says of them (sched.TierReporter).
+	lastTier   string
+	lastParked bool
 }
+
+// LastAcquireTier is where the last Acquire (or AcquireRestoring) found
+// its prefix: "resident", "host", "parked", or "" for a cold start.
+func (c *Cache) LastAcquireTier() string { return c.lastTier }
+
+// LastReleaseParked reports whether the last Release's stream is parked
+// on disk or queued to be (eager parking).
+func (c *Cache) LastReleaseParked() bool { return c.lastParked }
 
 // New returns a cache managing sequences [0, cfg.Seqs) of eng, all of which
 // must be empty and free of lanes.
@@ -151,6 +165,7 @@ func New(eng engine.Engine, cfg Config) (*Cache, error) {
 // Acquire returns a free sequence holding the longest cached prefix of
 // tokens (at most len(tokens)-1 of them) and that prefix's length.
 func (c *Cache) Acquire(tokens []engine.Token) (int32, int, error) {
+	c.lastTier = ""
 	c.clock++
 	c.tidy()
 	seq, err := c.takeSeq()
@@ -197,16 +212,19 @@ func (c *Cache) seed(seq int32, tokens []engine.Token, limit int, fromPark bool)
 		switch {
 		case fromPark && cd.park != nil && pk > max(res, host):
 			if got := c.seedFromPark(seq, cd.park, pk); got > 0 {
+				c.lastTier = "parked"
 				return got
 			}
 			tried[cd.park] = true
 		case cd.host != nil && host > res:
 			if got := c.seedFromHost(seq, cd.host, host); got > 0 {
+				c.lastTier = "host"
 				return got
 			}
 			tried[cd.host] = true
 		case cd.res != nil && res > 0:
 			if got := c.seedFromResident(seq, cd.res, res); got > 0 {
+				c.lastTier = "resident"
 				return got
 			}
 			tried[cd.res] = true
@@ -319,6 +337,7 @@ func (c *Cache) countHits(prefix []engine.Token) {
 
 // Release takes back a leased sequence holding tokens and publishes it.
 func (c *Cache) Release(seq int32, tokens []engine.Token) {
+	c.lastParked = false
 	c.clock++
 	delete(c.leased, seq)
 	delete(c.restores, seq) // a restore in flight for a lane that left
@@ -365,7 +384,7 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 		}
 	}
 	if c.cfg.ParkEager {
-		c.parkSeq(n, seq, false)
+		c.lastParked = c.parkSeq(n, seq, false)
 	}
 	c.enforceBudget(e)
 	c.publishGauges()

@@ -34,6 +34,7 @@ type restore struct {
 // decompresses the file and then calls ready (from its own goroutine),
 // and the owner calls FinishRestore(seq) to import it. Owner goroutine.
 func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32, cached int, restoring bool, err error) {
+	c.lastTier = ""
 	if c.park == nil || len(tokens) < 2 {
 		seq, cached, err = c.Acquire(tokens)
 		return seq, cached, false, err
@@ -61,6 +62,7 @@ func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32
 	}
 	r := &restore{entry: cd.park, toks: cd.park.node.path(), depth: pk, done: make(chan struct{})}
 	c.restores[seq] = r
+	c.lastTier = "parked"
 	buf := c.restoreBuf
 	c.restoreBuf = nil
 	c.readers.Add(1)

@@ -1,6 +1,8 @@
 package metric
 
 import (
+	"fmt"
+
 	vm "github.com/VictoriaMetrics/metrics"
 )
 
@@ -11,13 +13,14 @@ type HistogramDef struct {
 	bounds []float64
 }
 
-// NewHistogramDef defines a histogram; each owner of one (a scheduler)
-// makes its own with New.
-func NewHistogramDef(name, help string, bounds []float64) *HistogramDef {
+// NewHistogramDef defines a histogram, with labels when each owner keeps
+// one per label value (a scheduler's per class); each owner makes its own
+// with New.
+func NewHistogramDef(name, help string, bounds []float64, labels ...string) *HistogramDef {
 	if err := vm.ValidateBuckets(bounds); err != nil {
 		panic("metric: bad buckets for " + name + ": " + err.Error())
 	}
-	return &HistogramDef{def: define(name, help, KindHistogram, nil), bounds: bounds}
+	return &HistogramDef{def: define(name, help, KindHistogram, labels), bounds: bounds}
 }
 
 // Bounds are the buckets' upper bounds, without +Inf.
@@ -32,10 +35,14 @@ type Histogram struct {
 	hist *vm.PrometheusHistogram
 }
 
-// New makes a live histogram of the definition.
-func (hd *HistogramDef) New() *Histogram {
+// New makes a live histogram of the definition, for the label values
+// given in the definition's order.
+func (hd *HistogramDef) New(labelValues ...string) *Histogram {
+	if len(labelValues) != len(hd.def.Labels) {
+		panic(fmt.Sprintf("metric: %s takes %d label values, got %d", hd.def.Name, len(hd.def.Labels), len(labelValues)))
+	}
 	s := vm.NewSet()
-	return &Histogram{def: hd.def, set: s, hist: s.NewPrometheusHistogramExt(hd.def.Name, hd.bounds)}
+	return &Histogram{def: hd.def, set: s, hist: s.NewPrometheusHistogramExt(hd.def.sample(labelValues), hd.bounds)}
 }
 
 // Observe counts one value. Any goroutine.

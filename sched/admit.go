@@ -192,6 +192,7 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 		j.admittedAt = now
 		j.cached = cached
 	}
+	j.prefilling = true
 	p.countWarmth(cached)
 	p.stats.admissions.Add(1)
 	p.lanes = append(p.lanes, l)
@@ -259,7 +260,7 @@ func (p *planner) unbind(l *lane) {
 	if i := slices.Index(p.lanes, l); i >= 0 {
 		p.lanes = slices.Delete(p.lanes, i, i+1)
 	}
-	p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.warm:l.warm]})
+	p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.warm:l.warm], obs: l.job.obs})
 }
 
 // acquireFailed handles a job the cache found no sequence for: it waits at

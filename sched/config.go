@@ -43,6 +43,11 @@ type Config struct {
 	// Clock reads the time and sets deadline timers. nil: the wall clock.
 	Clock Clock
 
+	// Observer is told of each request's life (queue, admission, prefill
+	// steps, first token, preemption, publish, end): tracing's seam. nil:
+	// nothing is observed.
+	Observer Observer
+
 	// Arbiter is this engine's place at the process's Arbiter, when several
 	// engines share the machine: each step that decodes waits for its
 	// turn, and Agent and Background prefill steps stay at the newcomer

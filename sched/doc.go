@@ -227,6 +227,19 @@
 // callback would cut the wait to about one layer's compute; it is a
 // possible next step, not done.
 //
+// # Observing
+//
+// Config.Observer, when set, is told of each request's life as it happens
+// (observe.go): Start on Submit's goroutine, then on the scheduler's the
+// admission (the cache asked over what interval, the tokens it matched and
+// their tier, when the Cache is a TierReporter), a restore's end, each
+// step that prefilled part of the prompt, the first token of each
+// admission, a preemption, each publish of the lane's sequence (parked or
+// not) and the end. Package tracing turns it into OpenTelemetry spans; the
+// scheduler imports no tracing library and, without an Observer, does
+// nothing more than test a nil. Snapshot also carries what llama-server's
+// and the inference gateway's metric names need (metrics_compat.go).
+//
 // # Failures
 //
 // The planner never makes a plan the engine refuses: a step's prompt

@@ -51,6 +51,12 @@ type job struct {
 	draftAccepted int
 	admittedAt    time.Time
 	firstToken    time.Time
+	// lastToken is when the last token was delivered (inter-token latency).
+	lastToken time.Time
+	// obs follows the job for an Observer; nil when none is. prefilling:
+	// admitted, no token delivered since (the observer's Decoding).
+	obs        JobObserver
+	prefilling bool
 
 	// How it ended, once it has.
 	finish Finish

@@ -62,8 +62,15 @@ func (l *loop) push(j *job, ev *engine.Events, te *engine.TokenEvent, at time.Ti
 	}
 	if j.firstToken.IsZero() {
 		j.firstToken = at
-		l.stats.observeTTFT(at.Sub(j.submitted))
+		l.stats.observeTTFT(j.class, at.Sub(j.submitted))
+	} else {
+		l.stats.observeITL(j.class, at.Sub(j.lastToken))
 	}
+	j.lastToken = at
+	if j.obs != nil && j.prefilling {
+		j.obs.Decoding(at)
+	}
+	j.prefilling = false
 	if j.stream != nil {
 		j.stream.push(t)
 	}
@@ -137,6 +144,9 @@ func (l *loop) tickStep(now time.Time) bool {
 // ran takes in a step that ran (err nil) or failed on a full KV cache.
 func (l *loop) ran(ev *engine.Events, err error, start, end time.Time) {
 	p := l.p
+	if err == nil {
+		l.countStep(ev, start, end)
+	}
 	p.advance(ev, end.Sub(start), end)
 	l.deliver(ev, end)
 	if err != nil {
@@ -157,6 +167,7 @@ func (l *loop) admit(now time.Time) {
 		if j == nil {
 			break
 		}
+		acquiredFrom := l.clock.Now()
 		seq, cached, ready, err := l.acquire(j)
 		var pe *panics.Error
 		if errors.As(err, &pe) { // the cache failed on this prompt: it would again
@@ -174,6 +185,9 @@ func (l *loop) admit(now time.Time) {
 		if ready != nil {
 			ln := p.laneOf(j)
 			ln.restoring, ln.restoreReady = true, ready
+		}
+		if j.obs != nil {
+			l.observeAdmission(j, acquiredFrom, cached, ready != nil)
 		}
 		if j.cancelled() {
 			if ln := p.laneOf(j); ln != nil {
@@ -216,7 +230,11 @@ func (l *loop) acquire(j *job) (seq int32, cached int, ready *atomic.Bool, err e
 func (l *loop) finishRestores(now time.Time) {
 	for _, ln := range l.p.lanes {
 		if ln.restoring && !ln.finishing && ln.restoreReady.Load() {
-			l.p.restored(ln, l.restorer.FinishRestore(ln.seq))
+			got := l.restorer.FinishRestore(ln.seq)
+			l.p.restored(ln, got)
+			if o := ln.job.obs; o != nil {
+				o.Restored(now, got)
+			}
 		}
 	}
 }
@@ -251,11 +269,25 @@ func (l *loop) deliver(ev *engine.Events, end time.Time) {
 func (l *loop) flush() {
 	r := &l.p.ready
 	for _, rel := range r.releases {
+		if rel.obs == nil {
+			l.cache.Release(rel.seq, rel.tokens)
+			continue
+		}
+		start := l.clock.Now()
 		l.cache.Release(rel.seq, rel.tokens)
+		parked := false
+		if tr, ok := l.cache.(TierReporter); ok && len(rel.tokens) > 0 {
+			parked = tr.LastReleaseParked()
+		}
+		rel.obs.Published(start, l.clock.Now(), len(rel.tokens), parked)
 	}
 	for _, j := range r.done {
 		l.releaseGrammar(j)
 		l.stats.completed.Add(1)
+		l.stats.observeGeneration(j)
+		if j.obs != nil {
+			j.obs.Ended(j.ended, j.result())
+		}
 		if j.stream != nil {
 			j.stream.finish(j.result())
 		}

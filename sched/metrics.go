@@ -29,9 +29,14 @@ var (
 	prefillBudgetTokens    = metric.Gauge("superfluid_prefill_budget_tokens", "The last tick's prompt budget.")
 	queueDepth             = metric.Gauge("superfluid_queue_depth", "Requests waiting for a lane, by class.", "class")
 
-	// ttftSeconds keeps the buckets /metrics always had (5 ms to 40 s).
-	ttftSeconds = metric.NewHistogramDef("superfluid_ttft_seconds", "Time from submission to the first token.",
-		[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40})
+	// ttftSeconds keeps the buckets /metrics always had (5 ms to 40 s),
+	// now one histogram per class (sum by le for the old series).
+	ttftSeconds = metric.NewHistogramDef("superfluid_ttft_seconds", "Time from submission to the first token, by class.",
+		[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40}, "class")
+	// itlSeconds: a CPU decode step of a small model is a few ms, of a
+	// large one or a step beside a prefill chunk up to seconds.
+	itlSeconds = metric.NewHistogramDef("superfluid_itl_seconds", "Time between two tokens delivered to a request (inter-token latency), by class.",
+		[]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}, "class")
 )
 
 // AddTo adds the snapshot's samples to a scrape. A zero Snapshot (an
@@ -73,9 +78,18 @@ func (s Snapshot) AddTo(p *metric.Page) {
 	for c := range NumClasses {
 		p.Add(queueDepth, float64(s.QueueDepth[c]), Class(c).String())
 	}
-	if s.TTFT != nil {
-		p.AddHistogram(s.TTFT)
-	} else {
-		p.AddHistogram(ttftSeconds.New()) // all zeros, as before
+	for c := range NumClasses {
+		if s.TTFT != nil {
+			p.AddHistogram(s.TTFT[c])
+		} else {
+			p.AddHistogram(ttftSeconds.New(Class(c).String())) // all zeros, as before
+		}
+	}
+	for c := range NumClasses {
+		if s.ITL != nil {
+			p.AddHistogram(s.ITL[c])
+		} else {
+			p.AddHistogram(itlSeconds.New(Class(c).String()))
+		}
 	}
 }

@@ -94,6 +94,7 @@ type readyToken struct {
 type release struct {
 	seq    int32
 	tokens []engine.Token
+	obs    JobObserver // the lane's job's, told of the publish; may be nil
 }
 
 func (r *ready) clear() {
@@ -208,7 +209,7 @@ func (p *planner) dropLanes(drop func(*lane) bool) {
 			kept = append(kept, l)
 			continue
 		}
-		p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.npast:l.npast]})
+		p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.npast:l.npast], obs: l.job.obs})
 		if l.preempted {
 			p.requeuePreempted(l)
 		} else {

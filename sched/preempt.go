@@ -69,6 +69,9 @@ func (p *planner) preempt(l *lane) {
 	l.finishing = true
 	l.job.preemptions++
 	p.stats.preemptions.Add(1)
+	if o := l.job.obs; o != nil {
+		o.Preempted(p.cfg.Clock.Now())
+	}
 }
 
 // kvVictim is the lane to give up when the KV pool is full and the cache

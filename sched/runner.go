@@ -75,6 +75,7 @@ func (s *Scheduler) Config() Config { return s.cfg }
 // Stats reads the live counters; safe from any goroutine at any time.
 func (s *Scheduler) Stats() Snapshot {
 	snap := s.stats.Snapshot()
+	snap.KVCapacity = int64(s.desc.Ctx)
 	if t := s.cfg.Speculation.Type; t != "" && t != SpecNone {
 		snap.DraftSource = t
 	}
@@ -122,6 +123,11 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 		return nil, ErrQueueFull
 	}
 	s.outstanding.Add(1)
+	if o := s.cfg.Observer; o != nil {
+		// Under the mutex, before the runner can see the job: obs is
+		// the runner's to read from then on.
+		j.obs = o.Start(ctx, ObservedRequest{ID: j.id, Class: j.class, PromptTokens: j.promptLen, MaxTokens: j.maxTokens, Submitted: j.submitted})
+	}
 	s.streams.Store(st.id, st)
 	st.stopCtx = context.AfterFunc(ctx, st.Cancel)
 	s.inbox = append(s.inbox, j)

@@ -38,18 +38,32 @@ type counters struct {
 	turnWaits  atomic.Uint64
 	turnWaitNS atomic.Uint64
 
+	// As llama-server counts them (its /metrics): steps that ran a
+	// llama_decode, the lanes busy in each summed, the time of steps
+	// carrying prompt tokens, and each ended request's generation after
+	// its first token (steps and time).
+	decodeCalls  atomic.Uint64
+	busySlots    atomic.Uint64
+	promptNS     atomic.Uint64
+	predictSteps atomic.Uint64
+	predictNS    atomic.Uint64
+
 	lanesActive       atomic.Int64
 	queueDepth        [NumClasses]atomic.Int64
 	prefillBudgetLive atomic.Int64
+	// kvTokens is the KV cells the lanes hold (their sequences' tokens).
+	kvTokens atomic.Int64
 
 	// board holds the lanes and queues for status views (occupancy.go).
 	board occupancyBoard
 
 	ttftCount atomic.Uint64
-	// ttft is the time-to-first-token histogram, made on first use so a
-	// zero counters (the planner's tests) is ready as it is.
-	ttftOnce sync.Once
-	ttft     *metric.Histogram
+	// The time-to-first-token and inter-token histograms, by class, made
+	// on first use so a zero counters (the planner's tests) is ready as
+	// it is.
+	histOnce sync.Once
+	ttft     *[NumClasses]*metric.Histogram
+	itl      *[NumClasses]*metric.Histogram
 }
 
 // Snapshot is a copy of the counters at one moment (each read atomically;
@@ -92,14 +106,48 @@ type Snapshot struct {
 	TurnWaits  uint64
 	TurnWaitMS uint64
 
+	// As llama-server counts them: steps that ran a llama_decode, the
+	// busy lanes of those steps summed, the time of steps carrying prompt
+	// tokens, and ended requests' generation after their first token
+	// (PredictSteps tokens over PredictNS).
+	DecodeCalls  uint64
+	BusySlots    uint64
+	PromptNS     uint64
+	PredictSteps uint64
+	PredictNS    uint64
+
 	LanesActive   int64
 	QueueDepth    [NumClasses]int64 // by Class
 	PrefillBudget int64             // the last step's prompt budget
+	// KVTokens is the KV cells the lanes' sequences hold; KVCapacity the
+	// engine's context (cells in all). Cached entries no lane uses are not
+	// counted: the cache evicts them for a lane that needs the room.
+	KVTokens   int64
+	KVCapacity int64
 
-	// TTFTCount counts first tokens delivered; TTFT is their live
-	// histogram (superfluid_ttft_seconds), rendered at scrape time.
+	// TTFTCount counts first tokens delivered; TTFT and ITL are the live
+	// histograms by class (superfluid_ttft_seconds, superfluid_itl_seconds),
+	// rendered at scrape time; nil in a zero Snapshot.
 	TTFTCount uint64
-	TTFT      *metric.Histogram
+	TTFT      *[NumClasses]*metric.Histogram
+	ITL       *[NumClasses]*metric.Histogram
+}
+
+// KVUtilisation is the share of the KV pool the lanes hold, in [0, 1].
+func (s Snapshot) KVUtilisation() float64 {
+	if s.KVCapacity <= 0 {
+		return 0
+	}
+	return min(max(float64(s.KVTokens)/float64(s.KVCapacity), 0), 1)
+}
+
+// QueuedTotal is the requests waiting for a lane, all classes.
+func (s Snapshot) QueuedTotal() int64 {
+	var n int64
+	for _, d := range s.QueueDepth {
+		n += d
+	}
+	return n
 }
 
 // Snapshot reads the counters.
@@ -127,11 +175,17 @@ func (s *counters) Snapshot() Snapshot {
 		DraftGateClosed:     s.draftGateClosed.Load(),
 		TurnWaits:           s.turnWaits.Load(),
 		TurnWaitMS:          s.turnWaitNS.Load() / uint64(time.Millisecond),
+		DecodeCalls:         s.decodeCalls.Load(),
+		BusySlots:           s.busySlots.Load(),
+		PromptNS:            s.promptNS.Load(),
+		PredictSteps:        s.predictSteps.Load(),
+		PredictNS:           s.predictNS.Load(),
 		LanesActive:         s.lanesActive.Load(),
 		PrefillBudget:       s.prefillBudgetLive.Load(),
+		KVTokens:            s.kvTokens.Load(),
 		TTFTCount:           s.ttftCount.Load(),
-		TTFT:                s.ttftHistogram(),
 	}
+	out.TTFT, out.ITL = s.histograms()
 	for i := range s.queueDepth {
 		out.QueueDepth[i] = s.queueDepth[i].Load()
 	}
@@ -147,20 +201,60 @@ func (s *counters) observeTurnWait(d time.Duration) {
 // observeTTFT counts one time to first token: once a request, so the
 // library's histogram (a lock and a bucket search) costs nothing that
 // shows; see metric's benchmarks.
-func (s *counters) observeTTFT(d time.Duration) {
-	s.ttftHistogram().Observe(max(d, 0).Seconds())
+func (s *counters) observeTTFT(c Class, d time.Duration) {
+	ttft, _ := s.histograms()
+	ttft[c].Observe(max(d, 0).Seconds())
 	s.ttftCount.Add(1)
 }
 
-func (s *counters) ttftHistogram() *metric.Histogram {
-	s.ttftOnce.Do(func() { s.ttft = ttftSeconds.New() })
-	return s.ttft
+// observeITL counts the time between two tokens delivered to a request
+// (the library's lock and bucket search, about 50 ns a token).
+func (s *counters) observeITL(c Class, d time.Duration) {
+	_, itl := s.histograms()
+	itl[c].Observe(max(d, 0).Seconds())
 }
 
-// publishOccupancy stores the lanes and queue depths, and the lanes' and
-// queues' views (publishLanes).
+func (s *counters) histograms() (ttft, itl *[NumClasses]*metric.Histogram) {
+	s.histOnce.Do(func() {
+		s.ttft, s.itl = new([NumClasses]*metric.Histogram), new([NumClasses]*metric.Histogram)
+		for c := range NumClasses {
+			s.ttft[c] = ttftSeconds.New(Class(c).String())
+			s.itl[c] = itlSeconds.New(Class(c).String())
+		}
+	})
+	return s.ttft, s.itl
+}
+
+// countDecode counts one step that ran a llama_decode with busy lanes,
+// prefilling prompt tokens, in d.
+func (s *counters) countDecode(busy int, prompt uint32, d time.Duration) {
+	s.decodeCalls.Add(1)
+	s.busySlots.Add(uint64(busy))
+	if prompt > 0 {
+		s.promptNS.Add(uint64(max(d, 0)))
+	}
+}
+
+// observeGeneration counts an ended request's generation after its first
+// token, as llama-server's predicted-tokens rate does: the tokens after
+// the first (each a decode step's) over the time they took.
+func (s *counters) observeGeneration(j *job) {
+	if j.firstToken.IsZero() || j.generated < 2 {
+		return
+	}
+	s.predictSteps.Add(uint64(j.generated - 1))
+	s.predictNS.Add(uint64(max(j.lastToken.Sub(j.firstToken), 0)))
+}
+
+// publishOccupancy stores the lanes, the cells they hold and the queue
+// depths, and the lanes' and queues' views (publishLanes).
 func (p *planner) publishOccupancy() {
 	p.stats.lanesActive.Store(int64(len(p.lanes)))
+	var cells int
+	for _, l := range p.lanes {
+		cells += l.npast
+	}
+	p.stats.kvTokens.Store(int64(cells))
 	for c := range p.queues {
 		p.stats.queueDepth[c].Store(int64(len(p.queues[c])))
 	}
