@@ -91,6 +91,9 @@ func refusedTotal(s *park.Stats) int64 {
 // parked), for status endpoints. Any goroutine.
 func (m cacheMetrics) View() []kv.Entry { return m.c.View() }
 
+// Stats are the cache's live counters, for the live status. Any goroutine.
+func (m cacheMetrics) Stats() *kv.Stats { return m.c.Stats() }
+
 // ParkInfo describes the disk tier, for /props. Any goroutine.
 func (m cacheMetrics) ParkInfo() kv.ParkInfo { return m.c.ParkInfo() }
 

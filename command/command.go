@@ -48,6 +48,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			batchCommand(),
 			pullCommand(),
 			modelsCommand(),
+			psCommand(),
+			topCommand(),
 			versionCommand(),
 		},
 		OnUsageError:    usageError,

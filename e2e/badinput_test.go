@@ -100,6 +100,7 @@ var badInputRoutes = map[string]badRoute{
 	"/": {}, "/api/version": {}, "/api/tags": {}, "/api/ps": {},
 
 	"/props": {}, "/slots": {},
+	"/v1/status": {}, "/v1/status/events": {},
 
 	// The web page's files: a name, no body (web/web_test.go covers
 	// unknown and hostile names).
@@ -488,6 +489,15 @@ func sendBody(t *testing.T, method, url string, body []byte, header map[string]s
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == 200 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") && method == "GET" && body == nil {
+		// A stream that runs until the client goes (/v1/status/events):
+		// its first event is the answer.
+		b, err := bufio.NewReader(resp.Body).ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("%s %s: reading the first event: %v", method, url, err)
+		}
+		return resp.StatusCode, b
+	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("%s %s: reading: %v", method, url, err)

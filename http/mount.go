@@ -128,6 +128,7 @@ func (h serverHost) Loaded() []wire.LoadedEntry {
 		e := wire.LoadedEntry{Size: lm.Size, ExpiresAt: lm.ExpiresAt, InFlight: lm.InFlight, Pinned: lm.Pinned}
 		if lm.Model != nil {
 			e.Model = &lm.Model.Model
+			e.PrefixCache = lm.Model.Cache
 			if st := cacheStatusOf(lm.Model); st != nil {
 				e.Cache = st
 			}

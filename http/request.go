@@ -25,5 +25,12 @@ func (s *Server) requestClass(ctx *fasthttp.RequestCtx, field string) (sched.Cla
 func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
 	c, cancel := context.WithCancel(context.Background())
 	go watchClient(ctx.Conn(), cancel, c.Done(), s.cfg.ClientPoll)
+	if api, ok := ctx.UserValue(routeAPIKey{}).(wire.API); ok {
+		return sched.WithAPI(c, api.String()), cancel // the live status names a lane's API
+	}
 	return c, cancel
 }
+
+// routeAPIKey is the RequestCtx user value holding the API of the route
+// a request took.
+type routeAPIKey struct{}

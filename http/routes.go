@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"superfluid/http/anthropic"
+	"superfluid/http/live"
 	"superfluid/http/llamacpp"
 	"superfluid/http/ollama"
 	"superfluid/http/openai"
@@ -40,7 +41,7 @@ func (s *Server) routeTable() (map[string][]route, []string, error) {
 		}
 	}
 	host := serverHost{s}
-	apis := slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), anthropic.Routes(host))
+	apis := slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), anthropic.Routes(host), live.Routes(host))
 	// The web page answers browsers at "/" (Ollama's clients keep its
 	// text) and serves its files under /ui/.
 	apis, err := web.WithPage(apis)

@@ -276,6 +276,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 	if id != "" {
 		wire.SetPathID(ctx, id)
 	}
+	ctx.SetUserValue(routeAPIKey{}, r.kind)
 	ms := s.registry()
 	if ms == nil && !r.loading {
 		wire.WriteError(ctx, r.kind, wire.Unavailable("the model is loading"))

@@ -13,6 +13,7 @@ type job struct {
 	id     uint64
 	class  Class
 	stream *Stream
+	api    string // the submitter's API (WithAPI), for status views
 
 	// prompt is what the next admission prefills: the request's prompt,
 	// followed by every token generated before a preemption. It is never

@@ -105,6 +105,7 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 	}
 	j := s.newJob(&req)
 	j.grammar = gid
+	j.api = apiOf(ctx)
 	// Stamped here, not when the runner takes the job in after the step in
 	// flight: that wait is part of the request's queue wait and TTFT.
 	j.submitted = s.cfg.Clock.Now()

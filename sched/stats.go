@@ -42,6 +42,9 @@ type counters struct {
 	queueDepth        [NumClasses]atomic.Int64
 	prefillBudgetLive atomic.Int64
 
+	// board holds the lanes and queues for status views (occupancy.go).
+	board occupancyBoard
+
 	ttftCount atomic.Uint64
 	// ttft is the time-to-first-token histogram, made on first use so a
 	// zero counters (the planner's tests) is ready as it is.
@@ -154,10 +157,12 @@ func (s *counters) ttftHistogram() *metric.Histogram {
 	return s.ttft
 }
 
-// publishOccupancy stores the lanes and queue depths.
+// publishOccupancy stores the lanes and queue depths, and the lanes' and
+// queues' views (publishLanes).
 func (p *planner) publishOccupancy() {
 	p.stats.lanesActive.Store(int64(len(p.lanes)))
 	for c := range p.queues {
 		p.stats.queueDepth[c].Store(int64(len(p.queues[c])))
 	}
+	p.publishLanes()
 }

@@ -151,4 +151,7 @@ type LoadedEntry struct {
 	// Cache is its prefix cache as the status endpoints report it (nil
 	// when there is none).
 	Cache any
+	// PrefixCache is the prefix cache itself, for the live status's tiers
+	// and counters (nil when there is none).
+	PrefixCache any
 }
