@@ -54,5 +54,5 @@ export function view(st, now) {
 
 // isStatus tells a status document from other JSON an event may carry.
 export function isStatus(v) {
-  return v !== null && typeof v === "object" && Array.isArray(v.lanes) && Array.isArray(v.models);
+  return v !== null && typeof v === "object" && !Array.isArray(v) && "lanes" in v && "models" in v; // null while the server loads
 }

@@ -48,6 +48,10 @@ test("view of an empty or partial document does not throw", () => {
   assert.equal(live.isStatus({}), false);
   assert.equal(live.isStatus(null), false);
   assert.equal(live.isStatus(status), true);
+  assert.equal(live.isStatus({ models: null, lanes: null, queues: null }), true, "a server still loading");
+  assert.equal(live.isStatus([]), false);
+  const loading = live.view({ models: null, lanes: null, queues: null, throughput: { samples: null } }, 0);
+  assert.deepEqual([loading.models, loading.lanes, loading.samples], [[], [], []]);
 });
 
 test("plot: niceCeil picks 1, 2 or 5 times a power of ten", () => {
