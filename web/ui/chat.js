@@ -5,7 +5,7 @@
 // newAssistant is the message a reply streams into; start is when the
 // request was sent (ms, performance.now()).
 export function newAssistant(model, start) {
-  return { role: "assistant", model, content: "", reasoning: "", toolCalls: [], finish: null, usage: null, error: null, t: { start, first: null, end: null } };
+  return { role: "assistant", model, content: "", reasoning: "", toolCalls: [], finish: null, usage: null, timings: null, error: null, t: { start, first: null, end: null } };
 }
 
 // applyChunk folds one chat.completion.chunk (or an error event's body)
@@ -18,6 +18,7 @@ export function applyChunk(msg, chunk, now) {
     return next;
   }
   if (chunk && chunk.usage) next.usage = chunk.usage;
+  if (chunk && chunk.timings) next.timings = chunk.timings; // the server's own rates, on the usage chunk
   for (const choice of (chunk && chunk.choices) || []) {
     if (choice.index !== undefined && choice.index !== 0) continue; // the page asks for one choice
     const d = choice.delta || {};
@@ -66,10 +67,12 @@ export function errorText(body) {
   return JSON.stringify(body);
 }
 
-// stats are the figures under a reply: time to first token, the decode
-// speed after it (tokens/s over the tokens that followed the first), and
-// the share of the prompt the prefix cache served. A figure not known
-// (no usage yet, a single token) is null.
+// stats are the figures under a reply: time to first token (as the page
+// saw it), the decode speed, and the share of the prompt the prefix cache
+// served. The speed is the server's (timings.predicted_per_second) when
+// it sent one: chunks that arrive together would make the page's own
+// clock read any rate; else the tokens after the first over the time
+// after it. A figure not known (no usage yet, a single token) is null.
 export function stats(msg) {
   const out = { ttftMs: null, tokPerSec: null, tokens: null, promptTokens: null, cachedTokens: null, cachedShare: null };
   const { start, first, end } = msg.t;
@@ -84,7 +87,10 @@ export function stats(msg) {
       if (out.promptTokens > 0) out.cachedShare = cached / out.promptTokens;
     }
   }
-  if (out.tokens > 1 && first !== null && end !== null && end > first) {
+  const server = msg.timings ? msg.timings.predicted_per_second : null;
+  if (Number.isFinite(server) && server > 0) {
+    out.tokPerSec = server;
+  } else if (out.tokens > 1 && first !== null && end !== null && end > first) {
     out.tokPerSec = (out.tokens - 1) / ((end - first) / 1000);
   }
   return out;

@@ -59,6 +59,16 @@ test("stats: time to first token, decode speed after it, cached share of the pro
   assert.equal(st.tokens, 11);
 });
 
+test("stats: the server's decode rate wins over the page's clock", () => {
+  let m = chat.newAssistant("tiny", 0);
+  m = chat.applyChunk(m, delta({ content: "a" }), 10);
+  m = chat.applyChunk(m, { choices: [], usage: { prompt_tokens: 5, completion_tokens: 16 }, timings: { predicted_n: 16, predicted_ms: 400, predicted_per_second: 40 } }, 10.5);
+  m = chat.finish(m, 11, false);
+  assert.equal(chat.stats(m).tokPerSec, 40, "16 tokens that arrived within 1 ms are not 15000 tok/s");
+  m = chat.applyChunk(m, { choices: [], timings: { predicted_per_second: 0 } }, 11);
+  assert.equal(chat.stats(m).tokPerSec, 15000, "no server rate: the page's own measure");
+});
+
 test("stats: unknown figures stay null (no usage, one token, stopped)", () => {
   let m = chat.newAssistant("tiny", 0);
   assert.deepEqual(chat.stats(m), { ttftMs: null, tokPerSec: null, tokens: null, promptTokens: null, cachedTokens: null, cachedShare: null });
