@@ -27,17 +27,26 @@ func TestWebPageInBrowser(t *testing.T) {
 	o.Ctx = 4096
 	st := startStack(t, o)
 
-	shots := t.TempDir()
-	if a := os.Getenv("ARTIFACTS"); a != "" {
-		shots = filepath.Join(a, "webpage")
-		if err := os.MkdirAll(shots, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("screenshots go to %s", shots)
+	runBrowser(t, node, chromium, script, st.URL(), screenshotDir(t, "webpage"), "alpha", "beta")
+}
+
+// With --api-key, the page asks for the key when the API answers 401,
+// chats with it and keeps it over a reload.
+func TestWebPageAPIKey(t *testing.T) {
+	node, chromium, script := browserTools(t)
+	o := app.Options{}
+	o.HTTP.APIKey = testAPIKey
+	st := startStack(t, o)
+	runBrowser(t, node, chromium, script, st.URL(), screenshotDir(t, "webpage-key"), "--key", testAPIKey)
+}
+
+// runBrowser runs the driver script against url with args after it,
+// logs what it printed, and fails the test when it failed.
+func runBrowser(t *testing.T, node, chromium, script, url string, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, st.URL(), shots, "alpha", "beta")
+	cmd := exec.CommandContext(ctx, node, append([]string{script, url}, args...)...)
 	cmd.Dir = filepath.Dir(script)
 	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
 	start := time.Now()
@@ -49,6 +58,21 @@ func TestWebPageInBrowser(t *testing.T) {
 		t.Fatalf("the browser test failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	}
 	t.Logf("the browser test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// screenshotDir is where a browser test's screenshots go: $ARTIFACTS/name
+// when ARTIFACTS is set, else the test's temporary directory.
+func screenshotDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if a := os.Getenv("ARTIFACTS"); a != "" {
+		dir = filepath.Join(a, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("screenshots go to %s", dir)
+	return dir
 }
 
 // browserTools finds node, Debian's chromium and the driver script with
