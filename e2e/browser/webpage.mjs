@@ -32,6 +32,16 @@ async function shot(page, name) {
   console.log(`screenshot: ${p}`);
 }
 
+// until polls cond (a check of what the script itself recorded) for up
+// to 20 s.
+async function until(cond, what) {
+  for (let i = 0; i < 400; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
 function expect(cond, msg) {
   if (!cond) throw new Error(msg);
 }
@@ -103,10 +113,71 @@ async function run() {
   expect(await page.isEnabled("#send"), "Send stays disabled after a stop");
   await shot(page, "stopped.png");
 
+  // Regenerate asks the last turn again in place; edit rewrites a user
+  // message and drops what followed it.
+  await page.fill("#max_tokens", "8");
+  await page.click(".msg.assistant:last-child button.regenerate");
+  await until(() => chats.length === 4, "the regenerate request");
+  await page.waitForFunction(() => document.querySelectorAll('.msg.assistant[data-state="done"]').length === 3 && !document.querySelector("#send").disabled);
+  expect(chats.length === 4 && chats[3].messages.length === 5 && chats[3].messages[4].content === "Go on, at length.", `regenerate sent ${JSON.stringify(chats[3] && chats[3].messages)}`);
+  expect((await page.locator(".msg").count()) === 6, "regenerate did not replace the last reply");
+  step("regenerate asked the last turn again in place");
+  await page.click('.msg.user[data-index="2"] button.edit');
+  await page.fill('.msg.user[data-index="2"] textarea', "An edited question.");
+  await page.click('.msg.user[data-index="2"] .actions button:first-child');
+  await page.waitForFunction(() => document.querySelectorAll(".msg").length === 4 && document.querySelector(".msg.assistant:last-child").dataset.state === "done");
+  expect(chats.length === 5 && chats[4].messages.length === 3 && chats[4].messages[2].content === "An edited question.", `edit sent ${JSON.stringify(chats[4] && chats[4].messages)}`);
+  step("edit rewrote the second question and dropped what followed");
+
+  // Reasoning and tool calls render apart from the answer, and an API
+  // error is shown: a scripted stream in the server's chunk shapes (the
+  // synthetic model neither reasons nor calls tools).
+  const chunk = (delta, finish = null) => `data: ${JSON.stringify({ object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  await page.route("**/v1/chat/completions", (route) => route.fulfill({
+    status: 200, headers: { "Content-Type": "text/event-stream" },
+    body: chunk({ role: "assistant", content: "" }) + chunk({ reasoning_content: "Weighing the river." }) + chunk({ content: "Let me look." }) +
+      chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "" } }] }) +
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":"Paris"}' } }] }) + chunk({}, "tool_calls") +
+      `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 12, prompt_tokens_details: { cached_tokens: 5 } }, timings: { predicted_per_second: 42.5 } })}\n\ndata: [DONE]\n\n`,
+  }));
+  await page.fill("#prompt", "What's the weather?");
+  await page.press("#prompt", "Enter");
+  await page.waitForFunction(() => document.querySelectorAll(".msg").length === 6 && document.querySelector(".msg.assistant:last-child").dataset.state === "done");
+  const last = page.locator(".msg.assistant").last();
+  const reasoning = await last.locator("details.reasoning div").textContent();
+  const answer = await last.locator(".content").textContent();
+  const tool = await last.locator(".tool").textContent();
+  const figures = await last.locator(".stats").textContent();
+  step(`scripted reply: reasoning ${JSON.stringify(reasoning)}, answer ${JSON.stringify(answer)}, tool ${JSON.stringify(tool)}, ${figures}`);
+  expect(reasoning === "Weighing the river." && answer === "Let me look.", "reasoning and answer are not apart");
+  expect(tool.includes("get_weather") && tool.includes('{"city":"Paris"}'), "the tool call block is wrong");
+  expect(figures.includes("42.5 tok/s") && figures.includes("50% cached") && figures.includes("tool_calls"), `the scripted figures: ${figures}`);
+  await shot(page, "reasoning-tools.png");
+  await page.unroute("**/v1/chat/completions");
+  await page.route("**/v1/chat/completions", (route) => route.fulfill({
+    status: 400, headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ error: { message: "temperature must be at most 2", type: "invalid_request_error", param: "temperature", code: null } }),
+  }));
+  await page.fill("#prompt", "Fail, please.");
+  await page.press("#prompt", "Enter");
+  await page.waitForFunction(() => document.querySelectorAll(".msg").length === 8 && document.querySelector(".msg.assistant:last-child").dataset.state === "done");
+  const shown = await page.locator(".msg.assistant").last().locator(".error").textContent();
+  expect(shown === "temperature must be at most 2", `the error shown: ${shown}`);
+  step(`an API error is shown: ${shown}`);
+  await page.unroute("**/v1/chat/completions");
+  const sent = chats.length;
+
   // The conversation outlives a reload (localStorage).
   await page.reload({ waitUntil: "load" });
-  await page.waitForFunction(() => document.querySelectorAll(".msg").length === 6);
+  await page.waitForFunction(() => document.querySelectorAll(".msg").length === 8);
   step("the conversation is there after a reload");
+
+  // Unload: Ollama's keep_alive 0 for the model picked; the live view
+  // then lists only the other.
+  await page.selectOption("#model", second);
+  await page.click("#unload");
+  await page.waitForFunction((m) => document.querySelector("#conn").textContent === `${m} unloaded`, second);
+  step(`${second} unloaded`);
 
   // The live view: a lane busy while a long completion runs, idle after.
   await page.click("#tab-live");
@@ -116,6 +187,12 @@ async function run() {
     method: "POST", headers: { "Content-Type": "application/json" }, signal: ac.signal,
     body: JSON.stringify({ prompt: "Count to a million.", n_predict: 3000, ignore_eos: true, stream: true, temperature: 0 }),
   }).then((r) => r.body.getReader().read()).catch(() => {});
+  await page.waitForFunction(([a, b]) => {
+    const names = [...document.querySelectorAll("#models tbody tr td:first-child")].map((td) => td.textContent);
+    return names.includes(a) && !names.includes(b);
+  }, [first, second]);
+  const loaded = await page.$$eval("#models tbody tr td:first-child", (tds) => tds.map((td) => td.textContent));
+  step(`the live view lists the models loaded: ${loaded.join(", ")}`);
   await page.waitForSelector("#lanes tbody tr.busy");
   const busyRow = await page.locator("#lanes tbody tr.busy").first().textContent();
   step(`live view shows a busy lane: ${busyRow}`);
@@ -126,7 +203,10 @@ async function run() {
   step(`live view shows every lane idle (${await page.locator("#live-source").textContent()})`);
   await shot(page, "live-idle.png");
 
-  expect(problems.length === 0, `the page reported: ${problems.join("; ")}`);
+  expect(chats.length === sent, "the live view sent chats");
+  // The scripted 400 is the one console error the browser logs itself.
+  const unexpected = problems.filter((p) => !p.includes("400 (Bad Request)"));
+  expect(unexpected.length === 0, `the page reported: ${unexpected.join("; ")}`);
 }
 
 // keyed: a server started with --api-key. The page's first request (the
