@@ -48,7 +48,9 @@ export class Client {
     const body = await resp.json().catch(() => null);
     if (!resp.ok) {
       const msg = body && body.error ? (typeof body.error === "string" ? body.error : body.error.message) : resp.statusText;
-      throw new Error(`${path}: ${resp.status} ${msg}`);
+      const err = new Error(`${path}: ${resp.status} ${msg}`);
+      err.status = resp.status;
+      throw err;
     }
     return body;
   }

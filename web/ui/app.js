@@ -256,6 +256,8 @@ async function refreshModels() {
     setStatus("");
   } catch (e) {
     setStatus(String(e.message || e));
+    // 503: the server is still loading its models; ask again shortly.
+    if (e.status === 503) setTimeout(refreshModels, 2000);
   }
 }
 

@@ -22,7 +22,7 @@ export function view(st, now) {
     const busy = l.phase && l.phase !== "idle";
     return {
       busy,
-      cells: [l.model, String(l.index), busy ? l.class || "" : "", l.phase || "idle",
+      cells: [l.model, String(l.index), busy ? [l.class, l.api && `(${l.api})`].filter(Boolean).join(" ") : "", l.phase || "idle",
         busy ? laneTokens(l) : "", busy && l.tokens_per_s ? fmt.rate(l.tokens_per_s) : ""],
     };
   });

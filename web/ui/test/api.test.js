@@ -26,6 +26,14 @@ test("a 401 asks for the key once, keeps it and sends it as a bearer token", asy
   assert.equal(storage.getItem(keyName), "s3cret");
 });
 
+test("json: an error answer throws with its status and the API's message", async () => {
+  const c = new Client(new Memory(), async () => "", async () => ({
+    status: 503, ok: false, statusText: "Service Unavailable",
+    json: async () => ({ error: { message: "the model is loading" } }),
+  }));
+  await assert.rejects(c.json("/v1/models"), (e) => e.status === 503 && e.message === "/v1/models: 503 the model is loading");
+});
+
 test("declining the key gives the 401 back", async () => {
   const c = new Client(new Memory(), async () => "", async () => ({ status: 401 }));
   assert.equal((await c.fetch("/x")).status, 401);

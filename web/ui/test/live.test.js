@@ -9,7 +9,7 @@ const status = {
     cache: { hits: 3, misses: 1, hit_rate: 0.75, resident: { entries: 2, tokens: 300, bytes: 4096, hits: 2 }, host: { entries: 1, tokens: 100, bytes: 1024, hits: 1 }, parked: { entries: 0, tokens: 0, bytes: 0, hits: 0 } },
   }, { name: "emb", kind: "embedding", size_bytes: 10, context: 512, lanes: 0, expires_at: "2026-12-02T05:01:00Z" }],
   lanes: [
-    { model: "alpha", index: 0, phase: "decode", class: "interactive", generated_tokens: 12, tokens_per_s: 33.3 },
+    { model: "alpha", index: 0, phase: "decode", class: "interactive", api: "openai", generated_tokens: 12, tokens_per_s: 33.3 },
     { model: "alpha", index: 1, phase: "prefill", class: "batch", prompt_tokens: 500, prefilled_tokens: 128 },
     { model: "alpha", index: 2, phase: "idle" },
   ],
@@ -22,7 +22,7 @@ test("view: lanes busy and idle, with what each has done", () => {
   const v = live.view(status, Date.parse("2026-12-02T05:00:00Z"));
   assert.equal(v.busyLanes, 2);
   assert.deepEqual(v.lanes.map((l) => l.cells), [
-    ["alpha", "0", "interactive", "decode", "12", "33.3 tok/s"],
+    ["alpha", "0", "interactive (openai)", "decode", "12", "33.3 tok/s"],
     ["alpha", "1", "batch", "prefill", "128/500 in", ""],
     ["alpha", "2", "", "idle", "", ""],
   ]);
