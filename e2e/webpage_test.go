@@ -24,7 +24,10 @@ func TestWebPageInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	o := modelsOptions(seededModel(t, dir, "alpha", 7), "alpha")
 	o.Models = []app.ModelSpec{{Path: seededModel(t, dir, "beta", 23)}}
-	o.Ctx = 4096
+	// Room for long generations (the tiny model decodes thousands of
+	// tokens a second): the stop and the live view's busy lane need one
+	// that outlasts the browser's reaction.
+	o.Ctx = 16384
 	st := startStack(t, o)
 
 	runBrowser(t, node, chromium, script, st.URL(), screenshotDir(t, "webpage"), "alpha", "beta")

@@ -98,7 +98,7 @@ async function run() {
   expect(chats[1].messages.length === 3, `the second turn did not carry the conversation: ${JSON.stringify(chats[1].messages)}`);
 
   // Stop a long generation once its first tokens are shown.
-  await page.fill("#max_tokens", "3000");
+  await page.fill("#max_tokens", "12000");
   await page.fill("#prompt", "Go on, at length.");
   await page.press("#prompt", "Enter");
   await page.waitForFunction(() => {
@@ -185,7 +185,7 @@ async function run() {
   const ac = new AbortController();
   const long = fetch(url + "/completion", {
     method: "POST", headers: { "Content-Type": "application/json" }, signal: ac.signal,
-    body: JSON.stringify({ prompt: "Count to a million.", n_predict: 3000, ignore_eos: true, stream: true, temperature: 0 }),
+    body: JSON.stringify({ prompt: "Count to a million.", n_predict: 12000, ignore_eos: true, stream: true, temperature: 0 }),
   }).then((r) => r.body.getReader().read()).catch(() => {});
   await page.waitForFunction(([a, b]) => {
     const names = [...document.querySelectorAll("#models tbody tr td:first-child")].map((td) => td.textContent);
