@@ -296,8 +296,8 @@ function showStatus(st) {
   $("lanes").dataset.busy = String(v.busyLanes);
   $("preemptions").textContent = v.preemptions;
   $("hit-rates").textContent = v.hitRates;
-  const top = plot.draw($("plot"), v.samples, plotSpan);
-  $("plot-legend").textContent = `blue: generated, grey: prompt; scale 0–${top} tok/s over the last ${fmt.duration(plotSpan)}`;
+  const { top, span } = plot.draw($("plot"), v.samples, plotSpan);
+  $("plot-legend").textContent = `blue: generated, grey: prompt; scale 0–${top} tok/s over the last ${fmt.duration(span)}`;
 }
 
 // follow reads /v1/status/events while the view is shown, and polls

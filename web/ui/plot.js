@@ -10,27 +10,35 @@ export function niceCeil(v) {
   return 10 * p;
 }
 
+// minSpan is the narrowest time window plotted (ms), so a server that
+// just started does not stretch two samples across the plot.
+export const minSpan = 30 * 1000;
+
 // geometry places samples ({at, prompt_tokens_per_s,
 // generated_tokens_per_s}, oldest first) on a width×height plot: x by
-// time over the last span ms before the newest, y by rate up to top.
-export function geometry(samples, width, height, span) {
+// time up to the newest, over the last span ms or the samples' own
+// length when shorter (at least minSpan); y by rate up to top. It returns
+// the window it used.
+export function geometry(samples, width, height, maxSpan) {
   const pts = samples.map((s) => ({ t: Date.parse(s.at), p: s.prompt_tokens_per_s || 0, g: s.generated_tokens_per_s || 0 }))
     .filter((s) => Number.isFinite(s.t));
-  if (pts.length === 0) return { top: 1, prompt: [], generated: [] };
+  if (pts.length === 0) return { top: 1, span: minSpan, prompt: [], generated: [] };
   const end = pts[pts.length - 1].t;
+  const span = Math.min(maxSpan, Math.max(minSpan, end - pts[0].t));
   const shown = pts.filter((s) => s.t >= end - span);
   const top = niceCeil(Math.max(...shown.map((s) => Math.max(s.p, s.g))));
   const x = (t) => width - ((end - t) / span) * width;
   const y = (v) => height - (v / top) * height;
   return {
     top,
+    span,
     prompt: shown.map((s) => [x(s.t), y(s.p)]),
     generated: shown.map((s) => [x(s.t), y(s.g)]),
   };
 }
 
 // draw paints the plot of samples on canvas (its CSS size, at the
-// device's pixel ratio) and returns the scale's top.
+// device's pixel ratio) and returns the scale's top and time window.
 export function draw(canvas, samples, span) {
   const ratio = globalThis.devicePixelRatio || 1;
   const w = canvas.clientWidth || canvas.width;
@@ -60,5 +68,5 @@ export function draw(canvas, samples, span) {
   };
   line(geo.prompt, "#a0aec0");
   line(geo.generated, "#3182ce");
-  return geo.top;
+  return { top: geo.top, span: geo.span };
 }

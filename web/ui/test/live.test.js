@@ -65,12 +65,17 @@ test("plot: geometry places the newest sample at the right edge and keeps the la
     { at: at(50), prompt_tokens_per_s: 0, generated_tokens_per_s: 40 },
     { at: at(100), prompt_tokens_per_s: 0, generated_tokens_per_s: 20 },
   ];
-  const g = plot.geometry(samples, 200, 100, 100 * 1000);
+  const g = plot.geometry(samples, 200, 100, 300 * 1000);
   assert.equal(g.top, 100);
+  assert.equal(g.span, 100 * 1000, "100 s of samples fill the plot, not 300");
   assert.deepEqual(g.generated, [[0, 100], [100, 60], [200, 80]]);
   assert.deepEqual(g.prompt[0], [0, 0]);
   const narrow = plot.geometry(samples, 200, 100, 50 * 1000);
   assert.equal(narrow.generated.length, 2);
   assert.equal(narrow.top, 50);
-  assert.deepEqual(plot.geometry([], 10, 10, 1000), { top: 1, prompt: [], generated: [] });
+  assert.equal(narrow.span, 50 * 1000);
+  const young = plot.geometry(samples.slice(2), 200, 100, 300 * 1000);
+  assert.equal(young.span, plot.minSpan, "one sample is plotted over the narrowest window");
+  assert.deepEqual(young.generated, [[200, 0]], "its rate is the top of its own scale");
+  assert.deepEqual(plot.geometry([], 10, 10, 1000), { top: 1, span: plot.minSpan, prompt: [], generated: [] });
 });
