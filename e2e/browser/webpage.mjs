@@ -203,9 +203,17 @@ async function run() {
   step(`live view shows every lane idle (${await page.locator("#live-source").textContent()})`);
   await shot(page, "live-idle.png");
 
+  // Without the event stream (a proxy that drops it), the view polls.
+  await page.route("**/v1/status/events", (route) => route.fulfill({ status: 404, headers: { "Content-Type": "application/json" }, body: '{"error":{"message":"no"}}' }));
+  await page.reload({ waitUntil: "load" });
+  await page.click("#tab-live");
+  await page.waitForFunction(() => document.querySelector("#live-source").textContent.startsWith("polling /v1/status") && document.querySelectorAll("#lanes tbody tr").length > 0);
+  step(`without the event stream: ${await page.locator("#live-source").textContent()}`);
+  await page.unroute("**/v1/status/events");
+
   expect(chats.length === sent, "the live view sent chats");
-  // The scripted 400 is the one console error the browser logs itself.
-  const unexpected = problems.filter((p) => !p.includes("400 (Bad Request)"));
+  // The scripted 400 and 404 are the console errors the browser logs itself.
+  const unexpected = problems.filter((p) => !p.includes("400 (Bad Request)") && !p.includes("404 (Not Found)"));
   expect(unexpected.length === 0, `the page reported: ${unexpected.join("; ")}`);
 }
 
