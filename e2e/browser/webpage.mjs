@@ -178,6 +178,10 @@ async function run() {
   await page.click("#unload");
   await page.waitForFunction((m) => document.querySelector("#conn").textContent === `${m} unloaded`, second);
   step(`${second} unloaded`);
+  await page.waitForFunction((m) => [...document.querySelectorAll("#model option")].some((o) => o.value === m && o.textContent === m), second);
+  const labels = await page.$$eval("#model option", (os) => os.map((o) => o.textContent));
+  expect(labels.includes(`${first} (loaded)`), `the picker does not say ${first} is loaded: ${labels}`);
+  step(`the picker says: ${labels.join(", ")}`);
 
   // The live view: a lane busy while a long completion runs, idle after.
   await page.click("#tab-live");

@@ -245,10 +245,18 @@ async function refreshModels() {
     const body = await client.json("/v1/models");
     const names = (body.data || []).map((m) => m.id).filter((x) => typeof x === "string");
     state.models = names;
+    // Which are loaded now: the others load on their first request.
+    const loaded = new Set();
+    try {
+      const st = await client.json("/v1/status");
+      for (const m of st.models || []) loaded.add(m.name);
+    } catch {
+      // no status: the picker just does not say
+    }
     const sel = $("model");
     const want = sel.value || (current() && current().model) || localStorage.getItem("superfluid.model") || names[0];
     sel.replaceChildren(...names.map((n) => {
-      const o = el("option", "", n);
+      const o = el("option", "", loaded.has(n) ? `${n} (loaded)` : n);
       o.value = n;
       return o;
     }));
@@ -267,6 +275,7 @@ async function unloadModel() {
   try {
     await client.json("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ model, keep_alive: 0 }) });
     setStatus(`${model} unloaded`);
+    refreshModels();
   } catch (e) {
     setStatus(String(e.message || e));
   }
