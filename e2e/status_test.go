@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"superfluid/app"
 	"superfluid/status"
@@ -224,6 +225,24 @@ func TestTopInTmux(t *testing.T) {
 			strings.Contains(out, "TOKENS/S"), out
 	})
 	t.Logf("top under load:\n%s", screen)
+	// A smaller terminal: the view redraws to its width.
+	if out, err := tmux("resize-window", "-t", "top", "-x", "60", "-y", "30"); err != nil {
+		t.Fatalf("resize-window: %v %s", err, out)
+	}
+	pollUntil(t, 30*time.Second, func() (bool, string) {
+		out, err := tmux("capture-pane", "-p", "-t", "top")
+		if err != nil {
+			return false, err.Error() + out
+		}
+		cut := false
+		for _, line := range strings.Split(out, "\n") {
+			if utf8.RuneCountInString(line) > 60 {
+				return false, "a line wider than the terminal:\n" + out
+			}
+			cut = cut || strings.HasSuffix(strings.TrimRight(line, " "), "…")
+		}
+		return cut && strings.Contains(out, "LANES"), out
+	})
 	if out, err := tmux("send-keys", "-t", "top", "q"); err != nil {
 		t.Fatalf("send-keys: %v %s", err, out)
 	}

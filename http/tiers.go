@@ -35,21 +35,7 @@ func cacheStatusOf(m *Model) *cacheStatus {
 		return nil
 	}
 	st := &cacheStatus{Park: ct.ParkInfo()}
-	for _, e := range ct.View() {
-		var t *tierSummary
-		switch e.Tier {
-		case "resident":
-			t = &st.Resident
-		case "host":
-			t = &st.Host
-		case "parked":
-			t = &st.Parked
-		default:
-			continue
-		}
-		t.Entries++
-		t.Tokens += e.Tokens
-		t.Bytes += e.Bytes
-	}
+	resident, host, parked := kv.Tiers(ct.View())
+	st.Resident, st.Host, st.Parked = tierSummary(resident), tierSummary(host), tierSummary(parked)
 	return st
 }

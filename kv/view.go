@@ -93,6 +93,34 @@ func (c *Cache) View() []Entry {
 	return out
 }
 
+// TierTotal is what one tier holds: entries, their tokens and bytes.
+type TierTotal struct {
+	Entries int
+	Tokens  int
+	Bytes   int64
+}
+
+// Tiers sums entries (a View) by tier, for the status views.
+func Tiers(entries []Entry) (resident, host, parked TierTotal) {
+	for _, e := range entries {
+		var t *TierTotal
+		switch e.Tier {
+		case "resident":
+			t = &resident
+		case "host":
+			t = &host
+		case "parked":
+			t = &parked
+		default:
+			continue
+		}
+		t.Entries++
+		t.Tokens += e.Tokens
+		t.Bytes += e.Bytes
+	}
+	return resident, host, parked
+}
+
 func parkedEntry[T any](toks []T, bytes int64, lossy bool, mod time.Time) Entry {
 	return Entry{Tier: "parked", Tokens: len(toks), Bytes: bytes, Lossy: lossy, LastUsed: mod}
 }

@@ -179,7 +179,7 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 		return err
 	}
 	p.nextTag++
-	l := &lane{tag: p.nextTag, job: j, seq: seq, warm: cached, prefilled: cached, npast: cached}
+	l := &lane{tag: p.nextTag, job: j, seq: seq, warm: cached, prefilled: cached, npast: cached, slot: p.freeSlot()}
 	grow := 256
 	if j.maxTokens > 0 {
 		grow = min(j.maxTokens, grow)
@@ -196,6 +196,23 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 	p.stats.admissions.Add(1)
 	p.lanes = append(p.lanes, l)
 	return nil
+}
+
+// freeSlot is the lowest slot no running lane holds: a lane keeps its
+// row in a status view while others come and go.
+func (p *planner) freeSlot() int {
+	for slot := 0; ; slot++ {
+		held := false
+		for _, l := range p.lanes {
+			if l.slot == slot && !l.finishing {
+				held = true
+				break
+			}
+		}
+		if !held {
+			return slot
+		}
+	}
 }
 
 func (p *planner) countWarmth(cached int) {

@@ -77,6 +77,9 @@ type lane struct {
 	tag uint32
 	job *job
 	seq int32
+	// slot is the lane's row in status views (freeSlot): the lowest one
+	// free when it was admitted, below Config.Lanes.
+	slot int
 	// warm is how many prompt tokens the sequence held at admission.
 	warm int
 	// firstAdmission: this lane is its job's first, so taking the admission

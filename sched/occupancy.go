@@ -13,8 +13,9 @@ type LaneView struct {
 	Class Class
 	// API is the dialect that submitted the request (WithAPI), "" when
 	// the submitter did not say.
-	API string
-	Seq int32 // the engine sequence it runs on
+	API  string
+	Seq  int32 // the engine sequence it runs on
+	Slot int   // its row among the lanes, kept while it runs (from 0)
 	// Restoring: the lane waits on its warm prefix being read from disk.
 	Restoring bool
 	// PromptTokens is the request's own prompt; ToPrefill what the lane's
@@ -71,7 +72,7 @@ func (p *planner) publishLanes() {
 		}
 		j := l.job
 		b.lanes = append(b.lanes, LaneView{
-			ID: j.id, Class: j.class, API: j.api, Seq: l.seq, Restoring: l.restoring,
+			ID: j.id, Class: j.class, API: j.api, Seq: l.seq, Slot: l.slot, Restoring: l.restoring,
 			PromptTokens: j.promptLen, ToPrefill: len(j.prompt), Prefilled: l.prefilled,
 			CachedTokens: j.cached, Generated: j.generated, Preemptions: j.preemptions,
 			Submitted: j.submitted, Admitted: j.admittedAt, FirstToken: j.firstToken,

@@ -59,3 +59,35 @@ func TestOccupancyIsACopy(t *testing.T) {
 }
 
 func (h *harness) occupancy() Occupancy { return h.stats.occupancy() }
+
+// A lane keeps its slot while others end and start: the next request
+// takes the lowest slot free.
+func TestOccupancySlots(t *testing.T) {
+	h := newHarness(t, 2, 64, Config{}).fast()
+	h.submit("short", Request{Prompt: promptOf(1, 8), Class: Chat, MaxTokens: 2})
+	h.submit("long", Request{Prompt: promptOf(2, 8), Class: Chat, MaxTokens: 400})
+	h.step()
+	slots := func() map[uint64]int {
+		out := map[uint64]int{}
+		for _, l := range h.occupancy().Lanes {
+			out[l.ID] = l.Slot
+		}
+		return out
+	}
+	short, long := h.jobs["short"].id, h.jobs["long"].id
+	if got := slots(); got[short] != 0 || got[long] != 1 || len(got) != 2 {
+		t.Fatalf("slots %v", got)
+	}
+	for range 50 {
+		if h.step(); h.done("short") {
+			break
+		}
+	}
+	h.submit("next", Request{Prompt: promptOf(3, 8), Class: Chat, MaxTokens: 400})
+	for range 5 {
+		h.step()
+	}
+	if got := slots(); got[long] != 1 || got[h.jobs["next"].id] != 0 || len(got) != 2 {
+		t.Fatalf("after short ended and next came: %v", got)
+	}
+}

@@ -15,12 +15,13 @@ type Status struct {
 	Now           time.Time `json:"now"`
 	Models        []Model   `json:"models"`
 	// Lanes are every generation model's lanes, busy or idle, by model
-	// then index.
+	// then index; a request keeps its lane's index while it runs.
 	Lanes []Lane `json:"lanes"`
 	// Queues are the requests waiting for a lane, one per class in
 	// priority order, summed over the models.
-	Queues      []Queue    `json:"queues"`
-	Preemptions uint64     `json:"preemptions"` // since the server started
+	Queues []Queue `json:"queues"`
+	// Preemptions is the loaded models' total, each since it loaded.
+	Preemptions uint64     `json:"preemptions"`
 	Throughput  Throughput `json:"throughput"`
 }
 

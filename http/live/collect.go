@@ -94,13 +94,20 @@ func kindOf(m *task.Model) string {
 	return "generation"
 }
 
-// lanesOf is a model's lanes: the busy ones oldest admission first, then
-// idle ones up to its lane count.
+// lanesOf is a model's lanes by slot (sched.LaneView.Slot, kept while a
+// lane runs), idle where none runs, up to its lane count.
 func lanesOf(model string, lanes int, busy []sched.LaneView, now time.Time) []status.Lane {
-	out := make([]status.Lane, 0, max(lanes, len(busy)))
+	n := lanes
+	for _, v := range busy {
+		n = max(n, v.Slot+1)
+	}
+	out := make([]status.Lane, n)
+	for i := range out {
+		out[i] = status.Lane{Model: model, Index: i, Phase: status.PhaseIdle}
+	}
 	for _, v := range busy {
 		l := status.Lane{
-			Model: model, Index: len(out), Phase: phaseOf(v), ID: v.ID, Class: v.Class.String(), API: v.API,
+			Model: model, Index: v.Slot, Phase: phaseOf(v), ID: v.ID, Class: v.Class.String(), API: v.API,
 			PromptTokens: v.PromptTokens, PrefilledTokens: v.Prefilled, CachedTokens: v.CachedTokens,
 			GeneratedTokens: v.Generated, Preemptions: v.Preemptions,
 		}
@@ -111,10 +118,7 @@ func lanesOf(model string, lanes int, busy []sched.LaneView, now time.Time) []st
 			// The first token is the prefill's; the rate is of the rest.
 			l.TokensPerSecond = float64(v.Generated-1) / d.Seconds()
 		}
-		out = append(out, l)
-	}
-	for len(out) < lanes {
-		out = append(out, status.Lane{Model: model, Index: len(out), Phase: status.PhaseIdle})
+		out[v.Slot] = l
 	}
 	return out
 }
@@ -129,9 +133,8 @@ func phaseOf(v sched.LaneView) string {
 	return status.PhasePrefill
 }
 
-// cacheOf summarises a prefix cache by tier. A resident entry's bytes are
-// its tokens' share of the KV pool; a warm prefix served from host memory
-// or disk counts as that tier's hit, any other as the pool's.
+// cacheOf summarises a prefix cache by tier. A warm prefix served from
+// host memory or disk counts as that tier's hit, any other as the pool's.
 func cacheOf(tc tieredCache, kvPerToken int64) *status.Cache {
 	s := tc.Stats()
 	c := &status.Cache{Hits: s.Hits.Load(), Misses: s.Misses.Load()}
@@ -140,22 +143,10 @@ func cacheOf(tc tieredCache, kvPerToken int64) *status.Cache {
 	}
 	c.Host.Hits, c.Parked.Hits = s.HostHits.Load(), s.ParkHits.Load()
 	c.Resident.Hits = max(c.Hits-c.Host.Hits-c.Parked.Hits, 0)
-	for _, e := range tc.View() {
-		var t *status.Tier
-		switch e.Tier {
-		case "resident":
-			t = &c.Resident
-			e.Bytes = int64(e.Tokens) * kvPerToken
-		case "host":
-			t = &c.Host
-		case "parked":
-			t = &c.Parked
-		default:
-			continue
-		}
-		t.Entries++
-		t.Tokens += e.Tokens
-		t.Bytes += e.Bytes
-	}
+	resident, host, parked := kv.Tiers(tc.View())
+	// A resident entry's bytes are its tokens' share of the KV pool.
+	c.Resident.Entries, c.Resident.Tokens, c.Resident.Bytes = resident.Entries, resident.Tokens, int64(resident.Tokens)*kvPerToken
+	c.Host.Entries, c.Host.Tokens, c.Host.Bytes = host.Entries, host.Tokens, host.Bytes
+	c.Parked.Entries, c.Parked.Tokens, c.Parked.Bytes = parked.Entries, parked.Tokens, parked.Bytes
 	return c
 }

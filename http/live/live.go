@@ -44,8 +44,8 @@ func Routes(h wire.Host) []wire.Route {
 	}
 }
 
-// Status is the server's status now.
-func (a *api) Status() status.Status {
+// current is the server's status now.
+func (a *api) current() status.Status {
 	return collect(a.h.Settings(), a.h.Loaded(), time.Now(), a.ring.snapshot())
 }
 
@@ -53,7 +53,7 @@ func (a *api) status(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err := refuseQuery(ctx); err != nil {
 		return err
 	}
-	return wire.WriteJSON(ctx, a.Status())
+	return wire.WriteJSON(ctx, a.current())
 }
 
 // events streams a "status" event each beat, and sooner (after minGap)
@@ -81,7 +81,7 @@ func (a *api) follow(ctx, stopping context.Context, send func(event string, v an
 	var lastSent time.Time
 	lastShape := ""
 	for {
-		st := a.Status()
+		st := a.current()
 		shape := shapeOf(&st)
 		if lastSent.IsZero() || shape != lastShape || st.Now.Sub(lastSent) >= beat-minGap/2 {
 			if send("status", st) != nil {

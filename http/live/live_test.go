@@ -150,15 +150,17 @@ func TestCollect(t *testing.T) {
 	}
 }
 
-// A lane still prefilling or restoring says so; one that has not
-// produced a second token has no rate yet.
+// Lanes sit at their slots, idle ones between; a lane still prefilling
+// or restoring says so; one that has not produced a second token has no
+// rate yet.
 func TestCollectPhases(t *testing.T) {
-	lanes := lanesOf("m", 1, []sched.LaneView{
-		{ID: 1, ToPrefill: 100, Prefilled: 30, Submitted: t0},
-		{ID: 2, ToPrefill: 100, Restoring: true},
-		{ID: 3, ToPrefill: 10, Prefilled: 10, Generated: 1, FirstToken: t0.Add(-time.Second)},
+	lanes := lanesOf("m", 4, []sched.LaneView{
+		{ID: 1, Slot: 3, ToPrefill: 100, Prefilled: 30, Submitted: t0},
+		{ID: 2, Slot: 0, ToPrefill: 100, Restoring: true},
+		{ID: 3, Slot: 1, ToPrefill: 10, Prefilled: 10, Generated: 1, FirstToken: t0.Add(-time.Second)},
 	}, t0)
-	if len(lanes) != 3 || lanes[0].Phase != "prefill" || lanes[1].Phase != "restore" || lanes[2].Phase != "decode" || lanes[2].TokensPerSecond != 0 {
+	if len(lanes) != 4 || lanes[3].Phase != "prefill" || lanes[0].Phase != "restore" || lanes[1].Phase != "decode" || lanes[1].TokensPerSecond != 0 ||
+		lanes[2].Phase != "idle" || lanes[2].Index != 2 || lanes[3].ID != 1 || lanes[3].Index != 3 {
 		t.Fatalf("%+v", lanes)
 	}
 }
