@@ -46,7 +46,7 @@ export function view(st, now) {
   return {
     models, lanes, queues, tiers,
     busyLanes,
-    preemptions: `${st.preemptions ?? 0} preemptions since the server started`,
+    preemptions: `${st.preemptions ?? 0} preemptions by the models loaded, since each loaded`,
     hitRates: hitRates.join(" · "),
     samples: (st.throughput && st.throughput.samples) || [],
   };

@@ -38,7 +38,7 @@ test("view: models, queues, tiers, preemptions", () => {
   assert.deepEqual(v.queues.map((q) => q.cells), [["interactive", "0", ""], ["batch", "2", "1.50 s"]]);
   assert.deepEqual(v.tiers.map((t) => t.cells[1]), ["resident", "host", "parked"]);
   assert.deepEqual(v.tiers[0].cells, ["alpha", "resident", "2", "300", "4.0 KiB", "2"]);
-  assert.equal(v.preemptions, "4 preemptions since the server started");
+  assert.equal(v.preemptions, "4 preemptions by the models loaded, since each loaded");
   assert.equal(v.hitRates, "alpha: 75% of 4 admissions warm");
 });
 
