@@ -274,8 +274,8 @@ async function unloadModel() {
   if (!model) return;
   try {
     await client.json("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ model, keep_alive: 0 }) });
+    await refreshModels(); // clears the status line: say it after
     setStatus(`${model} unloaded`);
-    refreshModels();
   } catch (e) {
     setStatus(String(e.message || e));
   }
