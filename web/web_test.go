@@ -133,7 +133,7 @@ func TestAssets(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"app.js", "app.css", "chat.js", "sse.js", "live.js", "plot.js", "format.js", "api.js", "store.js", "icon.svg"} {
+	for _, want := range []string{"app.js", "app.css", "chat.js", "sse.js", "live.js", "plot.js", "format.js", "api.js", "store.js", "liveview.js", "icon.svg"} {
 		if !refs[want] {
 			t.Errorf("nothing names %s", want)
 		}

@@ -1,11 +1,10 @@
-// The page: the chat and the live view wired to the DOM. What decides
-// lives in the modules it imports (chat.js, live.js, plot.js, format.js),
-// which have unit tests; this file fetches and draws.
+// The page: the chat wired to the DOM, and the tabs. What decides
+// lives in the modules it imports (chat.js, format.js; the live view in
+// liveview.js over live.js and plot.js), which have unit tests.
 import { Client } from "./api.js";
 import * as chat from "./chat.js";
 import * as fmt from "./format.js";
-import * as live from "./live.js";
-import * as plot from "./plot.js";
+import { follow } from "./liveview.js";
 import { readEvents } from "./sse.js";
 import * as store from "./store.js";
 
@@ -281,80 +280,9 @@ async function unloadModel() {
   }
 }
 
-// ---- the live view ----
+// ---- the live view (liveview.js draws it) ----
 
-const plotSpan = 5 * 60 * 1000;
 let liveRun = null;
-
-function fillTable(id, rows) {
-  const tbody = $(id).querySelector("tbody");
-  const head = $(id).querySelectorAll("thead th");
-  tbody.replaceChildren(...rows.map((r) => {
-    const tr = el("tr", r.busy ? "busy" : "");
-    r.cells.forEach((c, i) => tr.append(el("td", head[i] && head[i].classList.contains("num") ? "num" : "", c)));
-    return tr;
-  }));
-}
-
-function showStatus(st) {
-  const v = live.view(st, Date.now());
-  fillTable("models", v.models);
-  fillTable("lanes", v.lanes);
-  fillTable("queues", v.queues);
-  fillTable("tiers", v.tiers);
-  $("lanes").dataset.busy = String(v.busyLanes);
-  $("preemptions").textContent = v.preemptions;
-  $("hit-rates").textContent = v.hitRates;
-  const { top, span } = plot.draw($("plot"), v.samples, plotSpan);
-  $("plot-legend").textContent = `blue: generated, grey: prompt; scale 0–${top} tok/s over the last ${fmt.duration(span)}`;
-}
-
-// follow reads /v1/status/events while the view is shown, and polls
-// /v1/status when the stream is not there or fails.
-async function follow(signal) {
-  while (!signal.aborted) {
-    try {
-      const resp = await client.fetch("/v1/status/events", { headers: { Accept: "text/event-stream" }, signal });
-      if (resp.ok && (resp.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
-        $("live-source").textContent = "live: /v1/status/events";
-        await readEvents(resp, (ev) => {
-          try {
-            const v = JSON.parse(ev.data);
-            if (live.isStatus(v)) showStatus(v);
-          } catch {
-            // an event that is no status document: not for this view
-          }
-        });
-      } else {
-        $("live-source").textContent = `polling /v1/status (events: ${resp.status})`;
-        await poll(signal);
-      }
-    } catch (e) {
-      if (signal.aborted) return;
-      $("live-source").textContent = `status: ${e.message || e}; retrying`;
-    }
-    await sleep(1000, signal);
-  }
-}
-
-async function poll(signal) {
-  while (!signal.aborted) {
-    const resp = await client.fetch("/v1/status", { signal });
-    if (!resp.ok) throw new Error(`/v1/status: ${resp.status}`);
-    showStatus(await resp.json());
-    await sleep(1000, signal);
-  }
-}
-
-function sleep(ms, signal) {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(t);
-      resolve();
-    }, { once: true });
-  });
-}
 
 function showTab(name) {
   for (const t of ["chat", "live"]) {
@@ -363,7 +291,7 @@ function showTab(name) {
   }
   if (name === "live" && !liveRun) {
     liveRun = new AbortController();
-    follow(liveRun.signal);
+    follow(client, liveRun.signal);
   } else if (name !== "live" && liveRun) {
     liveRun.abort();
     liveRun = null;
