@@ -15,9 +15,11 @@ import (
 
 // publicRoutes answer without a key: /health (editors poll it before they
 // know any key), and Ollama's probes ("/" and /api/version), which reveal
-// nothing but that the server runs. A route joins this list on purpose or
-// not at all.
-var publicRoutes = []string{"/", "/api/version", "/health"}
+// nothing but that the server runs, and the web page's files (/ui/…): a
+// browser cannot attach a key to a page load, and the page asks for the
+// key when the API answers 401. A route joins this list on purpose or not
+// at all.
+var publicRoutes = []string{"/", "/api/version", "/health", "/ui/{id}"}
 
 const testAPIKey = "sekret-key"
 

@@ -102,6 +102,10 @@ var badInputRoutes = map[string]badRoute{
 	"/props": {}, "/slots": {},
 	"/v1/status": {}, "/v1/status/events": {},
 
+	// The web page's files: a name, no body (web/web_test.go covers
+	// unknown and hostile names).
+	"/ui/{id}": {},
+
 	// Ollama's pull and delete need a models directory and a source to
 	// pull from: ollama_pull_test.go covers their bad input.
 	"/api/pull": {}, "/api/delete": {},

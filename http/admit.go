@@ -46,7 +46,7 @@ func (s *Server) admit(h *fasthttp.RequestHeader, path string) admission {
 		return a
 	}
 	if origin := h.Peek("Origin"); len(origin) > 0 {
-		if !g.origins.allows(string(origin)) {
+		if !g.origins.allows(string(origin)) && !sameOrigin(string(origin), string(h.Host()), g.hosts != nil) {
 			a.refuse = forbidden("origin %q may not use this server; --allowed-origins (SUPERFLUID_ORIGINS) adds it", truncateForMessage(origin))
 			return a
 		}

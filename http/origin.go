@@ -173,3 +173,29 @@ func ownOrigins(addr netip.AddrPort) []string {
 	hostport := netip.AddrPortFrom(ip.WithZone(""), addr.Port()).String()
 	return []string{"http://" + hostport, "https://" + hostport}
 }
+
+// sameOrigin reports whether a request's Origin names the very host and
+// port its Host header does: a page this server served (the built-in web
+// page) calling back to it, under whatever name the user typed. That is
+// safe to allow when the Host itself was checked (a loopback server's
+// Host rule: the name is this machine's), or when it is an IP literal,
+// which no DNS rebinding can point elsewhere; a server bound beyond
+// loopback and reached by a DNS name needs that origin allowed by name.
+func sameOrigin(origin, host string, hostChecked bool) bool {
+	o := strings.ToLower(origin)
+	if !originChars(o, false) || host == "" {
+		return false
+	}
+	_, rest, ok := strings.Cut(o, "://")
+	if !ok || !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") || rest != strings.ToLower(host) {
+		return false
+	}
+	name, ok := splitHostHeader(rest)
+	if !ok {
+		return false
+	}
+	if _, err := netip.ParseAddr(strings.Trim(name, "[]")); err == nil {
+		return true
+	}
+	return hostChecked && hostnameChars(name)
+}

@@ -111,3 +111,35 @@ func TestHostPolicy(t *testing.T) {
 		t.Error("an unknown host name must allow no other name")
 	}
 }
+
+// A page the server served calls it back with an Origin naming the Host
+// it was reached at: allowed when the Host rule already vouched for the
+// name, or when the name is an IP literal (no DNS rebinding points one
+// elsewhere); a DNS name on a server bound beyond loopback is not.
+func TestSameOrigin(t *testing.T) {
+	for _, c := range []struct {
+		origin, host string
+		hostChecked  bool
+		want         bool
+	}{
+		{"http://192.168.1.5:11434", "192.168.1.5:11434", false, true},
+		{"https://192.168.1.5:11434", "192.168.1.5:11434", false, true},
+		{"http://[fd00::5]:11434", "[fd00::5]:11434", false, true},
+		{"http://myhost:11434", "myhost:11434", true, true},
+		{"HTTP://MyHost:11434", "myhost:11434", true, true},
+		{"http://myhost:11434", "myhost:11434", false, false}, // rebinding could name any host
+		{"http://192.168.1.5:11435", "192.168.1.5:11434", false, false},
+		{"http://192.168.1.5", "192.168.1.5:11434", false, false},
+		{"http://evil.example", "192.168.1.5:11434", true, false},
+		{"ftp://192.168.1.5:11434", "192.168.1.5:11434", false, false},
+		{"http://192.168.1.5:11434", "", false, false},
+		{"http://192.168.1.5:99999", "192.168.1.5:99999", false, false},
+		{"http://a@192.168.1.5:11434", "a@192.168.1.5:11434", true, false},
+		{"http://192.168.1.5:11434\x00", "192.168.1.5:11434\x00", true, false},
+		{"null", "null", true, false},
+	} {
+		if got := sameOrigin(c.origin, c.host, c.hostChecked); got != c.want {
+			t.Errorf("sameOrigin(%q, %q, %v) = %v, want %v", c.origin, c.host, c.hostChecked, got, c.want)
+		}
+	}
+}

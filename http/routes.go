@@ -13,6 +13,7 @@ import (
 	"superfluid/http/openai/responses"
 	"superfluid/http/wire"
 	"superfluid/task"
+	"superfluid/web"
 )
 
 // routeTable gathers every API's routes: path → one route per method, and
@@ -20,7 +21,7 @@ import (
 // API packages' routes are mounted as they declare them (mounted); the
 // routes still defined in this package take their body class and
 // generation flag from the tables below.
-func (s *Server) routeTable() (map[string][]route, []string) {
+func (s *Server) routeTable() (map[string][]route, []string, error) {
 	all := map[string][]route{}
 	for _, part := range []map[string]route{
 		commonRoutes(),
@@ -41,7 +42,14 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		}
 	}
 	host := serverHost{s}
-	for _, wr := range slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), anthropic.Routes(host), live.Routes(host)) {
+	apis := slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), anthropic.Routes(host), live.Routes(host))
+	// The web page answers browsers at "/" (Ollama's clients keep its
+	// text) and serves its files under /ui/.
+	apis, err := web.WithPage(apis)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, wr := range apis {
 		r := mounted(wr)
 		r.path = wr.Path
 		all[wr.Path] = append(all[wr.Path], r)
@@ -53,7 +61,7 @@ func (s *Server) routeTable() (map[string][]route, []string) {
 		}
 	}
 	slices.SortFunc(patterns, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	return all, patterns
+	return all, patterns, nil
 }
 
 // generationPaths are the routes still in this package that generate

@@ -167,7 +167,9 @@ func NewServer(cfg Config) (*Server, error) {
 		slog.Warn("the machine's host name is unknown: requests must name localhost or a loopback address", "err", err)
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
-	s.routes, s.patterns = s.routeTable()
+	if s.routes, s.patterns, err = s.routeTable(); err != nil {
+		return nil, err
+	}
 	s.srv = &fasthttp.Server{
 		Handler:            s.serve,
 		Name:               "superfluid",

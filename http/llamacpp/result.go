@@ -37,10 +37,10 @@ func (r *completionRun) response(m *task.Model, streamed bool) completionResult 
 
 // timings reports the work this run did. A run that never started reports
 // none; a cached answer reports the whole prompt as cached.
-func (r *completionRun) timings() timings {
+func (r *completionRun) timings() wire.Timings {
 	res := r.result
 	if r.fromCache {
-		return newTimings(res.CachedTokens, 0, 0, 0, 0)
+		return wire.NewTimings(res.CachedTokens, 0, 0, 0, 0)
 	}
 	promptN := 0
 	if res.Prefill > 0 || r.predicted > 0 {
@@ -50,7 +50,7 @@ func (r *completionRun) timings() timings {
 	if r.p.warmup {
 		predictedMS = 0
 	}
-	t := newTimings(res.CachedTokens, promptN, wire.Milliseconds(res.Prefill), r.predicted, predictedMS)
+	t := wire.NewTimings(res.CachedTokens, promptN, wire.Milliseconds(res.Prefill), r.predicted, predictedMS)
 	if res.DraftTokens > 0 {
 		accepted := res.DraftAccepted
 		t.DraftN, t.DraftNAccepted = res.DraftTokens, &accepted

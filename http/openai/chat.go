@@ -228,6 +228,18 @@ func oaiTokenEntry(m *task.Model, g *task.Spec, t *task.TokenOut) oaiTokenLogpro
 	return e
 }
 
+// chatTimings is the first choice's work in llama.cpp's timings: the
+// prompt it prefilled beyond the cached prefix, the tokens it generated
+// and how long each phase took.
+func chatTimings(g *task.Request, outs []*choiceOut) wire.Timings {
+	if len(outs) == 0 {
+		return wire.Timings{}
+	}
+	res := outs[0].Result
+	promptN := max(len(g.Prompt)-res.CachedTokens, 0)
+	return wire.NewTimings(res.CachedTokens, promptN, wire.Milliseconds(res.Prefill), outs[0].Completed, wire.Milliseconds(res.Decode))
+}
+
 func usageOf(g *task.Request, outs []*choiceOut) oaiUsage {
 	u := oaiUsage{PromptTokens: len(g.Prompt)}
 	for _, o := range outs {

@@ -76,7 +76,8 @@ func (a *api) streamChat(ctx *fasthttp.RequestCtx, m *task.Model, g *task.Reques
 		}
 		if includeUsage {
 			u := usageOf(g, choices)
-			ew.Send("", oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp, Choices: []oaiChunkChoice{}, Usage: &u})
+			tm := chatTimings(g, choices)
+			ew.Send("", oaiChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, SystemFingerprint: fp, Choices: []oaiChunkChoice{}, Usage: &u, Timings: &tm})
 		}
 		ew.Raw("data: [DONE]\n\n")
 	})

@@ -121,6 +121,10 @@ type oaiChatChunk struct {
 	SystemFingerprint string           `json:"system_fingerprint"`
 	Choices           []oaiChunkChoice `json:"choices"`
 	Usage             *oaiUsage        `json:"usage,omitempty"`
+	// Timings rides on the usage chunk as llama-server sends it: the
+	// server's own prefill and decode rates, which a client cannot measure
+	// from chunks that arrive together.
+	Timings *wire.Timings `json:"timings,omitempty"`
 }
 
 type oaiModel struct {
