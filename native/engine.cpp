@@ -353,6 +353,14 @@ static llama_context_params sf_context_params(const sf_open_params *p, int32_t p
     // One pool of KV cells for every sequence: a long prompt may use the
     // whole context and copied prefixes share cells instead of duplicating.
     cp.kv_unified = true;
+    // A sliding-window layer keeps only its window's cells (plus a
+    // micro-batch), as llama-server does: llama.cpp's own default keeps
+    // the whole context, and its attention then reads every cell of a long
+    // prompt only to mask most of them out. A cut further back than the
+    // window resumes from a checkpoint (seq.cpp), as it must anyway once
+    // masked cells are reused; measured on synth gemma4 small: the same
+    // cached shares (0.827 edit, 0.975 second turn) with either setting.
+    cp.swa_full = false;
     cp.no_perf = true;
     return cp;
 }
