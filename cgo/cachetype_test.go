@@ -172,10 +172,10 @@ func TestEmbeddingContextKeepsF16(t *testing.T) {
 }
 
 // The descriptor's KV bytes per token are what llama.cpp allocated: a
-// sliding-window model's every layer (the context keeps llama.cpp's
-// full-size sliding-window cache, swa_full, whose cells resident entries
-// keep), a hybrid model's attention layers only, its recurrent layers'
-// fixed state reported apart.
+// sliding-window model's full-attention layers and its sliding layers at
+// their windows' share (the context sizes their cache to the windows, as
+// llama-server does), a hybrid model's attention layers only, its
+// recurrent layers' fixed state reported apart.
 func TestKVBytesPerTokenCountsWhatIsAllocated(t *testing.T) {
 	if !upstreamLlama {
 		t.Skip("gemma4 and qwen35 need the upstream llama.cpp")
@@ -193,9 +193,13 @@ func TestKVBytesPerTokenCountsWhatIsAllocated(t *testing.T) {
 		defer e.Close()
 		return e.Descriptor()
 	}
-	if d := open("gemma4"); d.KVBytesPerToken != everyLayer || d.RecurrentStateBytes != 0 {
-		t.Errorf("gemma4: %d KV bytes per token (recurrent %d), want %d: every layer's cells, the sliding ones' too",
-			d.KVBytesPerToken, d.RecurrentStateBytes, everyLayer)
+	// The sliding-window layers keep only their windows (swa_full off):
+	// per context token they cost their cache's share, less than a full
+	// layer, and more than nothing.
+	g := open("gemma4")
+	if g.KVBytesPerToken <= 0 || g.KVBytesPerToken >= everyLayer || g.RecurrentStateBytes != 0 {
+		t.Errorf("gemma4: %d KV bytes per token (recurrent %d), want within (0, %d): the sliding layers at their windows' share",
+			g.KVBytesPerToken, g.RecurrentStateBytes, everyLayer)
 	}
 	d := open("qwen35")
 	if d.KVBytesPerToken <= 0 || d.KVBytesPerToken >= everyLayer || d.RecurrentStateBytes <= 0 {
