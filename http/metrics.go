@@ -46,6 +46,9 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	if ms := s.registry(); ms != nil {
 		addModelMetrics(p, ms.Loaded())
 	}
+	if s.cfg.Keys != nil {
+		s.cfg.Keys.AddTo(p)
+	}
 	ctx.SetContentType("text/plain; version=0.0.4")
 	_, err := p.WriteTo(ctx)
 	return err

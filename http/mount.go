@@ -153,7 +153,7 @@ func mounted(wr wire.Route) route {
 				return handle(ctx, nil)
 			}
 			ctx.SetUserValue(requestModelKey{}, m)
-			return handle(ctx, &m.Model)
+			return handle(ctx, keyedModel(ctx, &m.Model))
 		},
 	}
 }

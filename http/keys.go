@@ -1,0 +1,109 @@
+package http
+
+import (
+	"crypto/subtle"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"superfluid/http/wire"
+	"superfluid/keys"
+	"superfluid/task"
+)
+
+// identify reads the key a request presents ("x-api-key: KEY", else
+// "Authorization: Bearer KEY") and finds whose it is: ok when no key is
+// required, or when it is --api-key's (client nil: no limits) or one of
+// the keys file's (client set: its policy holds).
+func (s *Server) identify(h *fasthttp.RequestHeader) (client *keys.Client, ok bool) {
+	if s.cfg.APIKey == "" && s.cfg.Keys == nil {
+		return nil, true
+	}
+	key := presentedKey(h)
+	if s.cfg.APIKey != "" && subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1 {
+		return nil, true
+	}
+	if s.cfg.Keys == nil {
+		return nil, false
+	}
+	client = s.cfg.Keys.Identify(key)
+	return client, client != nil
+}
+
+// presentedKey is the key in a request's headers, "" for none.
+func presentedKey(h *fasthttp.RequestHeader) string {
+	key := string(h.Peek("x-api-key"))
+	if auth := string(h.Peek("Authorization")); key == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+		key = strings.TrimSpace(auth[7:])
+	}
+	return key
+}
+
+// clientKey is the RequestCtx user value holding the request's
+// *keys.Client (a keys file's key).
+type clientKey struct{}
+
+// keyedModel is m as a handler gets it: for a request with a keys file's
+// key, a copy whose scheduler and embedder admit each generation and
+// embedding by the key's policy first. Every generation an API starts
+// goes through its model's Submit, so this one place holds every API to
+// the class, lane and token limits.
+func keyedModel(ctx *fasthttp.RequestCtx, m *task.Model) *task.Model {
+	client, _ := ctx.UserValue(clientKey{}).(*keys.Client)
+	if client == nil {
+		return m
+	}
+	km := *m
+	if km.Sched != nil {
+		ctxLen := 0
+		if km.Desc != nil {
+			ctxLen = km.Desc.Ctx
+		}
+		km.Sched = keys.Scheduler(km.Sched, client, ctxLen)
+	}
+	if km.Embed != nil {
+		km.Embed = keys.Embedder(km.Embed, client)
+	}
+	return &km
+}
+
+// setRateHeaders adds a limited key's rate-limit headers to any answer in
+// the API's own names: OpenAI's x-ratelimit-* (reset as a duration),
+// Anthropic's anthropic-ratelimit-* (reset as an RFC 3339 time). Ollama
+// and llama.cpp have none of their own: a 429 carries Retry-After alone
+// (wire.WriteError sets it on every API's 429).
+func setRateHeaders(ctx *fasthttp.RequestCtx, kind wire.API, client *keys.Client) {
+	if kind != wire.OpenAI && kind != wire.Anthropic {
+		return
+	}
+	q := client.Quota()
+	now := client.Now()
+	h := &ctx.Response.Header
+	for _, l := range []struct {
+		what  string
+		limit keys.Limit
+	}{{"requests", q.Requests}, {"tokens", q.Tokens}} {
+		if l.limit.Max == 0 {
+			continue
+		}
+		limit, remaining := strconv.Itoa(l.limit.Max), strconv.Itoa(l.limit.Remaining)
+		if kind == wire.OpenAI {
+			h.Set("x-ratelimit-limit-"+l.what, limit)
+			h.Set("x-ratelimit-remaining-"+l.what, remaining)
+			h.Set("x-ratelimit-reset-"+l.what, openAIDuration(l.limit.Reset))
+			continue
+		}
+		h.Set("anthropic-ratelimit-"+l.what+"-limit", limit)
+		h.Set("anthropic-ratelimit-"+l.what+"-remaining", remaining)
+		h.Set("anthropic-ratelimit-"+l.what+"-reset", now.Add(l.limit.Reset).UTC().Format(time.RFC3339))
+	}
+}
+
+// openAIDuration writes a reset the way OpenAI's headers do: "1s",
+// "6m0s", "0s" — Go's duration syntax at whole seconds (rounded up, so a
+// client that waits it finds the bucket full).
+func openAIDuration(d time.Duration) string {
+	return ((d + time.Second - 1) / time.Second * time.Second).String()
+}

@@ -1,0 +1,117 @@
+package keys
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"superfluid/sched"
+	"superfluid/task"
+)
+
+// laneRetry is the Retry-After of a request over its key's lane cap: a
+// lane frees when one of the key's own generations ends, which nothing
+// here can foresee; a second is a short generation's length.
+const laneRetry = time.Second
+
+// AllowsModel reports whether the key may use the model a request names;
+// same says whether a requested name asks for a listed one.
+func (c *Client) AllowsModel(name string, same func(asked, listed string) bool) bool {
+	if c.policy.Models == nil {
+		return true
+	}
+	return slices.ContainsFunc(c.policy.Models, func(m string) bool { return same(name, m) })
+}
+
+// RefuseModel counts a request refused for naming a model the key may
+// not use (answered as an unknown model, so the key learns nothing of
+// what else the server holds).
+func (c *Client) RefuseModel() { c.state.c.forbiddenModel.Add(1) }
+
+// Lane admits one generation of class class whose prompt and reply are
+// estimated at estimate tokens: the class must be the key's, a lane must
+// be free under its cap, and the tokens bucket must hold the estimate.
+// The Lane it returns is charged the estimate until End settles it.
+func (c *Client) Lane(class sched.Class, estimate int) (*Lane, error) {
+	if err := c.checkClass(class); err != nil {
+		return nil, err
+	}
+	st := c.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	now := c.now()
+	if st.maxLanes > 0 && st.lanes >= st.maxLanes {
+		st.c.limitedLanes.Add(1)
+		return nil, rateLimited(laneRetry, "%s holds %d lanes, its cap; one frees when one of its generations ends", c.who(), st.maxLanes)
+	}
+	if !st.tokens.take(float64(estimate), now) {
+		st.c.limitedTokens.Add(1)
+		return nil, rateLimited(st.tokens.wait(float64(estimate), now), "%s: over its limit of %d tokens per minute (this request is estimated at %d)", c.who(), c.policy.TokensPerMinute, estimate)
+	}
+	st.lanes++
+	st.c.lanes.Store(int64(st.lanes))
+	return &Lane{c: c, estimate: estimate}, nil
+}
+
+// Embed admits an embedding of tokens tokens in class class: the class
+// must be the key's and the tokens bucket must hold them; they are
+// charged whole (an embedding's cost is known before it runs).
+func (c *Client) Embed(class sched.Class, tokens int) error {
+	if err := c.checkClass(class); err != nil {
+		return err
+	}
+	st := c.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	now := c.now()
+	if !st.tokens.take(float64(tokens), now) {
+		st.c.limitedTokens.Add(1)
+		return rateLimited(st.tokens.wait(float64(tokens), now), "%s: over its limit of %d tokens per minute (this request has %d)", c.who(), c.policy.TokensPerMinute, tokens)
+	}
+	st.c.promptTokens.Add(uint64(tokens))
+	return nil
+}
+
+// checkClass refuses a class the key's policy leaves out, by name.
+func (c *Client) checkClass(class sched.Class) error {
+	if int(class) < sched.NumClasses && c.policy.Classes[class] {
+		return nil
+	}
+	c.state.c.forbiddenClass.Add(1)
+	var allowed []string
+	for cl, ok := range c.policy.Classes {
+		if ok {
+			allowed = append(allowed, sched.Class(cl).String())
+		}
+	}
+	return &task.Error{Kind: task.Forbidden, Param: "class", Code: "class_not_allowed",
+		Msg: fmt.Sprintf("%s may not use the %s class (it may use %v)", c.who(), class, allowed)}
+}
+
+// Lane is one admitted generation of a key.
+type Lane struct {
+	c        *Client
+	estimate int
+	once     sync.Once
+}
+
+// End frees the lane and settles its tokens: what it was charged at
+// admission is replaced by the prompt and generated tokens it took (0, 0
+// for a generation that never ran).
+func (l *Lane) End(prompt, generated int) {
+	l.once.Do(func() {
+		st := l.c.state
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		st.lanes--
+		st.c.lanes.Store(int64(st.lanes))
+		st.tokens.give(float64(l.estimate-prompt-generated), l.c.now())
+		st.c.promptTokens.Add(uint64(prompt))
+		st.c.generatedTokens.Add(uint64(generated))
+	})
+}
+
+func rateLimited(retry time.Duration, format string, args ...any) *task.Error {
+	return &task.Error{Kind: task.RateLimited, Code: "rate_limit_exceeded", Msg: fmt.Sprintf(format, args...), RetryAfter: retry}
+}
