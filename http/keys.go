@@ -41,9 +41,9 @@ func presentedKey(h *fasthttp.RequestHeader) string {
 	return key
 }
 
-// clientKey is the RequestCtx user value holding the request's
-// *keys.Client (a keys file's key).
-type clientKey struct{}
+// keyRequestKey is the RequestCtx user value holding the request's
+// *keys.Request (a keys file's key's hold on the lanes it starts).
+type keyRequestKey struct{}
 
 // keyedModel is m as a handler gets it: for a request with a keys file's
 // key, a copy whose scheduler and embedder admit each generation and
@@ -51,8 +51,8 @@ type clientKey struct{}
 // goes through its model's Submit, so this one place holds every API to
 // the class, lane and token limits.
 func keyedModel(ctx *fasthttp.RequestCtx, m *task.Model) *task.Model {
-	client, _ := ctx.UserValue(clientKey{}).(*keys.Client)
-	if client == nil {
+	kreq, _ := ctx.UserValue(keyRequestKey{}).(*keys.Request)
+	if kreq == nil {
 		return m
 	}
 	km := *m
@@ -61,10 +61,10 @@ func keyedModel(ctx *fasthttp.RequestCtx, m *task.Model) *task.Model {
 		if km.Desc != nil {
 			ctxLen = km.Desc.Ctx
 		}
-		km.Sched = keys.Scheduler(km.Sched, client, ctxLen)
+		km.Sched = keys.Scheduler(km.Sched, kreq, ctxLen)
 	}
 	if km.Embed != nil {
-		km.Embed = keys.Embedder(km.Embed, client)
+		km.Embed = keys.Embedder(km.Embed, kreq.Client())
 	}
 	return &km
 }

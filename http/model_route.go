@@ -102,6 +102,13 @@ func newModelHold(release func()) *modelHold {
 
 func (h *modelHold) add() { h.n.Add(1) }
 
+// then runs f after the release, once the hold ends; call it before the
+// hold is shared.
+func (h *modelHold) then(f func()) {
+	release := h.release
+	h.release = func() { release(); f() }
+}
+
 func (h *modelHold) done() {
 	if h.n.Add(-1) == 0 {
 		h.release()

@@ -295,6 +295,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.
 		return
 	}
 	defer s.gate.leave()
+	var kreq *keys.Request // the key's hold on the lanes this request starts
 	if client != nil {
 		// After the answer is written (an error resets the headers), before
 		// fasthttp sends them, streams included.
@@ -303,7 +304,8 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.
 			wire.WriteError(ctx, r.kind, err)
 			return
 		}
-		ctx.SetUserValue(clientKey{}, client)
+		kreq = client.Request()
+		ctx.SetUserValue(keyRequestKey{}, kreq)
 	}
 	var m *Model
 	if ms != nil && !r.anyModel && !r.loading {
@@ -315,8 +317,17 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.
 			wire.WriteError(ctx, r.kind, err)
 			return
 		}
+		if kreq != nil {
+			// The lanes are the key's until the answer ends, a stream's
+			// included (the hold outlives the handler as long).
+			hold.then(kreq.End)
+			kreq = nil
+		}
 		defer hold.done()
 		ctx.SetUserValue(modelHoldKey{}, hold)
+	}
+	if kreq != nil {
+		defer kreq.End()
 	}
 	if err := checkModelKind(m, r); err != nil {
 		wire.WriteError(ctx, r.kind, err)

@@ -91,13 +91,15 @@ func TestParseRefuses(t *testing.T) {
 func TestClassesAndModels(t *testing.T) {
 	k := keeper(t, twoKeysJSON(), newClock())
 	editor, agents := k.Identify("sk-editor"), k.Identify("sk-agents")
-	if _, err := agents.Lane(sched.Chat, 10); !isKind(err, task.Forbidden) || !strings.Contains(err.Error(), "chat class") {
+	r := agents.Request()
+	defer r.End()
+	if _, err := r.Lane(sched.Chat, 10); !isKind(err, task.Forbidden) || !strings.Contains(err.Error(), "chat class") {
 		t.Fatalf("agents in chat: %v", err)
 	}
-	if l, err := agents.Lane(sched.Background, 10); err != nil {
+	if l, err := r.Lane(sched.Background, 10); err != nil {
 		t.Fatalf("agents in background: %v", err)
 	} else {
-		l.End(5, 5)
+		l.Settle(5, 5)
 	}
 	if err := editor.Embed(sched.Background, 3); !isKind(err, task.Forbidden) {
 		t.Fatalf("editor embedding in background: %v", err)
@@ -107,31 +109,43 @@ func TestClassesAndModels(t *testing.T) {
 	}
 }
 
-// The lane cap counts generations from admission to their end; the
-// refusal is a 429 with a retry.
+// The lane cap counts generations from admission until both the
+// generation and its request have ended; the refusal is a 429 with a
+// retry.
 func TestLaneCap(t *testing.T) {
 	k := keeper(t, twoKeysJSON(), newClock())
 	editor := k.Identify("sk-editor")
-	a, err1 := editor.Lane(sched.Chat, 1)
-	b, err2 := editor.Lane(sched.FIM, 1)
+	r1, r2 := editor.Request(), editor.Request()
+	a, err1 := r1.Lane(sched.Chat, 1)
+	_, err2 := r2.Lane(sched.FIM, 1)
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
-	_, err := editor.Lane(sched.Chat, 1)
+	r3 := editor.Request()
+	_, err := r3.Lane(sched.Chat, 1)
 	if te, ok := task.AsError(err); !ok || te.Kind != task.RateLimited || te.RetryAfter <= 0 || !strings.Contains(te.Msg, "lanes") {
 		t.Fatalf("third lane: %v", err)
 	}
-	a.End(1, 0)
-	a.End(1, 0) // a second End changes nothing
-	c, err := editor.Lane(sched.Chat, 1)
+	a.Settle(1, 0) // the generation ended, its request still answers
+	a.Settle(1, 0) // a second Settle changes nothing
+	if _, err := r3.Lane(sched.Chat, 1); err == nil {
+		t.Fatal("a lane freed before its request ended")
+	}
+	r1.End()
+	r1.End() // nor does a second End
+	c, err := r3.Lane(sched.Chat, 1)
 	if err != nil {
 		t.Fatalf("after one ended: %v", err)
 	}
-	if _, err := editor.Lane(sched.Chat, 1); err == nil {
-		t.Fatal("a double End freed two lanes")
+	if _, err := r3.Lane(sched.Chat, 1); err == nil {
+		t.Fatal("a double Settle or End freed two lanes")
 	}
-	b.End(0, 0)
-	c.End(0, 0)
+	r2.End() // the request ended first (its client left): the lane waits for its generation
+	if _, err := r3.Lane(sched.Chat, 1); err == nil {
+		t.Fatal("a lane freed before its generation ended")
+	}
+	c.Settle(0, 0)
+	r3.End()
 }
 
 // Requests per minute: the minute's allowance at once, then one per
@@ -169,30 +183,32 @@ func TestTokensPerMinuteSettle(t *testing.T) {
 	c := newClock()
 	k := keeper(t, `{"keys": [{"name": "a", "key": "k", "tokens_per_minute": 600}]}`, c)
 	cl := k.Identify("k")
-	l, err := cl.Lane(sched.Chat, 500)
+	r := cl.Request()
+	defer r.End()
+	l, err := r.Lane(sched.Chat, 500)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if q := cl.Quota(); q.Tokens.Remaining != 100 {
 		t.Fatalf("after the estimate: %+v", q.Tokens)
 	}
-	_, err = cl.Lane(sched.Chat, 200)
+	_, err = r.Lane(sched.Chat, 200)
 	te, ok := task.AsError(err)
 	if !ok || te.Kind != task.RateLimited || te.RetryAfter != 10*time.Second {
 		t.Fatalf("over the tokens: %v (%+v), want a 10s retry (100 short at 10/s)", err, te)
 	}
-	l.End(50, 50) // took 100 of the 500
+	l.Settle(50, 50) // took 100 of the 500
 	if q := cl.Quota(); q.Tokens.Remaining != 500 {
 		t.Fatalf("after settling: %+v", q.Tokens)
 	}
 	// An estimate past the whole minute needs a full bucket, then runs
 	// into debt that refills.
 	c.advance(10 * time.Second)
-	big, err := cl.Lane(sched.Chat, 1000)
+	big, err := r.Lane(sched.Chat, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	big.End(100, 1100) // took more than estimated
+	big.Settle(100, 1100) // took more than estimated
 	if q := cl.Quota(); q.Tokens.Remaining != 0 || q.Tokens.Reset != 2*time.Minute {
 		t.Fatalf("in debt: %+v", q.Tokens)
 	}
@@ -212,7 +228,8 @@ func TestReload(t *testing.T) {
 	c := newClock()
 	k := keeper(t, path, c)
 	a := k.Identify("k1")
-	lane, err := a.Lane(sched.Chat, 1)
+	before := a.Request()
+	lane, err := before.Lane(sched.Chat, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,21 +244,22 @@ func TestReload(t *testing.T) {
 		t.Fatal("the old keys still pass or the new one does not")
 	}
 	a2 := k.Identify("k1-new")
+	after := a2.Request()
 	if q := a2.Quota(); q.Requests.Max != 5 || q.Requests.Remaining != 5 {
 		t.Fatalf("requests after reload: %+v (6 of 10 left, capped at the new 5)", q.Requests)
 	}
-	l2, err := a2.Lane(sched.Chat, 1)
-	if err != nil {
+	if _, err := after.Lane(sched.Chat, 1); err != nil {
 		t.Fatalf("second lane under the new cap of 2: %v", err)
 	}
-	if _, err := a2.Lane(sched.Chat, 1); err == nil {
+	if _, err := after.Lane(sched.Chat, 1); err == nil {
 		t.Fatal("the lane held across the reload was forgotten")
 	}
-	lane.End(1, 0) // the lane from before the reload frees into the same state
-	if _, err := a2.Lane(sched.Chat, 1); err != nil {
+	lane.Settle(1, 0) // the lane from before the reload frees into the same state
+	before.End()
+	if _, err := after.Lane(sched.Chat, 1); err != nil {
 		t.Fatalf("after the old lane ended: %v", err)
 	}
-	l2.End(0, 0)
+	after.End()
 
 	write(`{"keys": [{"name": "a", "key": "k1", "max_lanes": -3}]}`)
 	if err := k.Reload(); err == nil || !strings.Contains(err.Error(), "max_lanes") || !strings.Contains(err.Error(), path) {

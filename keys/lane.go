@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"superfluid/sched"
@@ -29,11 +30,39 @@ func (c *Client) AllowsModel(name string, same func(asked, listed string) bool) 
 // what else the server holds).
 func (c *Client) RefuseModel() { c.state.c.forbiddenModel.Add(1) }
 
+// Request is one request of the key: the lanes its generations hold.
+// A lane is held from admission until both its generation has ended and
+// the request that started it has finished answering (End), so a client
+// still reading a finished generation's answer still holds its lane.
+type Request struct {
+	c     *Client
+	mu    sync.Mutex
+	lanes []*Lane
+}
+
+// Request starts one request of the key.
+func (c *Client) Request() *Request { return &Request{c: c} }
+
+// Client is the key the request presented.
+func (r *Request) Client() *Client { return r.c }
+
+// End releases the request's hold on every lane it was admitted.
+func (r *Request) End() {
+	r.mu.Lock()
+	lanes := r.lanes
+	r.lanes = nil
+	r.mu.Unlock()
+	for _, l := range lanes {
+		l.release()
+	}
+}
+
 // Lane admits one generation of class class whose prompt and reply are
 // estimated at estimate tokens: the class must be the key's, a lane must
 // be free under its cap, and the tokens bucket must hold the estimate.
-// The Lane it returns is charged the estimate until End settles it.
-func (c *Client) Lane(class sched.Class, estimate int) (*Lane, error) {
+// The Lane it returns is charged the estimate until Settle.
+func (r *Request) Lane(class sched.Class, estimate int) (*Lane, error) {
+	c := r.c
 	if err := c.checkClass(class); err != nil {
 		return nil, err
 	}
@@ -43,7 +72,7 @@ func (c *Client) Lane(class sched.Class, estimate int) (*Lane, error) {
 	now := c.now()
 	if st.maxLanes > 0 && st.lanes >= st.maxLanes {
 		st.c.limitedLanes.Add(1)
-		return nil, rateLimited(laneRetry, "%s holds %d lanes, its cap; one frees when one of its generations ends", c.who(), st.maxLanes)
+		return nil, rateLimited(laneRetry, "%s holds %d lanes, its cap; one frees when one of its requests ends", c.who(), st.maxLanes)
 	}
 	if !st.tokens.take(float64(estimate), now) {
 		st.c.limitedTokens.Add(1)
@@ -51,7 +80,12 @@ func (c *Client) Lane(class sched.Class, estimate int) (*Lane, error) {
 	}
 	st.lanes++
 	st.c.lanes.Store(int64(st.lanes))
-	return &Lane{c: c, estimate: estimate}, nil
+	l := &Lane{c: c, estimate: estimate}
+	l.holds.Store(2) // the generation's end and the request's
+	r.mu.Lock()
+	r.lanes = append(r.lanes, l)
+	r.mu.Unlock()
+	return l, nil
 }
 
 // Embed admits an embedding of tokens tokens in class class: the class
@@ -93,23 +127,38 @@ func (c *Client) checkClass(class sched.Class) error {
 type Lane struct {
 	c        *Client
 	estimate int
-	once     sync.Once
+	settled  sync.Once
+	released sync.Once
+	holds    atomic.Int32 // the lane frees when both are gone
 }
 
-// End frees the lane and settles its tokens: what it was charged at
-// admission is replaced by the prompt and generated tokens it took (0, 0
-// for a generation that never ran).
-func (l *Lane) End(prompt, generated int) {
-	l.once.Do(func() {
+// Settle ends the generation's hold and settles its tokens: what it was
+// charged at admission is replaced by the prompt and generated tokens it
+// took (0, 0 for a generation that never ran).
+func (l *Lane) Settle(prompt, generated int) {
+	l.settled.Do(func() {
 		st := l.c.state
 		st.mu.Lock()
-		defer st.mu.Unlock()
-		st.lanes--
-		st.c.lanes.Store(int64(st.lanes))
 		st.tokens.give(float64(l.estimate-prompt-generated), l.c.now())
+		st.mu.Unlock()
 		st.c.promptTokens.Add(uint64(prompt))
 		st.c.generatedTokens.Add(uint64(generated))
+		l.drop()
 	})
+}
+
+// release ends the request's hold.
+func (l *Lane) release() { l.released.Do(l.drop) }
+
+func (l *Lane) drop() {
+	if l.holds.Add(-1) > 0 {
+		return
+	}
+	st := l.c.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.lanes--
+	st.c.lanes.Store(int64(st.lanes))
 }
 
 func rateLimited(retry time.Duration, format string, args ...any) *task.Error {

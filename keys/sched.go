@@ -12,27 +12,28 @@ import (
 // estimated to reply at admission; its end settles the difference.
 const defaultReplyEstimate = 256
 
-// Scheduler is s with every submission admitted by the client's policy
-// first (class, lane cap, tokens per minute) and settled when it ends.
-// ctxLen bounds a reply's estimate.
-func Scheduler(s task.Scheduler, c *Client, ctxLen int) task.Scheduler {
-	return keyedScheduler{Scheduler: s, c: c, ctxLen: ctxLen}
+// Scheduler is s with every submission of the request r admitted by its
+// key's policy first (class, lane cap, tokens per minute) and settled
+// when it ends. ctxLen bounds a reply's estimate.
+func Scheduler(s task.Scheduler, r *Request, ctxLen int) task.Scheduler {
+	return keyedScheduler{Scheduler: s, r: r, ctxLen: ctxLen}
 }
 
 type keyedScheduler struct {
 	task.Scheduler
-	c      *Client
+	r      *Request
 	ctxLen int
 }
 
 func (s keyedScheduler) Submit(ctx context.Context, req sched.Request) (*sched.Stream, error) {
-	lane, err := s.c.Lane(req.Class, Estimate(len(req.Prompt), req.MaxTokens, s.ctxLen))
+	lane, err := s.r.Lane(req.Class, Estimate(len(req.Prompt), req.MaxTokens, s.ctxLen))
 	if err != nil {
 		return nil, err
 	}
 	st, err := s.Scheduler.Submit(ctx, req)
 	if err != nil {
-		lane.End(0, 0)
+		lane.Settle(0, 0)
+		lane.release()
 		return nil, err
 	}
 	// Every stream ends (the scheduler finishes even its queued ones on
@@ -40,7 +41,7 @@ func (s keyedScheduler) Submit(ctx context.Context, req sched.Request) (*sched.S
 	go func() {
 		<-st.Done()
 		r := st.Result()
-		lane.End(r.PromptTokens, r.Generated)
+		lane.Settle(r.PromptTokens, r.Generated)
 	}()
 	return st, nil
 }

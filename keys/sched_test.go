@@ -52,7 +52,8 @@ func TestSchedulerSettlesAtTheEnd(t *testing.T) {
 
 		k := keeper(t, `{"keys": [{"name": "a", "key": "k", "max_lanes": 1, "tokens_per_minute": 1000}]}`, newClock())
 		cl := k.Identify("k")
-		keyed := Scheduler(sc, cl, eng.Descriptor().Ctx)
+		r := cl.Request()
+		keyed := Scheduler(sc, r, eng.Descriptor().Ctx)
 		req := sched.Request{Prompt: []engine.Token{1, 5, 6, 7}, Class: sched.Chat, MaxTokens: 20, Sampling: engine.Greedy()}
 		st, err := keyed.Submit(ctx, req)
 		if err != nil {
@@ -72,7 +73,11 @@ func TestSchedulerSettlesAtTheEnd(t *testing.T) {
 		if q := cl.Quota(); q.Tokens.Remaining != 1000-res.PromptTokens-res.Generated {
 			t.Fatalf("after the end: %d tokens left, want 1000-%d-%d", q.Tokens.Remaining, res.PromptTokens, res.Generated)
 		}
-		st2, err := keyed.Submit(ctx, req)
+		if _, err := keyed.Submit(ctx, req); !isKind(err, task.RateLimited) {
+			t.Fatalf("the generation ended, its request has not: %v", err)
+		}
+		r.End()
+		st2, err := Scheduler(sc, cl.Request(), eng.Descriptor().Ctx).Submit(ctx, req)
 		if err != nil {
 			t.Fatalf("after the lane freed: %v", err)
 		}
@@ -92,7 +97,9 @@ func TestSchedulerRefusals(t *testing.T) {
 	m, stub := tasktest.StubModel(t)
 	k := keeper(t, `{"keys": [{"name": "a", "key": "k", "classes": ["agent"], "max_lanes": 1, "tokens_per_minute": 100}]}`, newClock())
 	cl := k.Identify("k")
-	keyed := Scheduler(m.Sched, cl, m.Desc.Ctx)
+	r := cl.Request()
+	defer r.End()
+	keyed := Scheduler(m.Sched, r, m.Desc.Ctx)
 	req := sched.Request{Prompt: []engine.Token{1, 2}, Class: sched.Agent, MaxTokens: 10}
 	for range 3 {
 		if _, err := keyed.Submit(context.Background(), req); !errors.Is(err, tasktest.ErrStubRefused) {
