@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -297,4 +299,94 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// The keys file of a real process, named by SUPERFLUID_API_KEYS, is read
+// again on SIGHUP: a removed key is refused at once, an added one passes,
+// a key whose name survives keeps what it spent (a new key for the same
+// name finds the minute's one request used); a bad file keeps the keys in
+// force and the log says why.
+func TestKeysFileReloadedOnSIGHUP(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.json")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"keys": [{"name": "team", "key": "sk-old", "requests_per_minute": 1}, {"name": "gone", "key": "sk-gone"}]}`)
+	p := startServe(t, []string{"SUPERFLUID_API_KEYS=" + path, "SUPERFLUID_THREADS=1"},
+		"--model", tinyModel(t), "--port", "0", "--alias", "tiny", "--park-dir", "off")
+	get := func(key string) (int, http.Header) {
+		req, _ := http.NewRequest("GET", p.url+"/v1/models", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	if s, h := get("sk-old"); s != 200 || h.Get("x-ratelimit-remaining-requests") != "0" {
+		t.Fatalf("sk-old: %d %v", s, h)
+	}
+	if s, _ := get("sk-gone"); s != 200 {
+		t.Fatalf("sk-gone: %d", s)
+	}
+	reload := func(wantLog string, n int) {
+		t.Helper()
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		for strings.Count(p.stderr.String(), wantLog) < n {
+			select {
+			case <-p.exited:
+				t.Fatalf("serve exited on SIGHUP:\n%s", p.stderr)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	write(`{"keys": [{"name": "team", "key": "sk-new", "requests_per_minute": 1}, {"name": "added", "key": "sk-added"}]}`)
+	reload("api keys in force", 2)
+	for key, want := range map[string]int{"sk-old": 401, "sk-gone": 401, "sk-added": 200, "sk-new": 429} {
+		if s, h := get(key); s != want {
+			t.Errorf("%s after the reload: %d, want %d", key, s, want)
+		} else if want == 429 && h.Get("Retry-After") == "" {
+			t.Errorf("%s: 429 without Retry-After: %v", key, h)
+		}
+	}
+	write(`{"keys": [{"name": "team", "key": "sk-newer", "max_lanes": "two"}]}`)
+	reload("were not reloaded", 1)
+	if s, _ := get("sk-added"); s != 200 {
+		t.Errorf("sk-added after a bad file: %d, want the keys in force kept", s)
+	}
+	if s, _ := get("sk-newer"); s != 401 {
+		t.Errorf("sk-newer from the bad file: %d", s)
+	}
+	if log := p.stderr.String(); strings.Contains(log, "sk-") {
+		t.Errorf("the log shows a key:\n%s", log)
+	}
+}
+
+// SUPERFLUID_API_KEYS may hold the JSON itself; a bad one stops serve
+// before it listens, naming what is wrong.
+func TestKeysInlineAndRefusedAtStart(t *testing.T) {
+	p := startServe(t, []string{`SUPERFLUID_API_KEYS={"keys": [{"name": "inline", "key": "sk-inline", "classes": ["background"]}]}`, "SUPERFLUID_THREADS=1"},
+		"--model", tinyModel(t), "--port", "0", "--alias", "tiny", "--park-dir", "off")
+	status, b := sendBody(t, "POST", p.url+"/v1/chat/completions", []byte(`{"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}`),
+		map[string]string{"Authorization": "Bearer sk-inline"})
+	expectError(t, "openai", status, 403, b, func(e apiErrorBody) string {
+		if !strings.Contains(e.Message, "chat class") {
+			return "message " + e.Message
+		}
+		return ""
+	})
+	if strings.Contains(p.stderr.String(), "sk-inline") {
+		t.Error("the log shows the inline key")
+	}
+
+	bad := exec.Command(superfluidBinary(t), "serve", "--model", tinyModel(t), "--port", "0", "--api-keys-file", `{"keys": [{"name": "x", "key": "k", "tokens_per_minute": -1}]}`)
+	out, err := bad.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "tokens_per_minute") {
+		t.Fatalf("a bad keys file: %v\n%s", err, out)
+	}
 }
