@@ -171,6 +171,20 @@ func TestKeysTokensThroughAnthropicClient(t *testing.T) {
 	if !errors.As(err, &ae) || ae.StatusCode != 403 || ae.Type() != "permission_error" || !strings.Contains(ae.Message, "agent class") {
 		t.Fatalf("editor in the agent class: %v", err)
 	}
+	// Work that escapes a policy is refused to a key that has one.
+	for _, tc := range []struct{ api, method, path, key, body string }{
+		{"openai", "POST", "/v1/batches", "sk-agents", `{"input_file_id": "file-x", "endpoint": "/v1/chat/completions", "completion_window": "24h"}`},
+		{"ollama", "POST", "/api/pull", "sk-editor", `{"model": "hf.co/x/y"}`},
+		{"ollama", "DELETE", "/api/delete", "sk-editor", `{"model": "tiny"}`},
+	} {
+		status, b := sendBody(t, tc.method, st.URL()+tc.path, []byte(tc.body), map[string]string{"Authorization": "Bearer " + tc.key})
+		expectError(t, tc.api, status, 403, b, func(e apiErrorBody) string {
+			if !strings.Contains(e.Message, "policy") {
+				return tc.path + ": " + e.Message
+			}
+			return ""
+		})
+	}
 	nobody := anthropic.NewClient(aoption.WithBaseURL(st.URL()), aoption.WithAPIKey("sk-nobody"), aoption.WithMaxRetries(0))
 	_, err = nobody.Messages.New(ctx, msg)
 	if !errors.As(err, &ae) || ae.StatusCode != 401 || ae.Type() != "authentication_error" {

@@ -2,6 +2,7 @@ package http
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -106,4 +107,18 @@ func setRateHeaders(ctx *fasthttp.RequestCtx, kind wire.API, client *keys.Client
 // client that waits it finds the bucket full).
 func openAIDuration(d time.Duration) string {
 	return ((d + time.Second - 1) / time.Second * time.Second).String()
+}
+
+// beyondPolicy refuses a route whose work escapes the key's policy
+// (beyondPolicyRoutes) to a key that has one.
+func beyondPolicy(r route, client *keys.Client) error {
+	if !r.beyondPolicy || !client.Policy().Restricted() {
+		return nil
+	}
+	what := "a batch runs in the background outside any key's limits"
+	if r.kind == wire.Ollama {
+		what = "pulling or deleting changes the models every key sees"
+	}
+	return &wire.Error{Status: fasthttp.StatusForbidden, Type: "permission_error", Code: "key_restricted",
+		Msg: fmt.Sprintf("API key %q has a policy (classes, models or limits), and %s: only a key without one may do this", client.Name(), what)}
 }

@@ -141,6 +141,8 @@ type route struct {
 	// anyModel routes name no model (listings, files, batches, stored
 	// responses): their handler gets a nil *Model and nothing is loaded.
 	anyModel bool
+	// beyondPolicy: its work escapes a key's policy (beyondPolicyRoutes).
+	beyondPolicy bool
 	// embeds: an embedding route, which a generation model refuses;
 	// generates: a route that generates text, which an embedding model
 	// refuses (generationPaths).
@@ -301,6 +303,10 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.
 		// fasthttp sends them, streams included.
 		defer setRateHeaders(ctx, r.kind, client)
 		if err := client.Begin(); err != nil {
+			wire.WriteError(ctx, r.kind, err)
+			return
+		}
+		if err := beyondPolicy(r, client); err != nil {
 			wire.WriteError(ctx, r.kind, err)
 			return
 		}

@@ -65,6 +65,17 @@ type Policy struct {
 	Models []string
 }
 
+// Restricted reports whether the policy holds its key to anything: a
+// class left out, a model list, a limit.
+func (p *Policy) Restricted() bool {
+	for _, ok := range p.Classes {
+		if !ok {
+			return true
+		}
+	}
+	return p.Models != nil || p.MaxLanes > 0 || p.RequestsPerMinute > 0 || p.TokensPerMinute > 0
+}
+
 // Limits on what a file may hold: a hostile or mistaken file is refused
 // whole, never half-applied.
 const (

@@ -297,3 +297,17 @@ func isKind(err error, k task.Kind) bool {
 	te, ok := task.AsError(err)
 	return ok && te.Kind == k
 }
+
+func TestRestricted(t *testing.T) {
+	ps, err := Parse([]byte(`{"keys": [{"name": "free", "key": "a"}, {"name": "classes", "key": "b", "classes": ["chat", "fim", "agent", "background"]},
+		{"name": "fim", "key": "c", "classes": ["fim"]}, {"name": "models", "key": "d", "models": ["x"]}, {"name": "lanes", "key": "e", "max_lanes": 1},
+		{"name": "rpm", "key": "f", "requests_per_minute": 1}, {"name": "tpm", "key": "g", "tokens_per_minute": 1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		if p.Restricted() != (i >= 2) {
+			t.Errorf("%s: restricted %v", p.Name, p.Restricted())
+		}
+	}
+}
