@@ -404,3 +404,22 @@ func TestKeysInlineAndRefusedAtStart(t *testing.T) {
 		t.Fatalf("a bad keys file: %v\n%s", err, out)
 	}
 }
+
+// A key without the fim class gets no fill-in-the-middle answer, not even
+// one the completion cache holds from another key's identical request.
+func TestKeysClassHeldOverCompletionCache(t *testing.T) {
+	st := startKeyedStack(t)
+	body := []byte(`{"input_prefix": "def f(", "input_suffix": "\n", "n_predict": 3, "temperature": 0}`)
+	for _, tc := range []struct {
+		key    string
+		status int
+	}{{"sk-editor", 200}, {"sk-editor", 200}, {"sk-agents", 403}} {
+		status, b := sendBody(t, "POST", st.URL()+"/infill", body, map[string]string{"x-api-key": tc.key})
+		expectError(t, "llamacpp", status, tc.status, b, func(e apiErrorBody) string {
+			if !strings.Contains(e.Message, "fim class") {
+				return "message " + e.Message
+			}
+			return ""
+		})
+	}
+}

@@ -107,9 +107,14 @@ func (c *Client) Embed(class sched.Class, tokens int) error {
 	return nil
 }
 
+// allows reports whether the key's policy has class.
+func (c *Client) allows(class sched.Class) bool {
+	return int(class) < sched.NumClasses && c.policy.Classes[class]
+}
+
 // checkClass refuses a class the key's policy leaves out, by name.
 func (c *Client) checkClass(class sched.Class) error {
-	if int(class) < sched.NumClasses && c.policy.Classes[class] {
+	if c.allows(class) {
 		return nil
 	}
 	c.state.c.forbiddenClass.Add(1)

@@ -46,6 +46,10 @@ func (s keyedScheduler) Submit(ctx context.Context, req sched.Request) (*sched.S
 	return st, nil
 }
 
+// RefusesClass is what the completion cache asks (task.ClassRefuser): a
+// class the key may not use gets no cached answer.
+func (s keyedScheduler) RefusesClass(c sched.Class) bool { return !s.r.c.allows(c) }
+
 // Estimate is a generation's tokens as admission charges them: the prompt
 // and its token limit, or defaultReplyEstimate without one, never past
 // the context.
