@@ -311,3 +311,24 @@ func TestRestricted(t *testing.T) {
 		}
 	}
 }
+
+// Whatever a keys file holds, Parse answers without panicking, and what
+// it accepts installs, every key with a name fit for a label and a class.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(twoKeysJSON()))
+	f.Add([]byte(`{"keys": [{"name": "a", "key": "k", "classes": ["fim"], "models": ["m"], "max_lanes": 3}]}`))
+	f.Add([]byte(`{"keys": [{"name": "a", "sha256": "` + hexDigest("x") + `", "tokens_per_minute": 1e9}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ps, err := Parse(data)
+		if err != nil {
+			return
+		}
+		k := &Keeper{src: "fuzz", now: newClock().now, states: map[string]*state{}}
+		k.install(ps)
+		for _, p := range ps {
+			if checkName(p.Name) != nil || !p.Classes[0] && !p.Classes[1] && !p.Classes[2] && !p.Classes[3] {
+				t.Fatalf("accepted %+v", p)
+			}
+		}
+	})
+}
