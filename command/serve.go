@@ -47,7 +47,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "spec-synth-rates", Usage: "benchmarking only: P0,P1,… the probability each draft position is committed (--spec-draft-n-max values, non-increasing); output is not valid", EnvVars: env("SPEC_SYNTH_RATES")},
 			&cli.StringFlag{Name: "default-class", Value: "chat", Usage: "class of requests that name none: chat, agent or background", EnvVars: env("DEFAULT_CLASS")},
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
-			&cli.StringFlag{Name: "api-keys-file", Usage: "JSON file of named API keys, each with its classes, models, lane cap and requests/tokens per minute (README: API keys); a value starting with { is the JSON itself; reloaded on SIGHUP", EnvVars: env("API_KEYS")},
+			&cli.StringFlag{Name: "api-keys-file", Usage: "JSON file of named API keys, each with its classes, models, lane cap and requests/tokens per minute (README: API keys); a value starting with { is the JSON itself; reloaded on SIGHUP", EnvVars: []string{"SUPERFLUID_API_KEYS_FILE", "SUPERFLUID_API_KEYS"}},
 			chatTemplateFileFlag(),
 			keepBillingHeaderFlag(),
 			&cli.StringFlag{Name: "alias", Usage: "the name clients see for the first model given (default: the file name without .gguf)", EnvVars: env("ALIAS")},
