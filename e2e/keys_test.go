@@ -32,7 +32,8 @@ import (
 // bucket refills while the test runs.
 const keysFileJSON = `{"keys": [
   {"name": "editor", "key": "sk-editor", "classes": ["chat", "fim"], "max_lanes": 1, "requests_per_minute": 4, "models": ["tiny"]},
-  {"name": "agents", "sha256": "1f9d4b2a2c1e3cb1fb5a2ef3c1eb5a0a0f2dc9d7f6b8e7de3b4a6c3a0b6f3c5d", "classes": ["agent", "background"], "tokens_per_minute": 600}
+  {"name": "agents", "sha256": "1f9d4b2a2c1e3cb1fb5a2ef3c1eb5a0a0f2dc9d7f6b8e7de3b4a6c3a0b6f3c5d", "classes": ["agent", "background"], "tokens_per_minute": 600},
+  {"name": "viewer", "key": "sk-viewer", "models": ["elsewhere"]}
 ]}`
 
 // keysFile writes the keys file with the agents' key digest filled in.
@@ -422,4 +423,26 @@ func TestKeysClassHeldOverCompletionCache(t *testing.T) {
 			return ""
 		})
 	}
+}
+
+// A key's model list also bounds what it sees: the listings show only its
+// models, and a request naming none is refused the default one it may
+// not use, as an unknown model.
+func TestKeysListingsShowOnlyTheKeysModels(t *testing.T) {
+	st := startKeyedStack(t)
+	auth := func(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }
+	for _, tc := range []struct{ key, path, want string }{
+		{"sk-editor", "/v1/models", `"id":"tiny"`},
+		{"sk-viewer", "/v1/models", `"data":[]`},
+		{"sk-editor", "/api/tags", `"name":"tiny:latest"`},
+		{"sk-viewer", "/api/tags", `"models":[]`},
+		{"sk-viewer", "/api/ps", `"models":[]`},
+	} {
+		status, b := sendBody(t, "GET", st.URL()+tc.path, nil, auth(tc.key))
+		if status != 200 || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s %s: %d %s, want %s", tc.key, tc.path, status, b, tc.want)
+		}
+	}
+	status, b := sendBody(t, "POST", st.URL()+"/v1/chat/completions", []byte(`{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}`), auth("sk-viewer"))
+	expectError(t, "openai", status, 404, b, nil)
 }

@@ -122,3 +122,10 @@ func beyondPolicy(r route, client *keys.Client) error {
 	return &wire.Error{Status: fasthttp.StatusForbidden, Type: "permission_error", Code: "key_restricted",
 		Msg: fmt.Sprintf("API key %q has a policy (classes, models or limits), and %s: only a key without one may do this", client.Name(), what)}
 }
+
+// visibleModel reports whether the request ctx may see the model called
+// name in a listing: any model, unless its key's policy lists models.
+func visibleModel(ctx *fasthttp.RequestCtx, name string) bool {
+	kreq, _ := ctx.UserValue(keyRequestKey{}).(*keys.Request)
+	return kreq == nil || kreq.Client().AllowsModel(name, SameModelName)
+}
