@@ -146,6 +146,17 @@ func TestLaneCap(t *testing.T) {
 	}
 	c.Settle(0, 0)
 	r3.End()
+
+	// A generation a request starts after it has answered is freed by its
+	// own end: nothing else would free it.
+	late, err := r3.Lane(sched.Chat, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late.Settle(0, 0)
+	if _, err := editor.Request().Lane(sched.Chat, 1); err != nil {
+		t.Fatalf("a late lane was never freed: %v", err)
+	}
 }
 
 // Requests per minute: the minute's allowance at once, then one per

@@ -38,6 +38,7 @@ type Request struct {
 	c     *Client
 	mu    sync.Mutex
 	lanes []*Lane
+	ended bool
 }
 
 // Request starts one request of the key.
@@ -50,7 +51,7 @@ func (r *Request) Client() *Client { return r.c }
 func (r *Request) End() {
 	r.mu.Lock()
 	lanes := r.lanes
-	r.lanes = nil
+	r.lanes, r.ended = nil, true
 	r.mu.Unlock()
 	for _, l := range lanes {
 		l.release()
@@ -83,7 +84,11 @@ func (r *Request) Lane(class sched.Class, estimate int) (*Lane, error) {
 	l := &Lane{c: c, estimate: estimate}
 	l.holds.Store(2) // the generation's end and the request's
 	r.mu.Lock()
-	r.lanes = append(r.lanes, l)
+	if r.ended { // work started after its request answered: its end alone frees it
+		l.released.Do(func() { l.holds.Store(1) })
+	} else {
+		r.lanes = append(r.lanes, l)
+	}
 	r.mu.Unlock()
 	return l, nil
 }
