@@ -132,6 +132,8 @@ func TestKeysPoliciesThroughOpenAIClient(t *testing.T) {
 		`superfluid_key_requests_total{key="agents"}`:                      3, // the scrape is one
 		`superfluid_key_unauthorized_total`:                                1,
 		`superfluid_key_lanes_in_flight{key="editor"}`:                     0,
+		`superfluid_key_requests_in_flight{key="editor"}`:                  0,
+		`superfluid_key_requests_in_flight{key="agents"}`:                  1, // the scrape
 	}, "sk-agents")
 }
 

@@ -117,6 +117,21 @@ func openAIDuration(d time.Duration) string {
 	return ((d + time.Second - 1) / time.Second * time.Second).String()
 }
 
+// startKeyed charges a keys file's key for the request (its requests per
+// minute), refuses a route whose work would escape its policy, and starts
+// the request's hold on the lanes its generations take (keyedModel).
+func startKeyed(ctx *fasthttp.RequestCtx, r route, client *keys.Client) (*keys.Request, error) {
+	if err := client.Begin(); err != nil {
+		return nil, err
+	}
+	if err := beyondPolicy(r, client); err != nil {
+		return nil, err
+	}
+	kreq := client.Request()
+	ctx.SetUserValue(keyRequestKey{}, kreq)
+	return kreq, nil
+}
+
 // beyondPolicy refuses a route whose work escapes the key's policy
 // (beyondPolicyRoutes) to a key that has one.
 func beyondPolicy(r route, client *keys.Client) error {

@@ -302,16 +302,17 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.
 		// After the answer is written (an error resets the headers), before
 		// fasthttp sends them, streams included.
 		defer setRateHeaders(ctx, r.kind, client)
-		if err := client.Begin(); err != nil {
+		var err error
+		if kreq, err = startKeyed(ctx, r, client); err != nil {
 			wire.WriteError(ctx, r.kind, err)
 			return
 		}
-		if err := beyondPolicy(r, client); err != nil {
-			wire.WriteError(ctx, r.kind, err)
-			return
-		}
-		kreq = client.Request()
-		ctx.SetUserValue(keyRequestKey{}, kreq)
+		// Ends here unless the model hold takes it over (below).
+		defer func() {
+			if kreq != nil {
+				kreq.End()
+			}
+		}()
 	}
 	var m *Model
 	if ms != nil && !r.anyModel && !r.loading {
@@ -331,9 +332,6 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.
 		}
 		defer hold.done()
 		ctx.SetUserValue(modelHoldKey{}, hold)
-	}
-	if kreq != nil {
-		defer kreq.End()
 	}
 	if err := checkModelKind(m, r); err != nil {
 		wire.WriteError(ctx, r.kind, err)

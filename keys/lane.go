@@ -41,8 +41,11 @@ type Request struct {
 	ended bool
 }
 
-// Request starts one request of the key.
-func (c *Client) Request() *Request { return &Request{c: c} }
+// Request starts one request of the key; End ends it.
+func (c *Client) Request() *Request {
+	c.state.c.requestsInFlight.Add(1)
+	return &Request{c: c}
+}
 
 // Client is the key the request presented.
 func (r *Request) Client() *Client { return r.c }
@@ -50,9 +53,12 @@ func (r *Request) Client() *Client { return r.c }
 // End releases the request's hold on every lane it was admitted.
 func (r *Request) End() {
 	r.mu.Lock()
-	lanes := r.lanes
+	lanes, ended := r.lanes, r.ended
 	r.lanes, r.ended = nil, true
 	r.mu.Unlock()
+	if !ended {
+		r.c.state.c.requestsInFlight.Add(-1)
+	}
 	for _, l := range lanes {
 		l.release()
 	}

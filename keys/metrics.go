@@ -12,7 +12,7 @@ type counters struct {
 	limitedRequests, limitedTokens, limitedLanes atomic.Uint64
 	forbiddenClass, forbiddenModel               atomic.Uint64
 	promptTokens, generatedTokens                atomic.Uint64
-	lanes                                        atomic.Int64
+	lanes, requestsInFlight                      atomic.Int64
 }
 
 // The keys' metrics, labelled by key name (never the key).
@@ -22,6 +22,7 @@ var (
 	keyForbidden    = metric.Counter("superfluid_key_forbidden_total", "Requests refused for a class (403) or a model (404) the key's policy leaves out.", "key", "what")
 	keyTokens       = metric.Counter("superfluid_key_tokens_total", "Tokens the key's requests took: prompt and generated (an embedding's inputs are prompt).", "key", "kind")
 	keyLanes        = metric.Gauge("superfluid_key_lanes_in_flight", "Generations the key holds now (what max_lanes caps).", "key")
+	keyInFlight     = metric.Gauge("superfluid_key_requests_in_flight", "Requests of the key being answered now, streams included.", "key")
 	keyUnauthorized = metric.Counter("superfluid_key_unauthorized_total", "Requests refused 401: no API key, or one not in force.")
 )
 
@@ -45,5 +46,6 @@ func (k *Keeper) AddTo(p *metric.Page) {
 		p.Add(keyTokens, float64(c.promptTokens.Load()), name, "prompt")
 		p.Add(keyTokens, float64(c.generatedTokens.Load()), name, "generated")
 		p.Add(keyLanes, float64(c.lanes.Load()), name)
+		p.Add(keyInFlight, float64(c.requestsInFlight.Load()), name)
 	}
 }
