@@ -117,3 +117,39 @@ func TestSchedulerRefusals(t *testing.T) {
 		t.Fatalf("the scheduler saw %d submissions, want 3 (not the forbidden one)", n)
 	}
 }
+
+// countingEmbedder embeds nothing and counts its calls.
+type countingEmbedder struct {
+	task.Embedder
+	calls int
+}
+
+func (e *countingEmbedder) Embed(_ context.Context, inputs [][]engine.Token, _ sched.Class) ([][]float32, error) {
+	e.calls++
+	return make([][]float32, len(inputs)), nil
+}
+
+// An embedding is admitted by the key's class and charged its inputs
+// whole; a refused one never reaches the runner.
+func TestEmbedderChargesItsInputs(t *testing.T) {
+	k := keeper(t, `{"keys": [{"name": "a", "key": "k", "classes": ["background"], "tokens_per_minute": 10}]}`, newClock())
+	cl := k.Identify("k")
+	inner := &countingEmbedder{}
+	e := Embedder(inner, cl)
+	inputs := [][]engine.Token{{1, 2, 3}, {4, 5, 6}}
+	if _, err := e.Embed(context.Background(), inputs, sched.Background); err != nil {
+		t.Fatal(err)
+	}
+	if q := cl.Quota(); q.Tokens.Remaining != 4 {
+		t.Fatalf("%d tokens left, want 10-6", q.Tokens.Remaining)
+	}
+	if _, err := e.Embed(context.Background(), inputs, sched.Background); !isKind(err, task.RateLimited) {
+		t.Fatalf("over the tokens: %v", err)
+	}
+	if _, err := e.Embed(context.Background(), inputs[:1], sched.Chat); !isKind(err, task.Forbidden) {
+		t.Fatalf("chat class: %v", err)
+	}
+	if inner.calls != 1 {
+		t.Fatalf("the runner ran %d times, want once", inner.calls)
+	}
+}
