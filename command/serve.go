@@ -50,6 +50,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "spec-synth-rates", Usage: "benchmarking only: P0,P1,… the probability each draft position is committed (--spec-draft-n-max values, non-increasing); output is not valid", EnvVars: env("SPEC_SYNTH_RATES")},
 			&cli.StringFlag{Name: "default-class", Value: "chat", Usage: "class of requests that name none: chat, agent or background", EnvVars: env("DEFAULT_CLASS")},
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
+			&cli.StringFlag{Name: "api-keys-file", Usage: "JSON file of named API keys, each with its classes, models, lane cap and requests/tokens per minute (README: API keys); a value starting with { is the JSON itself; reloaded on SIGHUP", EnvVars: []string{"SUPERFLUID_API_KEYS_FILE", "SUPERFLUID_API_KEYS"}},
 			chatTemplateFileFlag(),
 			keepBillingHeaderFlag(),
 			&cli.StringFlag{Name: "alias", Usage: "the name clients see for the first model given (default: the file name without .gguf)", EnvVars: env("ALIAS")},
@@ -138,6 +139,10 @@ func serveAction(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	apiKeys, err := openKeys(ctx, c.String("api-keys-file"))
+	if err != nil {
+		return fmt.Errorf("serve: --api-keys-file: %w", err)
+	}
 	addr := net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port")))
 	st, err := app.Start(addr, app.Options{
 		ModelPath: models[0].Path, Alias: c.String("alias"), Models: models[1:], ModelsDir: modelsDir(c),
@@ -150,7 +155,7 @@ func serveAction(c *cli.Context) error {
 		DataDir: dirOrOff(c.String("data-dir")),
 		Disk:    quotas,
 		Sched:   sched.Config{ClassLanes: classLanes, Speculation: spec},
-		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
+		HTTP: sfhttp.Config{APIKey: c.String("api-key"), Keys: apiKeys, MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header"),
 			AllowedOrigins: c.StringSlice("allowed-origins"), MaxConnsPerIP: c.Int("max-conns-per-ip"), HeaderTimeout: c.Duration("header-timeout")},
 		Tracing: tr,

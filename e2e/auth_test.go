@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"superfluid/app"
+	"superfluid/keys"
 )
 
 // publicRoutes answer without a key: /health (editors poll it before they
@@ -30,7 +32,27 @@ const testAPIKey = "sekret-key"
 func TestAuthEveryRoute(t *testing.T) {
 	o := app.Options{}
 	o.HTTP.APIKey = testAPIKey
-	st := startStack(t, o)
+	authEveryRoute(t, startStack(t, o), testAPIKey)
+}
+
+// With a keys file, the same: any of its keys (here one given in clear
+// and one by its SHA-256, neither with limits) or --api-key's passes,
+// anything else is 401.
+func TestAuthEveryRouteWithKeysFile(t *testing.T) {
+	const inClear, byDigest = "sk-in-clear", "sk-by-digest"
+	k, err := keys.Open(keys.Source(`{"keys": [{"name": "clear", "key": "`+inClear+`"}, {"name": "digest", "sha256": "`+sha256Hex([]byte(byDigest))+`"}]}`), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := app.Options{}
+	o.HTTP.APIKey, o.HTTP.Keys = testAPIKey, k
+	authEveryRoute(t, startStack(t, o), testAPIKey, inClear, byDigest)
+}
+
+// authEveryRoute checks every route of st against the hostile key table,
+// with each of goodKeys passing.
+func authEveryRoute(t *testing.T, st *app.Stack, goodKeys ...string) {
+	testAPIKey := goodKeys[0]
 	for _, r := range st.Server.Routes() {
 		t.Run(r.Path, func(t *testing.T) {
 			var body []byte
@@ -59,6 +81,9 @@ func TestAuthEveryRoute(t *testing.T) {
 				"key with a tail": {"Authorization": "Bearer " + testAPIKey + "x"},
 				"prefix of key":   {"x-api-key": testAPIKey[:4]},
 				"empty bearer":    {"Authorization": "Bearer "},
+				"key's digest":    {"x-api-key": sha256Hex([]byte(testAPIKey))},
+				"key and a word":  {"Authorization": "Bearer " + testAPIKey + " x"},
+				"long key":        {"x-api-key": strings.Repeat("k", 2000)},
 			} {
 				status, b := send(header)
 				expectError(t, r.API, status, 401, b, func(e apiErrorBody) string {
@@ -68,15 +93,17 @@ func TestAuthEveryRoute(t *testing.T) {
 					return ""
 				})
 			}
-			for name, header := range map[string]map[string]string{
-				"bearer":           {"Authorization": "Bearer " + testAPIKey},
-				"lowercase bearer": {"authorization": "bearer " + testAPIKey},
-				"x-api-key":        {"x-api-key": testAPIKey},
-			} {
-				if status, b := send(header); status == 401 || status >= 500 {
-					t.Errorf("%s: %d %s", name, status, b)
-				} else if r.Method == "POST" && status != 400 {
-					t.Errorf("%s: malformed JSON got %d", name, status)
+			for _, key := range goodKeys {
+				for name, header := range map[string]map[string]string{
+					"bearer":           {"Authorization": "Bearer " + key},
+					"lowercase bearer": {"authorization": "bearer " + key},
+					"x-api-key":        {"x-api-key": key},
+				} {
+					if status, b := send(header); status == 401 || status >= 500 {
+						t.Errorf("%s %s: %d %s", key, name, status, b)
+					} else if r.Method == "POST" && status != 400 {
+						t.Errorf("%s %s: malformed JSON got %d", key, name, status)
+					}
 				}
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/wire"
+	"superfluid/keys"
 )
 
 // Everything a request's headers alone decide — the Host and Origin
@@ -31,6 +32,9 @@ type admission struct {
 	// origin: an allowed Origin header, echoed in the CORS headers of the
 	// answer; "" when the request had none.
 	origin string
+	// client is the keys file's key the request presented (nil for none,
+	// --api-key's, or a public route), whose policy run enforces.
+	client *keys.Client
 }
 
 // admit decides a request that came over a socket from its headers and
@@ -63,9 +67,13 @@ func (s *Server) admit(h *fasthttp.RequestHeader, path string) admission {
 		return a
 	}
 	a.route, a.id = r, id
-	if !r.public && !s.authorized(h) {
-		a.refuse = &wire.Error{Status: fasthttp.StatusUnauthorized, Type: "authentication_error", Msg: "invalid or missing API key"}
-		return a
+	if !r.public {
+		client, ok := s.identify(h)
+		if !ok {
+			a.refuse = &wire.Error{Status: fasthttp.StatusUnauthorized, Type: "authentication_error", Msg: "invalid or missing API key"}
+			return a
+		}
+		a.client = client
 	}
 	a.limit = s.bodyLimit(r)
 	if n := announcedLength(h); n > a.limit {

@@ -52,6 +52,9 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 		addModelMetrics(p, loaded)
 		addGatewayMetrics(p, loaded)
 	}
+	if s.cfg.Keys != nil {
+		s.cfg.Keys.AddTo(p)
+	}
 	ctx.SetContentType("text/plain; version=0.0.4")
 	_, err := p.WriteTo(ctx)
 	return err

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/wire"
+	"superfluid/keys"
 )
 
 // modelWantOf reads which model a request asks for, before its handler
@@ -101,6 +102,13 @@ func newModelHold(release func()) *modelHold {
 
 func (h *modelHold) add() { h.n.Add(1) }
 
+// then runs f after the release, once the hold ends; call it before the
+// hold is shared.
+func (h *modelHold) then(f func()) {
+	release := h.release
+	h.release = func() { release(); f() }
+}
+
 func (h *modelHold) done() {
 	if h.n.Add(-1) == 0 {
 		h.release()
@@ -118,10 +126,23 @@ func holdModel(ctx *fasthttp.RequestCtx) func() {
 	return h.done
 }
 
-// acquireModel resolves the request's model through the registry.
-func (s *Server) acquireModel(ctx *fasthttp.RequestCtx, ms Models, kind wire.API) (*Model, *modelHold, error) {
+// acquireModel resolves the request's model through the registry. A key
+// whose policy lists models gets any other name answered as an unknown
+// model, before anything loads; a request naming none gets the default
+// model only when the list names it.
+func (s *Server) acquireModel(ctx *fasthttp.RequestCtx, ms Models, kind wire.API, client *keys.Client) (*Model, *modelHold, error) {
 	want := modelWantOf(ctx, kind)
-	return acquire(ctx, ms, want, kind)
+	if client != nil && want.Name != "" && !client.AllowsModel(want.Name, SameModelName) {
+		client.RefuseModel()
+		return nil, nil, modelError(kind, want.Name, ErrModelNotFound)
+	}
+	m, hold, err := acquire(ctx, ms, want, kind)
+	if err == nil && client != nil && want.Name == "" && !client.AllowsModel(m.Name, SameModelName) {
+		hold.done()
+		client.RefuseModel()
+		return nil, nil, modelError(kind, m.Name, ErrModelNotFound)
+	}
+	return m, hold, err
 }
 
 // acquire loads the model want names, or waits for its load, until ctx

@@ -102,13 +102,16 @@ func (h serverHost) Store() wire.ModelStore { return h.s.modelStore() }
 
 func (h serverHost) Stopping() context.Context { return h.s.stopping }
 
-func (h serverHost) Available() []wire.ModelEntry {
+func (h serverHost) Available(ctx *fasthttp.RequestCtx) []wire.ModelEntry {
 	ms := h.s.registry()
 	if ms == nil {
 		return nil
 	}
 	var out []wire.ModelEntry
 	for _, mi := range ms.Available() {
+		if !visibleModel(ctx, mi.Name) {
+			continue
+		}
 		e := wire.ModelEntry{Name: mi.Name, Path: mi.Path, Size: mi.Size, Modified: mi.Modified, Digest: mi.Digest}
 		if mi.Loaded != nil {
 			e.Loaded = &mi.Loaded.Model
@@ -118,13 +121,16 @@ func (h serverHost) Available() []wire.ModelEntry {
 	return out
 }
 
-func (h serverHost) Loaded() []wire.LoadedEntry {
+func (h serverHost) Loaded(ctx *fasthttp.RequestCtx) []wire.LoadedEntry {
 	ms := h.s.registry()
 	if ms == nil {
 		return nil
 	}
 	var out []wire.LoadedEntry
 	for _, lm := range ms.Loaded() {
+		if lm.Model != nil && !visibleModel(ctx, lm.Model.Name) {
+			continue
+		}
 		e := wire.LoadedEntry{Size: lm.Size, ExpiresAt: lm.ExpiresAt, InFlight: lm.InFlight, Pinned: lm.Pinned}
 		if lm.Model != nil {
 			e.Model = &lm.Model.Model
@@ -154,7 +160,7 @@ func mounted(wr wire.Route) route {
 				return handle(ctx, nil)
 			}
 			ctx.SetUserValue(requestModelKey{}, m)
-			return handle(ctx, &m.Model)
+			return handle(ctx, keyedModel(ctx, &m.Model))
 		},
 	}
 }

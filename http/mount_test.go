@@ -104,16 +104,17 @@ func TestHostListings(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := s.host()
-	if len(h.Available()) != 0 || len(h.Loaded()) != 0 {
-		t.Errorf("listings before the server has models: %v %v", h.Available(), h.Loaded())
+	var ctx fasthttp.RequestCtx
+	if len(h.Available(&ctx)) != 0 || len(h.Loaded(&ctx)) != 0 {
+		t.Errorf("listings before the server has models: %v %v", h.Available(&ctx), h.Loaded(&ctx))
 	}
 	m, _ := stubModel(t)
 	s.SetModel(m)
-	av := h.Available()
+	av := h.Available(&ctx)
 	if len(av) != 1 || av[0].Name != m.Name || av[0].Loaded != &m.Model || av[0].Digest != m.Desc.Identity {
 		t.Errorf("Available: %+v", av)
 	}
-	ld := h.Loaded()
+	ld := h.Loaded(&ctx)
 	if len(ld) != 1 || ld[0].Model != &m.Model || !ld[0].Pinned || ld[0].Size != int64(m.Desc.ModelBytes) {
 		t.Errorf("Loaded: %+v", ld)
 	}

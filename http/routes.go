@@ -54,6 +54,13 @@ func (s *Server) routeTable() (map[string][]route, []string, error) {
 		r.path = wr.Path
 		all[wr.Path] = append(all[wr.Path], r)
 	}
+	for _, u := range beyondPolicyRoutes {
+		for i := range all[u.path] {
+			if all[u.path][i].method == u.method {
+				all[u.path][i].beyondPolicy = true
+			}
+		}
+	}
 	var patterns []string
 	for path := range all {
 		if strings.Contains(path, "{id}") {
@@ -70,6 +77,15 @@ func (s *Server) routeTable() (map[string][]route, []string, error) {
 // wire.Route.Generates.)
 var generationPaths = []string{
 	"/v1/chat/completions", "/v1/completions", "/v1/responses",
+}
+
+// beyondPolicyRoutes are the routes whose work no key's policy could
+// follow: a batch runs after its request, in the background, by no key;
+// a pull or a delete changes the models every key sees. A keys file's key
+// with any restriction is refused them (403, naming why); one without
+// restrictions, and --api-key's, may use them.
+var beyondPolicyRoutes = []struct{ method, path string }{
+	{"POST", "/v1/batches"}, {"POST", "/api/pull"}, {"DELETE", "/api/delete"},
 }
 
 // bodyKindOf says how large a body a route takes: a POST carries a

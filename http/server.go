@@ -2,7 +2,6 @@ package http
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"superfluid/http/openai"
 	"superfluid/http/openai/responses"
 	"superfluid/http/wire"
+	"superfluid/keys"
 	"superfluid/sched"
 	"superfluid/task"
 	"superfluid/tracing"
@@ -29,6 +29,9 @@ type Config struct {
 	// APIKey, when set, is required on every route but /health, as
 	// "Authorization: Bearer KEY" or "x-api-key: KEY".
 	APIKey string
+	// Keys, when set, are the keys file's keys with their policies: any of
+	// them (or APIKey, which has no limits) is then required.
+	Keys *keys.Keeper
 	// MaxBody bounds a file upload's body in bytes (default 16 MiB), and
 	// caps every other route's own limit (see bodyLimit).
 	MaxBody int
@@ -147,6 +150,8 @@ type route struct {
 	// anyModel routes name no model (listings, files, batches, stored
 	// responses): their handler gets a nil *Model and nothing is loaded.
 	anyModel bool
+	// beyondPolicy: its work escapes a key's policy (beyondPolicyRoutes).
+	beyondPolicy bool
 	// embeds: an embedding route, which a generation model refuses;
 	// generates: a route that generates text, which an embedding model
 	// refuses (generationPaths).
@@ -251,6 +256,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	}
 	switch {
 	case a.refuse != nil:
+		if a.refuse.Status == fasthttp.StatusUnauthorized && s.cfg.Keys != nil {
+			s.cfg.Keys.Unauthorized()
+		}
 		wire.WriteError(ctx, a.kind, a.refuse)
 		ctx.SetConnectionClose() // its body, if any, stays unread
 		return
@@ -263,7 +271,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		ctx.SetConnectionClose()
 		return
 	}
-	s.run(ctx, a.route, a.id)
+	s.run(ctx, a.route, a.id, a.client)
 }
 
 // resolve finds the route of a request and its path's {id}: 404 for no
@@ -280,8 +288,12 @@ func (s *Server) resolve(path, method string, isHead bool) (route, string, *wire
 	return r, id, nil
 }
 
-// run answers an admitted request on route r.
-func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
+// run answers an admitted request on route r; client is the key it
+// presented when the keys file names it (nil otherwise), whose policy
+// holds here for every API: its requests per minute, the model it names,
+// and — through the model it hands the handler (keyedModel) — the class,
+// lanes and tokens of each generation.
+func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.Client) {
 	if id != "" {
 		wire.SetPathID(ctx, id)
 	}
@@ -303,15 +315,38 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string) {
 		return
 	}
 	defer s.gate.leave()
+	var kreq *keys.Request // the key's hold on the lanes this request starts
+	if client != nil {
+		// After the answer is written (an error resets the headers), before
+		// fasthttp sends them, streams included.
+		defer setRateHeaders(ctx, r.kind, client)
+		var err error
+		if kreq, err = startKeyed(ctx, r, client); err != nil {
+			wire.WriteError(ctx, r.kind, err)
+			return
+		}
+		// Ends here unless the model hold takes it over (below).
+		defer func() {
+			if kreq != nil {
+				kreq.End()
+			}
+		}()
+	}
 	var m *Model
 	if ms != nil && !r.anyModel && !r.loading {
 		// The one place a request's model is resolved, for every API: it
 		// stays loaded until the handler and any stream it left are done.
 		var hold *modelHold
 		var err error
-		if m, hold, err = s.acquireModel(ctx, ms, r.kind); err != nil {
+		if m, hold, err = s.acquireModel(ctx, ms, r.kind, client); err != nil {
 			wire.WriteError(ctx, r.kind, err)
 			return
+		}
+		if kreq != nil {
+			// The lanes are the key's until the answer ends, a stream's
+			// included (the hold outlives the handler as long).
+			hold.then(kreq.End)
+			kreq = nil
 		}
 		defer hold.done()
 		ctx.SetUserValue(modelHoldKey{}, hold)
@@ -446,17 +481,6 @@ func kindOfPath(path string) wire.API {
 		return wire.OpenAI
 	}
 	return wire.Llama
-}
-
-func (s *Server) authorized(h *fasthttp.RequestHeader) bool {
-	if s.cfg.APIKey == "" {
-		return true
-	}
-	key := string(h.Peek("x-api-key"))
-	if auth := string(h.Peek("Authorization")); key == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
-		key = strings.TrimSpace(auth[7:])
-	}
-	return subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1
 }
 
 // transportError answers requests fasthttp could not read (a malformed

@@ -90,6 +90,9 @@ func CacheKey(m *Model, s *Spec, api string) string {
 	if s.Class != sched.FIM || s.Logprobs != 0 || smp.Temperature > 0 {
 		return ""
 	}
+	if r, ok := m.Sched.(ClassRefuser); ok && r.RefusesClass(s.Class) {
+		return "" // the scheduler's refusal is the answer, not another's cached one
+	}
 	smp.Seed = 0
 	extra := fmt.Sprintf("%s|%+v|%v", api, smp, s.Bias) + GrammarKey(s.Grammar)
 	return completionKey(m.Desc.Identity, s.Prompt, s.MaxTokens, s.Stop, extra)

@@ -169,7 +169,10 @@ func embedTokenize(m *Model, r *EmbedRequest, i int, text string) ([]engine.Toke
 // embedError maps the runner's refusals to the API's errors.
 func embedError(field string, err error) error {
 	var ie *embed.InputError
+	var te *Error
 	switch {
+	case errors.As(err, &te): // already in the core's terms (an API key's refusal)
+		return te
 	case errors.As(err, &ie):
 		return BadParam(field, "%s: %v", field, err)
 	case errors.Is(err, embed.ErrQueueFull):

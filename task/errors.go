@@ -9,6 +9,7 @@ package task
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind is what sort of failure an Error is; the transport picks a status
@@ -38,6 +39,12 @@ const (
 	// Cancelled is a request whose client went away (or whose dispatched
 	// batch request was abandoned) before it ran: nobody reads the answer.
 	Cancelled
+	// Forbidden is a request its API key may not make (a class its policy
+	// leaves out).
+	Forbidden
+	// RateLimited is a request past its API key's rate or lane cap;
+	// RetryAfter says when it may pass.
+	RateLimited
 )
 
 // Error is a failed request in API-neutral terms.
@@ -46,6 +53,8 @@ type Error struct {
 	Param string // the offending field, when one is to blame
 	Code  string // a machine code, e.g. context_length_exceeded, grammar_limit_exceeded
 	Msg   string
+	// RetryAfter is when a RateLimited request may be sent again.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Msg }

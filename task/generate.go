@@ -238,6 +238,9 @@ func FinishName(f sched.Finish) string {
 
 // submitError maps the scheduler's refusals onto typed errors.
 func submitError(err error) error {
+	if te, ok := AsError(err); ok { // already in the core's terms (an API key's refusal)
+		return te
+	}
 	switch {
 	case errors.Is(err, sched.ErrQueueFull):
 		return errOverloaded

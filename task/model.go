@@ -26,6 +26,12 @@ type Scheduler interface {
 	Stats() sched.Snapshot
 }
 
+// ClassRefuser is a Scheduler that refuses some classes outright (an API
+// key's policy): the completion cache answers none of their requests.
+type ClassRefuser interface {
+	RefusesClass(c sched.Class) bool
+}
+
 // Model is a loaded model as the request core generates with it, with
 // what is known about it from the moment it loads (Prepare).
 type Model struct {

@@ -72,7 +72,7 @@ func (a *api) version(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 // models directory's. A model not loaded is described from its file.
 func (a *api) tags(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	list := []listModel{}
-	for _, mi := range a.host.Available() {
+	for _, mi := range a.host.Available(ctx) {
 		name := taggedName(mi.Name)
 		lm := listModel{Name: name, Model: name, ModifiedAt: mi.Modified, Size: mi.Size, Digest: mi.Digest}
 		if mi.Loaded != nil {
@@ -91,7 +91,7 @@ func (a *api) tags(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 // size_vram is 0 on a CPU build.
 func (a *api) ps(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	list := []runningModel{}
-	for _, lm := range a.host.Loaded() {
+	for _, lm := range a.host.Loaded(ctx) {
 		m := lm.Model
 		name := taggedName(m.Name)
 		exp := lm.ExpiresAt

@@ -65,7 +65,7 @@ func Routes(h wire.Host, st *Stores) []wire.Route {
 func (a *api) models(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	data := []oaiModel{}
 	started := a.host.Settings().Started.Unix()
-	for _, mi := range a.host.Available() {
+	for _, mi := range a.host.Available(ctx) {
 		created := started
 		if !mi.Modified.IsZero() {
 			created = mi.Modified.Unix()

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -48,6 +50,9 @@ type Error struct {
 	Code   string // optional machine code, e.g. context_length_exceeded
 	Param  string // optional: the offending field
 	Msg    string
+	// RetryAfter, when set, is sent as Retry-After (whole seconds, at
+	// least 1): a 429's when to try again.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -91,6 +96,10 @@ func FromTask(te *task.Error) *Error {
 		e.Status, e.Type = fasthttp.StatusNotImplemented, "not_supported_error"
 	case task.Cancelled:
 		e.Status = 499 // nginx's "client closed request"
+	case task.Forbidden:
+		e.Status, e.Type = fasthttp.StatusForbidden, "permission_error"
+	case task.RateLimited:
+		e.Status, e.Type, e.RetryAfter = fasthttp.StatusTooManyRequests, "rate_limit_error", te.RetryAfter
 	}
 	return e
 }
@@ -123,6 +132,9 @@ func WriteError(ctx *fasthttp.RequestCtx, kind API, err error) {
 	ctx.Response.Reset()
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
+	if e.RetryAfter > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(e.RetryAfter), 10))
+	}
 	b, _ := json.Marshal(ErrorBody(kind, e))
 	ctx.SetBody(b)
 }
@@ -143,6 +155,12 @@ func ErrorBody(kind API, e *Error) any {
 	}
 	// llama.cpp's server: {"error": {"code", "message", "type"}}
 	return map[string]any{"error": map[string]any{"code": e.Status, "message": e.Msg, "type": e.Type}}
+}
+
+// RetryAfterSeconds is d as Retry-After's whole seconds: rounded up, at
+// least 1, so that a client that waits that long finds room.
+func RetryAfterSeconds(d time.Duration) int64 {
+	return max(1, int64((d+time.Second-1)/time.Second))
 }
 
 func nullable(s string) any {

@@ -4,9 +4,32 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"superfluid/task"
 )
+
+// A 429 says when to come back in whole seconds, rounded up, at least 1;
+// every API's answer carries it.
+func TestRetryAfter(t *testing.T) {
+	for d, want := range map[time.Duration]string{time.Nanosecond: "1", time.Second: "1", 1500 * time.Millisecond: "2", 15 * time.Second: "15"} {
+		for _, api := range []API{OpenAI, Llama, Ollama, Anthropic} {
+			var ctx fasthttp.RequestCtx
+			ctx.Response.Header.Set("Retry-After", "stale")
+			WriteError(&ctx, api, FromTask(&task.Error{Kind: task.RateLimited, Msg: "slow", RetryAfter: d}))
+			if got := string(ctx.Response.Header.Peek("Retry-After")); ctx.Response.StatusCode() != 429 || got != want {
+				t.Errorf("%v on %v: %d Retry-After %q, want 429 %q", d, api, ctx.Response.StatusCode(), got, want)
+			}
+		}
+	}
+	var ctx fasthttp.RequestCtx
+	WriteError(&ctx, OpenAI, BadRequest("no"))
+	if v := ctx.Response.Header.Peek("Retry-After"); v != nil {
+		t.Errorf("a 400 says Retry-After %q", v)
+	}
+}
 
 // Each kind of request-core error reaches the client with the status and
 // type the APIs answered it with before the core existed, its field and
@@ -27,6 +50,8 @@ func TestCoreErrorsMapToStatuses(t *testing.T) {
 		{task.InternalError("boom"), 500, "server_error", "", "", "api_error"},
 		{task.WrongModelError("embeds only"), 400, "invalid_request_error", "", "", "invalid_request_error"},
 		{&task.Error{Kind: task.NotSupported, Msg: "no FIM"}, 501, "not_supported_error", "", "", "api_error"},
+		{&task.Error{Kind: task.Forbidden, Param: "class", Code: "class_not_allowed", Msg: "no chat"}, 403, "permission_error", "class", "class_not_allowed", "permission_error"},
+		{&task.Error{Kind: task.RateLimited, Code: "rate_limit_exceeded", Msg: "slow down", RetryAfter: time.Second}, 429, "rate_limit_error", "", "rate_limit_exceeded", "rate_limit_error"},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("context: %w", c.err)} {
 			e := AsError(err)

@@ -77,10 +77,11 @@ type Host interface {
 	// FIMFor is the model that answers m's fill-in-the-middle requests
 	// (the FIM model, held until release is called), else m.
 	FIMFor(ctx context.Context, m *task.Model) (fm *task.Model, release func())
-	// Available lists every model a request can name, loaded or not;
-	// Loaded the models loaded now (both empty while the server loads).
-	Available() []ModelEntry
-	Loaded() []LoadedEntry
+	// Available lists every model the request ctx can name, loaded or
+	// not; Loaded the models loaded now (both empty while the server
+	// loads). A key whose policy lists models sees only those.
+	Available(ctx *fasthttp.RequestCtx) []ModelEntry
+	Loaded(ctx *fasthttp.RequestCtx) []LoadedEntry
 	// CacheStatus is the request's model's prefix cache as the status
 	// endpoints report it (nil when there is none).
 	CacheStatus(ctx *fasthttp.RequestCtx) any

@@ -56,8 +56,8 @@ func (Host) FIMModel() string                         { return "" }
 func (Host) FIMFor(_ context.Context, m *task.Model) (*task.Model, func()) {
 	return m, func() {}
 }
-func (Host) Available() []wire.ModelEntry                                          { return nil }
-func (Host) Loaded() []wire.LoadedEntry                                            { return nil }
+func (Host) Available(*fasthttp.RequestCtx) []wire.ModelEntry                      { return nil }
+func (Host) Loaded(*fasthttp.RequestCtx) []wire.LoadedEntry                        { return nil }
 func (Host) CacheStatus(*fasthttp.RequestCtx) any                                  { return nil }
 func (h Host) Settings() wire.Settings                                             { return h.Config }
 func (Host) Store() wire.ModelStore                                                { return nil }
