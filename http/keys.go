@@ -149,6 +149,9 @@ func beyondPolicy(r route, client *keys.Client) error {
 // visibleModel reports whether the request ctx may see the model called
 // name in a listing: any model, unless its key's policy lists models.
 func visibleModel(ctx *fasthttp.RequestCtx, name string) bool {
+	if ctx == nil {
+		return true // the server's own view (the status's throughput sampler)
+	}
 	kreq, _ := ctx.UserValue(keyRequestKey{}).(*keys.Request)
 	return kreq == nil || kreq.Client().AllowsModel(name, SameModelName)
 }

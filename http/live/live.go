@@ -44,16 +44,17 @@ func Routes(h wire.Host) []wire.Route {
 	}
 }
 
-// current is the server's status now.
-func (a *api) current() status.Status {
-	return collect(a.h.Settings(), a.h.Loaded(), time.Now(), a.ring.snapshot())
+// current is the server's status now, as the request's key may see it
+// (a key with a model list sees those models only).
+func (a *api) current(ctx *fasthttp.RequestCtx) status.Status {
+	return collect(a.h.Settings(), a.h.Loaded(ctx), time.Now(), a.ring.snapshot())
 }
 
 func (a *api) status(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err := refuseQuery(ctx); err != nil {
 		return err
 	}
-	return wire.WriteJSON(ctx, a.current())
+	return wire.WriteJSON(ctx, a.current(ctx))
 }
 
 // events streams a "status" event each beat, and sooner (after minGap)
@@ -69,19 +70,21 @@ func (a *api) events(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	}
 	stopping := a.h.Stopping()
 	return a.h.Stream(ctx, true, nil, func(rctx context.Context, _ context.CancelFunc, ew *wire.EventWriter) {
-		a.follow(rctx, stopping, ew.Send)
+		// The stream runs before fasthttp releases ctx, so its key
+		// still says which models each status may show.
+		a.follow(rctx, stopping, func() status.Status { return a.current(ctx) }, ew.Send)
 	})
 }
 
 // follow sends statuses through send until ctx or stopping ends or a send
 // fails (the client went).
-func (a *api) follow(ctx, stopping context.Context, send func(event string, v any) error) {
+func (a *api) follow(ctx, stopping context.Context, current func() status.Status, send func(event string, v any) error) {
 	t := time.NewTicker(minGap)
 	defer t.Stop()
 	var lastSent time.Time
 	lastShape := ""
 	for {
-		st := a.current()
+		st := current()
 		shape := shapeOf(&st)
 		if lastSent.IsZero() || shape != lastShape || st.Now.Sub(lastSent) >= beat-minGap/2 {
 			if send("status", st) != nil {

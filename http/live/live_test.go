@@ -66,9 +66,9 @@ type host struct {
 	stopping context.Context
 }
 
-func (h host) Loaded() []wire.LoadedEntry { return h.loaded() }
-func (h host) Stopping() context.Context  { return h.stopping }
-func (h host) Settings() wire.Settings    { return h.Config }
+func (h host) Loaded(*fasthttp.RequestCtx) []wire.LoadedEntry { return h.loaded() }
+func (h host) Stopping() context.Context                      { return h.stopping }
+func (h host) Settings() wire.Settings                        { return h.Config }
 func (h host) RequestContext(*fasthttp.RequestCtx) (context.Context, func()) {
 	return context.WithCancel(context.Background())
 }
@@ -225,7 +225,7 @@ func TestFollow(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.follow(ctx, a.h.Stopping(), func(event string, v any) error {
+		a.follow(ctx, a.h.Stopping(), func() status.Status { return a.current(nil) }, func(event string, v any) error {
 			if event != "status" {
 				t.Errorf("event %q", event)
 			}
@@ -254,7 +254,7 @@ func TestFollow(t *testing.T) {
 	stopping, stop2 := context.WithCancel(context.Background())
 	defer stop2()
 	n := 0
-	a.follow(context.Background(), stopping, func(string, any) error { n++; return errors.New("gone") })
+	a.follow(context.Background(), stopping, func() status.Status { return a.current(nil) }, func(string, any) error { n++; return errors.New("gone") })
 	if n != 1 {
 		t.Fatalf("%d sends after a failed one", n)
 	}

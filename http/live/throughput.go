@@ -78,13 +78,13 @@ func (r *throughputRing) snapshot() status.Throughput {
 func (r *throughputRing) run(ctx context.Context, h wire.Host, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	r.sample(h.Loaded(), time.Now())
+	r.sample(h.Loaded(nil), time.Now()) // the server's own view: every model
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			r.sample(h.Loaded(), now)
+			r.sample(h.Loaded(nil), now)
 		}
 	}
 }
