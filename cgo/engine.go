@@ -306,6 +306,10 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		ModelBytes:          uint64(d.model_bytes),
 		Identity:            identity,
 		Pooling:             engine.Pooling(d.pooling),
+		RerankTemplate:      C.GoString(d.rerank_template),
+		SEP:                 int32(d.sep),
+		AddEOS:              d.add_eos != 0,
+		AddSEP:              d.add_sep != 0,
 		FIM: engine.FIM{
 			Prefix:   int32(d.fim_pre),
 			Suffix:   int32(d.fim_suf),

@@ -203,6 +203,7 @@ struct sf_engine {
 
     std::vector<int32_t> eog;
     std::string chat_template;
+    std::string rerank_template;  // tokenizer.chat_template.rerank, "" when absent
     std::string arch;
     int64_t kv_bytes_per_token = 0;
     int64_t recurrent_state_bytes = 0;

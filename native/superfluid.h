@@ -282,7 +282,7 @@ typedef struct sf_desc {
     /* enum sf_pooling: not SF_POOLING_NONE for an embedding model, whose
      * engine runs sf_embed and refuses sf_tick. */
     int32_t pooling;
-    int32_t n_embd_pooled; /* floats in one pooled vector (sf_embed's stride) */
+    int32_t n_embd_pooled; /* floats in one pooled vector (sf_embed's stride); a reranker's labels */
     /* enum sf_partial: what of the model's memory cannot be cut at any
      * position (partial_truncation is 1 only for SF_PARTIAL_NONE); which
      * cuts are valid for a sequence now, sf_seq_min_cut says. */
@@ -298,6 +298,13 @@ typedef struct sf_desc {
      * on sliding-window ones, whose window cache may have dropped, for the
      * draft's later positions, cells the positions after a cut still see. */
     int32_t drafts;
+    /* What a reranker's pairs are built from (llama-server's
+     * format_prompt_rerank): the model's rerank template ("" when it has
+     * none), else BOS, query, EOS, SEP, document, EOS as the vocabulary
+     * adds them. */
+    const char *rerank_template;
+    int32_t sep; /* -1: none */
+    int32_t add_eos, add_sep;
 } sf_desc;
 
 /* Memory a cut can lose: SWA, the cells of a sliding-window layer that
@@ -307,7 +314,7 @@ enum sf_partial { SF_PARTIAL_NONE = 0, SF_PARTIAL_SWA = 1, SF_PARTIAL_RECURRENT 
 
 /* How an embedding model pools its tokens' vectors into one (llama.cpp's
  * enum llama_pooling_type, as <arch>.pooling_type stores it). */
-enum sf_pooling { SF_POOLING_NONE = 0, SF_POOLING_MEAN = 1, SF_POOLING_CLS = 2, SF_POOLING_LAST = 3 };
+enum sf_pooling { SF_POOLING_NONE = 0, SF_POOLING_MEAN = 1, SF_POOLING_CLS = 2, SF_POOLING_LAST = 3, SF_POOLING_RANK = 4 };
 
 enum sf_rec { SF_REC_TOP_K = 1, SF_REC_TOP_P = 2, SF_REC_MIN_P = 4 };
 
