@@ -60,6 +60,9 @@ type Descriptor struct {
 	SEP            Token  `json:"sep"`
 	AddEOS         bool   `json:"add_eos"`
 	AddSEP         bool   `json:"add_sep"`
+	// LoRA is how many LoRA adapters the engine loaded (the length of a
+	// plan's LoRA scales).
+	LoRA int `json:"lora_adapters,omitempty"`
 }
 
 // ModelSampling holds the sampling values a model file recommends; the Has

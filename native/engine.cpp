@@ -409,6 +409,9 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     if (e->pooling < 0) {
         return "the model's pooling_type is one this engine does not pool by (mean, cls, last and rank are)";
     }
+    if (const char *why = sf_lora_load(e, p, msg, msg_len)) {
+        return why;
+    }
     llama_context_params cp = sf_context_params(p, e->pooling);
     // ggml aborts the process on a quantized KV row that is not whole
     // blocks; refuse such a model here instead (for the types the context
@@ -549,6 +552,7 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->add_sep = llama_vocab_get_add_sep(e->vocab) ? 1 : 0;
     d->sep = llama_vocab_sep(e->vocab);
     d->rerank_template = e->rerank_template.c_str();
+    d->n_lora = (int32_t)e->loras.size();
     d->partial_truncation = e->partial == SF_PARTIAL_NONE ? 1 : 0;
     d->partial = e->partial;
     d->n_swa = e->n_swa;

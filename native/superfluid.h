@@ -96,7 +96,17 @@ typedef struct sf_open_params {
     /* The caller's identity of the model file (a digest); exported state
      * carries it and import refuses state from any other model. */
     uint8_t model_id[32];
+    /* LoRA adapters loaded with the model (lora.cpp), at most SF_MAX_LORA;
+     * which apply, at what scale, each plan says. */
+    const char *const *lora_paths;
+    int32_t n_lora;
 } sf_open_params;
+
+#define SF_MAX_LORA 64
+/* The largest |scale| a plan may give an adapter: llama-server takes any
+ * float, but a scale past this makes the adapter's delta swamp the weights
+ * (and ±inf or NaN poisons every logit). */
+#define SF_MAX_LORA_SCALE 100.0f
 
 /* Sampling parameters of one lane. A temperature below 1e-5 (NaN, 0 and
  * negatives included) means greedy. A sampled lane's draw at each token
@@ -188,6 +198,10 @@ typedef struct sf_plan {
     const sf_decode *decodes;    uint32_t n_decodes;
     const int32_t *tokens;       uint32_t n_tokens;
     const sf_logit_bias *biases; uint32_t n_biases;
+    /* The step's LoRA scales, one per loaded adapter (0: not applied); none
+     * (n_lora_scales 0): no adapter. llama.cpp applies adapters to the whole
+     * context, so every lane of the step runs under this set. */
+    const float *lora_scales;    uint32_t n_lora_scales;
 } sf_plan;
 
 /* One sampled token. */
@@ -305,6 +319,7 @@ typedef struct sf_desc {
     const char *rerank_template;
     int32_t sep; /* -1: none */
     int32_t add_eos, add_sep;
+    int32_t n_lora; /* adapters loaded (sf_open_params.lora_paths) */
 } sf_desc;
 
 /* Memory a cut can lose: SWA, the cells of a sliding-window layer that
