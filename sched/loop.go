@@ -193,6 +193,13 @@ func (l *loop) acquire(j *job) (seq int32, cached int, ready *atomic.Bool, err e
 			seq, cached, ready, err = -1, 0, nil, panics.Recovered(panics.Scheduler, v, "in", "cache acquire", "prompt_tokens", len(j.prompt))
 		}
 	}()
+	if !j.adapters.none() {
+		// Cold, whatever is cached: the cache's streams were computed
+		// without this adapter set (lora.go). One token leaves nothing
+		// to seed.
+		seq, cached, err = l.cache.Acquire(j.prompt[:1])
+		return seq, cached, nil, err
+	}
 	if l.restorer == nil {
 		seq, cached, err = l.cache.Acquire(j.prompt)
 		return seq, cached, nil, err
@@ -251,6 +258,11 @@ func (l *loop) deliver(ev *engine.Events, end time.Time) {
 func (l *loop) flush() {
 	r := &l.p.ready
 	for _, rel := range r.releases {
+		if rel.discard {
+			if err := l.eng.Free(rel.seq); err != nil {
+				l.p.cfg.Logger.Error("sched: emptying an adapter lane's sequence failed", "seq", rel.seq, "err", err)
+			}
+		}
 		l.cache.Release(rel.seq, rel.tokens)
 	}
 	for _, j := range r.done {

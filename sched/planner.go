@@ -26,7 +26,11 @@ type planner struct {
 	// checkpointEvery is the spacing of the engine's partial-state
 	// checkpoints (0: the model keeps none; see alignToCheckpoint).
 	checkpointEvery int
-	stats           *counters
+	// adapters is how many LoRA adapters the engine loaded; stepSet the
+	// set the step being planned runs under (lora.go).
+	adapters int
+	stepSet  adapterSet
+	stats    *counters
 
 	queues [NumClasses][]*job
 	lanes  []*lane // by tag: oldest first
@@ -94,6 +98,10 @@ type readyToken struct {
 type release struct {
 	seq    int32
 	tokens []engine.Token
+	// discard: the sequence holds a stream the cache must not publish
+	// (computed under a LoRA set): the loop empties it and releases it
+	// holding nothing.
+	discard bool
 }
 
 func (r *ready) clear() {
@@ -109,7 +117,7 @@ func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
 		ubatch = min(d.Batch, defaultUBatch)
 	}
 	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), ctx: d.Ctx, checkpointEvery: d.CheckpointEvery,
-		stats: stats, bgDivisor: cfg.BackgroundDivisor, spec: newSpecState(cfg.Speculation, d, cfg.Lanes)}
+		adapters: d.LoRA, stats: stats, bgDivisor: cfg.BackgroundDivisor, spec: newSpecState(cfg.Speculation, d, cfg.Lanes)}
 }
 
 // defaultUBatch is an engine's micro-batch when its descriptor names none
@@ -208,7 +216,7 @@ func (p *planner) dropLanes(drop func(*lane) bool) {
 			kept = append(kept, l)
 			continue
 		}
-		p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.npast:l.npast]})
+		p.ready.releases = append(p.ready.releases, l.release(l.tokens[:l.npast:l.npast]))
 		if l.preempted {
 			p.requeuePreempted(l)
 		} else {

@@ -169,6 +169,7 @@ func newJob(id uint64, req *Request) *job {
 		bias:      append([]engine.LogitBias(nil), req.Bias...),
 		stop:      append([]engine.Token(nil), req.StopTokens...),
 		deadline:  req.Deadline,
+		adapters:  newAdapterSet(req.LoRA),
 	}
 	if j.sampling == (engine.Sampling{}) {
 		j.sampling = engine.Greedy()
