@@ -91,7 +91,7 @@ func CacheKey(m *Model, s *Spec, api string) string {
 		return ""
 	}
 	smp.Seed = 0
-	extra := fmt.Sprintf("%s|%+v|%v", api, smp, s.Bias) + GrammarKey(s.Grammar)
+	extra := fmt.Sprintf("%s|%+v|%v|lora%v", api, smp, s.Bias, s.LoRA) + GrammarKey(s.Grammar)
 	return completionKey(m.Desc.Identity, s.Prompt, s.MaxTokens, s.Stop, extra)
 }
 
