@@ -125,6 +125,12 @@ func TestLoRANoCachedPrefixCrossesAdapters(t *testing.T) {
 	if again := loraCompletion(t, first, prompt, nil); again.TokensCached == 0 {
 		t.Error("the base prompt was not cached: the test shows nothing")
 	}
+	// An adapter's own streams serve it: its next turn starts warm and
+	// answers as the cold one did.
+	warm := loraCompletion(t, first, prompt+" again", scaled(0, 1))
+	if warm.TokensCached == 0 || !slices.Equal(warm.Tokens, adapterFirst.Tokens) {
+		t.Errorf("the adapter's repeat: %d cached, %v; want warm and %v", warm.TokensCached, warm.Tokens, adapterFirst.Tokens)
+	}
 }
 
 // Requests under different adapters at once each give what they give

@@ -242,7 +242,7 @@ func (p *planner) unbind(l *lane) {
 	if i := slices.Index(p.lanes, l); i >= 0 {
 		p.lanes = slices.Delete(p.lanes, i, i+1)
 	}
-	p.ready.releases = append(p.ready.releases, l.release(l.tokens[:l.warm:l.warm]))
+	p.ready.releases = append(p.ready.releases, p.releaseOf(l.job, l.seq, l.tokens[:l.warm:l.warm]))
 }
 
 // acquireFailed handles a job the cache found no sequence for: it waits at

@@ -29,8 +29,10 @@ type job struct {
 	// grammar is the compiled grammar constraining the output (0: none),
 	// held from Submit until the job ends.
 	grammar engine.GrammarID
-	// adapters is the LoRA set every step of the job runs under.
+	// adapters is the LoRA set every step of the job runs under; cacheNS
+	// its namespace in the prefix cache (-1: none given yet, or none left).
 	adapters adapterSet
+	cacheNS  int32
 
 	submitted time.Time
 	// queuedStep is the step the job was first queued on: aging and the

@@ -71,14 +71,74 @@ func TestLoRANoCachedPrefixCrossesAdapters(t *testing.T) {
 		{"other", Request{Prompt: longer, MaxTokens: 8, LoRA: []float32{0, 1}}},
 		{"base-again", Request{Prompt: longer, MaxTokens: 8}},
 	}
+	hits := map[string]int{}
 	for _, s := range steps {
+		before := h.cache.hits
 		h.submit(s.name, s.req)
 		h.run(500)
 		h.expectOutputUnder(s.name, s.req)
+		hits[s.name] = h.cache.hits - before
 	}
-	// The base streams were published and served the last base request.
-	if h.cache.hits == 0 {
-		t.Error("the base requests never hit the cache: the test shows nothing")
+	// Each set's own streams serve it: the repeated adapter request and
+	// the last base request start warm; the first of each set cold.
+	want := map[string]int{"base": 0, "adapted": 0, "adapted-again": 1, "other": 0, "base-again": 1}
+	for name, n := range want {
+		if hits[name] != n {
+			t.Errorf("%s: %d cache hits, want %d", name, hits[name], n)
+		}
+	}
+}
+
+// A set's namespace is one-to-one on tokens, disjoint from other sets'
+// and from the base model's (non-negative) tokens; past what int32 holds
+// at a vocabulary, no namespace is given and the set runs cold.
+func TestCacheNamespaces(t *testing.T) {
+	ns := newCacheNamespaces(1000)
+	a, b := newAdapterSet([]float32{1, 0}), newAdapterSet([]float32{0, 1})
+	ia, _ := ns.of(a)
+	ib, _ := ns.of(b)
+	if again, _ := ns.of(a); ia == ib || again != ia {
+		t.Fatalf("namespaces %d, %d, again %d", ia, ib, again)
+	}
+	toks := []engine.Token{0, 1, 999, 500}
+	ta, tb := ns.tag(ia, toks), ns.tag(ib, toks)
+	for i := range toks {
+		if ta[i] >= 0 || tb[i] >= 0 || ta[i] == tb[i] {
+			t.Errorf("token %d: %d and %d", toks[i], ta[i], tb[i])
+		}
+	}
+	if got := untag(ta, 1000); !equalTokens(got, toks) {
+		t.Errorf("untagged %v", got)
+	}
+	big := newCacheNamespaces(1 << 30)
+	if _, ok := big.of(a); ok {
+		t.Error("a namespace given where int32 holds none")
+	}
+	full := newCacheNamespaces(1000)
+	for i := range maxCacheNamespaces {
+		if _, ok := full.of(newAdapterSet([]float32{float32(i + 1)})); !ok {
+			t.Fatalf("set %d refused", i)
+		}
+	}
+	if _, ok := full.of(newAdapterSet([]float32{-1})); ok {
+		t.Error("more namespaces than maxCacheNamespaces")
+	}
+}
+
+// With no namespace left, an adapter set's lanes run cold and their
+// streams are discarded, still each equal to its lone run.
+func TestLoRAWithoutANamespaceRunsCold(t *testing.T) {
+	h := loraHarness(t, 2)
+	h.loop.p.cacheNS.max = 0
+	req := Request{Prompt: promptOf(9, 40), MaxTokens: 6, LoRA: []float32{1, 0}}
+	for _, name := range []string{"one", "two"} {
+		before := h.cache.hits
+		h.submit(name, req)
+		h.run(500)
+		h.expectOutputUnder(name, req)
+		if h.cache.hits != before {
+			t.Errorf("%s hit the cache", name)
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ type planner struct {
 	// set the step being planned runs under (lora.go).
 	adapters int
 	stepSet  adapterSet
+	cacheNS  cacheNamespaces
 	stats    *counters
 
 	queues [NumClasses][]*job
@@ -117,7 +118,7 @@ func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
 		ubatch = min(d.Batch, defaultUBatch)
 	}
 	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), ctx: d.Ctx, checkpointEvery: d.CheckpointEvery,
-		adapters: d.LoRA, stats: stats, bgDivisor: cfg.BackgroundDivisor, spec: newSpecState(cfg.Speculation, d, cfg.Lanes)}
+		adapters: d.LoRA, cacheNS: newCacheNamespaces(d.Vocab), stats: stats, bgDivisor: cfg.BackgroundDivisor, spec: newSpecState(cfg.Speculation, d, cfg.Lanes)}
 }
 
 // defaultUBatch is an engine's micro-batch when its descriptor names none
@@ -216,7 +217,7 @@ func (p *planner) dropLanes(drop func(*lane) bool) {
 			kept = append(kept, l)
 			continue
 		}
-		p.ready.releases = append(p.ready.releases, l.release(l.tokens[:l.npast:l.npast]))
+		p.ready.releases = append(p.ready.releases, p.releaseOf(l.job, l.seq, l.tokens[:l.npast:l.npast]))
 		if l.preempted {
 			p.requeuePreempted(l)
 		} else {

@@ -170,6 +170,7 @@ func newJob(id uint64, req *Request) *job {
 		stop:      append([]engine.Token(nil), req.StopTokens...),
 		deadline:  req.Deadline,
 		adapters:  newAdapterSet(req.LoRA),
+		cacheNS:   -1,
 	}
 	if j.sampling == (engine.Sampling{}) {
 		j.sampling = engine.Greedy()
