@@ -222,3 +222,44 @@ func TestLoRAAdaptersRoutesAndRefusals(t *testing.T) {
 	// Still serving.
 	loraCompletion(t, st, "still here", scaled(0, 1))
 }
+
+// `run --lora FILE:SCALE` (app.LoadModel and OneSpec) generates under the
+// adapters' scales; at scale 0 it generates the base model's text.
+func TestLoRARunOne(t *testing.T) {
+	text := func(scale float32) string {
+		m, closeModel, err := app.LoadModel(app.Options{ModelPath: tinyModel(t), Threads: 1, Ctx: 1024, Lanes: 1,
+			LoRA: []app.LoRAFile{{Path: loraFile(t, 1), Scale: scale}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeModel()
+		spec, err := app.OneSpec(m, app.OneRequest{Prompt: "Run one prompt through the adapter", MaxTokens: 16, Temperature: new(float64)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		if _, err := app.RunOne(t.Context(), m, spec, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	m, closeModel, err := app.LoadModel(app.Options{ModelPath: tinyModel(t), Threads: 1, Ctx: 1024, Lanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := app.OneSpec(m, app.OneRequest{Prompt: "Run one prompt through the adapter", MaxTokens: 16, Temperature: new(float64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base strings.Builder
+	if _, err := app.RunOne(t.Context(), m, spec, &base); err != nil {
+		t.Fatal(err)
+	}
+	closeModel()
+	if got := text(0); got != base.String() {
+		t.Errorf("scale 0: %q, base %q", got, base.String())
+	}
+	if got := text(1); got == base.String() {
+		t.Errorf("scale 1 gives the base's text %q", got)
+	}
+}
