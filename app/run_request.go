@@ -64,12 +64,8 @@ func OneSpec(m *task.Model, r OneRequest) (*task.Spec, error) {
 	if s.PenaltyLastN, err = task.PenaltyWindow("repeat_last_n", r.RepeatLastN, task.LlamaRepeatLastN, m.Desc.Ctx); err != nil {
 		return nil, err
 	}
-	// The adapters at their --lora scales, as a request naming none.
-	lora, err := m.LoRA.ForRequest(nil, "lora")
-	if err != nil {
-		return nil, err
-	}
-	return &task.Spec{Prompt: prompt, MaxTokens: r.MaxTokens, Sampling: s, Stop: r.Stop, LoRA: lora}, nil
+	// LoRA left nil: the adapters run at their --lora scales.
+	return &task.Spec{Prompt: prompt, MaxTokens: r.MaxTokens, Sampling: s, Stop: r.Stop}, nil
 }
 
 // RunOne generates spec on m through the scheduler, writing text to w as

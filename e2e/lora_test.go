@@ -183,14 +183,37 @@ func TestLoRAAdaptersRoutesAndRefusals(t *testing.T) {
 	const prompt = "Global scales apply to requests that name no adapter"
 	one := loraCompletion(t, st, prompt, scaled(0, 1))
 	base := loraCompletion(t, st, prompt, nil)
+	// Ollama has no lora field: its requests follow the global scales.
+	ollama := func() string {
+		status, b := post(t, st.URL()+"/api/generate", map[string]any{"model": "tiny", "prompt": prompt, "raw": true, "stream": false,
+			"options": map[string]any{"temperature": 0, "num_predict": 16}})
+		if status != 200 {
+			t.Fatalf("/api/generate: %d %s", status, b)
+		}
+		var r struct {
+			Response string `json:"response"`
+		}
+		_ = json.Unmarshal(b, &r)
+		return r.Response
+	}
+	ollamaBase := ollama()
 	if status, b := llamaPost(t, st.URL()+"/lora-adapters", `[{"id":0,"scale":1}]`); status != 200 {
 		t.Fatalf("POST /lora-adapters: %d %s", status, b)
+	}
+	if got := ollama(); got == ollamaBase {
+		t.Errorf("an Ollama request ignores the global scale: %q", got)
 	}
 	if got := loraCompletion(t, st, prompt, nil); !slices.Equal(got.Tokens, one.Tokens) {
 		t.Errorf("after POST, a request naming none: %v, want the adapter's %v", got.Tokens, one.Tokens)
 	}
 	if got := loraCompletion(t, st, prompt, []any{}); !slices.Equal(got.Tokens, base.Tokens) {
 		t.Errorf("lora [] (every adapter at 0): %v, want the base's %v", got.Tokens, base.Tokens)
+	}
+	if status, b := llamaPost(t, st.URL()+"/lora-adapters", `[]`); status != 200 {
+		t.Fatalf("POST /lora-adapters []: %d %s", status, b)
+	}
+	if got := ollama(); got != ollamaBase {
+		t.Errorf("an Ollama request after the scales went back to 0: %q, was %q", got, ollamaBase)
 	}
 	// The OpenAI endpoint takes the field too.
 	status, b := post(t, st.URL()+"/v1/chat/completions", map[string]any{"model": "tiny", "max_tokens": 4,

@@ -74,8 +74,9 @@ func (a *Adapters) SetGlobal(entries []LoRAEntry, field string) error {
 	return nil
 }
 
-// ForRequest is the scales a request runs under: the global ones when it
-// named none (entries nil), else its own.
+// ForRequest is the scales a request names for Spec.LoRA: nil when it
+// names none (entries nil: the global scales apply, Resolve), else one per
+// adapter, those it leaves out at 0 (all 0 for an empty list: none).
 func (a *Adapters) ForRequest(entries []LoRAEntry, field string) ([]float32, error) {
 	if a == nil {
 		if len(entries) > 0 {
@@ -84,10 +85,19 @@ func (a *Adapters) ForRequest(entries []LoRAEntry, field string) ([]float32, err
 		return nil, nil
 	}
 	if entries == nil {
-		return a.Global(), nil
+		return nil, nil
 	}
-	s, err := a.scalesOf(entries, field)
-	return scalesOrNil(s), err
+	return a.scalesOf(entries, field)
+}
+
+// Resolve is the scales a generation runs under: those its request named
+// (Spec.LoRA not nil), else the global ones at this moment — so every API,
+// with a lora field or without, follows POST /lora-adapters.
+func (a *Adapters) Resolve(named []float32) []float32 {
+	if a == nil || named != nil {
+		return named
+	}
+	return a.Global()
 }
 
 // scalesOf checks entries against the adapters: an id that names none, a

@@ -12,10 +12,10 @@ func TestAdaptersScales(t *testing.T) {
 	if g := a.Global(); !slices.Equal(g, []float32{0, 0.5}) {
 		t.Errorf("global %v", g)
 	}
-	if s, err := a.ForRequest(nil, "lora"); err != nil || !slices.Equal(s, []float32{0, 0.5}) {
-		t.Errorf("naming none: %v %v", s, err)
+	if s, err := a.ForRequest(nil, "lora"); err != nil || s != nil || !slices.Equal(a.Resolve(s), []float32{0, 0.5}) {
+		t.Errorf("naming none: %v %v, resolved %v", s, err, a.Resolve(s))
 	}
-	if s, err := a.ForRequest([]LoRAEntry{}, "lora"); err != nil || s != nil {
+	if s, err := a.ForRequest([]LoRAEntry{}, "lora"); err != nil || !slices.Equal(s, []float32{0, 0}) || !slices.Equal(a.Resolve(s), s) {
 		t.Errorf("an empty list (every adapter at 0): %v %v", s, err)
 	}
 	if s, err := a.ForRequest([]LoRAEntry{{ID: 0, Scale: 1}, {ID: 0, Scale: 2}}, "lora"); err != nil || !slices.Equal(s, []float32{2, 0}) {
@@ -38,7 +38,7 @@ func TestAdaptersScales(t *testing.T) {
 		t.Errorf("after SetGlobal: %+v", l)
 	}
 	var none *Adapters
-	if s, err := none.ForRequest(nil, "lora"); s != nil || err != nil {
+	if s, err := none.ForRequest(nil, "lora"); s != nil || err != nil || none.Resolve(nil) != nil {
 		t.Errorf("no adapters, none named: %v %v", s, err)
 	}
 	if _, err := none.ForRequest([]LoRAEntry{{ID: 0, Scale: 1}}, "lora"); err == nil {
