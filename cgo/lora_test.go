@@ -148,3 +148,57 @@ func TestLoRAWrongAdapterRefused(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLoRASwitch is one lane's decode step under an unchanged adapter
+// set (same) against steps that switch between two sets (switch: llama.cpp
+// reserves its graph again on every change). Compare their ns/op.
+func BenchmarkLoRASwitch(b *testing.B) {
+	for _, mode := range []string{"same", "switch"} {
+		b.Run(mode, func(b *testing.B) {
+			e, err := Open(Options{ModelPath: tinyModel(b), Ctx: 4096, Lanes: 1, Seqs: 1, Threads: 1,
+				LoRA: []string{loraAdapter(b, "llama", 1), loraAdapter(b, "llama", 2)}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			sets := [][]float32{{1, 0}, {0, 1}}
+			var p engine.Plan
+			p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Sampling: engine.Greedy()}, []engine.Token{1, 2, 3, 4}, nil)
+			p.Prefills = append(p.Prefills, engine.Prefill{Lane: 1, Count: 4})
+			p.LoRA = append(p.LoRA, sets[0]...)
+			if _, err := e.Tick(&p); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				p.Reset()
+				p.Decodes = append(p.Decodes, engine.Decode{Lane: 1})
+				set := sets[0]
+				if mode == "switch" {
+					set = sets[(i+1)%2]
+				}
+				p.LoRA = append(p.LoRA, set...)
+				if _, err := e.Tick(&p); err != nil {
+					b.Fatal(err)
+				}
+				if i%2000 == 1999 { // stay within the context
+					b.StopTimer()
+					p.Reset()
+					p.Retires = append(p.Retires, 1)
+					if _, err := e.Tick(&p); err != nil {
+						b.Fatal(err)
+					}
+					_ = e.Free(0)
+					p.Reset()
+					p.AddAdmit(engine.Admit{Lane: 1, Seq: 0, Sampling: engine.Greedy()}, []engine.Token{1, 2, 3, 4}, nil)
+					p.Prefills = append(p.Prefills, engine.Prefill{Lane: 1, Count: 4})
+					p.LoRA = append(p.LoRA, sets[0]...)
+					if _, err := e.Tick(&p); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+			}
+		})
+	}
+}
