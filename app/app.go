@@ -33,6 +33,8 @@ import (
 type Options struct {
 	ModelPath string // the default model: requests that name none get it
 	Alias     string // model name clients see; default: file name without .gguf
+	// LoRA are adapters loaded with the default model (--lora).
+	LoRA []LoRAFile
 	// Models are more resident models, loaded at start beside ModelPath
 	// and kept loaded (unless a request's keep_alive says otherwise).
 	Models []ModelSpec

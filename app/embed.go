@@ -48,6 +48,9 @@ func isEmbeddingModel(path string) bool {
 // serves embeddings and refuses generation. openModelStack calls it for a
 // model whose GGUF names a pooling type.
 func openEmbeddingStack(spec ModelSpec, o Options, arb *sched.Arbiter) (*modelStack, error) {
+	if len(spec.LoRA) > 0 {
+		return nil, fmt.Errorf("app: %s pools (an embedding model or a reranker): LoRA adapters apply to a generation model", spec.Path)
+	}
 	start := time.Now()
 	batch := max(o.Batch, defaultEmbedBatch)
 	// One call is one micro-batch whose sequences are emptied after it, so

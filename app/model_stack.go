@@ -16,6 +16,14 @@ import (
 type ModelSpec struct {
 	Path  string
 	Alias string // default: the file name without .gguf
+	// LoRA are adapters loaded with the model (serve --lora).
+	LoRA []LoRAFile
+}
+
+// LoRAFile is one LoRA adapter and its initial global scale.
+type LoRAFile struct {
+	Path  string
+	Scale float32
 }
 
 // modelStack is one loaded model: its engine, prefix cache, scheduler and
@@ -62,7 +70,13 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		}()
 	}
 	start := time.Now()
-	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, UBatch: o.UBatch, Threads: o.Threads, CacheTypeK: o.CacheTypeK, CacheTypeV: o.CacheTypeV, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack, Poll: o.Poll})
+	var loraPaths []string
+	var loraScales []float32
+	for _, f := range spec.LoRA {
+		loraPaths, loraScales = append(loraPaths, f.Path), append(loraScales, f.Scale)
+	}
+	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, UBatch: o.UBatch, Threads: o.Threads, CacheTypeK: o.CacheTypeK, CacheTypeV: o.CacheTypeV, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack, Poll: o.Poll,
+		LoRA: loraPaths})
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +126,9 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		ms.Size += measuredSize(drafter.Engine().Descriptor(), 0)
 	}
 	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc}, Cache: cacheMetrics{cache}}
+	if len(loraPaths) > 0 {
+		ms.Model.LoRA = task.NewAdapters(loraPaths, loraScales)
+	}
 	ms.Model.Chat, ms.Model.ChatRefused = tmpl, tmplRefused
 	ms.Model.FIM = loadFIM(desc, eng)
 	ms.Model.Prepare()

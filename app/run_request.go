@@ -64,6 +64,7 @@ func OneSpec(m *task.Model, r OneRequest) (*task.Spec, error) {
 	if s.PenaltyLastN, err = task.PenaltyWindow("repeat_last_n", r.RepeatLastN, task.LlamaRepeatLastN, m.Desc.Ctx); err != nil {
 		return nil, err
 	}
+	// LoRA left nil: the adapters run at their --lora scales.
 	return &task.Spec{Prompt: prompt, MaxTokens: r.MaxTokens, Sampling: s, Stop: r.Stop}, nil
 }
 

@@ -226,6 +226,15 @@ func malformedPlans() []malformedPlan {
 		{"bias for a token outside the vocabulary", withBias(func(vocab int) []engine.LogitBias {
 			return []engine.LogitBias{{Token: engine.Token(vocab), Bias: 1}}
 		})},
+		// The conformance engines load no adapter: any scale is too many.
+		{"LoRA scales without adapters", func(p *engine.Plan, prompt []engine.Token) {
+			p.Decodes = []engine.Decode{{Lane: 1}}
+			p.LoRA = []float32{1}
+		}},
+		{"LoRA scales without adapters, bad admit too", func(p *engine.Plan, prompt []engine.Token) {
+			p.AddAdmit(engine.Admit{Lane: 4, Seq: 99, Sampling: greedy}, prompt[:4], nil)
+			p.LoRA = []float32{0}
+		}},
 		{"bias for a negative token", withBias(func(int) []engine.LogitBias { return []engine.LogitBias{{Token: -3, Bias: 1}} })},
 		{"NaN bias", withBias(func(int) []engine.LogitBias { return []engine.LogitBias{{Token: 5, Bias: nan}} })},
 		{"a bias that bans every token", withBias(func(vocab int) []engine.LogitBias {

@@ -68,6 +68,9 @@ type Options struct {
 	// one at a time. PollOff: threads that sleep at once; PollNone: no
 	// pool, ggml starts threads for every step (as llama-server does).
 	Poll int
+	// LoRA are adapter files loaded with the model, in order: a plan's
+	// LoRA scales name them by position (engine.Plan.LoRA).
+	LoRA []string
 }
 
 // DefaultUBatch is the micro-batch unless told otherwise: llama.cpp's and
@@ -241,6 +244,20 @@ func Open(opts Options) (*Engine, error) {
 	for i := 0; i < len(p.model_id) && i < len(id); i++ {
 		p.model_id[i] = C.uint8_t(id[i])
 	}
+	if len(o.LoRA) > 0 {
+		paths := make([]*C.char, len(o.LoRA))
+		for i, lp := range o.LoRA {
+			paths[i] = C.CString(lp)
+			defer C.free(unsafe.Pointer(paths[i]))
+		}
+		// C memory for the array: cgo forbids passing Go memory that
+		// holds Go pointers, and these point to C strings.
+		arr := (**C.char)(C.calloc(C.size_t(len(paths)), C.size_t(unsafe.Sizeof(paths[0]))))
+		defer C.free(unsafe.Pointer(arr))
+		copy(unsafe.Slice(arr, len(paths)), paths)
+		p.lora_paths = arr
+		p.n_lora = C.int32_t(len(paths))
+	}
 	var errBuf [512]C.char
 	ce := C.sf_open(&p, &errBuf[0], C.size_t(len(errBuf)))
 	if ce == nil {
@@ -306,6 +323,11 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		ModelBytes:          uint64(d.model_bytes),
 		Identity:            identity,
 		Pooling:             engine.Pooling(d.pooling),
+		RerankTemplate:      C.GoString(d.rerank_template),
+		SEP:                 int32(d.sep),
+		AddEOS:              d.add_eos != 0,
+		AddSEP:              d.add_sep != 0,
+		LoRA:                int(d.n_lora),
 		FIM: engine.FIM{
 			Prefix:   int32(d.fim_pre),
 			Suffix:   int32(d.fim_suf),

@@ -63,6 +63,8 @@ func (e *Engine) Tick(p *engine.Plan) (*engine.Events, error) {
 	cp.n_tokens = C.uint32_t(len(p.Tokens))
 	cp.biases = (*C.sf_logit_bias)(pinSlice(&e.pinner, p.Biases))
 	cp.n_biases = C.uint32_t(len(p.Biases))
+	cp.lora_scales = (*C.float)(pinSlice(&e.pinner, p.LoRA))
+	cp.n_lora_scales = C.uint32_t(len(p.LoRA))
 
 	ce := e.cevents
 	ce.tokens = (*C.sf_token_event)(pinSlice(&e.pinner, e.tokens))
@@ -100,6 +102,7 @@ func (e *Engine) tickErr(rc C.int) error {
 // is over, so no stale pointer to unpinned memory outlives it.
 func clearPlanPointers(cp *C.sf_plan, ce *C.sf_events) {
 	cp.retires, cp.admits, cp.prefills, cp.decodes, cp.tokens, cp.biases = nil, nil, nil, nil, nil, nil
+	cp.lora_scales = nil
 	ce.tokens, ce.top, ce.lanes = nil, nil, nil
 }
 

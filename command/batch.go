@@ -37,7 +37,7 @@ func batchCommand() *cli.Command {
 			&cli.StringFlag{Name: "alias", Usage: "the model name request bodies may give (default: the file name without .gguf)"},
 			dataDirFlag(),
 			modelsDirFlag(),
-		}, engineFlags(8)...),
+		}, append(engineFlags(8), loraFlags()...)...),
 		Action: batchAction,
 	}
 }
@@ -142,8 +142,12 @@ func batchDoer(c *cli.Context, class sched.Class) (d batch.Doer, parallel int, c
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("batch: %w", err)
 	}
+	lora, err := loraFiles(c)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("batch: %w", err)
+	}
 	st, err := app.Load(app.Options{
-		ModelPath: path, Alias: c.String("alias"), Lanes: lanes, Ctx: c.Int("ctx"), Threads: c.Int("threads"),
+		ModelPath: path, Alias: c.String("alias"), LoRA: lora, Lanes: lanes, Ctx: c.Int("ctx"), Threads: c.Int("threads"),
 		Batch: c.Int("batch"), UBatch: c.Int("ubatch"), CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HTTP: sfhttp.Config{Version: version},
 	})
 	if err != nil {

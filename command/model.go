@@ -43,8 +43,9 @@ func modelCommand() *cli.Command {
 					&cli.IntFlag{Name: "vocab-size", Usage: "pad the built-in vocabulary to this many tokens (default: the shape's; a tiny draft model for a 0.5b target needs 151936, the 0.5b shape's)"},
 					&cli.StringFlag{Name: "type", Value: "f16", Usage: "weight type: f16, q8_0 or q4_0"},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
-					&cli.StringFlag{Name: "pooling", Usage: "make an embedding model pooling its tokens so: mean, cls or last (default: none, a generation model)"},
+					&cli.StringFlag{Name: "pooling", Usage: "make an embedding model pooling its tokens so: mean, cls or last; rank makes a reranker (qwen3 only) (default: none, a generation model)"},
 					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output file"},
+					&cli.StringFlag{Name: "lora", Usage: "also write a LoRA adapter for the model to this file (llama, qwen2 and qwen3; --seed draws it too)"},
 				},
 				Action: modelSynth,
 			},
@@ -94,5 +95,11 @@ func modelSynth(c *cli.Context) error {
 		return err
 	}
 	slog.Info("model written", "file", c.String("output"), "shape", shape.Name, "type", opts.Type, "took", time.Since(start).Round(time.Millisecond))
+	if out := c.String("lora"); out != "" {
+		if err := synth.WriteLoRA(out, synth.LoRAOptions{Shape: shape, Arch: opts.Arch, Seed: opts.Seed}); err != nil {
+			return err
+		}
+		slog.Info("LoRA adapter written", "file", out)
+	}
 	return nil
 }

@@ -115,6 +115,12 @@ var badInputRoutes = map[string]badRoute{
 	"/v1/files": {}, "/v1/files/{id}": {}, "/v1/files/{id}/content": {},
 	"/v1/batches": {}, "/v1/batches/{id}": {}, "/v1/batches/{id}/cancel": {},
 
+	// Reranking needs a reranker (a generation model refuses it) and
+	// /lora-adapters a model with adapters whose POST body is an array:
+	// rerank_test.go and lora_test.go cover their bad input.
+	"/rerank": {}, "/reranking": {}, "/v1/rerank": {}, "/v1/reranking": {},
+	"/lora-adapters": {},
+
 	"/v1/completions": {
 		body: completionsBody, prompt: "prompt", ctxBound: true, model: "model", limit: "max_tokens",
 		temperature: "temperature", topP: "top_p", required: []string{"prompt"},

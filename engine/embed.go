@@ -12,6 +12,9 @@ const (
 	PoolingMean Pooling = 1 // the mean of every token's vector
 	PoolingCLS  Pooling = 2 // the first token's vector
 	PoolingLast Pooling = 3 // the last token's vector
+	// PoolingRank is a reranker's: a pooled row through the model's
+	// classifier head, one score per label (the first is the relevance).
+	PoolingRank Pooling = 4
 )
 
 func (p Pooling) String() string {
@@ -24,6 +27,8 @@ func (p Pooling) String() string {
 		return "cls"
 	case PoolingLast:
 		return "last"
+	case PoolingRank:
+		return "rank"
 	}
 	return fmt.Sprintf("pooling %d", int32(p))
 }

@@ -50,8 +50,19 @@ type Descriptor struct {
 	// (general.sampling.* in the GGUF); see SamplingDefaults.
 	Recommended ModelSampling `json:"recommended_sampling"`
 	// Pooling is not PoolingNone for an embedding model, whose engine
-	// embeds (Embedder) and does not generate.
+	// embeds (Embedder) and does not generate; PoolingRank for a reranker.
 	Pooling Pooling `json:"pooling"`
+	// What a reranker's query-document pairs are built from, as
+	// llama-server builds them: the model's rerank template
+	// (tokenizer.chat_template.rerank, "" when it has none), else BOS,
+	// query, EOS, SEP, document, EOS as the vocabulary adds them.
+	RerankTemplate string `json:"rerank_template,omitempty"`
+	SEP            Token  `json:"sep"`
+	AddEOS         bool   `json:"add_eos"`
+	AddSEP         bool   `json:"add_sep"`
+	// LoRA is how many LoRA adapters the engine loaded (the length of a
+	// plan's LoRA scales).
+	LoRA int `json:"lora_adapters,omitempty"`
 }
 
 // ModelSampling holds the sampling values a model file recommends; the Has

@@ -130,6 +130,11 @@ type Plan struct {
 	Decodes  []Decode
 	Tokens   []Token
 	Biases   []LogitBias
+	// LoRA is the step's adapter scales, one per adapter the engine loaded
+	// (Descriptor.LoRA; 0: not applied); empty: no adapter. llama.cpp
+	// applies adapters to the whole context, so every lane of the step
+	// runs under this set: the scheduler plans lanes of one set together.
+	LoRA []float32
 }
 
 // Reset empties the plan, keeping its storage.
@@ -140,6 +145,7 @@ func (p *Plan) Reset() {
 	p.Decodes = p.Decodes[:0]
 	p.Tokens = p.Tokens[:0]
 	p.Biases = p.Biases[:0]
+	p.LoRA = p.LoRA[:0]
 }
 
 // AddAdmit appends an admission whose prompt and logit bias are copied into

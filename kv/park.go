@@ -210,7 +210,7 @@ func (c *Cache) parkHost(h *hostEntry) { c.parkBlob(h.node, h.blob, h.ckpts, fal
 // parkBlob queues n's exported state for parking. Parked strict prefixes
 // of n go once n's file is written: n serves every prompt they would.
 func (c *Cache) parkBlob(n *node, blob []byte, ckpts []engine.Checkpoint, wait bool) bool {
-	if c.park == nil || n.depth < c.cfg.MinParkTokens {
+	if c.park == nil || n.depth < c.cfg.MinParkTokens || processLocal(n) {
 		return false
 	}
 	if n.park != nil {
@@ -251,7 +251,7 @@ func (c *Cache) parkIdle(now time.Time) {
 		if now.Sub(e.touched) < idle || pinned[e.node] > 0 {
 			continue
 		}
-		if e.node.depth >= c.cfg.MinParkTokens && !c.parkSeq(e.node, e.seq, false) {
+		if e.node.depth >= c.cfg.MinParkTokens && !processLocal(e.node) && !c.parkSeq(e.node, e.seq, false) {
 			continue
 		}
 		e.node.resident = nil
@@ -265,7 +265,7 @@ func (c *Cache) parkIdle(now time.Time) {
 		if now.Sub(h.touched) < idle || pinned[h.node] > 0 {
 			continue
 		}
-		if h.node.depth >= c.cfg.MinParkTokens && !c.parkBlob(h.node, h.blob, h.ckpts, false) {
+		if h.node.depth >= c.cfg.MinParkTokens && !processLocal(h.node) && !c.parkBlob(h.node, h.blob, h.ckpts, false) {
 			continue
 		}
 		c.host.remove(&c.tree, h)
@@ -314,4 +314,18 @@ func (c *Cache) ParkStats() *park.Stats {
 		return nil
 	}
 	return c.park.Stats()
+}
+
+// processLocal reports whether n's stream is in a namespace of this
+// process: its tokens are negative, as no vocabulary's are. The scheduler
+// keys a stream computed under LoRA adapters so (sched/lora.go), by a
+// namespace it numbers as sets appear; another process may number another
+// set the same, so such a stream is cached in memory like any other but
+// never parked (an idle one is evicted, as one too short to park is).
+func processLocal(n *node) bool {
+	at := n
+	for at.parent != nil && at.parent.parent != nil {
+		at = at.parent
+	}
+	return at.parent != nil && len(at.edge) > 0 && at.edge[0] < 0
 }

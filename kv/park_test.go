@@ -385,3 +385,36 @@ func TestViewAndParkInfo(t *testing.T) {
 		t.Fatal("eager parking without a store accepted")
 	}
 }
+
+// A process-local stream (negative tokens: a LoRA adapter set's namespace)
+// is cached and served like any other, but never parked: not when evicted,
+// not when idle, not at close.
+func TestProcessLocalStreamsAreNeverParked(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	dir := t.TempDir()
+	c, f := newParked(t, dir, 2, Config{ParkIdle: 5 * time.Minute, Now: clock})
+	local := seqOf(-5000, 100) // all negative
+	serve(t, c, f, local, seqOf(-100, 10))
+	if cached := serve(t, c, f, cat(local, seqOf(-100, 10), seqOf(-7000, 5)), nil); cached != 110 {
+		t.Fatalf("the local stream served %d tokens, want 110", cached)
+	}
+	base := seqOf(1, 100)
+	serve(t, c, f, base, nil)
+	serve(t, c, f, seqOf(3000, 100), nil) // two sequences: evicts the oldest
+	now = now.Add(10 * time.Minute)
+	c.Tidy() // idle: the base streams are parked, the local one evicted
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.ParkStats().Parks.Load(); n != 2 {
+		t.Errorf("%d streams parked, want the 2 base ones", n)
+	}
+	c2, f2 := newParked(t, dir, 2, Config{})
+	if cached := serve(t, c2, f2, cat(local, seqOf(-9000, 3)), nil); cached != 0 {
+		t.Errorf("a process-local stream came back from disk: %d tokens", cached)
+	}
+	if cached := serve(t, c2, f2, cat(base, seqOf(9000, 3)), nil); cached != 100 {
+		t.Errorf("the base stream restored %d tokens, want 100", cached)
+	}
+}

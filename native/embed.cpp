@@ -38,9 +38,10 @@ int32_t sf_model_pooling(const llama_model *m, const char *arch) {
     case LLAMA_POOLING_TYPE_MEAN:
     case LLAMA_POOLING_TYPE_CLS:
     case LLAMA_POOLING_TYPE_LAST:
+    case LLAMA_POOLING_TYPE_RANK:  // a reranker: its head scores the pooled row
         return (int32_t)v;
     }
-    return -1;  // rank (a reranker's head) or unknown
+    return -1;  // unknown
 }
 
 namespace {

@@ -260,6 +260,8 @@ static void sf_fill_descriptor_cache(sf_engine *e) {
     }
     const char *tmpl = llama_model_chat_template(e->model, nullptr);
     e->chat_template.assign(tmpl != nullptr ? tmpl : "");
+    const char *rerank = llama_model_chat_template(e->model, "rerank");
+    e->rerank_template.assign(rerank != nullptr ? rerank : "");
     char piece[8];
     for (int32_t t = 0; t < e->n_vocab; t++) {
         if (llama_vocab_is_eog(e->vocab, t)) {
@@ -413,7 +415,10 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     llama_model_meta_val_str(e->model, "general.architecture", arch, sizeof arch);
     e->pooling = sf_model_pooling(e->model, arch);
     if (e->pooling < 0) {
-        return "the model's pooling_type is one this engine does not pool by (mean, cls and last are)";
+        return "the model's pooling_type is one this engine does not pool by (mean, cls, last and rank are)";
+    }
+    if (const char *why = sf_lora_load(e, p, msg, msg_len)) {
+        return why;
     }
     llama_context_params cp = sf_context_params(p, e->pooling);
     // ggml aborts the process on a quantized KV row that is not whole
@@ -453,6 +458,13 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
 #else
     e->n_embd = llama_model_n_embd(e->model);
 #endif
+    if (e->pooling == LLAMA_POOLING_TYPE_RANK) {
+        // A reranker pools into its classifier head: one score per label.
+        e->n_embd = (int32_t)llama_model_n_cls_out(e->model);
+        if (e->n_embd < 1) {
+            return "the reranker has no classifier labels to score";
+        }
+    }
     e->kv_type = sf_kv_state_code(p->type_k, p->type_v);
     e->type_k = cp.type_k;
     e->type_v = cp.type_v;
@@ -544,6 +556,11 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->fim_rep = llama_vocab_fim_rep(e->vocab);
     d->fim_sep = llama_vocab_fim_sep(e->vocab);
     d->add_bos = llama_vocab_get_add_bos(e->vocab) ? 1 : 0;
+    d->add_eos = llama_vocab_get_add_eos(e->vocab) ? 1 : 0;
+    d->add_sep = llama_vocab_get_add_sep(e->vocab) ? 1 : 0;
+    d->sep = llama_vocab_sep(e->vocab);
+    d->rerank_template = e->rerank_template.c_str();
+    d->n_lora = (int32_t)e->loras.size();
     d->partial_truncation = e->partial == SF_PARTIAL_NONE ? 1 : 0;
     d->partial = e->partial;
     d->n_swa = e->n_swa;

@@ -203,6 +203,9 @@ struct sf_engine {
 
     std::vector<int32_t> eog;
     std::string chat_template;
+    std::string rerank_template;  // tokenizer.chat_template.rerank, "" when absent
+    std::vector<llama_adapter_lora *> loras;  // freed with the model
+    std::vector<float> lora_scales;           // the set the context runs under
     std::string arch;
     int64_t kv_bytes_per_token = 0;
     int64_t recurrent_state_bytes = 0;
@@ -255,6 +258,13 @@ class sf_compute_lock {
 // LLAMA_POOLING_TYPE_NONE when it names none, or -1 for a value this engine
 // does not pool by (rank, or anything unknown).
 int32_t sf_model_pooling(const llama_model *m, const char *arch);
+
+// LoRA (lora.cpp): load the open params' adapters (null, or the reason it
+// failed), check a plan's scales, and set them on the context before its
+// decode.
+const char *sf_lora_load(sf_engine *e, const sf_open_params *p, char *msg, size_t msg_len);
+int sf_lora_check(sf_engine *e, const sf_plan *p);
+void sf_lora_apply(sf_engine *e, const sf_plan *p);
 
 // Records a formatted error message on the engine and returns code.
 int sf_fail(sf_engine *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -96,7 +96,17 @@ typedef struct sf_open_params {
     /* The caller's identity of the model file (a digest); exported state
      * carries it and import refuses state from any other model. */
     uint8_t model_id[32];
+    /* LoRA adapters loaded with the model (lora.cpp), at most SF_MAX_LORA;
+     * which apply, at what scale, each plan says. */
+    const char *const *lora_paths;
+    int32_t n_lora;
 } sf_open_params;
+
+#define SF_MAX_LORA 64
+/* The largest |scale| a plan may give an adapter: llama-server takes any
+ * float, but a scale past this makes the adapter's delta swamp the weights
+ * (and ±inf or NaN poisons every logit). */
+#define SF_MAX_LORA_SCALE 100.0f
 
 /* Sampling parameters of one lane. A temperature below 1e-5 (NaN, 0 and
  * negatives included) means greedy. A sampled lane's draw at each token
@@ -188,6 +198,10 @@ typedef struct sf_plan {
     const sf_decode *decodes;    uint32_t n_decodes;
     const int32_t *tokens;       uint32_t n_tokens;
     const sf_logit_bias *biases; uint32_t n_biases;
+    /* The step's LoRA scales, one per loaded adapter (0: not applied); none
+     * (n_lora_scales 0): no adapter. llama.cpp applies adapters to the whole
+     * context, so every lane of the step runs under this set. */
+    const float *lora_scales;    uint32_t n_lora_scales;
 } sf_plan;
 
 /* One sampled token. */
@@ -282,7 +296,7 @@ typedef struct sf_desc {
     /* enum sf_pooling: not SF_POOLING_NONE for an embedding model, whose
      * engine runs sf_embed and refuses sf_tick. */
     int32_t pooling;
-    int32_t n_embd_pooled; /* floats in one pooled vector (sf_embed's stride) */
+    int32_t n_embd_pooled; /* floats in one pooled vector (sf_embed's stride); a reranker's labels */
     /* enum sf_partial: what of the model's memory cannot be cut at any
      * position (partial_truncation is 1 only for SF_PARTIAL_NONE); which
      * cuts are valid for a sequence now, sf_seq_min_cut says. */
@@ -298,6 +312,14 @@ typedef struct sf_desc {
      * on sliding-window ones, whose window cache may have dropped, for the
      * draft's later positions, cells the positions after a cut still see. */
     int32_t drafts;
+    /* What a reranker's pairs are built from (llama-server's
+     * format_prompt_rerank): the model's rerank template ("" when it has
+     * none), else BOS, query, EOS, SEP, document, EOS as the vocabulary
+     * adds them. */
+    const char *rerank_template;
+    int32_t sep; /* -1: none */
+    int32_t add_eos, add_sep;
+    int32_t n_lora; /* adapters loaded (sf_open_params.lora_paths) */
 } sf_desc;
 
 /* Memory a cut can lose: SWA, the cells of a sliding-window layer that
@@ -307,7 +329,7 @@ enum sf_partial { SF_PARTIAL_NONE = 0, SF_PARTIAL_SWA = 1, SF_PARTIAL_RECURRENT 
 
 /* How an embedding model pools its tokens' vectors into one (llama.cpp's
  * enum llama_pooling_type, as <arch>.pooling_type stores it). */
-enum sf_pooling { SF_POOLING_NONE = 0, SF_POOLING_MEAN = 1, SF_POOLING_CLS = 2, SF_POOLING_LAST = 3 };
+enum sf_pooling { SF_POOLING_NONE = 0, SF_POOLING_MEAN = 1, SF_POOLING_CLS = 2, SF_POOLING_LAST = 3, SF_POOLING_RANK = 4 };
 
 enum sf_rec { SF_REC_TOP_K = 1, SF_REC_TOP_P = 2, SF_REC_MIN_P = 4 };
 

@@ -174,6 +174,9 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
         (ev->cap_lanes > 0 && ev->lanes == nullptr)) {
         return sf_fail(e, SF_ERR_INVALID, "event array with a capacity but no storage");
     }
+    if (int rc = sf_lora_check(e, p)) {
+        return rc;
+    }
     for (uint32_t i = 0; i < p->n_retires; i++) {
         if (find_lane(e, p->retires[i]) == nullptr) {
             return sf_fail_lane(e, p->retires[i], SF_ERR_UNKNOWN_LANE, "retire: unknown lane %u", p->retires[i]);
@@ -512,6 +515,7 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
     if (e->batch.n_tokens == 0) {
         return SF_OK;  // retires and admits only
     }
+    sf_lora_apply(e, p);
     int64_t t0 = sf_now_ns();
     int32_t rc;
     {

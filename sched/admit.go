@@ -141,11 +141,11 @@ func (p *planner) classCap(c Class) int {
 // The lane must hold more of the prefix than the cache held when it
 // started, or waiting gains nothing.
 func (p *planner) awaitsSharedPrefix(j *job) bool {
-	if j.resumed || j.class.interactive() || p.steps-j.queuedStep >= sharedPrefixMaxHoldSteps {
+	if j.resumed || j.class.interactive() || p.steps-j.queuedStep >= sharedPrefixMaxHoldSteps || !j.adapters.none() {
 		return false
 	}
 	for _, l := range p.lanes {
-		if l.preempted {
+		if l.preempted || !l.job.adapters.none() {
 			continue
 		}
 		if left := l.toGenerate(); !l.finishing && (left < 0 || left > sharedPrefixTailTokens) {
@@ -260,7 +260,9 @@ func (p *planner) unbind(l *lane) {
 	if i := slices.Index(p.lanes, l); i >= 0 {
 		p.lanes = slices.Delete(p.lanes, i, i+1)
 	}
-	p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.warm:l.warm], obs: l.job.obs})
+	rel := p.releaseOf(l.job, l.seq, l.tokens[:l.warm:l.warm])
+	rel.obs = l.job.obs
+	p.ready.releases = append(p.ready.releases, rel)
 }
 
 // acquireFailed handles a job the cache found no sequence for: it waits at

@@ -85,7 +85,7 @@ func (c *fakeCache) Acquire(tokens []engine.Token) (int32, int, error) {
 func (c *fakeCache) Release(seq int32, tokens []engine.Token) {
 	c.now++
 	c.releases++
-	if held := c.eng.Seq(seq); !slices.Equal(held, tokens) {
+	if held := c.eng.Seq(seq); !slices.Equal(held, untag(tokens, c.eng.Descriptor().Vocab)) {
 		c.t.Errorf("fake cache: released sequence %d holds %d tokens, Release names %d (or different ones)", seq, len(held), len(tokens))
 		_ = c.eng.Free(seq)
 		c.free = append(c.free, seq)
@@ -134,4 +134,17 @@ func (c *fakeCache) evict(e *cacheEntry) {
 
 func (c *fakeCache) remove(e *cacheEntry) {
 	c.entries = slices.DeleteFunc(c.entries, func(x *cacheEntry) bool { return x == e })
+}
+
+// untag is tokens as the engine holds them: a LoRA set's namespace
+// (lora.go's -(1 + t + vocab × ns)) taken off.
+func untag(tokens []engine.Token, vocab int) []engine.Token {
+	out := make([]engine.Token, len(tokens))
+	for i, t := range tokens {
+		if t < 0 {
+			t = engine.Token((-int64(t) - 1) % int64(vocab))
+		}
+		out[i] = t
+	}
+	return out
 }

@@ -30,6 +30,10 @@ type job struct {
 	// grammar is the compiled grammar constraining the output (0: none),
 	// held from Submit until the job ends.
 	grammar engine.GrammarID
+	// adapters is the LoRA set every step of the job runs under; cacheNS
+	// its namespace in the prefix cache (-1: none given yet, or none left).
+	adapters adapterSet
+	cacheNS  int32
 
 	submitted time.Time
 	// queuedStep is the step the job was first queued on: aging and the
@@ -115,6 +119,9 @@ type lane struct {
 	// waited; decodeStarved steps it put no token into.
 	prefillStarved int
 	decodeStarved  int
+	// setWait counts the steps this lane had work in but another LoRA
+	// adapter set ran (lora.go).
+	setWait int
 	// chunk is the prompt tokens planned for this lane in the step being
 	// planned.
 	chunk int

@@ -179,7 +179,7 @@ func (l *loop) admit(now time.Time) {
 			continue
 		}
 		if err := p.admit(j, seq, cached, now); err != nil {
-			l.cache.Release(seq, j.prompt[:max(0, min(cached, len(j.prompt)))])
+			l.giveBack(p.releaseOf(j, seq, j.prompt[:max(0, min(cached, len(j.prompt)))]))
 			continue
 		}
 		if ready != nil {
@@ -207,6 +207,16 @@ func (l *loop) acquire(j *job) (seq int32, cached int, ready *atomic.Bool, err e
 			seq, cached, ready, err = -1, 0, nil, panics.Recovered(panics.Scheduler, v, "in", "cache acquire", "prompt_tokens", len(j.prompt))
 		}
 	}()
+	if !j.adapters.none() {
+		// The set's own namespace of the cache (never on disk, so no
+		// restore); cold when no namespace is left (lora.go).
+		key, ok := l.p.cacheKey(j)
+		if !ok {
+			key = j.prompt[:1] // one token leaves nothing to seed
+		}
+		seq, cached, err = l.cache.Acquire(key)
+		return seq, cached, nil, err
+	}
 	if l.restorer == nil {
 		seq, cached, err = l.cache.Acquire(j.prompt)
 		return seq, cached, nil, err
@@ -270,11 +280,11 @@ func (l *loop) flush() {
 	r := &l.p.ready
 	for _, rel := range r.releases {
 		if rel.obs == nil {
-			l.cache.Release(rel.seq, rel.tokens)
+			l.giveBack(rel)
 			continue
 		}
 		start := l.clock.Now()
-		l.cache.Release(rel.seq, rel.tokens)
+		l.giveBack(rel)
 		parked := false
 		if tr, ok := l.cache.(TierReporter); ok && len(rel.tokens) > 0 {
 			parked = tr.LastReleaseParked()
@@ -424,4 +434,15 @@ func (l *loop) close() {
 	}
 	l.flush()
 	p.publishOccupancy()
+}
+
+// giveBack returns a released sequence to the cache; a discarded one
+// (an adapter lane's stream with no cache namespace) is emptied first.
+func (l *loop) giveBack(rel release) {
+	if rel.discard {
+		if err := l.eng.Free(rel.seq); err != nil {
+			l.p.cfg.Logger.Error("sched: emptying an adapter lane's sequence failed", "seq", rel.seq, "err", err)
+		}
+	}
+	l.cache.Release(rel.seq, rel.tokens)
 }

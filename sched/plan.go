@@ -24,7 +24,8 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 			pl.Retires = append(pl.Retires, l.tag)
 		}
 	}
-	decoders := p.decoders()
+	decoders := p.onlyStepAdapters(p.decoders())
+	pl.LoRA = append(pl.LoRA, p.stepSet.scales...)
 	promptWaits, interactivePrompt := p.promptsWaiting()
 	if !promptWaits || len(decoders) == 0 {
 		p.decodeOwed = 0
@@ -157,7 +158,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 			}, j.prompt, j.bias)
 		}
 		rem := l.remaining()
-		if rem <= 0 || !prefill {
+		if rem <= 0 || !prefill || l.job.adapters.key != p.stepSet.key {
 			continue
 		}
 		if l.job.class.interactive() {

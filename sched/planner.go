@@ -26,7 +26,12 @@ type planner struct {
 	// checkpointEvery is the spacing of the engine's partial-state
 	// checkpoints (0: the model keeps none; see alignToCheckpoint).
 	checkpointEvery int
-	stats           *counters
+	// adapters is how many LoRA adapters the engine loaded; stepSet the
+	// set the step being planned runs under (lora.go).
+	adapters int
+	stepSet  adapterSet
+	cacheNS  cacheNamespaces
+	stats    *counters
 
 	queues [NumClasses][]*job
 	lanes  []*lane // by tag: oldest first
@@ -95,6 +100,10 @@ type release struct {
 	seq    int32
 	tokens []engine.Token
 	obs    JobObserver // the lane's job's, told of the publish; may be nil
+	// discard: the sequence holds a stream the cache must not publish
+	// (computed under a LoRA set): the loop empties it and releases it
+	// holding nothing.
+	discard bool
 }
 
 func (r *ready) clear() {
@@ -110,7 +119,7 @@ func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
 		ubatch = min(d.Batch, defaultUBatch)
 	}
 	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), ctx: d.Ctx, checkpointEvery: d.CheckpointEvery,
-		stats: stats, bgDivisor: cfg.BackgroundDivisor, spec: newSpecState(cfg.Speculation, d, cfg.Lanes)}
+		adapters: d.LoRA, cacheNS: newCacheNamespaces(d.Vocab), stats: stats, bgDivisor: cfg.BackgroundDivisor, spec: newSpecState(cfg.Speculation, d, cfg.Lanes)}
 }
 
 // defaultUBatch is an engine's micro-batch when its descriptor names none
@@ -209,7 +218,9 @@ func (p *planner) dropLanes(drop func(*lane) bool) {
 			kept = append(kept, l)
 			continue
 		}
-		p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.npast:l.npast], obs: l.job.obs})
+		rel := p.releaseOf(l.job, l.seq, l.tokens[:l.npast:l.npast])
+		rel.obs = l.job.obs
+		p.ready.releases = append(p.ready.releases, rel)
 		if l.preempted {
 			p.requeuePreempted(l)
 		} else {

@@ -36,6 +36,10 @@ type Request struct {
 	// errors.Is(err, engine.ErrGrammar). A lane whose grammar completes
 	// ends with FinishGrammar.
 	Grammar *engine.GrammarSpec
+	// LoRA is the request's adapter scales, one per adapter the engine
+	// loaded (engine.Descriptor.LoRA); nil or all zero: no adapter. Submit
+	// copies it. See lora.go for how lanes of different sets share steps.
+	LoRA []float32
 }
 
 // validate refuses what the engine would refuse at admission. The engine
@@ -67,6 +71,9 @@ func (r *Request) validate(d *engine.Descriptor) error {
 		if b.Token < 0 || (d.Vocab > 0 && int(b.Token) >= d.Vocab) || math.IsNaN(float64(b.Bias)) {
 			return fmt.Errorf("sched: logit bias for token %d is invalid", b.Token)
 		}
+	}
+	if err := engine.CheckLoRAScales(r.LoRA, d.LoRA); err != nil {
+		return fmt.Errorf("sched: %w", err)
 	}
 	if engine.BansEveryToken(r.Bias, d.Vocab) {
 		return fmt.Errorf("sched: the logit bias bans every token of the vocabulary")

@@ -176,6 +176,8 @@ func newJob(id uint64, req *Request) *job {
 		bias:      append([]engine.LogitBias(nil), req.Bias...),
 		stop:      append([]engine.Token(nil), req.StopTokens...),
 		deadline:  req.Deadline,
+		adapters:  newAdapterSet(req.LoRA),
+		cacheNS:   -1,
 	}
 	if j.sampling == (engine.Sampling{}) {
 		j.sampling = engine.Greedy()

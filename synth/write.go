@@ -22,7 +22,8 @@ type Options struct {
 	Arch string
 	// Pooling makes an embedding model: "mean", "cls" or "last" is written
 	// as <arch>.pooling_type (PoolingTypes); "" or "none" writes no key,
-	// which is a generation model.
+	// which is a generation model. "rank" makes a reranker (qwen3 only):
+	// see rerank.go.
 	Pooling string
 	// Metadata are extra keys (e.g. general.sampling.*), set after the
 	// generated ones; a key already set is replaced.
@@ -31,7 +32,7 @@ type Options struct {
 
 // PoolingTypes are llama.cpp's enum llama_pooling_type values by name, as
 // <arch>.pooling_type stores them.
-var PoolingTypes = map[string]uint32{"none": 0, "mean": 1, "cls": 2, "last": 3}
+var PoolingTypes = map[string]uint32{"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": poolingRank}
 
 // poolingType maps Options.Pooling to the key's value; ok false for none.
 func poolingType(name string) (v uint32, ok bool, err error) {
@@ -40,7 +41,7 @@ func poolingType(name string) (v uint32, ok bool, err error) {
 	}
 	v, known := PoolingTypes[strings.ToLower(name)]
 	if !known {
-		return 0, false, fmt.Errorf("synth: unknown pooling %q (valid: none, mean, cls, last)", name)
+		return 0, false, fmt.Errorf("synth: unknown pooling %q (valid: none, mean, cls, last, rank)", name)
 	}
 	return v, v != 0, nil
 }
@@ -95,8 +96,10 @@ func Write(path string, o Options) error {
 			return err
 		}
 	}
-	if _, _, err := poolingType(o.Pooling); err != nil {
+	if v, _, err := poolingType(o.Pooling); err != nil {
 		return err
+	} else if v == poolingRank && a.name != "qwen3" {
+		return fmt.Errorf("synth: a reranker (pooling rank) is written for qwen3 only, not %s: its loader is the one that reads a cls.output head among the architectures synth writes", a.name)
 	}
 	var voc *vocab
 	if o.VocabFile == "" {
@@ -118,6 +121,9 @@ func Write(path string, o Options) error {
 		w.SetValue(kv.Key, kv.Value)
 	}
 	addTensors(w, s, a, voc, gen{seed: o.Seed, typ: typ})
+	if v, _, _ := poolingType(o.Pooling); v == poolingRank {
+		addRerankHead(w, s, gen{seed: o.Seed, typ: typ})
+	}
 	if err := w.WriteFile(path); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}

@@ -94,7 +94,10 @@ func CacheKey(m *Model, s *Spec, api string) string {
 		return "" // the scheduler's refusal is the answer, not another's cached one
 	}
 	smp.Seed = 0
-	extra := fmt.Sprintf("%s|%+v|%v", api, smp, s.Bias) + GrammarKey(s.Grammar)
+	// The scales resolved now: a POST /lora-adapters between this key and
+	// the submission could store one answer under the other's key, a race
+	// no client's request sequence can make matter.
+	extra := fmt.Sprintf("%s|%+v|%v|lora%v", api, smp, s.Bias, m.LoRA.Resolve(s.LoRA)) + GrammarKey(s.Grammar)
 	return completionKey(m.Desc.Identity, s.Prompt, s.MaxTokens, s.Stop, extra)
 }
 

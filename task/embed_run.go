@@ -66,6 +66,9 @@ func (r *EmbedRequest) CheckEmbed(m *Model) error {
 	if m.Embed == nil {
 		return NoEmbeddings(m)
 	}
+	if m.Desc.Pooling == engine.PoolingRank {
+		return WrongModelError("model %q is a reranking model: its scores are served by /v1/rerank, not as embeddings", m.Name)
+	}
 	if r.Dims < 0 || r.Dims > m.Embed.Dim() {
 		return BadParam("dimensions", "%s must be between 1 and the model's %d dimensions, got %d", "dimensions", m.Embed.Dim(), r.Dims)
 	}

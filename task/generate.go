@@ -43,6 +43,9 @@ type Spec struct {
 	// Reply is how a chat turn's reply is read (FollowTurn); nil for a raw
 	// completion, whose text is the answer.
 	Reply *ReplyPlan
+	// LoRA is the adapter scales the request named (Adapters.ForRequest);
+	// nil: the model's global scales (Adapters.Resolve, at submission).
+	LoRA []float32
 }
 
 // WithSeed is s for choice i of a request: each choice samples with its
@@ -93,6 +96,7 @@ func Submit(ctx context.Context, m *Model, s *Spec) (*sched.Stream, error) {
 	st, err := m.Sched.Submit(ctx, sched.Request{
 		Prompt: s.Prompt, Class: s.Class, MaxTokens: s.MaxTokens, Sampling: s.Sampling,
 		Logprobs: s.Logprobs, Deadline: s.Deadline, Bias: s.Bias, StopTokens: s.StopTokens, Grammar: s.Grammar,
+		LoRA: m.LoRA.Resolve(s.LoRA),
 	})
 	if errors.Is(err, engine.ErrGrammar) {
 		return nil, GrammarError(s.GrammarField, err)

@@ -43,6 +43,8 @@ type Model struct {
 	Embed Embedder       // nil for a generation model
 	Chat  *chat.Template // nil when the model has no usable chat template
 	FIM   *fim.Builder   // nil when the vocabulary cannot fill in the middle
+	// LoRA is the model's LoRA adapters; nil when it was loaded with none.
+	LoRA *Adapters
 	// ChatRefused says why Chat is nil when a template was refused at load
 	// (it failed to parse, or crossed a sandbox bound); chat requests are
 	// answered 400 with it.

@@ -6,6 +6,7 @@ package enginetest
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -54,7 +55,12 @@ type Fake struct {
 	// that ran and stopped on a full KV cache is not one.
 	Refusals []error
 
-	seqs     [][]engine.Token
+	seqs [][]engine.Token
+	// seqSalt is the LoRA salt a sequence's cells were computed under
+	// (LoRASalt; 0: no adapter); mixedSalt poisons the hash of a sequence
+	// whose cells were computed under more than one set.
+	seqSalt  []uint64
+	salt     uint64  // the step being run's (LoRASalt of its plan)
 	seqOwner []int64 // lane tag holding each sequence; -1: none
 	lanes    map[uint32]*lane
 
@@ -124,6 +130,7 @@ func New(lanes, batch, seqs, ctx int, clock Advancer) *Fake {
 		Cost:     CPUCost,
 		clock:    clock,
 		seqs:     make([][]engine.Token, seqs),
+		seqSalt:  make([]uint64, seqs),
 		seqOwner: make([]int64, seqs),
 		lanes:    map[uint32]*lane{},
 	}
@@ -170,6 +177,7 @@ func (e *Fake) CopyPrefix(src, dst int32, n int) error {
 		return &engine.Error{Status: engine.StatusSeqRange, Op: "copy prefix"}
 	}
 	e.seqs[dst] = append(e.seqs[dst][:0], e.seqs[src][:n]...)
+	e.seqSalt[dst] = e.seqSalt[src]
 	return nil
 }
 
@@ -236,6 +244,10 @@ func (e *Fake) SetVocab(n int) {
 	e.desc.Vocab = max(n, 4)
 }
 
+// SetLoRA makes the fake hold n LoRA adapters: plans may carry n scales,
+// and a step's scales change what every row of it computes (LoRASalt).
+func (e *Fake) SetLoRA(n int) { e.desc.LoRA = n }
+
 func (e *Fake) seqOK(s int32) bool { return s >= 0 && int(s) < len(e.seqs) }
 
 func (e *Fake) kvUsed() int {
@@ -279,7 +291,9 @@ func (e *Fake) Tick(p *engine.Plan) (*engine.Events, error) {
 			prefilled: int(a.Cached), max: int(a.MaxTokens), logprobs: int(a.Logprobs),
 			grammar: a.Grammar != 0,
 		}
-		l.hash = hashTokens(fnvOffset, l.prompt[:l.prefilled])
+		// The cached cells hold what they were computed under: a prefix
+		// computed under another adapter set gives another history.
+		l.hash = hashTokensUnder(fnvOffset, l.prompt[:l.prefilled], e.seqSalt[a.Seq])
 		e.lanes[a.Lane] = l
 		e.seqOwner[a.Seq] = int64(a.Lane)
 		e.touch(l)
@@ -325,6 +339,8 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 	if e.KVCap > 0 && e.kvUsed()+prefill+rows > e.KVCap {
 		return false, fail(engine.StatusKVFull, "the KV cache has no room for a step of %d tokens", prefill+rows)
 	}
+	salt := LoRASalt(p.LoRA)
+	e.salt = salt
 	// Lanes decoding at the start of the step, before prefills complete.
 	decoding := e.decoding[:0]
 	defer func() { e.decoding = decoding[:0] }()
@@ -340,8 +356,9 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 		l := e.lanes[f.Lane]
 		e.touch(l)
 		chunk := l.prompt[f.Offset : f.Offset+f.Count]
+		e.saltCells(l.seq, salt)
 		e.seqs[l.seq] = append(e.seqs[l.seq], chunk...)
-		l.hash = hashTokens(l.hash, chunk)
+		l.hash = hashTokensUnder(l.hash, chunk, salt)
 		l.prefilled += int(f.Count)
 		e.ev.Timings.PrefillTokens += f.Count
 		if l.prefilled == len(l.prompt) {
@@ -350,6 +367,7 @@ func (e *Fake) step(p *engine.Plan) (bool, error) {
 	}
 	for i, l := range decoding {
 		d := &p.Decodes[i]
+		e.saltCells(l.seq, salt)
 		e.seqs[l.seq] = append(e.seqs[l.seq], l.pending)
 		l.hasPending = false
 		e.ev.Timings.DecodeTokens++
@@ -393,7 +411,7 @@ func (e *Fake) sample(l *lane) {
 // commit makes t the lane's next token (eog: the model ended there).
 func (e *Fake) commit(l *lane, t engine.Token, eog bool) {
 	eog = eog || t == EOS
-	l.hash = hashTokens(l.hash, []engine.Token{t})
+	l.hash = hashTokensUnder(l.hash, []engine.Token{t}, e.salt)
 	l.generated++
 	if l.grammar {
 		e.ev.Timings.GrammarFast++
@@ -426,13 +444,51 @@ const (
 	fnvPrime  = 1099511628211
 )
 
-func hashTokens(h uint64, ts []engine.Token) uint64 {
+func hashTokens(h uint64, ts []engine.Token) uint64 { return hashTokensUnder(h, ts, 0) }
+
+// hashTokensUnder is the history's hash with its tokens computed under the
+// LoRA salt: the fake model's adapters change every row they touch.
+func hashTokensUnder(h uint64, ts []engine.Token, salt uint64) uint64 {
 	for _, t := range ts {
-		h ^= uint64(uint32(t))
+		h ^= uint64(uint32(t)) ^ salt
 		h *= fnvPrime
 	}
 	return h
 }
+
+// LoRASalt is the fake model's trace of a step's adapter scales: 0 for no
+// adapter (none, or every scale zero), else a hash of the scales.
+func LoRASalt(scales []float32) uint64 {
+	h := uint64(0)
+	for _, s := range scales {
+		if s != 0 {
+			h = fnvOffset
+			break
+		}
+	}
+	if h == 0 {
+		return 0
+	}
+	for _, s := range scales {
+		h ^= uint64(math.Float32bits(s))
+		h *= fnvPrime
+	}
+	return h | 1
+}
+
+// saltCells records that cells computed under salt join seq: a sequence
+// whose cells mix sets gets a salt no set has, so every lane seeded from
+// it differs from its reference.
+func (e *Fake) saltCells(seq int32, salt uint64) {
+	switch {
+	case len(e.seqs[seq]) == 0:
+		e.seqSalt[seq] = salt
+	case e.seqSalt[seq] != salt:
+		e.seqSalt[seq] = mixedSalt
+	}
+}
+
+const mixedSalt = 0x6d6978656421
 
 // nextToken is the fake model: the token after a history whose hash is h,
 // in a vocabulary of vocab tokens.
@@ -449,12 +505,18 @@ func nextToken(h uint64, eogEvery uint64, vocab int) (engine.Token, bool) {
 // Reference is what the fake model generates for prompt, run straight
 // through with nothing else around: the output every schedule must match.
 func Reference(prompt []engine.Token, maxTokens int, eogEvery uint64, stop []engine.Token, ctx int) []engine.Token {
-	h := hashTokens(fnvOffset, prompt)
+	return ReferenceUnder(prompt, maxTokens, eogEvery, stop, ctx, nil)
+}
+
+// ReferenceUnder is Reference with every step under the LoRA scales lora.
+func ReferenceUnder(prompt []engine.Token, maxTokens int, eogEvery uint64, stop []engine.Token, ctx int, lora []float32) []engine.Token {
+	salt := LoRASalt(lora)
+	h := hashTokensUnder(fnvOffset, prompt, salt)
 	var out []engine.Token
 	n := len(prompt)
 	for {
 		t, eog := nextToken(h, eogEvery, Vocab)
-		h = hashTokens(h, []engine.Token{t})
+		h = hashTokensUnder(h, []engine.Token{t}, salt)
 		out = append(out, t)
 		if eog || (maxTokens > 0 && len(out) >= maxTokens) {
 			return out
@@ -477,5 +539,6 @@ func ClonePlan(p *engine.Plan) engine.Plan {
 		Admits:   append([]engine.Admit(nil), p.Admits...),
 		Prefills: append([]engine.Prefill(nil), p.Prefills...),
 		Decodes:  append([]engine.Decode(nil), p.Decodes...),
+		LoRA:     append([]float32(nil), p.LoRA...),
 	}
 }

@@ -19,6 +19,9 @@ import (
 // cannot see token identities in its KV cache), which catches a cache
 // that hands out the wrong prefix.
 func (e *Fake) validate(p *engine.Plan) error {
+	if err := engine.CheckLoRAScales(p.LoRA, e.desc.LoRA); err != nil {
+		return fail(engine.StatusInvalid, "plan: %v", err)
+	}
 	for i, tag := range p.Retires {
 		if e.lanes[tag] == nil {
 			return failLane(engine.StatusUnknownLane, tag, "retire: unknown lane %d", tag)

@@ -62,6 +62,8 @@ func Routes(h wire.Host) []wire.Route {
 		{Method: "POST", Path: "/detokenize", API: wire.Llama, Handle: a.detokenize},
 		{Method: "GET", Path: "/props", API: wire.Llama, Handle: a.props},
 		{Method: "GET", Path: "/slots", API: wire.Llama, Handle: a.slots},
+		{Method: "GET", Path: "/lora-adapters", API: wire.Llama, Handle: a.loraAdapters},
+		{Method: "POST", Path: "/lora-adapters", API: wire.Llama, Handle: a.setLoRAAdapters, Body: wire.BodyControl},
 	}
 }
 

@@ -29,6 +29,7 @@ type completionParams struct {
 	maxPrompt  time.Duration // t_max_prompt_ms; 0: none
 	maxPredict time.Duration // t_max_predict_ms; 0: none
 	fields     []string      // response_fields; nil: all
+	lora       []float32     // the LoRA adapter scales; nil: none
 	grammar    *engine.GrammarSpec
 	grammarAt  string // the field the grammar came from
 	stream     bool
@@ -50,6 +51,9 @@ func readParams(m *task.Model, req *completionRequest) (*completionParams, error
 		return nil, err
 	}
 	p := &completionParams{maxTokens: limit, warmup: n != nil && *n == 0, stream: req.Stream, wantTokens: req.ReturnTokens, nIndent: req.NIndent}
+	if p.lora, err = req.LoRAField.Scales(m); err != nil {
+		return nil, err
+	}
 	if p.sampling, err = samplingOf(m, req); err != nil {
 		return nil, err
 	}
@@ -176,7 +180,7 @@ type promptJob struct {
 // prompt only.
 func (p *completionParams) newJob(index int, prompt []engine.Token, class sched.Class) *promptJob {
 	g := &task.Spec{Prompt: prompt, Class: class, MaxTokens: p.maxTokens, Sampling: p.sampling, Stop: p.stops, Bias: p.bias,
-		Grammar: p.grammar, GrammarField: p.grammarAt}
+		Grammar: p.grammar, GrammarField: p.grammarAt, LoRA: p.lora}
 	if p.warmup {
 		g.Grammar = nil
 		g.MaxTokens, g.Sampling, g.Stop, g.Bias = 1, engine.Greedy(), nil, nil

@@ -105,6 +105,9 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 		return nil, err
 	}
 	g := &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}}
+	if g.LoRA, err = req.LoRAField.Scales(m); err != nil {
+		return nil, err
+	}
 	plan.Apply(&g.Spec)
 	if req.Logprobs {
 		top := 0

@@ -281,6 +281,9 @@ func completionSpec(m *task.Model, req *oaiCompletionRequest, class sched.Class)
 		return nil, err
 	}
 	g := &task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}
+	if g.LoRA, err = req.LoRAField.Scales(m); err != nil {
+		return nil, err
+	}
 	if g.Bias, err = logitBias(m, req.LogitBias); err != nil {
 		return nil, err
 	}

@@ -160,9 +160,11 @@ type LlamaUnhonoured struct {
 	MinKeep           json.RawMessage `json:"min_keep"`
 	PostSamplingProbs json.RawMessage `json:"post_sampling_probs"`
 	NCmpl             json.RawMessage `json:"n_cmpl"`
-	Lora              json.RawMessage `json:"lora"`
-	MultimodalData    json.RawMessage `json:"multimodal_data"`
-	ImageData         json.RawMessage `json:"image_data"`
+	// lora rides along with these, since the same requests carry it, but
+	// is honoured: Spec.LoRA comes from LoRAField.Scales.
+	LoRAField
+	MultimodalData json.RawMessage `json:"multimodal_data"`
+	ImageData      json.RawMessage `json:"image_data"`
 }
 
 func (u *LlamaUnhonoured) Check() error {
@@ -177,7 +179,6 @@ func (u *LlamaUnhonoured) Check() error {
 		Unhonoured{"min_keep", u.MinKeep, AnyOf(NumberIs(0), NumberIs(1)), WhySampler},
 		Unhonoured{"post_sampling_probs", u.PostSamplingProbs, IsFalse, "probabilities are reported as logprobs before sampling"},
 		Unhonoured{"n_cmpl", u.NCmpl, NumberIs(1), "one completion per prompt is generated (OpenAI's endpoints take n)"},
-		Unhonoured{"lora", u.Lora, EmptyValue, "this server loads no LoRA adapters"},
 		Unhonoured{"multimodal_data", u.MultimodalData, EmptyValue, WhyModality},
 		Unhonoured{"image_data", u.ImageData, EmptyValue, WhyModality},
 	)

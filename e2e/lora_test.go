@@ -1,0 +1,288 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"superfluid/app"
+	"superfluid/engine"
+	"superfluid/synth"
+)
+
+// LoRA end to end: the tiny synthetic model served with synthetic
+// adapters (--lora), chosen per request by llama.cpp's lora field.
+
+func loraFile(t testing.TB, seed uint64) string {
+	t.Helper()
+	modelMu.Lock()
+	defer modelMu.Unlock()
+	key := fmt.Sprintf("lora|%d", seed)
+	if p, ok := modelMemo[key]; ok {
+		return p
+	}
+	s, err := synth.ShapeByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(modelDir, fmt.Sprintf("lora-%d.gguf", seed))
+	if err := synth.WriteLoRA(path, synth.LoRAOptions{Shape: s, Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	modelMemo[key] = path
+	return path
+}
+
+// loraStack serves the tiny model with two adapters, unapplied by default.
+func loraStack(t *testing.T) *app.Stack {
+	return startStack(t, app.Options{Lanes: 4, LoRA: []app.LoRAFile{{Path: loraFile(t, 1)}, {Path: loraFile(t, 2)}}})
+}
+
+// loraCompletion is a greedy /completion of prompt under lora (nil: the
+// field left out), with the top alternatives for the near-tie oracle.
+func loraCompletion(t *testing.T, st *app.Stack, prompt string, lora any) llamaCompletion {
+	t.Helper()
+	body := map[string]any{"prompt": prompt, "n_predict": 24, "temperature": 0, "n_probs": 5, "return_tokens": true}
+	if lora != nil {
+		body["lora"] = lora
+	}
+	return llamaDo[llamaCompletion](t, st, "/completion", jsonBody(body))
+}
+
+func scaled(id int, s float64) []map[string]any { return []map[string]any{{"id": id, "scale": s}} }
+
+// sameOrNearTie: got equals alone, or parts from it where alone's top
+// alternatives could not tell the two tokens apart (tieNats).
+func sameOrNearTie(got, alone llamaCompletion) (bool, string) {
+	if slices.Equal(got.Tokens, alone.Tokens) {
+		return true, ""
+	}
+	d := 0
+	for d < len(got.Tokens) && d < len(alone.Tokens) && got.Tokens[d] == alone.Tokens[d] {
+		d++
+	}
+	if d >= len(got.Tokens) || d >= len(alone.Tokens) || d >= len(alone.Probs) {
+		return false, fmt.Sprintf("lengths %d/%d", len(got.Tokens), len(alone.Tokens))
+	}
+	lp := map[engine.Token]float64{}
+	for _, alt := range alone.Probs[d].TopLogprobs {
+		lp[alt.ID] = alt.Logprob
+	}
+	best, ok1 := lp[alone.Tokens[d]]
+	mine, ok2 := lp[got.Tokens[d]]
+	if ok1 && ok2 && best-mine <= tieNats {
+		return true, ""
+	}
+	return false, fmt.Sprintf("token %d: %d, alone %d", d, got.Tokens[d], alone.Tokens[d])
+}
+
+// At scale 0 an adapter leaves the base model's greedy output as it is; at
+// scale 1 it changes it, and two adapters differ.
+func TestLoRAScaleZeroIsTheBase(t *testing.T) {
+	st := loraStack(t)
+	const prompt = "The adapter reads the first line of the file"
+	base := loraCompletion(t, st, prompt, nil)
+	if got := loraCompletion(t, st, prompt, scaled(0, 0)); !slices.Equal(got.Tokens, base.Tokens) {
+		t.Errorf("scale 0: %v\nbase:    %v", got.Tokens, base.Tokens)
+	}
+	one := loraCompletion(t, st, prompt, scaled(0, 1))
+	two := loraCompletion(t, st, prompt, scaled(1, 1))
+	if slices.Equal(one.Tokens, base.Tokens) || slices.Equal(two.Tokens, base.Tokens) || slices.Equal(one.Tokens, two.Tokens) {
+		t.Errorf("the adapters change nothing:\nbase %v\none  %v\ntwo  %v", base.Tokens, one.Tokens, two.Tokens)
+	}
+	// An adapter run leaves nothing in the cache: the next base request
+	// on the same prompt is the base's output still.
+	if got := loraCompletion(t, st, prompt, nil); !slices.Equal(got.Tokens, base.Tokens) {
+		t.Errorf("base after the adapters: %v\nwas: %v", got.Tokens, base.Tokens)
+	}
+}
+
+// No cached prefix crosses adapters, in either order: on one server the
+// base model caches a prompt first and an adapter runs on it after; on
+// another the adapter runs first and the base after. A prefix that served
+// across sets would make the two servers' answers differ.
+func TestLoRANoCachedPrefixCrossesAdapters(t *testing.T) {
+	const prompt = "A long shared system prompt that the cache keeps between the turns of a conversation; then the question"
+	first := loraStack(t)
+	baseFirst := loraCompletion(t, first, prompt, nil)
+	adapterAfter := loraCompletion(t, first, prompt+" again", scaled(0, 1))
+	second := loraStack(t)
+	adapterFirst := loraCompletion(t, second, prompt+" again", scaled(0, 1))
+	baseAfter := loraCompletion(t, second, prompt, nil)
+	if !slices.Equal(adapterAfter.Tokens, adapterFirst.Tokens) {
+		t.Errorf("adapter after a cached base prompt: %v\nadapter cold:                      %v", adapterAfter.Tokens, adapterFirst.Tokens)
+	}
+	if !slices.Equal(baseAfter.Tokens, baseFirst.Tokens) {
+		t.Errorf("base after an adapter run: %v\nbase cold:                 %v", baseAfter.Tokens, baseFirst.Tokens)
+	}
+	if adapterAfter.TokensCached != 0 {
+		t.Errorf("the adapter request reports %d cached tokens", adapterAfter.TokensCached)
+	}
+	if again := loraCompletion(t, first, prompt, nil); again.TokensCached == 0 {
+		t.Error("the base prompt was not cached: the test shows nothing")
+	}
+	// An adapter's own streams serve it: its next turn starts warm and
+	// answers as the cold one did.
+	warm := loraCompletion(t, first, prompt+" again", scaled(0, 1))
+	if warm.TokensCached == 0 || !slices.Equal(warm.Tokens, adapterFirst.Tokens) {
+		t.Errorf("the adapter's repeat: %d cached, %v; want warm and %v", warm.TokensCached, warm.Tokens, adapterFirst.Tokens)
+	}
+}
+
+// Requests under different adapters at once each give what they give
+// alone (steps run one adapter set at a time).
+func TestLoRAConcurrentAdapters(t *testing.T) {
+	st := loraStack(t)
+	type run struct {
+		prompt string
+		lora   any
+	}
+	runs := []run{
+		{"The first request asks about the river", scaled(0, 1)},
+		{"The second request asks about the mountain", scaled(1, 0.7)},
+		{"The third request asks about the sea", nil},
+		{"The fourth request asks about the forest", []map[string]any{{"id": 0, "scale": 0.5}, {"id": 1, "scale": 0.5}}},
+	}
+	alone := make([]llamaCompletion, len(runs))
+	for i, r := range runs {
+		alone[i] = loraCompletion(t, st, r.prompt, r.lora)
+	}
+	together := make([]llamaCompletion, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			together[i] = loraCompletion(t, st, r.prompt, r.lora)
+		}()
+	}
+	wg.Wait()
+	for i := range runs {
+		if ok, why := sameOrNearTie(together[i], alone[i]); !ok {
+			t.Errorf("request %d at once differs from alone: %s\n got %v\nalone %v", i, why, together[i].Tokens, alone[i].Tokens)
+		}
+	}
+}
+
+// /lora-adapters lists the adapters and sets the scales requests that name
+// none get; bad lora fields are 400s naming lora.
+func TestLoRAAdaptersRoutesAndRefusals(t *testing.T) {
+	st := loraStack(t)
+	list := llamaDo[[]struct {
+		ID    int     `json:"id"`
+		Path  string  `json:"path"`
+		Scale float64 `json:"scale"`
+	}](t, st, "/lora-adapters", "")
+	if len(list) != 2 || list[0].ID != 0 || list[1].Path != loraFile(t, 2) || list[0].Scale != 0 {
+		t.Fatalf("GET /lora-adapters: %+v", list)
+	}
+	const prompt = "Global scales apply to requests that name no adapter"
+	one := loraCompletion(t, st, prompt, scaled(0, 1))
+	base := loraCompletion(t, st, prompt, nil)
+	// Ollama has no lora field: its requests follow the global scales.
+	ollama := func() string {
+		status, b := post(t, st.URL()+"/api/generate", map[string]any{"model": "tiny", "prompt": prompt, "raw": true, "stream": false,
+			"options": map[string]any{"temperature": 0, "num_predict": 16}})
+		if status != 200 {
+			t.Fatalf("/api/generate: %d %s", status, b)
+		}
+		var r struct {
+			Response string `json:"response"`
+		}
+		_ = json.Unmarshal(b, &r)
+		return r.Response
+	}
+	ollamaBase := ollama()
+	if status, b := llamaPost(t, st.URL()+"/lora-adapters", `[{"id":0,"scale":1}]`); status != 200 {
+		t.Fatalf("POST /lora-adapters: %d %s", status, b)
+	}
+	if got := ollama(); got == ollamaBase {
+		t.Errorf("an Ollama request ignores the global scale: %q", got)
+	}
+	if got := loraCompletion(t, st, prompt, nil); !slices.Equal(got.Tokens, one.Tokens) {
+		t.Errorf("after POST, a request naming none: %v, want the adapter's %v", got.Tokens, one.Tokens)
+	}
+	if got := loraCompletion(t, st, prompt, []any{}); !slices.Equal(got.Tokens, base.Tokens) {
+		t.Errorf("lora [] (every adapter at 0): %v, want the base's %v", got.Tokens, base.Tokens)
+	}
+	if status, b := llamaPost(t, st.URL()+"/lora-adapters", `[]`); status != 200 {
+		t.Fatalf("POST /lora-adapters []: %d %s", status, b)
+	}
+	if got := ollama(); got != ollamaBase {
+		t.Errorf("an Ollama request after the scales went back to 0: %q, was %q", got, ollamaBase)
+	}
+	// The OpenAI endpoint takes the field too.
+	status, b := post(t, st.URL()+"/v1/chat/completions", map[string]any{"model": "tiny", "max_tokens": 4,
+		"messages": []map[string]string{{"role": "user", "content": "hi"}}, "lora": scaled(1, 1)})
+	if status != 200 {
+		t.Errorf("chat with lora: %d %s", status, b)
+	}
+	for _, bad := range []string{
+		`"lora":[{"id":2,"scale":1}]`, `"lora":[{"id":-1,"scale":1}]`, `"lora":[{"id":0,"scale":1e9}]`,
+		`"lora":[{"id":0,"scale":"1"}]`, `"lora":[{"id":0.5,"scale":1}]`, `"lora":[{"scale":1}]`,
+		`"lora":"adapter"`, `"lora":[7]`, `"lora":[{"id":0,"scale":1e999}]`,
+	} {
+		status, b := llamaPost(t, st.URL()+"/completion", `{"prompt":"x","n_predict":1,`+bad+`}`)
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if status != 400 || json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error.Message, "lora") {
+			t.Errorf("%s: %d %s", bad, status, b)
+		}
+	}
+	if status, b := llamaPost(t, st.URL()+"/lora-adapters", `{"id":0}`); status != 400 {
+		t.Errorf("POST an object: %d %s", status, b)
+	}
+	if status, b := llamaPost(t, st.URL()+"/lora-adapters", `[{"id":9,"scale":1}]`); status != 400 {
+		t.Errorf("POST an unknown id: %d %s", status, b)
+	}
+	// Still serving.
+	loraCompletion(t, st, "still here", scaled(0, 1))
+}
+
+// `run --lora FILE:SCALE` (app.LoadModel and OneSpec) generates under the
+// adapters' scales; at scale 0 it generates the base model's text.
+func TestLoRARunOne(t *testing.T) {
+	text := func(scale float32) string {
+		m, closeModel, err := app.LoadModel(app.Options{ModelPath: tinyModel(t), Threads: 1, Ctx: 1024, Lanes: 1,
+			LoRA: []app.LoRAFile{{Path: loraFile(t, 1), Scale: scale}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeModel()
+		spec, err := app.OneSpec(m, app.OneRequest{Prompt: "Run one prompt through the adapter", MaxTokens: 16, Temperature: new(float64)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		if _, err := app.RunOne(t.Context(), m, spec, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	m, closeModel, err := app.LoadModel(app.Options{ModelPath: tinyModel(t), Threads: 1, Ctx: 1024, Lanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := app.OneSpec(m, app.OneRequest{Prompt: "Run one prompt through the adapter", MaxTokens: 16, Temperature: new(float64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base strings.Builder
+	if _, err := app.RunOne(t.Context(), m, spec, &base); err != nil {
+		t.Fatal(err)
+	}
+	closeModel()
+	if got := text(0); got != base.String() {
+		t.Errorf("scale 0: %q, base %q", got, base.String())
+	}
+	if got := text(1); got == base.String() {
+		t.Errorf("scale 1 gives the base's text %q", got)
+	}
+}
