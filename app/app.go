@@ -26,6 +26,7 @@ import (
 	"superfluid/kv"
 	"superfluid/metric"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 // Options configure a stack. Zero values take the defaults noted.
@@ -88,8 +89,12 @@ type Options struct {
 	// Disk bounds what requests may leave on disk.
 	Disk DiskQuotas
 
-	Sched sched.Config // Lanes is filled from Lanes
-	HTTP  sfhttp.Config
+	// FIM bounds the rate of inline completions (task.FIMRate: the zero
+	// value takes its defaults); one gate serves every model.
+	FIM task.FIMRate
+
+	Sched sched.Config  // Lanes is filled from Lanes
+	HTTP  sfhttp.Config // FIMGate is made from FIM
 }
 
 // Stack is the models of one process serving over HTTP.
@@ -117,6 +122,9 @@ type Stack struct {
 // Start listens on addr (e.g. "127.0.0.1:0"), serves 503 while the model
 // loads, loads it, and returns once the stack is ready.
 func Start(addr string, o Options) (*Stack, error) {
+	if err := o.gateFIM(); err != nil {
+		return nil, err
+	}
 	srv, err := sfhttp.NewServer(o.HTTP)
 	if err != nil {
 		return nil, err
@@ -144,6 +152,9 @@ func Start(addr string, o Options) (*Stack, error) {
 // Load loads a stack that listens nowhere: its server answers only
 // in-process, through Server.AnswerBatch (`superfluid batch` runs so).
 func Load(o Options) (*Stack, error) {
+	if err := o.gateFIM(); err != nil {
+		return nil, err
+	}
 	srv, err := sfhttp.NewServer(o.HTTP)
 	if err != nil {
 		return nil, err
@@ -199,6 +210,16 @@ func (s *Stack) close() error {
 		}
 	}
 	return err
+}
+
+// gateFIM makes the server's FIM gate from o.FIM; the server shows its
+// counters and every model loaded passes its FIM requests through it.
+func (o *Options) gateFIM() error {
+	if err := o.FIM.Validate(); err != nil {
+		return fmt.Errorf("app: %w", err)
+	}
+	o.HTTP.FIMGate = task.NewFIMGate(o.FIM, nil)
+	return nil
 }
 
 func (o *Options) withDefaults() {

@@ -110,7 +110,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 	if drafter != nil {
 		ms.Size += measuredSize(drafter.Engine().Descriptor(), 0)
 	}
-	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc}, Cache: cacheMetrics{cache}}
+	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc, FIMGate: o.HTTP.FIMGate}, Cache: cacheMetrics{cache}}
 	ms.Model.Chat, ms.Model.ChatRefused = tmpl, tmplRefused
 	ms.Model.FIM = loadFIM(desc, eng)
 	ms.Model.Prepare()

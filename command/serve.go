@@ -17,6 +17,7 @@ import (
 	sfhttp "superfluid/http"
 	"superfluid/pull"
 	"superfluid/sched"
+	"superfluid/task"
 )
 
 func env(name string) []string { return []string{"SUPERFLUID_" + name} }
@@ -46,6 +47,8 @@ func serveCommand() *cli.Command {
 			&cli.Float64Flag{Name: "spec-synth-len", Usage: "benchmarking only: commit drafts as if accepted at this mean length per step, the model's own token included (1 to --spec-draft-n-max + 1), whatever they hold; output is not valid", EnvVars: env("SPEC_SYNTH_LEN")},
 			&cli.StringFlag{Name: "spec-synth-rates", Usage: "benchmarking only: P0,P1,… the probability each draft position is committed (--spec-draft-n-max values, non-increasing); output is not valid", EnvVars: env("SPEC_SYNTH_RATES")},
 			&cli.StringFlag{Name: "default-class", Value: "chat", Usage: "class of requests that name none: chat, agent or background", EnvVars: env("DEFAULT_CLASS")},
+			&cli.Float64Flag{Name: "fim-rate", Value: task.DefaultFIMRate, Usage: "inline completions (FIM) a second the server takes, whatever the client; past it they are refused at once with 429 and retry_after_ms instead of queueing (<0: no bound)", EnvVars: env("FIM_RATE")},
+			&cli.IntFlag{Name: "fim-burst", Value: task.DefaultFIMBurst, Usage: "inline completions that may come at once above --fim-rate", EnvVars: env("FIM_BURST")},
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
 			chatTemplateFileFlag(),
 			keepBillingHeaderFlag(),
@@ -96,6 +99,9 @@ func serveAction(c *cli.Context) error {
 	if c.Int("max-conns-per-ip") == 0 {
 		return fmt.Errorf("serve: --max-conns-per-ip 0 would refuse every connection (<0: no bound)")
 	}
+	if c.Float64("fim-rate") == 0 || c.Int("fim-burst") < 1 {
+		return fmt.Errorf("serve: --fim-rate %g --fim-burst %d would refuse every inline completion (--fim-rate <0: no bound)", c.Float64("fim-rate"), c.Int("fim-burst"))
+	}
 	models, err := serveModels(c)
 	if err != nil {
 		return err
@@ -139,6 +145,7 @@ func serveAction(c *cli.Context) error {
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
 		DataDir: dirOrOff(c.String("data-dir")),
 		Disk:    quotas,
+		FIM:     task.FIMRate{Rate: c.Float64("fim-rate"), Burst: c.Int("fim-burst")},
 		Sched:   sched.Config{ClassLanes: classLanes, Speculation: spec},
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header"),

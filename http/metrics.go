@@ -23,6 +23,9 @@ var (
 	modelTurnWaitsTotal   = metric.Counter("superfluid_model_turn_waits_total", "Steps that waited at the arbiter for another model's engine.", "model")
 	modelTurnWaitSeconds  = metric.Counter("superfluid_model_turn_wait_seconds_total", "Time those steps waited.", "model")
 	modelDecodeTokens     = metric.Counter("superfluid_model_decode_tokens_total", "Tokens generated, by model.", "model")
+
+	fimShedTotal       = metric.Counter("superfluid_fim_shed_total", "Inline completions refused (429) past the FIM rate bucket.")
+	fimSupersededTotal = metric.Counter("superfluid_fim_superseded_total", "Inline completions cancelled while queued because the same client sent a newer one.")
 )
 
 // metrics renders /metrics in Prometheus' text format: the unlabelled
@@ -45,6 +48,13 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	if ms := s.registry(); ms != nil {
 		addModelMetrics(p, ms.Loaded())
+	}
+	if g := s.cfg.FIMGate; g != nil {
+		p.Add(fimShedTotal, float64(g.Shed()))
+		p.Add(fimSupersededTotal, float64(g.Superseded()))
+	}
+	for _, add := range s.cfg.Metrics {
+		add(p)
 	}
 	ctx.SetContentType("text/plain; version=0.0.4")
 	_, err := p.WriteTo(ctx)

@@ -190,6 +190,9 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 		l.firstAdmission = true
 		j.admitted = true
 		j.admittedAt = now
+		if j.stream != nil {
+			j.stream.started.Store(true)
+		}
 		j.cached = cached
 	}
 	p.countWarmth(cached)

@@ -9,6 +9,7 @@ package task
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind is what sort of failure an Error is; the transport picks a status
@@ -38,6 +39,9 @@ const (
 	// Cancelled is a request whose client went away (or whose dispatched
 	// batch request was abandoned) before it ran: nobody reads the answer.
 	Cancelled
+	// Throttled is a request past a rate the server sheds at (the FIM
+	// bucket): Error.RetryAfter says when to try again.
+	Throttled
 )
 
 // Error is a failed request in API-neutral terms.
@@ -46,6 +50,9 @@ type Error struct {
 	Param string // the offending field, when one is to blame
 	Code  string // a machine code, e.g. context_length_exceeded, grammar_limit_exceeded
 	Msg   string
+	// RetryAfter, for a Throttled error, is how long until the client
+	// would be admitted.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -102,4 +109,12 @@ func Unsupported(field, why string) *Error {
 	e := BadParam(field, "%s is not supported: %s", field, why)
 	e.Code = "unsupported_parameter"
 	return e
+}
+
+// ThrottledError is an inline completion past the FIM rate, to be retried
+// after wait.
+func ThrottledError(wait time.Duration) *Error {
+	ms := max(wait.Milliseconds(), 1)
+	return &Error{Kind: Throttled, Code: "rate_limit_exceeded", RetryAfter: time.Duration(ms) * time.Millisecond,
+		Msg: fmt.Sprintf("inline completion rate limit exceeded; retry in %d ms", ms)}
 }

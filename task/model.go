@@ -37,6 +37,9 @@ type Model struct {
 	Embed Embedder       // nil for a generation model
 	Chat  *chat.Template // nil when the model has no usable chat template
 	FIM   *fim.Builder   // nil when the vocabulary cannot fill in the middle
+	// FIMGate, when set, is the server's gate every FIM-class request
+	// passes before it is queued (Start): the rate bucket, supersession.
+	FIMGate *FIMGate
 	// ChatRefused says why Chat is nil when a template was refused at load
 	// (it failed to parse, or crossed a sandbox bound); chat requests are
 	// answered 400 with it.

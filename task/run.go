@@ -70,11 +70,26 @@ type Job struct {
 
 // Start submits every choice of req with the one rollback (SubmitAll). A
 // handler starts a job before it starts a streamed response, so that a
-// refusal is still answered with a status.
-func Start(ctx context.Context, m *Model, req *Request) (*Job, error) {
+// refusal is still answered with a status. Every request of the FIM class
+// passes the model's FIMGate here first, whichever API sent it: it
+// supersedes the client's waiting one and may be shed (Throttled).
+func Start(ctx context.Context, m *Model, req *Request) (j *Job, err error) {
 	choices, err := Plan(m, req)
 	if err != nil {
 		return nil, err
+	}
+	fim := m.FIMGate != nil && isFIM(choices)
+	if fim {
+		client := clientOf(ctx)
+		m.FIMGate.supersede(client)
+		if err := m.FIMGate.admit(); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err == nil {
+				m.FIMGate.track(client, j.streams)
+			}
+		}()
 	}
 	sts, err := SubmitAll(ctx, m, choices)
 	if err != nil {

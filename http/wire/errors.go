@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -48,6 +49,9 @@ type Error struct {
 	Code   string // optional machine code, e.g. context_length_exceeded
 	Param  string // optional: the offending field
 	Msg    string
+	// RetryAfterMs, on a 429, is when the client may try again: the body's
+	// retry_after_ms and the Retry-After header (whole seconds, rounded up).
+	RetryAfterMs int64
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -91,6 +95,9 @@ func FromTask(te *task.Error) *Error {
 		e.Status, e.Type = fasthttp.StatusNotImplemented, "not_supported_error"
 	case task.Cancelled:
 		e.Status = 499 // nginx's "client closed request"
+	case task.Throttled:
+		e.Status, e.Type = fasthttp.StatusTooManyRequests, "rate_limit_error"
+		e.RetryAfterMs = max(te.RetryAfter.Milliseconds(), 1)
 	}
 	return e
 }
@@ -123,13 +130,25 @@ func WriteError(ctx *fasthttp.RequestCtx, kind API, err error) {
 	ctx.Response.Reset()
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
+	if e.RetryAfterMs > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.FormatInt((e.RetryAfterMs+999)/1000, 10))
+	}
 	b, _ := json.Marshal(ErrorBody(kind, e))
 	ctx.SetBody(b)
 }
 
 // ErrorBody is e in the API's error shape: the body of an error response,
-// and the data of the error event that ends a failed stream.
+// and the data of the error event that ends a failed stream. A retry time
+// goes beside the API's own fields, at the top (retry_after_ms).
 func ErrorBody(kind API, e *Error) any {
+	body := apiErrorBody(kind, e)
+	if e.RetryAfterMs > 0 {
+		body["retry_after_ms"] = e.RetryAfterMs
+	}
+	return body
+}
+
+func apiErrorBody(kind API, e *Error) map[string]any {
 	switch kind {
 	case OpenAI:
 		// {"error": {"message", "type", "param", "code"}}
