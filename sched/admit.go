@@ -109,6 +109,9 @@ func (p *planner) admissibleClass() (Class, bool) {
 		if p.reservedInteractive > 0 && !c.interactive() {
 			continue
 		}
+		if !p.admitsUnderPressure(c) {
+			continue
+		}
 		head := p.queues[c][p.heldSkip[c]]
 		aged := min(int(p.steps-head.queuedStep)/p.cfg.StarvationSteps, int(c))
 		eff := int(c) - aged

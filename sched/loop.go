@@ -99,6 +99,7 @@ func (l *loop) prepare(now time.Time) {
 	p := l.p
 	p.sweep(now)
 	l.finishRestores(now)
+	p.preemptForPressure()
 	p.preemptForQueued()
 	l.admit(now)
 	l.flush()
@@ -252,6 +253,9 @@ func (l *loop) flush() {
 	r := &l.p.ready
 	for _, rel := range r.releases {
 		l.cache.Release(rel.seq, rel.tokens)
+		if rel.park {
+			l.parkReleased(rel.tokens)
+		}
 	}
 	for _, j := range r.done {
 		l.releaseGrammar(j)

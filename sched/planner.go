@@ -52,6 +52,8 @@ type planner struct {
 	lastInteractive time.Time
 	// bgDivisor throttles Agent and Background decoding to one step in N.
 	bgDivisor int
+	// pressure is the machine's memory pressure (pressure.go).
+	pressure Pressure
 	// elsewhere reports whether another engine shares the machine, whose
 	// newcomers would wait out this one's step, and whether one ran Chat
 	// or FIM work moments ago (Turn.others); nil: none.
@@ -94,6 +96,7 @@ type readyToken struct {
 type release struct {
 	seq    int32
 	tokens []engine.Token
+	park   bool // to the disk tier: the lane was parked for pressure
 }
 
 func (r *ready) clear() {
@@ -208,7 +211,7 @@ func (p *planner) dropLanes(drop func(*lane) bool) {
 			kept = append(kept, l)
 			continue
 		}
-		p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.npast:l.npast]})
+		p.ready.releases = append(p.ready.releases, release{seq: l.seq, tokens: l.tokens[:l.npast:l.npast], park: l.preempted && l.parkForPressure})
 		if l.preempted {
 			p.requeuePreempted(l)
 		} else {

@@ -38,6 +38,9 @@ type counters struct {
 	turnWaits  atomic.Uint64
 	turnWaitNS atomic.Uint64
 
+	pressureParks        atomic.Uint64
+	pressureEvictedBytes atomic.Uint64
+
 	lanesActive       atomic.Int64
 	queueDepth        [NumClasses]atomic.Int64
 	prefillBudgetLive atomic.Int64
@@ -89,6 +92,11 @@ type Snapshot struct {
 	TurnWaits  uint64
 	TurnWaitMS uint64
 
+	// Memory pressure (pressure.go): Background lanes parked for it, and
+	// the bytes the cache evicted for it (host memory and pool).
+	PressureParks        uint64
+	PressureEvictedBytes uint64
+
 	LanesActive   int64
 	QueueDepth    [NumClasses]int64 // by Class
 	PrefillBudget int64             // the last step's prompt budget
@@ -102,32 +110,34 @@ type Snapshot struct {
 // Snapshot reads the counters.
 func (s *counters) Snapshot() Snapshot {
 	out := Snapshot{
-		Ticks:               s.ticks.Load(),
-		PrefillTokens:       s.prefillTokens.Load(),
-		DecodeTokens:        s.decodeTokens.Load(),
-		WarmPrefixTokens:    s.warmPrefixTokens.Load(),
-		Admissions:          s.admissions.Load(),
-		ColdAdmissions:      s.coldAdmissions.Load(),
-		AdmitsDeferred:      s.admitsDeferred.Load(),
-		Preemptions:         s.preemptions.Load(),
-		StarvationGrants:    s.starvationGrants.Load(),
-		SharedPrefixHolds:   s.sharedPrefixHolds.Load(),
-		KVFull:              s.kvFull.Load(),
-		TickErrors:          s.tickErrors.Load(),
-		Cancelled:           s.cancelled.Load(),
-		Expired:             s.expired.Load(),
-		Completed:           s.completed.Load(),
-		GrammarFastTokens:   s.grammarFastTokens.Load(),
-		GrammarMaskedTokens: s.grammarMaskedTokens.Load(),
-		DraftTokens:         s.draftTokens.Load(),
-		DraftAccepted:       s.draftAccepted.Load(),
-		DraftGateClosed:     s.draftGateClosed.Load(),
-		TurnWaits:           s.turnWaits.Load(),
-		TurnWaitMS:          s.turnWaitNS.Load() / uint64(time.Millisecond),
-		LanesActive:         s.lanesActive.Load(),
-		PrefillBudget:       s.prefillBudgetLive.Load(),
-		TTFTCount:           s.ttftCount.Load(),
-		TTFT:                s.ttftHistogram(),
+		Ticks:                s.ticks.Load(),
+		PrefillTokens:        s.prefillTokens.Load(),
+		DecodeTokens:         s.decodeTokens.Load(),
+		WarmPrefixTokens:     s.warmPrefixTokens.Load(),
+		Admissions:           s.admissions.Load(),
+		ColdAdmissions:       s.coldAdmissions.Load(),
+		AdmitsDeferred:       s.admitsDeferred.Load(),
+		Preemptions:          s.preemptions.Load(),
+		StarvationGrants:     s.starvationGrants.Load(),
+		SharedPrefixHolds:    s.sharedPrefixHolds.Load(),
+		KVFull:               s.kvFull.Load(),
+		TickErrors:           s.tickErrors.Load(),
+		Cancelled:            s.cancelled.Load(),
+		Expired:              s.expired.Load(),
+		Completed:            s.completed.Load(),
+		GrammarFastTokens:    s.grammarFastTokens.Load(),
+		GrammarMaskedTokens:  s.grammarMaskedTokens.Load(),
+		DraftTokens:          s.draftTokens.Load(),
+		DraftAccepted:        s.draftAccepted.Load(),
+		DraftGateClosed:      s.draftGateClosed.Load(),
+		TurnWaits:            s.turnWaits.Load(),
+		TurnWaitMS:           s.turnWaitNS.Load() / uint64(time.Millisecond),
+		PressureParks:        s.pressureParks.Load(),
+		PressureEvictedBytes: s.pressureEvictedBytes.Load(),
+		LanesActive:          s.lanesActive.Load(),
+		PrefillBudget:        s.prefillBudgetLive.Load(),
+		TTFTCount:            s.ttftCount.Load(),
+		TTFT:                 s.ttftHistogram(),
 	}
 	for i := range s.queueDepth {
 		out.QueueDepth[i] = s.queueDepth[i].Load()
