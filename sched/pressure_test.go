@@ -13,9 +13,9 @@ import (
 // that the lane resumes from it.
 type pressureCache struct {
 	*fakeCache
-	shed    []bool
-	parked  [][]engine.Token
-	seeded  []int // cached tokens each Acquire found
+	shed          []bool
+	parked        [][]engine.Token
+	seeded        []int // cached tokens each Acquire found
 	bytesPerToken int64
 }
 
