@@ -89,6 +89,9 @@ type Options struct {
 	// Disk bounds what requests may leave on disk.
 	Disk DiskQuotas
 
+	// Pressure is the watch on the machine's memory (app/pressure.go).
+	Pressure PressureOptions
+
 	// FIM bounds the rate of inline completions (task.FIMRate: the zero
 	// value takes its defaults); one gate serves every model.
 	FIM task.FIMRate
@@ -117,6 +120,7 @@ type Stack struct {
 	serveErr  error
 	ln        net.Listener
 	addr      net.Addr
+	pressure  *pressureWatch // nil: off, or a stack that only answers in-process
 }
 
 // Start listens on addr (e.g. "127.0.0.1:0"), serves 503 while the model
@@ -125,6 +129,7 @@ func Start(addr string, o Options) (*Stack, error) {
 	if err := o.gateFIM(); err != nil {
 		return nil, err
 	}
+	watch := newPressureWatch(&o)
 	srv, err := sfhttp.NewServer(o.HTTP)
 	if err != nil {
 		return nil, err
@@ -133,7 +138,7 @@ func Start(addr string, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	s := &Stack{Server: srv, serveDone: make(chan struct{}), addr: ln.Addr(), ln: ln}
+	s := &Stack{Server: srv, serveDone: make(chan struct{}), addr: ln.Addr(), ln: ln, pressure: watch}
 	go func() { s.serveErr = srv.Serve(ln); close(s.serveDone) }()
 	slog.Info("listening; loading the model", "addr", ln.Addr().String())
 	if err := s.load(o); err != nil {
@@ -142,6 +147,7 @@ func Start(addr string, o Options) (*Stack, error) {
 		<-s.serveDone
 		return nil, err
 	}
+	watch.start(s.Models)
 	s.openResponses(o) // before the model: no request may store in memory first
 	s.openModelStore(o)
 	srv.SetModels(s.Models)
@@ -196,6 +202,7 @@ func (s *Stack) close() error {
 		}
 	}
 	err := s.Server.Shutdown(context.Background())
+	s.pressure.close() // before the models unload: nothing left to tell
 	if s.serveDone != nil {
 		// fasthttp closes only the listeners Serve has registered: on a
 		// busy machine a stack closed right after a quick load can get

@@ -65,7 +65,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "park-lossy", Usage: "demote parked f16 KV state to 8 bits: files half the size, but resumed conversations may continue differently", EnvVars: env("PARK_LOSSY")},
 			&cli.DurationFlag{Name: "drain", Value: 30 * time.Second, Usage: "how long shutdown waits for running requests", EnvVars: env("DRAIN")},
 			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "how long a response's writes may make no progress (a client that stopped reading) before its connection is closed and its generation cancelled", EnvVars: env("WRITE_TIMEOUT")},
-		}, diskQuotaFlags()),
+		}, pressureFlags(), diskQuotaFlags()),
 		Action: serveAction,
 	}
 }
@@ -101,6 +101,10 @@ func serveAction(c *cli.Context) error {
 	}
 	if c.Float64("fim-rate") == 0 || c.Int("fim-burst") < 1 {
 		return fmt.Errorf("serve: --fim-rate %g --fim-burst %d would refuse every inline completion (--fim-rate <0: no bound)", c.Float64("fim-rate"), c.Int("fim-burst"))
+	}
+	pressureOpts, err := pressureOptions(c)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	models, err := serveModels(c)
 	if err != nil {
@@ -143,10 +147,11 @@ func serveAction(c *cli.Context) error {
 		ChatTemplateFile: c.String("chat-template-file"),
 		ParkDir:          dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
-		DataDir: dirOrOff(c.String("data-dir")),
-		Disk:    quotas,
-		FIM:     task.FIMRate{Rate: c.Float64("fim-rate"), Burst: c.Int("fim-burst")},
-		Sched:   sched.Config{ClassLanes: classLanes, Speculation: spec},
+		DataDir:  dirOrOff(c.String("data-dir")),
+		Disk:     quotas,
+		FIM:      task.FIMRate{Rate: c.Float64("fim-rate"), Burst: c.Int("fim-burst")},
+		Pressure: pressureOpts,
+		Sched:    sched.Config{ClassLanes: classLanes, Speculation: spec},
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header"),
 			AllowedOrigins: c.StringSlice("allowed-origins"), MaxConnsPerIP: c.Int("max-conns-per-ip"), HeaderTimeout: c.Duration("header-timeout")},
