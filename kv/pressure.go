@@ -111,14 +111,22 @@ func (c *Cache) shedBudget(budget int) int {
 
 // ParkStream moves the entry holding exactly tokens (a lane parked for
 // pressure just released it) out of the pool to the disk tier, and
-// returns the pool bytes freed. Without a disk tier, or when the writer
+// returns the pool bytes freed (those of a stream the shedding budget
+// already sent to disk as it was released included). Without a disk tier, or when the writer
 // cannot take it now (the scheduler's goroutine does not wait on disk),
 // the entry stays where it is and 0 is returned: the lane still resumes
 // warm.
 func (c *Cache) ParkStream(tokens []engine.Token) int64 {
 	n, matched := c.tree.match(tokens)
-	if matched != len(tokens) || n.depth != len(tokens) || n.resident == nil {
+	if matched != len(tokens) || n.depth != len(tokens) {
 		return 0 // cached inside a longer entry, or not at all
+	}
+	bytes := int64(len(tokens)) * c.eng.Descriptor().KVBytesPerToken
+	if n.resident == nil {
+		if n.park != nil && n.host == nil {
+			return bytes // the pool's low mark sent it to disk as it was released
+		}
+		return 0
 	}
 	e := n.resident
 	if c.pinned()[e.node] > 0 || !c.parkSeq(n, e.seq, false) {
@@ -128,7 +136,6 @@ func (c *Cache) ParkStream(tokens []engine.Token) int64 {
 	delete(c.entries, e.seq)
 	c.freeSeq(e.seq)
 	c.tree.prune(n)
-	freed := int64(len(tokens)) * c.eng.Descriptor().KVBytesPerToken
 	c.publishGauges()
-	return freed
+	return bytes
 }
