@@ -21,6 +21,9 @@ import (
 // stormOutcome is what the editor saw of its completions.
 type stormOutcome struct {
 	sent, answered, shed, cancelled int
+	// superseded: answered 409, replaced by the next before it started
+	// (an editor that had not cancelled it yet).
+	superseded int
 	// bad lists answers that were neither a completion nor a proper 429.
 	bad []string
 }
@@ -64,6 +67,8 @@ func fimStorm(ctx context.Context, base, model string, rate int) stormOutcome {
 				out.bad = append(out.bad, err.Error())
 			case status == 200:
 				out.answered++
+			case status == 409:
+				out.superseded++
 			case status == 429:
 				if why := checkShed(body, hdr); why != "" {
 					out.bad = append(out.bad, why)
@@ -148,7 +153,7 @@ func TestFIMStormIsShedWithRetryAfterAndHoldsNoLane(t *testing.T) {
 	if len(out.bad) > 0 {
 		t.Fatalf("%d bad answers, the first: %s", len(out.bad), out.bad[0])
 	}
-	if out.shed == 0 || out.answered+out.shed+out.cancelled != out.sent {
+	if out.shed == 0 || out.answered+out.shed+out.cancelled+out.superseded != out.sent {
 		t.Fatalf("storm %+v: want some shed and every request accounted for", out)
 	}
 	checkIdle(t, st.URL())

@@ -42,6 +42,9 @@ const (
 	// Throttled is a request past a rate the server sheds at (the FIM
 	// bucket): Error.RetryAfter says when to try again.
 	Throttled
+	// Superseded is an inline completion a newer one from the same client
+	// replaced while it waited for a lane (FIMGate): it never ran.
+	Superseded
 )
 
 // Error is a failed request in API-neutral terms.
@@ -110,6 +113,10 @@ func Unsupported(field, why string) *Error {
 	e.Code = "unsupported_parameter"
 	return e
 }
+
+// errSuperseded is the answer of a completion superseded while it waited.
+var errSuperseded = &Error{Kind: Superseded, Code: "superseded",
+	Msg: "a newer inline completion from the same client replaced this one before it started"}
 
 // ThrottledError is an inline completion past the FIM rate, to be retried
 // after wait.

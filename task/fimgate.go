@@ -72,7 +72,7 @@ type FIMGate struct {
 	bucket *Bucket // nil: no rate bound
 	// waiting is each client's newest inline completion, until it holds a
 	// lane or ends.
-	waiting map[string][]*sched.Stream
+	waiting map[string]*Job
 
 	shed, superseded atomic.Int64
 }
@@ -84,7 +84,7 @@ func NewFIMGate(r FIMRate, now func() time.Time) *FIMGate {
 	if now == nil {
 		now = time.Now
 	}
-	g := &FIMGate{now: now, waiting: map[string][]*sched.Stream{}}
+	g := &FIMGate{now: now, waiting: map[string]*Job{}}
 	if r.Rate > 0 {
 		g.bucket = NewBucket(r.Rate, r.Burst)
 	}
@@ -106,16 +106,14 @@ func (g *FIMGate) supersede(client string) {
 	prev := g.waiting[client]
 	delete(g.waiting, client)
 	g.mu.Unlock()
-	cancelled := false
-	for _, st := range prev {
-		if !st.Started() && !isDone(st) {
-			st.Cancel()
-			cancelled = true
-		}
+	if prev == nil || !allWaiting(prev.streams) {
+		return // one of its choices runs: the editor cancels it if it wants
 	}
-	if cancelled {
-		g.superseded.Add(1)
+	prev.superseded.Store(true)
+	for _, st := range prev.streams {
+		st.Cancel()
 	}
+	g.superseded.Add(1)
 }
 
 // admit takes a token from the bucket, or refuses with when to retry.
@@ -133,33 +131,33 @@ func (g *FIMGate) admit() error {
 	return ThrottledError(wait)
 }
 
-// track remembers sts (a request's choices) as client's newest
-// completion. Past a few clients, those whose completions have all
-// started or ended are dropped, so the table holds about one entry per
-// client with one waiting.
-func (g *FIMGate) track(client string, sts []*sched.Stream) {
+// track remembers j as client's newest completion. Past a few clients,
+// those whose completions no longer all wait are dropped, so the table
+// holds about one entry per client with one waiting.
+func (g *FIMGate) track(client string, j *Job) {
 	if client == "" {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.waiting[client] = sts
+	g.waiting[client] = j
 	if len(g.waiting) > 64 {
 		for c, prev := range g.waiting {
-			if !anyWaiting(prev) {
+			if !allWaiting(prev.streams) {
 				delete(g.waiting, c)
 			}
 		}
 	}
 }
 
-func anyWaiting(sts []*sched.Stream) bool {
+// allWaiting reports whether every choice still waits for a lane.
+func allWaiting(sts []*sched.Stream) bool {
 	for _, st := range sts {
-		if !st.Started() && !isDone(st) {
-			return true
+		if st.Started() || isDone(st) {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 func isDone(st *sched.Stream) bool {

@@ -161,8 +161,8 @@ func TestANewerFIMFromTheSameClientSupersedesItsQueuedOne(t *testing.T) {
 	run() // only now do the queued requests meet a lane
 	ctx := context.Background()
 	turns, err := stale.Run(ctx, oneSink())
-	if err != nil || !errors.Is(turns[0].Result.Err, sched.ErrCancelled) || turns[0].Completed != 0 {
-		t.Fatalf("the superseded completion: %v, %+v; want it cancelled before it started", err, turns)
+	if te, ok := AsError(err); !ok || te.Kind != Superseded || turns[0].Completed != 0 || !errors.Is(turns[0].Result.Err, sched.ErrCancelled) {
+		t.Fatalf("the superseded completion: %v, %+v; want it answered Superseded, cancelled before it started", err, turns)
 	}
 	for name, j := range map[string]*Job{"the newer completion": fresh, "another client's": bystander} {
 		turns, err := j.Run(ctx, oneSink())

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"superfluid/reply"
 	"superfluid/sched"
@@ -66,6 +67,9 @@ type Job struct {
 	m       *Model
 	req     *Request
 	streams []*sched.Stream
+	// superseded: the FIM gate cancelled it for the same client's newer
+	// completion before any choice started; Run answers so.
+	superseded atomic.Bool
 }
 
 // Start submits every choice of req with the one rollback (SubmitAll). A
@@ -87,7 +91,7 @@ func Start(ctx context.Context, m *Model, req *Request) (j *Job, err error) {
 		}
 		defer func() {
 			if err == nil {
-				m.FIMGate.track(client, j.streams)
+				m.FIMGate.track(client, j)
 			}
 		}()
 	}
@@ -151,6 +155,9 @@ func (j *Job) Run(ctx context.Context, sink Sink) ([]Turn, error) {
 		if errors.Is(err, EndChoice) {
 			<-st.Done() // Follow cancelled it: its result is final once done
 			turns[i].Result, err = st.Result(), nil
+		}
+		if err == nil && j.superseded.Load() && turns[i].Completed == 0 && errors.Is(turns[i].Result.Err, sched.ErrCancelled) {
+			err = errSuperseded
 		}
 		if err != nil {
 			return err

@@ -95,6 +95,8 @@ func FromTask(te *task.Error) *Error {
 		e.Status, e.Type = fasthttp.StatusNotImplemented, "not_supported_error"
 	case task.Cancelled:
 		e.Status = 499 // nginx's "client closed request"
+	case task.Superseded:
+		e.Status, e.Type = fasthttp.StatusConflict, "superseded_error"
 	case task.Throttled:
 		e.Status, e.Type = fasthttp.StatusTooManyRequests, "rate_limit_error"
 		e.RetryAfterMs = max(te.RetryAfter.Milliseconds(), 1)

@@ -30,6 +30,7 @@ func TestCoreErrorsMapToStatuses(t *testing.T) {
 		{task.InternalError("boom"), 500, "server_error", "", "", "api_error"},
 		{task.WrongModelError("embeds only"), 400, "invalid_request_error", "", "", "invalid_request_error"},
 		{&task.Error{Kind: task.NotSupported, Msg: "no FIM"}, 501, "not_supported_error", "", "", "api_error"},
+		{&task.Error{Kind: task.Superseded, Code: "superseded", Msg: "replaced"}, 409, "superseded_error", "", "superseded", "invalid_request_error"},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("context: %w", c.err)} {
 			e := AsError(err)
