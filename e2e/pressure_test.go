@@ -52,7 +52,7 @@ func TestCriticalPressureParksBackgroundWorkAndResumesItWarm(t *testing.T) {
 		Pressure: app.PressureOptions{Monitor: pressure.Config{Source: pressure.File(level), Interval: 20 * time.Millisecond, Calm: 1}}})
 	metrics := func() map[string]float64 { return scrapeMetrics(t, st.URL()) }
 
-	body := jsonBody(map[string]any{"prompt": "The parked conversation begins with a few words of its own, and", "n_predict": 400,
+	body := jsonBody(map[string]any{"prompt": "The parked conversation begins with a few words of its own, and", "n_predict": 1000,
 		"ignore_eos": true, "temperature": 0, "n_probs": 2})
 	type answer struct {
 		status int
@@ -115,8 +115,8 @@ func TestCriticalPressureParksBackgroundWorkAndResumesItWarm(t *testing.T) {
 	}
 	// The same request again, never parked.
 	plain := llamaDo[specCompletion](t, st, "/completion", body)
-	if len(parked.Probs) != 400 || len(plain.Probs) != 400 {
-		t.Fatalf("%d and %d tokens, want 400 each", len(parked.Probs), len(plain.Probs))
+	if len(parked.Probs) != 1000 || len(plain.Probs) != 1000 {
+		t.Fatalf("%d and %d tokens, want 1000 each", len(parked.Probs), len(plain.Probs))
 	}
 	if j, ok := sameUpToATie(parked, plain); !ok {
 		t.Fatalf("the parked run differs from a plain one at token %d:\nparked %q\nplain  %q", j, parked.Content, plain.Content)
