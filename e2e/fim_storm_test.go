@@ -257,3 +257,50 @@ func median(xs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// A client's newer completion cancels its older one while it runs: the
+// older stream ends at once with what it made, not when the server would
+// notice its editor gone, and the lane is the newer one's.
+func TestANewerFIMCancelsTheClientsRunningOne(t *testing.T) {
+	st := startStack(t, app.Options{Lanes: 2})
+	infill := func(n int, stream bool) *http.Request {
+		body := jsonBody(map[string]any{"input_prefix": "func main() {\n\t", "input_suffix": "\n}\n", "n_predict": n, "ignore_eos": true, "temperature": 0, "stream": stream})
+		req, _ := http.NewRequest("POST", st.URL()+"/infill", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Superfluid-Client", "editor-1")
+		return req
+	}
+	resp, err := http.DefaultClient.Do(infill(3000, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "data: ") {
+		t.Fatalf("the first completion's stream: %q %v", sc.Text(), sc.Err())
+	}
+	newer, err := http.DefaultClient.Do(infill(4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(newer.Body)
+	newer.Body.Close()
+	if newer.StatusCode != 200 {
+		t.Fatalf("the newer completion: %d %s", newer.StatusCode, b)
+	}
+	var last llamaCompletion
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if err := json.Unmarshal([]byte(data), &last); err != nil {
+				t.Fatalf("event %q: %v", data, err)
+			}
+		}
+	}
+	if !last.Stop || last.TokensPredicted >= 3000 {
+		t.Fatalf("the older completion ran on: its last event %+v", last)
+	}
+	if m := scrapeMetrics(t, st.URL()); m["superfluid_fim_superseded_total"] != 1 {
+		t.Fatalf("superseded counted %v, want 1", m["superfluid_fim_superseded_total"])
+	}
+	checkIdle(t, st.URL())
+}

@@ -25,7 +25,7 @@ var (
 	modelDecodeTokens     = metric.Counter("superfluid_model_decode_tokens_total", "Tokens generated, by model.", "model")
 
 	fimShedTotal       = metric.Counter("superfluid_fim_shed_total", "Inline completions refused (429) past the FIM rate bucket.")
-	fimSupersededTotal = metric.Counter("superfluid_fim_superseded_total", "Inline completions cancelled while queued because the same client sent a newer one.")
+	fimSupersededTotal = metric.Counter("superfluid_fim_superseded_total", "Inline completions cancelled because the same client sent a newer one.")
 )
 
 // metrics renders /metrics in Prometheus' text format: the unlabelled

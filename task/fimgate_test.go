@@ -173,8 +173,8 @@ func TestANewerFIMFromTheSameClientSupersedesItsQueuedOne(t *testing.T) {
 	if gate.Superseded() != 1 {
 		t.Fatalf("superseded counted %d, want 1", gate.Superseded())
 	}
-	// A completion that already holds a lane is the editor's to cancel:
-	// the gate leaves it alone.
+	// A completion that has ended is left alone (a running one is
+	// cancelled: e2e TestANewerFIMCancelsTheClientsRunningOne).
 	started, err := Start(editor, m, fimRequest(sched.FIM))
 	if err != nil {
 		t.Fatal(err)
