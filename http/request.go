@@ -11,8 +11,8 @@ import (
 )
 
 // ClientHeader names the client a request comes from, for the FIM gate's
-// supersession (an editor's newer completion cancels its waiting older
-// one). Without it a client is its address and User-Agent: an editor
+// supersession (an editor's newer completion cancels its older one).
+// Without it a client is its address and User-Agent: an editor
 // opens a new connection per request, so the port says nothing, while
 // two tools on one machine differ by agent.
 const ClientHeader = "X-Superfluid-Client"
