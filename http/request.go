@@ -11,18 +11,18 @@ import (
 )
 
 // ClientHeader names the client a request comes from, for the FIM gate's
-// supersession (an editor's newer completion cancels its older one).
-// Without it a client is its address and User-Agent: an editor
-// opens a new connection per request, so the port says nothing, while
-// two tools on one machine differ by agent.
+// supersession (the client's newer completion cancels its older one).
+// Only a client that names itself is one: address and User-Agent are
+// shared by several editor windows, a team on one workstation, or a
+// tool's parallel workers, whose completions must not cancel each other.
+// An editor that does not name itself is still rid of its stale
+// completions by hanging up (watchClient notices within 20 ms).
 const ClientHeader = "X-Superfluid-Client"
 
-// clientName is the client a request comes from (ClientHeader).
+// clientName is the client a request names itself (ClientHeader), "" for
+// none.
 func clientName(ctx *fasthttp.RequestCtx) string {
-	if c := ctx.Request.Header.Peek(ClientHeader); len(c) > 0 {
-		return "h:" + string(c)
-	}
-	return "a:" + ctx.RemoteIP().String() + "|" + string(ctx.UserAgent())
+	return string(ctx.Request.Header.Peek(ClientHeader))
 }
 
 // requestClass is the class a chat or completion request runs in: the

@@ -61,17 +61,11 @@ func (r FIMRate) Validate() error {
 }
 
 // FIMGate is what every inline completion passes before it is queued
-// (Start): the rate bucket, and supersession — an editor's newer
+// (Start): the rate bucket, and supersession — a client's newer
 // completion cancels its older one, since the editor has moved past the
-// keystroke it was for. Editors cancel it themselves too, by hanging up,
-// but the server sees a hang-up only at its next client poll (250 ms) or
-// write: in an editor's storm at 20 a second, each completion would hold
-// a lane several keystrokes long (e2e BenchmarkFIMStormBesideChat: the
-// chat's TTFT beside the storm was 1.16–1.29× alone's with only waiting
-// ones superseded, 1.01–1.11× with running ones too; one shared 2-core
-// machine, noisy).
-// One gate serves the whole server (every model); any goroutine may use
-// it.
+// keystroke it was for (a client is what the transport names, WithClient;
+// a request naming none is superseded by nothing). One gate serves the
+// whole server (every model); any goroutine may use it.
 type FIMGate struct {
 	now func() time.Time
 
