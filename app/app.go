@@ -26,6 +26,7 @@ import (
 	"superfluid/kv"
 	"superfluid/metric"
 	"superfluid/sched"
+	"superfluid/task"
 	"superfluid/tracing"
 )
 
@@ -91,8 +92,15 @@ type Options struct {
 	// Disk bounds what requests may leave on disk.
 	Disk DiskQuotas
 
-	Sched sched.Config // Lanes is filled from Lanes
-	HTTP  sfhttp.Config
+	// Pressure is the watch on the machine's memory (app/pressure.go).
+	Pressure PressureOptions
+
+	// FIM bounds the rate of inline completions (task.FIMRate: the zero
+	// value takes its defaults); one gate serves every model.
+	FIM task.FIMRate
+
+	Sched sched.Config  // Lanes is filled from Lanes
+	HTTP  sfhttp.Config // FIMGate is made from FIM
 	// Tracing, when set (tracing.FromEnv), traces every request: the
 	// HTTP server's spans and each model's scheduler observer. The stack
 	// owns it: Close exports what is queued and shuts it down.
@@ -120,12 +128,17 @@ type Stack struct {
 	ln        net.Listener
 	addr      net.Addr
 	tracing   *tracing.Tracing // shut down last, after every span ended
+	pressure  *pressureWatch   // nil: off, or a stack that only answers in-process
 }
 
 // Start listens on addr (e.g. "127.0.0.1:0"), serves 503 while the model
 // loads, loads it, and returns once the stack is ready.
 func Start(addr string, o Options) (*Stack, error) {
 	o.HTTP.Tracing = o.Tracing
+	if err := o.gateFIM(); err != nil {
+		return nil, err
+	}
+	watch := newPressureWatch(&o)
 	srv, err := sfhttp.NewServer(o.HTTP)
 	if err != nil {
 		return nil, err
@@ -134,7 +147,7 @@ func Start(addr string, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	s := &Stack{Server: srv, serveDone: make(chan struct{}), addr: ln.Addr(), ln: ln, tracing: o.Tracing}
+	s := &Stack{Server: srv, serveDone: make(chan struct{}), addr: ln.Addr(), ln: ln, tracing: o.Tracing, pressure: watch}
 	go func() { s.serveErr = srv.Serve(ln); close(s.serveDone) }()
 	slog.Info("listening; loading the model", "addr", ln.Addr().String())
 	if err := s.load(o); err != nil {
@@ -143,6 +156,7 @@ func Start(addr string, o Options) (*Stack, error) {
 		<-s.serveDone
 		return nil, err
 	}
+	watch.start(s.Models)
 	s.openResponses(o) // before the model: no request may store in memory first
 	s.openModelStore(o)
 	srv.SetModels(s.Models)
@@ -154,6 +168,9 @@ func Start(addr string, o Options) (*Stack, error) {
 // in-process, through Server.AnswerBatch (`superfluid batch` runs so).
 func Load(o Options) (*Stack, error) {
 	o.HTTP.Tracing = o.Tracing
+	if err := o.gateFIM(); err != nil {
+		return nil, err
+	}
 	srv, err := sfhttp.NewServer(o.HTTP)
 	if err != nil {
 		return nil, err
@@ -195,6 +212,7 @@ func (s *Stack) close() error {
 		}
 	}
 	err := s.Server.Shutdown(context.Background())
+	s.pressure.close() // before the models unload: nothing left to tell
 	if s.serveDone != nil {
 		// fasthttp closes only the listeners Serve has registered: on a
 		// busy machine a stack closed right after a quick load can get
@@ -216,6 +234,16 @@ func (s *Stack) close() error {
 		slog.Warn("tracing: spans left unexported at shutdown", "err", e)
 	}
 	return err
+}
+
+// gateFIM makes the server's FIM gate from o.FIM; the server shows its
+// counters and every model loaded passes its FIM requests through it.
+func (o *Options) gateFIM() error {
+	if err := o.FIM.Validate(); err != nil {
+		return fmt.Errorf("app: %w", err)
+	}
+	o.HTTP.FIMGate = task.NewFIMGate(o.FIM, nil)
+	return nil
 }
 
 func (o *Options) withDefaults() {

@@ -105,7 +105,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		return nil, err
 	}
 	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: residentBudget(desc, o.HostCache),
-		MaxWindowResidentTokens: windowResidentBudget(desc), HostBytes: max(o.HostCache, 0),
+		MaxWindowResidentTokens: windowResidentBudget(desc), HostBytes: max(o.HostCache, 0), Watermarks: o.Pressure.Watermarks,
 		Park: ps, ParkEager: o.ParkEager && ps != nil, ParkIdle: parkIdle(o, ps)})
 	if err != nil {
 		if ps != nil {
@@ -125,7 +125,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 	if drafter != nil {
 		ms.Size += measuredSize(drafter.Engine().Descriptor(), 0)
 	}
-	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc}, Cache: cacheMetrics{cache}}
+	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc, FIMGate: o.HTTP.FIMGate}, Cache: cacheMetrics{cache}}
 	if len(loraPaths) > 0 {
 		ms.Model.LoRA = task.NewAdapters(loraPaths, loraScales)
 	}

@@ -39,17 +39,20 @@ type Registry struct {
 	fimName     string
 	now         func() time.Time
 
-	mu      sync.Mutex
-	slots   map[string]*slot // by name
-	closed  bool
-	loads   sync.WaitGroup // load and unload goroutines
-	wake    chan struct{}  // nudges the reaper: an expiry changed
-	stop    chan struct{}
-	reaping bool          // the reaper runs
-	reaped  chan struct{} // closed when the reaper returns
-	digest  map[string]fileDigest
-	loadsOf map[string]int         // loads started, by model name, since start
-	lookups map[string]*diskLookup // disk reads under way for Acquire, by what they read
+	mu sync.Mutex
+	// pressure is the machine's memory pressure (SetPressure), which a
+	// model loaded starts at.
+	pressure sched.Pressure
+	slots    map[string]*slot // by name
+	closed   bool
+	loads    sync.WaitGroup // load and unload goroutines
+	wake     chan struct{}  // nudges the reaper: an expiry changed
+	stop     chan struct{}
+	reaping  bool          // the reaper runs
+	reaped   chan struct{} // closed when the reaper returns
+	digest   map[string]fileDigest
+	loadsOf  map[string]int         // loads started, by model name, since start
+	lookups  map[string]*diskLookup // disk reads under way for Acquire, by what they read
 
 	// beforeDisk, when set, runs before each of Acquire's disk reads with
 	// its key; tests hold one there. nil in service.
@@ -151,6 +154,7 @@ func (r *Registry) loadResident() error {
 		}
 		r.mu.Lock()
 		sl.st, sl.size, sl.lastUsed = st, st.Size, r.now()
+		st.setPressure(r.pressure)
 		r.mu.Unlock()
 		total += st.Size
 	}
@@ -404,6 +408,7 @@ func (r *Registry) runLoad(sl *slot, op *loadOp, gone []chan struct{}) {
 		}
 	} else {
 		sl.st, sl.size, sl.lastUsed = st, st.Size, r.now()
+		st.setPressure(r.pressure)
 		// A resident model a keep_alive unloaded is resident again once
 		// reloaded; one loaded on demand has the default keep-alive.
 		sl.expires, sl.pinned = keepAliveAfter(r.now(), sfhttp.ModelWant{}, sl.resident, sl.resident, r.defaultKeep)

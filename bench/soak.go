@@ -32,8 +32,10 @@ type SoakReport struct {
 	Poisons    map[string]map[string]int `json:"poisons"`
 	Behaviours map[string]int            `json:"behaviours"`
 	// Documented5xx is 503s (and overloaded/unavailable error events):
-	// the server saying "not now" as it documents.
+	// the server saying "not now" as it documents; Throttled is 429s with
+	// Retry-After (inline completions past the FIM bucket).
 	Documented5xx   int `json:"documented_5xx"`
+	Throttled       int `json:"throttled"`
 	Undocumented5xx int `json:"undocumented_5xx"`
 	// UnexpectedRefusals is 4xx answers to well-formed requests.
 	UnexpectedRefusals int `json:"unexpected_refusals"`
@@ -185,6 +187,9 @@ func (r *runner) record(sr *SoakReport, rep *Report, q soakRequest, res soakResu
 		if failed {
 			sr.CrossSiteServed++
 		}
+	case res.documented && status == "429":
+		sr.Throttled++
+		failed = false
 	case res.documented:
 		sr.Documented5xx++
 		failed = false

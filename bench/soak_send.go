@@ -75,7 +75,11 @@ func (c *client) soakSend(ctx context.Context, q soakRequest) soakResult {
 		if resp.StatusCode != http.StatusOK {
 			var he *httpError
 			errors.As(readHTTPError(resp), &he)
-			return soakResult{kind: strconv.Itoa(resp.StatusCode), msg: he.Msg, documented: resp.StatusCode == http.StatusServiceUnavailable}
+			// 503, and a 429 that says when to retry (the FIM rate bucket),
+			// are the server's documented "not now".
+			notNow := resp.StatusCode == http.StatusServiceUnavailable ||
+				resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != ""
+			return soakResult{kind: strconv.Itoa(resp.StatusCode), msg: he.Msg, documented: notNow}
 		}
 		var body io.Reader = resp.Body
 		if q.behave == readSlowly {

@@ -19,6 +19,7 @@ import (
 	sfhttp "superfluid/http"
 	"superfluid/pull"
 	"superfluid/sched"
+	"superfluid/task"
 	"superfluid/tracing"
 )
 
@@ -49,6 +50,8 @@ func serveCommand() *cli.Command {
 			&cli.Float64Flag{Name: "spec-synth-len", Usage: "benchmarking only: commit drafts as if accepted at this mean length per step, the model's own token included (1 to --spec-draft-n-max + 1), whatever they hold; output is not valid", EnvVars: env("SPEC_SYNTH_LEN")},
 			&cli.StringFlag{Name: "spec-synth-rates", Usage: "benchmarking only: P0,P1,… the probability each draft position is committed (--spec-draft-n-max values, non-increasing); output is not valid", EnvVars: env("SPEC_SYNTH_RATES")},
 			&cli.StringFlag{Name: "default-class", Value: "chat", Usage: "class of requests that name none: chat, agent or background", EnvVars: env("DEFAULT_CLASS")},
+			&cli.Float64Flag{Name: "fim-rate", Value: task.DefaultFIMRate, Usage: "inline completions (FIM) a second the server takes, whatever the client; past it they are refused at once with 429 and retry_after_ms instead of queueing (<0: no bound)", EnvVars: env("FIM_RATE")},
+			&cli.IntFlag{Name: "fim-burst", Value: task.DefaultFIMBurst, Usage: "inline completions that may come at once above --fim-rate", EnvVars: env("FIM_BURST")},
 			&cli.StringFlag{Name: "api-key", Usage: "require this key (Authorization: Bearer KEY or x-api-key) on every route but /health", EnvVars: env("API_KEY")},
 			&cli.StringFlag{Name: "api-keys-file", Usage: "JSON file of named API keys, each with its classes, models, lane cap and requests/tokens per minute (README: API keys); a value starting with { is the JSON itself; reloaded on SIGHUP", EnvVars: []string{"SUPERFLUID_API_KEYS_FILE", "SUPERFLUID_API_KEYS"}},
 			chatTemplateFileFlag(),
@@ -66,7 +69,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "park-lossy", Usage: "demote parked f16 KV state to 8 bits: files half the size, but resumed conversations may continue differently", EnvVars: env("PARK_LOSSY")},
 			&cli.DurationFlag{Name: "drain", Value: 30 * time.Second, Usage: "how long shutdown waits for running requests", EnvVars: env("DRAIN")},
 			&cli.DurationFlag{Name: "write-timeout", Value: 30 * time.Second, Usage: "how long a response's writes may make no progress (a client that stopped reading) before its connection is closed and its generation cancelled", EnvVars: env("WRITE_TIMEOUT")},
-		}, diskQuotaFlags()),
+		}, pressureFlags(), diskQuotaFlags()),
 		Action: serveAction,
 	}
 }
@@ -99,6 +102,13 @@ func serveAction(c *cli.Context) error {
 	}
 	if c.Int("max-conns-per-ip") == 0 {
 		return fmt.Errorf("serve: --max-conns-per-ip 0 would refuse every connection (<0: no bound)")
+	}
+	if c.Float64("fim-rate") == 0 || c.Int("fim-burst") < 1 {
+		return fmt.Errorf("serve: --fim-rate %g --fim-burst %d would refuse every inline completion (--fim-rate <0: no bound)", c.Float64("fim-rate"), c.Int("fim-burst"))
+	}
+	pressureOpts, err := pressureOptions(c)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	models, err := serveModels(c)
 	if err != nil {
@@ -156,9 +166,11 @@ func serveAction(c *cli.Context) error {
 		ChatTemplateFile: c.String("chat-template-file"),
 		ParkDir:          dirOrOff(c.String("park-dir")), ParkBudget: c.Int64("park-budget"), ParkEager: c.Bool("park-eager"),
 		ParkIdle: c.Duration("park-idle"), ParkLossy: c.Bool("park-lossy"),
-		DataDir: dirOrOff(c.String("data-dir")),
-		Disk:    quotas,
-		Sched:   sched.Config{ClassLanes: classLanes, Speculation: spec},
+		DataDir:  dirOrOff(c.String("data-dir")),
+		Disk:     quotas,
+		FIM:      task.FIMRate{Rate: c.Float64("fim-rate"), Burst: c.Int("fim-burst")},
+		Pressure: pressureOpts,
+		Sched:    sched.Config{ClassLanes: classLanes, Speculation: spec},
 		HTTP: sfhttp.Config{APIKey: c.String("api-key"), Keys: apiKeys, MaxBody: c.Int("max-body"), DefaultClass: defClass, Drain: c.Duration("drain"),
 			WriteTimeout: c.Duration("write-timeout"), Version: version, KeepBillingHeader: c.Bool("keep-billing-header"),
 			AllowedOrigins: c.StringSlice("allowed-origins"), MaxConnsPerIP: c.Int("max-conns-per-ip"), HeaderTimeout: c.Duration("header-timeout")},

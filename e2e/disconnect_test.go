@@ -23,7 +23,7 @@ import (
 // server's own gauges.
 
 // scrapeMetrics reads /metrics into "name{labels}" → value.
-func scrapeMetrics(t *testing.T, base string) map[string]float64 {
+func scrapeMetrics(t testing.TB, base string) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -50,7 +50,7 @@ func scrapeMetrics(t *testing.T, base string) map[string]float64 {
 
 // pollUntil retries cond until it holds or bound passes; conditions that
 // depend on other goroutines catching up are polled, never slept on.
-func pollUntil(t *testing.T, bound time.Duration, cond func() (bool, string)) {
+func pollUntil(t testing.TB, bound time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for {
@@ -66,7 +66,7 @@ func pollUntil(t *testing.T, bound time.Duration, cond func() (bool, string)) {
 }
 
 // checkIdle waits until no lane runs and nothing is queued in any class.
-func checkIdle(t *testing.T, base string) {
+func checkIdle(t testing.TB, base string) {
 	t.Helper()
 	pollUntil(t, 30*time.Second, func() (bool, string) {
 		m := scrapeMetrics(t, base)

@@ -35,7 +35,9 @@ func peekClosed(conn net.Conn) bool {
 // watchClient cancels ctx's request when the client of a non-streaming
 // request hangs up: fasthttp only notices at the next write, which for a
 // whole response comes after all the work. It polls every interval until
-// stop is closed.
+// stop is closed — every quickWatch during the first quickWatchFor: an
+// editor hangs up on a completion at its next keystroke, tens of
+// milliseconds later, and the lane should be free by the one after.
 func watchClient(conn net.Conn, cancel context.CancelFunc, stop <-chan struct{}, interval time.Duration) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -43,8 +45,10 @@ func watchClient(conn net.Conn, cancel context.CancelFunc, stop <-chan struct{},
 			cancel()
 		}
 	}()
-	t := time.NewTicker(interval)
+	step := min(interval, quickWatch)
+	t := time.NewTicker(step)
 	defer t.Stop()
+	slowAt := time.Now().Add(quickWatchFor)
 	for {
 		select {
 		case <-stop:
@@ -54,6 +58,19 @@ func watchClient(conn net.Conn, cancel context.CancelFunc, stop <-chan struct{},
 				cancel()
 				return
 			}
+			if step != interval && time.Now().After(slowAt) {
+				step = interval
+				t.Reset(step)
+			}
 		}
 	}
 }
+
+// The client watch's first second polls every 20 ms: 50 peeks of a
+// socket, nothing beside a request's work, and an editor's storm of
+// keystrokes (20 a second, each hanging up on the last) then holds one
+// lane at a time rather than one per poll interval's worth.
+const (
+	quickWatch    = 20 * time.Millisecond
+	quickWatchFor = time.Second
+)

@@ -24,6 +24,9 @@ var (
 	modelTurnWaitsTotal   = metric.Counter("superfluid_model_turn_waits_total", "Steps that waited at the arbiter for another model's engine.", "model")
 	modelTurnWaitSeconds  = metric.Counter("superfluid_model_turn_wait_seconds_total", "Time those steps waited.", "model")
 	modelDecodeTokens     = metric.Counter("superfluid_model_decode_tokens_total", "Tokens generated, by model.", "model")
+
+	fimShedTotal       = metric.Counter("superfluid_fim_shed_total", "Inline completions refused (429) past the FIM rate bucket.")
+	fimSupersededTotal = metric.Counter("superfluid_fim_superseded_total", "Inline completions cancelled because the same client sent a newer one.")
 )
 
 // metrics renders /metrics in Prometheus' text format: the unlabelled
@@ -54,6 +57,13 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	}
 	if s.cfg.Keys != nil {
 		s.cfg.Keys.AddTo(p)
+	}
+	if g := s.cfg.FIMGate; g != nil {
+		p.Add(fimShedTotal, float64(g.Shed()))
+		p.Add(fimSupersededTotal, float64(g.Superseded()))
+	}
+	for _, add := range s.cfg.Metrics {
+		add(p)
 	}
 	ctx.SetContentType("text/plain; version=0.0.4")
 	_, err := p.WriteTo(ctx)

@@ -7,7 +7,23 @@ import (
 
 	"superfluid/http/wire"
 	"superfluid/sched"
+	"superfluid/task"
 )
+
+// ClientHeader names the client a request comes from, for the FIM gate's
+// supersession (the client's newer completion cancels its older one).
+// Only a client that names itself is one: address and User-Agent are
+// shared by several editor windows, a team on one workstation, or a
+// tool's parallel workers, whose completions must not cancel each other.
+// An editor that does not name itself is still rid of its stale
+// completions by hanging up (watchClient notices within 20 ms).
+const ClientHeader = "X-Superfluid-Client"
+
+// clientName is the client a request names itself (ClientHeader), "" for
+// none.
+func clientName(ctx *fasthttp.RequestCtx) string {
+	return string(ctx.Request.Header.Peek(ClientHeader))
+}
 
 // requestClass is the class a chat or completion request runs in: the
 // X-Superfluid-Class header, else the server's default.
@@ -27,7 +43,7 @@ func (s *Server) requestClass(ctx *fasthttp.RequestCtx, field string) (sched.Cla
 // are children of it), and holds it open until the returned func is
 // called: a stream's span ends with the stream, not with its handler.
 func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
-	base, untrace := traceOf(ctx).Context(context.Background())
+	base, untrace := traceOf(ctx).Context(task.WithClient(context.Background(), clientName(ctx)))
 	c, cancel := context.WithCancel(base)
 	go watchClient(ctx.Conn(), cancel, c.Done(), s.cfg.ClientPoll)
 	done := func() {

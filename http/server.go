@@ -19,6 +19,7 @@ import (
 	"superfluid/http/openai/responses"
 	"superfluid/http/wire"
 	"superfluid/keys"
+	"superfluid/metric"
 	"superfluid/sched"
 	"superfluid/task"
 	"superfluid/tracing"
@@ -60,6 +61,13 @@ type Config struct {
 	// (default 30s). A stream renews it with every event, so it bounds a
 	// stalled write, never a long generation.
 	WriteTimeout time.Duration
+	// FIMGate is the server's gate for inline completions (the rate
+	// bucket; app sets it on every model too), whose counters /metrics
+	// shows; nil: none.
+	FIMGate *task.FIMGate
+	// Metrics add server-wide samples to every scrape of /metrics (the
+	// memory-pressure monitor's).
+	Metrics []func(*metric.Page)
 	// CompletionCache is how many identical greedy FIM answers are kept
 	// (default 64; negative disables it).
 	CompletionCache int

@@ -47,6 +47,9 @@ type Config struct {
 	// The cache checks on its own calls (Acquire, Release, Relieve): a
 	// server no one calls has no one who needs the room.
 	ParkIdle time.Duration
+	// Watermarks are the marks memory pressure sheds host memory and the
+	// pool to (pressure.go; default 85% high, 70% low).
+	Watermarks Watermarks
 	// MinParkTokens is the shortest stream worth parking (default
 	// MinHostTokens).
 	MinParkTokens int
@@ -64,6 +67,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxResidentTokens < 0 || c.MaxWindowResidentTokens < 0 || c.HostBytes < 0 || c.MinSharedTokens < 0 || c.MinHostTokens < 0 || c.MinParkTokens < 0 || c.ParkIdle < 0 {
 		return errors.New("kv: negative budget")
+	}
+	if err := c.Watermarks.validate(); err != nil {
+		return err
 	}
 	if c.Park == nil && (c.ParkEager || c.ParkIdle > 0) {
 		return errors.New("kv: eager or idle parking without a park store")
@@ -122,6 +128,10 @@ type Cache struct {
 	restores map[int32]*restore
 	loadMu   sync.Mutex
 	readers  sync.WaitGroup
+
+	// shedding: the machine is short of memory (ShedMemory): nothing is
+	// exported to host memory, and the pool is held to its low mark.
+	shedding bool
 
 	// inherit holds, per leased sequence, the checkpoints of the entry its
 	// seed came from, up to the seed (partial.go).
@@ -467,7 +477,7 @@ func (c *Cache) sharedPrefix(e *entry) *node {
 func (c *Cache) evict(e *entry, whole bool) {
 	c.stats.Evictions.Add(1)
 	switch {
-	case c.host.budget > 0 && e.node.depth >= c.cfg.MinHostTokens && e.node.host == nil:
+	case c.host.budget > 0 && !c.shedding && e.node.depth >= c.cfg.MinHostTokens && e.node.host == nil:
 		blob, err := c.eng.Export(e.seq, nil)
 		if err != nil {
 			slog.Warn("prefix cache: export to host memory failed", "err", err)
@@ -519,7 +529,7 @@ func (c *Cache) cutBackTo(e *entry) *node {
 // shared, and moved out it loses the cuts its conversation's next edit
 // needs (issue 22). A full-attention model's goes to host memory whole.
 func (c *Cache) enforceBudget(fresh *entry) {
-	budget := c.residentBudget()
+	budget := c.shedBudget(c.residentBudget())
 	if budget <= 0 {
 		return
 	}

@@ -40,17 +40,23 @@ func (t *hostTier) add(tree *radix, n *node, blob []byte, ckpts []engine.Checkpo
 	t.entries = append(t.entries, h)
 	t.bytes += h.size()
 	for t.bytes > t.budget {
-		oldest := t.entries[0]
-		for _, e := range t.entries[1:] {
-			if e.used < oldest.used {
-				oldest = e
-			}
-		}
+		oldest := t.oldest()
 		if t.leaving != nil {
 			t.leaving(oldest)
 		}
 		t.remove(tree, oldest)
 	}
+}
+
+// oldest is the least recently used entry; the tier must hold one.
+func (t *hostTier) oldest() *hostEntry {
+	oldest := t.entries[0]
+	for _, e := range t.entries[1:] {
+		if e.used < oldest.used {
+			oldest = e
+		}
+	}
+	return oldest
 }
 
 func (t *hostTier) remove(tree *radix, h *hostEntry) {

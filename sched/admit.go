@@ -109,6 +109,9 @@ func (p *planner) admissibleClass() (Class, bool) {
 		if p.reservedInteractive > 0 && !c.interactive() {
 			continue
 		}
+		if !p.admitsUnderPressure(c) {
+			continue
+		}
 		head := p.queues[c][p.heldSkip[c]]
 		aged := min(int(p.steps-head.queuedStep)/p.cfg.StarvationSteps, int(c))
 		eff := int(c) - aged
@@ -190,6 +193,9 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 		l.firstAdmission = true
 		j.admitted = true
 		j.admittedAt = now
+		if j.stream != nil {
+			j.stream.started.Store(true)
+		}
 		j.cached = cached
 	}
 	j.prefilling = true

@@ -137,6 +137,11 @@
 // what an unpreempted run produces. (With temperature sampling the
 // engine's random stream restarts, so the continuation differs.)
 //
+// Memory pressure (SetPressure, pressure.go) uses the same path: at
+// Critical every decoding Background lane is preempted, its stream moved
+// to the disk tier, and no Background job admitted until it clears; at
+// Warning and above the cache sheds host memory and idle entries.
+//
 // # Grammars
 //
 // A request may carry a grammar (Request.Grammar). Submit compiles it on

@@ -115,6 +115,9 @@ type lane struct {
 	// plan; its job has its result unless preempted.
 	finishing bool
 	preempted bool
+	// parkForPressure: preempted at Critical pressure; its stream goes to
+	// the disk tier as it is released (pressure.go).
+	parkForPressure bool
 	// prefillStarved counts prefill steps younger lanes took while this one
 	// waited; decodeStarved steps it put no token into.
 	prefillStarved int

@@ -106,6 +106,7 @@ func (l *loop) prepare(now time.Time) {
 	p := l.p
 	p.sweep(now)
 	l.finishRestores(now)
+	p.preemptForPressure()
 	p.preemptForQueued()
 	l.admit(now)
 	l.flush()
@@ -445,4 +446,7 @@ func (l *loop) giveBack(rel release) {
 		}
 	}
 	l.cache.Release(rel.seq, rel.tokens)
+	if rel.park {
+		l.parkReleased(rel.tokens)
+	}
 }

@@ -25,6 +25,8 @@ var (
 	draftTokensTotal       = metric.Counter("superfluid_draft_tokens_total", "Draft tokens speculative decoding verified, by draft source.", "source")
 	draftAcceptedTotal     = metric.Counter("superfluid_draft_accepted_tokens_total", "Draft tokens accepted, by draft source.", "source")
 	draftGateClosedTotal   = metric.Counter("superfluid_draft_gate_closed_total", "Times a lane's throughput gate stopped its drafts (they did not pay); it probes again later.")
+	pressureParksTotal     = metric.Counter("superfluid_pressure_parked_lanes_total", "Background lanes preempted into the disk tier at critical memory pressure.")
+	pressureEvictedTotal   = metric.Counter("superfluid_pressure_evicted_bytes_total", "Bytes of cached state evicted from host memory and the KV pool for memory pressure.")
 	lanesActive            = metric.Gauge("superfluid_lanes_active", "Lanes running now.")
 	prefillBudgetTokens    = metric.Gauge("superfluid_prefill_budget_tokens", "The last tick's prompt budget.")
 	queueDepth             = metric.Gauge("superfluid_queue_depth", "Requests waiting for a lane, by class.", "class")
@@ -64,6 +66,8 @@ func (s Snapshot) AddTo(p *metric.Page) {
 		{grammarFastTotal, s.GrammarFastTokens},
 		{grammarMaskedTotal, s.GrammarMaskedTokens},
 		{draftGateClosedTotal, s.DraftGateClosed},
+		{pressureParksTotal, s.PressureParks},
+		{pressureEvictedTotal, s.PressureEvictedBytes},
 	} {
 		p.Add(c.def, float64(c.v))
 	}

@@ -57,6 +57,8 @@ type planner struct {
 	lastInteractive time.Time
 	// bgDivisor throttles Agent and Background decoding to one step in N.
 	bgDivisor int
+	// pressure is the machine's memory pressure (pressure.go).
+	pressure Pressure
 	// elsewhere reports whether another engine shares the machine, whose
 	// newcomers would wait out this one's step, and whether one ran Chat
 	// or FIM work moments ago (Turn.others); nil: none.
@@ -104,6 +106,7 @@ type release struct {
 	// (computed under a LoRA set): the loop empties it and releases it
 	// holding nothing.
 	discard bool
+	park    bool // to the disk tier: the lane was parked for pressure
 }
 
 func (r *ready) clear() {
@@ -220,6 +223,7 @@ func (p *planner) dropLanes(drop func(*lane) bool) {
 		}
 		rel := p.releaseOf(l.job, l.seq, l.tokens[:l.npast:l.npast])
 		rel.obs = l.job.obs
+		rel.park = l.preempted && l.parkForPressure
 		p.ready.releases = append(p.ready.releases, rel)
 		if l.preempted {
 			p.requeuePreempted(l)

@@ -24,6 +24,7 @@ type Scheduler struct {
 	nextID      atomic.Uint64
 	outstanding atomic.Int64 // submitted, not yet ended
 	divisor     atomic.Int64
+	pressure    atomic.Uint32 // a Pressure (SetPressure)
 	started     atomic.Bool
 	streams     sync.Map // id → *Stream, for Cancel by id
 
@@ -226,6 +227,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		s.takeInbox()
 		s.loop.p.bgDivisor = int(s.divisor.Load())
+		s.loop.setPressure(Pressure(s.pressure.Load()))
 		busy = s.step(ctx)
 		if s.loop.turnErr != nil {
 			return nil

@@ -42,11 +42,13 @@ type counters struct {
 	// llama_decode, the lanes busy in each summed, the time of steps
 	// carrying prompt tokens, and each ended request's generation after
 	// its first token (steps and time).
-	decodeCalls  atomic.Uint64
-	busySlots    atomic.Uint64
-	promptNS     atomic.Uint64
-	predictSteps atomic.Uint64
-	predictNS    atomic.Uint64
+	decodeCalls          atomic.Uint64
+	busySlots            atomic.Uint64
+	promptNS             atomic.Uint64
+	predictSteps         atomic.Uint64
+	predictNS            atomic.Uint64
+	pressureParks        atomic.Uint64
+	pressureEvictedBytes atomic.Uint64
 
 	lanesActive       atomic.Int64
 	queueDepth        [NumClasses]atomic.Int64
@@ -115,6 +117,10 @@ type Snapshot struct {
 	PromptNS     uint64
 	PredictSteps uint64
 	PredictNS    uint64
+	// Memory pressure (pressure.go): Background lanes parked for it, and
+	// the bytes the cache evicted for it (host memory and pool).
+	PressureParks        uint64
+	PressureEvictedBytes uint64
 
 	LanesActive   int64
 	QueueDepth    [NumClasses]int64 // by Class
@@ -153,37 +159,39 @@ func (s Snapshot) QueuedTotal() int64 {
 // Snapshot reads the counters.
 func (s *counters) Snapshot() Snapshot {
 	out := Snapshot{
-		Ticks:               s.ticks.Load(),
-		PrefillTokens:       s.prefillTokens.Load(),
-		DecodeTokens:        s.decodeTokens.Load(),
-		WarmPrefixTokens:    s.warmPrefixTokens.Load(),
-		Admissions:          s.admissions.Load(),
-		ColdAdmissions:      s.coldAdmissions.Load(),
-		AdmitsDeferred:      s.admitsDeferred.Load(),
-		Preemptions:         s.preemptions.Load(),
-		StarvationGrants:    s.starvationGrants.Load(),
-		SharedPrefixHolds:   s.sharedPrefixHolds.Load(),
-		KVFull:              s.kvFull.Load(),
-		TickErrors:          s.tickErrors.Load(),
-		Cancelled:           s.cancelled.Load(),
-		Expired:             s.expired.Load(),
-		Completed:           s.completed.Load(),
-		GrammarFastTokens:   s.grammarFastTokens.Load(),
-		GrammarMaskedTokens: s.grammarMaskedTokens.Load(),
-		DraftTokens:         s.draftTokens.Load(),
-		DraftAccepted:       s.draftAccepted.Load(),
-		DraftGateClosed:     s.draftGateClosed.Load(),
-		TurnWaits:           s.turnWaits.Load(),
-		TurnWaitMS:          s.turnWaitNS.Load() / uint64(time.Millisecond),
-		DecodeCalls:         s.decodeCalls.Load(),
-		BusySlots:           s.busySlots.Load(),
-		PromptNS:            s.promptNS.Load(),
-		PredictSteps:        s.predictSteps.Load(),
-		PredictNS:           s.predictNS.Load(),
-		LanesActive:         s.lanesActive.Load(),
-		PrefillBudget:       s.prefillBudgetLive.Load(),
-		KVTokens:            s.kvTokens.Load(),
-		TTFTCount:           s.ttftCount.Load(),
+		Ticks:                s.ticks.Load(),
+		PrefillTokens:        s.prefillTokens.Load(),
+		DecodeTokens:         s.decodeTokens.Load(),
+		WarmPrefixTokens:     s.warmPrefixTokens.Load(),
+		Admissions:           s.admissions.Load(),
+		ColdAdmissions:       s.coldAdmissions.Load(),
+		AdmitsDeferred:       s.admitsDeferred.Load(),
+		Preemptions:          s.preemptions.Load(),
+		StarvationGrants:     s.starvationGrants.Load(),
+		SharedPrefixHolds:    s.sharedPrefixHolds.Load(),
+		KVFull:               s.kvFull.Load(),
+		TickErrors:           s.tickErrors.Load(),
+		Cancelled:            s.cancelled.Load(),
+		Expired:              s.expired.Load(),
+		Completed:            s.completed.Load(),
+		GrammarFastTokens:    s.grammarFastTokens.Load(),
+		GrammarMaskedTokens:  s.grammarMaskedTokens.Load(),
+		DraftTokens:          s.draftTokens.Load(),
+		DraftAccepted:        s.draftAccepted.Load(),
+		DraftGateClosed:      s.draftGateClosed.Load(),
+		TurnWaits:            s.turnWaits.Load(),
+		TurnWaitMS:           s.turnWaitNS.Load() / uint64(time.Millisecond),
+		DecodeCalls:          s.decodeCalls.Load(),
+		BusySlots:            s.busySlots.Load(),
+		PromptNS:             s.promptNS.Load(),
+		PredictSteps:         s.predictSteps.Load(),
+		PredictNS:            s.predictNS.Load(),
+		LanesActive:          s.lanesActive.Load(),
+		PrefillBudget:        s.prefillBudgetLive.Load(),
+		KVTokens:             s.kvTokens.Load(),
+		PressureParks:        s.pressureParks.Load(),
+		PressureEvictedBytes: s.pressureEvictedBytes.Load(),
+		TTFTCount:            s.ttftCount.Load(),
 	}
 	out.TTFT, out.ITL = s.histograms()
 	for i := range s.queueDepth {

@@ -94,7 +94,9 @@ type Stream struct {
 	// cancelled is raised by Cancel; the runner reads it when it plans
 	// each step, so a running request stops within the step in flight.
 	cancelled atomic.Bool
-	stopCtx   func() bool // stops the context.AfterFunc that cancels on ctx
+	// started is raised when the request first holds a lane.
+	started atomic.Bool
+	stopCtx func() bool // stops the context.AfterFunc that cancels on ctx
 
 	mu       sync.Mutex
 	buf      []Token
@@ -116,6 +118,10 @@ func (s *Stream) ID() uint64 { return s.id }
 // stops within one engine step. Its Result says FinishCancelled. Cancel
 // after the end does nothing.
 func (s *Stream) Cancel() { s.cancelled.Store(true) }
+
+// Started reports whether the request has held a lane: it is no longer
+// only waiting in a queue.
+func (s *Stream) Started() bool { return s.started.Load() }
 
 // Next returns the next token, or io.EOF once the request has ended and
 // every token was read (Result then tells how it ended), or ctx's error.

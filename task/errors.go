@@ -45,6 +45,12 @@ const (
 	// RateLimited is a request past its API key's rate or lane cap;
 	// RetryAfter says when it may pass.
 	RateLimited
+	// Throttled is a request past a rate the server sheds at (the FIM
+	// bucket): Error.RetryAfter says when to try again.
+	Throttled
+	// Superseded is an inline completion a newer one from the same client
+	// replaced while it waited for a lane (FIMGate): it never ran.
+	Superseded
 )
 
 // Error is a failed request in API-neutral terms.
@@ -53,7 +59,8 @@ type Error struct {
 	Param string // the offending field, when one is to blame
 	Code  string // a machine code, e.g. context_length_exceeded, grammar_limit_exceeded
 	Msg   string
-	// RetryAfter is when a RateLimited request may be sent again.
+	// RetryAfter is when a RateLimited request may be sent again, or, for a
+	// Throttled one, how long until the client would be admitted.
 	RetryAfter time.Duration
 }
 
@@ -111,4 +118,16 @@ func Unsupported(field, why string) *Error {
 	e := BadParam(field, "%s is not supported: %s", field, why)
 	e.Code = "unsupported_parameter"
 	return e
+}
+
+// errSuperseded is the answer of a completion superseded while it waited.
+var errSuperseded = &Error{Kind: Superseded, Code: "superseded",
+	Msg: "a newer inline completion from the same client replaced this one before it started"}
+
+// ThrottledError is an inline completion past the FIM rate, to be retried
+// after wait.
+func ThrottledError(wait time.Duration) *Error {
+	ms := max(wait.Milliseconds(), 1)
+	return &Error{Kind: Throttled, Code: "rate_limit_exceeded", RetryAfter: time.Duration(ms) * time.Millisecond,
+		Msg: fmt.Sprintf("inline completion rate limit exceeded; retry in %d ms", ms)}
 }

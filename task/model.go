@@ -45,6 +45,9 @@ type Model struct {
 	FIM   *fim.Builder   // nil when the vocabulary cannot fill in the middle
 	// LoRA is the model's LoRA adapters; nil when it was loaded with none.
 	LoRA *Adapters
+	// FIMGate, when set, is the server's gate every FIM-class request
+	// passes before it is queued (Start): the rate bucket, supersession.
+	FIMGate *FIMGate
 	// ChatRefused says why Chat is nil when a template was refused at load
 	// (it failed to parse, or crossed a sandbox bound); chat requests are
 	// answered 400 with it.

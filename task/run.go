@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"superfluid/reply"
 	"superfluid/sched"
@@ -66,15 +67,33 @@ type Job struct {
 	m       *Model
 	req     *Request
 	streams []*sched.Stream
+	// superseded: the FIM gate cancelled it for the same client's newer
+	// completion before any choice started; Run answers so.
+	superseded atomic.Bool
 }
 
 // Start submits every choice of req with the one rollback (SubmitAll). A
 // handler starts a job before it starts a streamed response, so that a
-// refusal is still answered with a status.
-func Start(ctx context.Context, m *Model, req *Request) (*Job, error) {
+// refusal is still answered with a status. Every request of the FIM class
+// passes the model's FIMGate here first, whichever API sent it: it
+// supersedes the client's waiting one and may be shed (Throttled).
+func Start(ctx context.Context, m *Model, req *Request) (j *Job, err error) {
 	choices, err := Plan(m, req)
 	if err != nil {
 		return nil, err
+	}
+	fim := m.FIMGate != nil && isFIM(choices)
+	if fim {
+		client := clientOf(ctx)
+		m.FIMGate.supersede(client)
+		if err := m.FIMGate.admit(); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err == nil {
+				m.FIMGate.track(client, j)
+			}
+		}()
 	}
 	sts, err := SubmitAll(ctx, m, choices)
 	if err != nil {
@@ -136,6 +155,9 @@ func (j *Job) Run(ctx context.Context, sink Sink) ([]Turn, error) {
 		if errors.Is(err, EndChoice) {
 			<-st.Done() // Follow cancelled it: its result is final once done
 			turns[i].Result, err = st.Result(), nil
+		}
+		if err == nil && j.superseded.Load() && turns[i].Completed == 0 && errors.Is(turns[i].Result.Err, sched.ErrCancelled) {
+			err = errSuperseded
 		}
 		if err != nil {
 			return err

@@ -53,6 +53,9 @@ type Error struct {
 	// RetryAfter, when set, is sent as Retry-After (whole seconds, at
 	// least 1): a 429's when to try again.
 	RetryAfter time.Duration
+	// RetryAfterMs, on a 429, is when the client may try again: the body's
+	// retry_after_ms and the Retry-After header (whole seconds, rounded up).
+	RetryAfterMs int64
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -100,6 +103,11 @@ func FromTask(te *task.Error) *Error {
 		e.Status, e.Type = fasthttp.StatusForbidden, "permission_error"
 	case task.RateLimited:
 		e.Status, e.Type, e.RetryAfter = fasthttp.StatusTooManyRequests, "rate_limit_error", te.RetryAfter
+	case task.Superseded:
+		e.Status, e.Type = fasthttp.StatusConflict, "superseded_error"
+	case task.Throttled:
+		e.Status, e.Type = fasthttp.StatusTooManyRequests, "rate_limit_error"
+		e.RetryAfterMs = max(te.RetryAfter.Milliseconds(), 1)
 	}
 	return e
 }
@@ -134,14 +142,25 @@ func WriteError(ctx *fasthttp.RequestCtx, kind API, err error) {
 	ctx.SetContentType("application/json")
 	if e.RetryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(e.RetryAfter), 10))
+	} else if e.RetryAfterMs > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.FormatInt((e.RetryAfterMs+999)/1000, 10))
 	}
 	b, _ := json.Marshal(ErrorBody(kind, e))
 	ctx.SetBody(b)
 }
 
 // ErrorBody is e in the API's error shape: the body of an error response,
-// and the data of the error event that ends a failed stream.
+// and the data of the error event that ends a failed stream. A retry time
+// goes beside the API's own fields, at the top (retry_after_ms).
 func ErrorBody(kind API, e *Error) any {
+	body := apiErrorBody(kind, e)
+	if e.RetryAfterMs > 0 {
+		body["retry_after_ms"] = e.RetryAfterMs
+	}
+	return body
+}
+
+func apiErrorBody(kind API, e *Error) map[string]any {
 	switch kind {
 	case OpenAI:
 		// {"error": {"message", "type", "param", "code"}}

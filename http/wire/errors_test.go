@@ -52,6 +52,7 @@ func TestCoreErrorsMapToStatuses(t *testing.T) {
 		{&task.Error{Kind: task.NotSupported, Msg: "no FIM"}, 501, "not_supported_error", "", "", "api_error"},
 		{&task.Error{Kind: task.Forbidden, Param: "class", Code: "class_not_allowed", Msg: "no chat"}, 403, "permission_error", "class", "class_not_allowed", "permission_error"},
 		{&task.Error{Kind: task.RateLimited, Code: "rate_limit_exceeded", Msg: "slow down", RetryAfter: time.Second}, 429, "rate_limit_error", "", "rate_limit_exceeded", "rate_limit_error"},
+		{&task.Error{Kind: task.Superseded, Code: "superseded", Msg: "replaced"}, 409, "superseded_error", "", "superseded", "invalid_request_error"},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("context: %w", c.err)} {
 			e := AsError(err)
@@ -69,5 +70,33 @@ func TestCoreErrorsMapToStatuses(t *testing.T) {
 	}
 	if AsError(fmt.Errorf("plain")).Status != 500 {
 		t.Error("an unknown error is not a 500")
+	}
+}
+
+// A shed inline completion is a 429 in every API's shape, with the retry
+// time in the body (retry_after_ms) and, in whole seconds rounded up, in
+// Retry-After.
+func TestThrottledIs429WithRetryAfterInEveryShape(t *testing.T) {
+	te := task.ThrottledError(1250 * time.Millisecond)
+	for _, c := range []struct {
+		api  API
+		want string
+	}{
+		{OpenAI, `{"error":{"code":"rate_limit_exceeded","message":%q,"param":null,"type":"rate_limit_error"},"retry_after_ms":1250}`},
+		{Anthropic, `{"error":{"message":%q,"type":"rate_limit_error"},"retry_after_ms":1250,"type":"error"}`},
+		{Ollama, `{"error":%q,"retry_after_ms":1250}`},
+		{Llama, `{"error":{"code":429,"message":%q,"type":"rate_limit_error"},"retry_after_ms":1250}`},
+	} {
+		ctx := &fasthttp.RequestCtx{}
+		WriteError(ctx, c.api, fmt.Errorf("start: %w", te))
+		if got := ctx.Response.StatusCode(); got != 429 {
+			t.Errorf("%s: status %d, want 429", c.api, got)
+		}
+		if got := string(ctx.Response.Header.Peek("Retry-After")); got != "2" {
+			t.Errorf("%s: Retry-After %q, want 2", c.api, got)
+		}
+		if want := fmt.Sprintf(c.want, te.Msg); string(ctx.Response.Body()) != want {
+			t.Errorf("%s: body %s\nwant %s", c.api, ctx.Response.Body(), want)
+		}
 	}
 }
