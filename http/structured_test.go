@@ -237,7 +237,11 @@ func (s *grammarRefusingSched) Submit(ctx context.Context, req sched.Request) (*
 // 400 naming the field, in each API's shape — streamed requests too, since
 // handlers submit before they answer.
 func TestEngineGrammarRefusalIs400(t *testing.T) {
-	m, _, _, _ := poisonServer(t, engine.ModelSampling{})
+	served, _, _, _ := poisonServer(t, engine.ModelSampling{})
+	// A copy: the poison server serves the model it returned (its status
+	// sampler reads it), so this test's server gets its own.
+	mm := *served
+	m := &mm
 	gs := &grammarRefusingSched{}
 	m.Sched = gs
 	s, err := NewServer(Config{})
@@ -334,7 +338,9 @@ const (
 // </think> token.
 func reasoningServer(t *testing.T, src string, markerToken bool) func(path, body string) sched.Request {
 	t.Helper()
-	m, _, _, _ := poisonServer(t, engine.ModelSampling{})
+	served, _, _, _ := poisonServer(t, engine.ModelSampling{})
+	mm := *served // the poison server serves the model it returned: this server gets a copy
+	m := &mm
 	tmpl, err := chat.Parse(src, chat.Options{})
 	if err != nil {
 		t.Fatal(err)
