@@ -26,6 +26,7 @@ import (
 	"superfluid/kv"
 	"superfluid/metric"
 	"superfluid/sched"
+	"superfluid/session"
 )
 
 // Options configure a stack. Zero values take the defaults noted.
@@ -105,6 +106,9 @@ type Stack struct {
 	Server *sfhttp.Server
 	// Batches is the batch API's store; nil when it is off.
 	Batches *batches.Store
+	// sessions is the conversations' store under --data-dir (nil: none,
+	// or kept in memory).
+	sessions *session.Store
 
 	closeOnce sync.Once
 	closeErr  error
@@ -193,6 +197,7 @@ func (s *Stack) close() error {
 		s.ln.Close()
 		<-s.serveDone
 	}
+	s.closeSessions()
 	if s.Models != nil {
 		if e := s.Models.Close(); e != nil && err == nil { // parks every model's cache
 			err = e

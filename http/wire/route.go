@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -107,10 +108,19 @@ type pathIDKey struct{}
 // transport's route lookup).
 func SetPathID(ctx *fasthttp.RequestCtx, id string) { ctx.SetUserValue(pathIDKey{}, id) }
 
-// PathID is the {id} segment of the request's path, "" for none.
+// PathID is the {id} segment of the request's path, "" for none (the
+// segments joined by "/" when the path has several: see PathIDs).
 func PathID(ctx *fasthttp.RequestCtx) string {
 	id, _ := ctx.UserValue(pathIDKey{}).(string)
 	return id
+}
+
+// PathIDs are the {id} segments of the request's path, in order.
+func PathIDs(ctx *fasthttp.RequestCtx) []string {
+	if id := PathID(ctx); id != "" {
+		return strings.Split(id, "/")
+	}
+	return nil
 }
 
 // CachePinner is a prefix cache that can keep a prompt prefix resident for

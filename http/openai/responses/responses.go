@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -34,25 +32,12 @@ type respJob struct {
 	obj   respObject
 	input []json.RawMessage
 	store bool
-}
-
-// Store is the Responses API's store of responses: the one the app
-// opened under --data-dir (Set), else, at first use, one in memory.
-type Store struct {
-	ptr  atomic.Pointer[respstore.Store]
-	once sync.Once
-}
-
-// Set gives the Responses API its store.
-func (st *Store) Set(s *respstore.Store) { st.ptr.Store(s) }
-
-// get is the store the app set, else one in memory.
-func (st *Store) get() *respstore.Store {
-	st.once.Do(func() {
-		mem, _ := respstore.Open("", respstore.Options{}) // a memory store cannot fail to open
-		st.ptr.CompareAndSwap(nil, mem)
-	})
-	return st.ptr.Load()
+	// conv is the conversation the turn continues ("" none), convInput
+	// the request's input items as it will keep them, pin the request's
+	// prefix cache (nil: none) that keeps its prompt warm.
+	conv      string
+	convInput []Item
+	pin       wire.CachePinner
 }
 
 // api is the Responses API's handlers over the server that mounts them.
@@ -81,6 +66,9 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
+	if job.conv != "" {
+		job.pin = a.host.Pinner(ctx)
+	}
 	if req.Stream {
 		return a.streamResponses(ctx, job)
 	}
@@ -96,6 +84,9 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		return err
 	}
 	b.finish(job.g, out)
+	if err := a.appendTurn(job); err != nil {
+		return err
+	}
 	a.keepResponse(job)
 	return wire.WriteJSON(ctx, &job.obj)
 }
@@ -137,7 +128,12 @@ func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Cha
 	}
 	g := &task.Request{Spec: task.Spec{Class: cls, MaxTokens: maxTok, Sampling: smp}}
 	plan.Apply(&g.Spec)
-	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
+	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store, conv: rt.conv, convInput: rt.convInput}
+	if rt.conv != "" {
+		// The stored record holds the turn's own input: the conversation
+		// holds the rest, once.
+		job.input = rt.items[rt.convLen:]
+	}
 	if job.store {
 		if err := a.storable(rt.items); err != nil {
 			return nil, err
@@ -157,6 +153,9 @@ func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Cha
 	if req.PreviousResponseID != "" {
 		job.obj.PreviousResponseID = &req.PreviousResponseID
 	}
+	if rt.conv != "" {
+		job.obj.Conversation = &respConvRef{ID: rt.conv}
+	}
 	return job, nil
 }
 
@@ -166,6 +165,9 @@ type respTurnOf struct {
 	// items are the conversation's input items, the previous response's
 	// first: what a response chained to this one continues.
 	items        []json.RawMessage
+	conv         string // the conversation continued, "" none
+	convLen      int    // how many of items are the conversation's
+	convInput    []Item // the request's input items as the conversation keeps them
 	instructions *string
 	tools        []json.RawMessage // the function tools, as the response echoes them
 }
@@ -179,17 +181,34 @@ func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 	if err != nil {
 		return rt, err
 	}
-	prev, err := a.previousItems(req.PreviousResponseID)
-	if err != nil {
+	if rt.conv, err = readConversation(req.Conversation); err != nil {
 		return rt, err
 	}
-	rt.items = append(prev, own...)
-	msgs, err := respConversation(rt.items, func(i int) string {
+	var prev []json.RawMessage
+	where := func(i int) string {
 		if i < len(prev) {
 			return fmt.Sprintf("previous_response_id %s: item %d", req.PreviousResponseID, i)
 		}
 		return fmt.Sprintf("input[%d]", i-len(prev))
-	})
+	}
+	switch {
+	case rt.conv != "" && req.PreviousResponseID != "":
+		return rt, wire.BadParam("conversation", "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.")
+	case rt.conv != "":
+		if rt.convInput, err = NewItems(own, "input"); err != nil {
+			return rt, err
+		}
+		prev, err = a.conversationItems(rt.conv)
+		rt.convLen = len(prev)
+		where = conversationWhere(rt.conv, len(prev))
+	default:
+		prev, err = a.previousItems(req.PreviousResponseID)
+	}
+	if err != nil {
+		return rt, err
+	}
+	rt.items = append(prev, own...)
+	msgs, err := respConversation(rt.items, where)
 	if err != nil {
 		return rt, err
 	}
@@ -235,6 +254,9 @@ func (a *api) previousItems(id string) ([]json.RawMessage, error) {
 	}
 	if err != nil {
 		return nil, wire.ServerError("reading the previous response: %v", err)
+	}
+	if err := previousInConversation(id, rec.Response); err != nil {
+		return nil, err
 	}
 	var input []json.RawMessage
 	var resp struct {

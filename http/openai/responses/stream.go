@@ -235,6 +235,10 @@ func (a *api) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 		if b.finish(job.g, out) != nil {
 			return
 		}
+		if err := a.appendTurn(job); err != nil {
+			b.fail(err)
+			return
+		}
 		a.keepResponse(job)
 		b.end()
 	})
