@@ -49,10 +49,6 @@ func Routes(_ wire.Host, st *responses.Store) []wire.Route {
 }
 
 func (a *api) create(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	fields, err := decodeFields(ctx.PostBody(), "items", "metadata")
 	if err != nil {
 		return err
@@ -65,6 +61,10 @@ func (a *api) create(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
+	store, err := a.st.Sessions()
+	if err != nil {
+		return err
+	}
 	c, _, err := store.Create(meta, items)
 	if err != nil {
 		return storeError(err, "", "")
@@ -73,11 +73,11 @@ func (a *api) create(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 }
 
 func (a *api) get(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
+	id, _, err := pathIDs(ctx, false)
 	if err != nil {
 		return err
 	}
-	id, _, err := pathIDs(ctx, false)
+	store, err := a.st.Sessions()
 	if err != nil {
 		return err
 	}
@@ -91,10 +91,6 @@ func (a *api) get(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 // update replaces the conversation's metadata (OpenAI: metadata is
 // required, and replaces what was there).
 func (a *api) update(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	id, _, err := pathIDs(ctx, false)
 	if err != nil {
 		return err
@@ -110,6 +106,10 @@ func (a *api) update(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
+	store, err := a.st.Sessions()
+	if err != nil {
+		return err
+	}
 	c, err := store.SetMetadata(id, meta)
 	if err != nil {
 		return storeError(err, id, "")
@@ -118,11 +118,11 @@ func (a *api) update(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 }
 
 func (a *api) remove(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
+	id, _, err := pathIDs(ctx, false)
 	if err != nil {
 		return err
 	}
-	id, _, err := pathIDs(ctx, false)
+	store, err := a.st.Sessions()
 	if err != nil {
 		return err
 	}

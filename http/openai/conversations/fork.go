@@ -20,10 +20,6 @@ import (
 // Both answer a conversation object: the new one, the trimmed one.
 
 func (a *api) fork(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	id, _, err := pathIDs(ctx, false)
 	if err != nil {
 		return err
@@ -45,6 +41,10 @@ func (a *api) fork(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
+	store, err := a.st.Sessions()
+	if err != nil {
+		return err
+	}
 	if _, err := store.Get(id); err != nil {
 		return storeError(err, id, "")
 	}
@@ -56,10 +56,6 @@ func (a *api) fork(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 }
 
 func (a *api) trim(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	id, _, err := pathIDs(ctx, false)
 	if err != nil {
 		return err
@@ -76,25 +72,28 @@ func (a *api) trim(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if hasDrop == hasAfter {
 		return wire.BadRequest(`trim takes exactly one of "drop_first" (how many items to drop from the start) and "after" (the item after which every item is dropped)`)
 	}
+	drop := 0
+	if hasDrop {
+		if drop, err = readCount(rawDrop, "drop_first"); err != nil {
+			return err
+		}
+	} else if err := responses.CheckID(after, "after", ""); err != nil {
+		return err
+	}
+	store, err := a.st.Sessions()
+	if err != nil {
+		return err
+	}
 	if _, err := store.Get(id); err != nil {
 		return storeError(err, id, "")
 	}
 	if hasDrop {
-		n, err := readCount(rawDrop, "drop_first")
-		if err != nil {
-			return err
-		}
-		err = store.TrimFront(id, n)
-		if err != nil {
-			return storeError(err, id, "")
-		}
+		err = store.TrimFront(id, drop)
 	} else {
-		if err := responses.CheckID(after, "after", ""); err != nil {
-			return err
-		}
-		if err := store.TrimAfter(id, after); err != nil {
-			return storeError(err, id, after)
-		}
+		err = store.TrimAfter(id, after)
+	}
+	if err != nil {
+		return storeError(err, id, after)
 	}
 	c, err := store.Get(id)
 	if err != nil {

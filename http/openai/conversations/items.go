@@ -88,15 +88,15 @@ func checkInclude(ctx *fasthttp.RequestCtx) error {
 }
 
 func (a *api) listItems(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	id, _, err := pathIDs(ctx, false)
 	if err != nil {
 		return err
 	}
 	q, err := readListQuery(ctx)
+	if err != nil {
+		return err
+	}
+	store, err := a.st.Sessions()
 	if err != nil {
 		return err
 	}
@@ -111,10 +111,6 @@ func (a *api) listItems(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 }
 
 func (a *api) addItems(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	id, _, err := pathIDs(ctx, false)
 	if err != nil {
 		return err
@@ -130,6 +126,10 @@ func (a *api) addItems(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
+	store, err := a.st.Sessions()
+	if err != nil {
+		return err
+	}
 	added, err := store.Append(id, items)
 	if err != nil {
 		return storeError(err, id, "")
@@ -138,15 +138,15 @@ func (a *api) addItems(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 }
 
 func (a *api) getItem(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	id, itemID, err := pathIDs(ctx, true)
 	if err != nil {
 		return err
 	}
 	if err := checkInclude(ctx); err != nil {
+		return err
+	}
+	store, err := a.st.Sessions()
+	if err != nil {
 		return err
 	}
 	if _, err := store.Get(id); err != nil {
@@ -163,11 +163,11 @@ func (a *api) getItem(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 
 // deleteItem answers the conversation, as OpenAI does.
 func (a *api) deleteItem(ctx *fasthttp.RequestCtx, _ *task.Model) error {
-	store, err := a.st.Sessions()
+	id, itemID, err := pathIDs(ctx, true)
 	if err != nil {
 		return err
 	}
-	id, itemID, err := pathIDs(ctx, true)
+	store, err := a.st.Sessions()
 	if err != nil {
 		return err
 	}
