@@ -21,8 +21,8 @@ type DiskQuotas struct {
 	FilesBytes     int64 // /v1/files, uploads and batch outputs together (batches.DefaultMaxFilesBytes)
 	ResponsesBytes int64 // the stored responses together; the oldest go first (respstore.DefaultMaxBytes)
 	ResponseBytes  int64 // one stored response (respstore.DefaultMaxRecordBytes)
-	// ConversationsBytes: the conversations' log and snapshot together
-	// (the session store's default).
+	// ConversationsBytes: the conversations' live state (session.Options.MaxBytes,
+	// session.DefaultMaxBytes).
 	ConversationsBytes int64
 	PullBytes          int64 // one model pulled (DefaultMaxPullBytes)
 }

@@ -277,3 +277,15 @@ func TestRefusals(t *testing.T) {
 		t.Fatalf("items after the refusals: %v", got)
 	}
 }
+
+// Without a data directory there is no store: a valid request is told so
+// (404 conversations_off), a malformed one still gets its 400.
+func TestNoStore(t *testing.T) {
+	h := &harness{t: t, routes: Routes(wiretest.Host{API: wire.OpenAI}, &responses.Store{})}
+	status, out := h.do("POST", "/v1/conversations", "", `{}`)
+	if e, _ := out["error"].(map[string]any); status != 404 || e["code"] != "conversations_off" {
+		t.Fatalf("no store: %d %v", status, out)
+	}
+	h.refused(400, "", "POST", "/v1/conversations", "", `{`)
+	h.refused(400, "conversation_id", "GET", "/v1/conversations/{id}", "", "", "{id}")
+}

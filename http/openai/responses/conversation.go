@@ -40,6 +40,16 @@ func readConversation(raw json.RawMessage) (string, error) {
 	return id, CheckID(id, "conversation", "conv_")
 }
 
+// claimConversation marks the conversation raw names busy with this
+// turn (release frees it); with none named, release does nothing.
+func (a *api) claimConversation(raw json.RawMessage) (release func(), err error) {
+	id, err := readConversation(raw)
+	if err != nil || id == "" {
+		return func() {}, err
+	}
+	return a.store.claim(id)
+}
+
 // conversationItems are the items of conversation id, in order.
 func (a *api) conversationItems(id string) ([]json.RawMessage, error) {
 	store, err := a.store.Sessions()

@@ -90,3 +90,33 @@ func TestConversationRefusals(t *testing.T) {
 		t.Fatalf("a refused turn appended %d items", len(all))
 	}
 }
+
+// A conversation runs one turn at a time: a second is refused with a 409
+// until the first releases it.
+func TestConversationOneTurnAtATime(t *testing.T) {
+	a, _ := convAPI(t)
+	release, err := a.claimConversation(json.RawMessage(`"conv_a"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.claimConversation(json.RawMessage(`{"id": "conv_a"}`)); wire.AsError(err).Status != 409 || wire.AsError(err).Param != "conversation" {
+		t.Fatalf("a second turn: %v", err)
+	}
+	other, err := a.claimConversation(json.RawMessage(`"conv_b"`))
+	if err != nil {
+		t.Fatalf("another conversation: %v", err)
+	}
+	other()
+	release()
+	release() // twice is harmless
+	again, err := a.claimConversation(json.RawMessage(`"conv_a"`))
+	if err != nil {
+		t.Fatalf("after the release: %v", err)
+	}
+	again()
+	if none, err := a.claimConversation(nil); err != nil {
+		t.Fatal(err)
+	} else {
+		none()
+	}
+}

@@ -62,6 +62,18 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
+	// A turn in a conversation holds it from before its items are read
+	// until its own are appended.
+	release, err := a.claimConversation(req.Conversation)
+	if err != nil {
+		return err
+	}
+	streaming := false
+	defer func() {
+		if !streaming {
+			release()
+		}
+	}()
 	job, err := a.planResponse(m, &req, func(t *task.Chat) (sched.Class, error) { return wire.TurnClass(ctx, a.host, t) })
 	if err != nil {
 		return err
@@ -70,7 +82,8 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		job.pin = a.host.Pinner(ctx)
 	}
 	if req.Stream {
-		return a.streamResponses(ctx, job)
+		streaming = true // the stream releases the conversation when it ends
+		return a.streamResponses(ctx, job, release)
 	}
 	rctx, done := a.host.RequestContext(ctx)
 	defer done()

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -20,6 +21,12 @@ type Store struct {
 	ptr      atomic.Pointer[respstore.Store]
 	once     sync.Once
 	sessions atomic.Pointer[session.Store]
+
+	// busy are the conversations a turn is running in: a second turn
+	// would read the conversation without the first's items and append
+	// its own among them.
+	busyMu sync.Mutex
+	busy   map[string]bool
 }
 
 // Set gives the Responses API its store of responses.
@@ -55,4 +62,27 @@ func SessionItems(items []Item) []session.Item {
 		out[i] = session.Item{ID: it.ID, Type: it.Type, Data: it.Data}
 	}
 	return out
+}
+
+// claim marks conversation id busy with a turn until release is called
+// (any number of times); a conversation already busy is refused.
+func (st *Store) claim(id string) (release func(), err error) {
+	st.busyMu.Lock()
+	defer st.busyMu.Unlock()
+	if st.busy[id] {
+		return nil, &wire.Error{Status: fasthttp.StatusConflict, Type: "invalid_request_error", Code: "conversation_locked", Param: "conversation",
+			Msg: fmt.Sprintf("Another response is in progress in conversation %s; send the next turn once it has finished.", id)}
+	}
+	if st.busy == nil {
+		st.busy = map[string]bool{}
+	}
+	st.busy[id] = true
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			st.busyMu.Lock()
+			delete(st.busy, id)
+			st.busyMu.Unlock()
+		})
+	}, nil
 }
