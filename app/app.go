@@ -139,6 +139,7 @@ func Start(addr string, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.openResponses(o) // before the model: no request may store in memory first
+	s.restorePins()
 	s.openModelStore(o)
 	srv.SetModels(s.Models)
 	s.openBatches(o)

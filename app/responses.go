@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"superfluid/http/wire"
 	"superfluid/respstore"
 	"superfluid/session"
 )
@@ -41,5 +42,22 @@ func (s *Stack) closeSessions() {
 	}
 	if err := s.sessions.Close(); err != nil {
 		slog.Warn("closing the conversation store", "err", err)
+	}
+}
+
+// restorePins pins again, in the resident model's cache, the pins its
+// requests made before a restart (Anthropic's cache_control) that are
+// still live: at most half its context of tokens, as the seeds' pin
+// budget leaves the other half to the requests that bring nothing pinned.
+func (s *Stack) restorePins() {
+	if s.sessions == nil || s.Model == nil {
+		return
+	}
+	p, ok := s.Model.Cache.(wire.CachePinner)
+	if !ok {
+		return
+	}
+	if n := s.Server.RestorePins(p, s.Model.Desc.Identity, s.Model.Desc.Ctx/2); n > 0 {
+		slog.Info("cache pins restored", "model", s.Model.Name, "pins", n)
 	}
 }

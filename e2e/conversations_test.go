@@ -98,6 +98,9 @@ func TestConversationsThroughOpenAIClient(t *testing.T) {
 	if len(ids) != 4+len(first.Output) || ids[len(ids)-1] != first.Output[len(first.Output)-1].ID {
 		t.Fatalf("items after the first turn %v; output %s", ids, first.RawJSON())
 	}
+	if n := st.Cache.Pins(); n != 1 {
+		t.Errorf("%d pins after a turn, want the conversation's prompt", n)
+	}
 	second := convTurn(t, client, c.ID, "Second question?")
 	cached := second.Usage.InputTokensDetails.CachedTokens
 	t.Logf("first turn: %d prompt tokens; second: %d, %d of them cached", first.Usage.InputTokens, second.Usage.InputTokens, cached)
@@ -189,5 +192,36 @@ func TestConversationWarmAfterRestart(t *testing.T) {
 	t.Logf("after the restart: %d of %d prompt tokens cached (the first turn's prompt: %d)", cached, second.Usage.InputTokens, first.Usage.InputTokens)
 	if cached < first.Usage.InputTokens {
 		t.Fatalf("after the restart %d of %d prompt tokens cached, want at least the first turn's %d", cached, second.Usage.InputTokens, first.Usage.InputTokens)
+	}
+}
+
+// An Anthropic cache_control pin is recorded in the session store and
+// pinned again when the server restarts on the same data directory.
+func TestAnthropicPinOutlivesRestart(t *testing.T) {
+	data := t.TempDir()
+	a := startParkStack(t, app.Options{DataDir: data})
+	body := map[string]any{"model": "tiny", "max_tokens": 2, "temperature": 0,
+		"system":   []any{map[string]any{"type": "text", "text": strings.Repeat("You are a careful agent. ", 10), "cache_control": map[string]any{"type": "ephemeral", "ttl": "1h"}}},
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	if status, raw := post(t, a.URL()+"/v1/messages", body); status != http.StatusOK {
+		t.Fatalf("messages: %d %s", status, raw)
+	}
+	if n := a.Cache.Pins(); n != 1 {
+		t.Fatalf("%d pins before the restart, want the system prompt's", n)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := startParkStack(t, app.Options{DataDir: data})
+	if n := b.Cache.Pins(); n != 1 {
+		t.Fatalf("%d pins after the restart, want the recorded one", n)
+	}
+	// Without the data directory nothing is recorded, nothing restored.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := startParkStack(t, app.Options{})
+	if n := c.Cache.Pins(); n != 0 {
+		t.Fatalf("%d pins on a server without the data directory", n)
 	}
 }

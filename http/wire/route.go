@@ -94,7 +94,9 @@ type Host interface {
 	// outlives a request's generation (a pull) stops then.
 	Stopping() context.Context
 	// Pinner is the request's model's prefix cache when it can keep a
-	// prefix resident (Anthropic's cache_control), else nil.
+	// prefix resident (Anthropic's cache_control), else nil. Its pins are
+	// recorded, when the server keeps conversations, and pinned again
+	// after a restart (MemoryPinner: without the record).
 	Pinner(ctx *fasthttp.RequestCtx) CachePinner
 	// ProgressBody wraps a body streamed from a reader (a file's bytes)
 	// so that the write timeout bounds a stalled download, not a long one.
@@ -128,6 +130,16 @@ func PathIDs(ctx *fasthttp.RequestCtx) []string {
 // goroutine may call Pin.
 type CachePinner interface {
 	Pin(prefix []engine.Token, ttl time.Duration)
+}
+
+// MemoryPinner is p without the record a restart would pin again (the
+// server records the pins Host.Pinner gives): for a prefix its owner
+// rebuilds anyway, as a conversation's prompt is rebuilt from its items.
+func MemoryPinner(p CachePinner) CachePinner {
+	if d, ok := p.(interface{ Memory() CachePinner }); ok {
+		return d.Memory()
+	}
+	return p
 }
 
 // Settings are the server's configuration values an API reads.

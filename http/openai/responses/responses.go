@@ -79,7 +79,8 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		return err
 	}
 	if job.conv != "" {
-		job.pin = a.host.Pinner(ctx)
+		// Unrecorded: the conversation's items rebuild the prompt.
+		job.pin = wire.MemoryPinner(a.host.Pinner(ctx))
 	}
 	if req.Stream {
 		streaming = true // the stream releases the conversation when it ends
