@@ -109,6 +109,7 @@ type Stack struct {
 	// sessions is the conversations' store under --data-dir (nil: none,
 	// or kept in memory).
 	sessions *session.Store
+	chains   *session.Store // the stored responses' chains (nil: none)
 
 	closeOnce sync.Once
 	closeErr  error

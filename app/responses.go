@@ -9,10 +9,11 @@ import (
 	"superfluid/session"
 )
 
-// openResponses opens the Responses API's store in o.DataDir/responses
-// and the conversations' in o.DataDir/sessions. Without a data directory,
-// or with one that cannot be used, the server keeps them in memory
-// (bounded), as long as it runs.
+// openResponses opens the Responses API's store in o.DataDir/responses,
+// its chains' in o.DataDir/chains and the conversations' in
+// o.DataDir/sessions. Without a data directory, or with one that cannot
+// be used, the server keeps its responses in memory (bounded, each with
+// its whole conversation), as long as it runs, and has no conversations.
 func (s *Stack) openResponses(o Options) {
 	if o.DataDir == "" {
 		return
@@ -24,24 +25,36 @@ func (s *Stack) openResponses(o Options) {
 	} else {
 		s.Server.SetResponses(st)
 	}
+	// The stored responses' chains: their items, each written once,
+	// kept as long and as bounded as the responses.
+	dir = filepath.Join(o.DataDir, "chains")
+	cs, err := session.Open(dir, session.Options{MaxBytes: o.Disk.ResponsesBytes, Retention: respstore.DefaultTTL})
+	if err != nil {
+		slog.Warn("stored responses hold their whole conversations", "dir", dir, "err", err)
+	} else {
+		s.chains = cs
+		s.Server.SetChains(cs)
+	}
 	dir = filepath.Join(o.DataDir, "sessions")
 	ss, err := session.Open(dir, session.Options{MaxBytes: o.Disk.ConversationsBytes})
 	if err != nil {
-		slog.Warn("conversations are kept in memory only", "dir", dir, "err", err)
+		slog.Warn("conversations are off", "dir", dir, "err", err)
 		return
 	}
 	s.sessions = ss
 	s.Server.SetSessions(ss)
 }
 
-// closeSessions closes the conversation store once no request can write
-// to it (after the HTTP drain).
+// closeSessions closes the conversation and chain stores once no request
+// can write to them (after the HTTP drain).
 func (s *Stack) closeSessions() {
-	if s.sessions == nil {
-		return
-	}
-	if err := s.sessions.Close(); err != nil {
-		slog.Warn("closing the conversation store", "err", err)
+	for _, st := range []*session.Store{s.sessions, s.chains} {
+		if st == nil {
+			continue
+		}
+		if err := st.Close(); err != nil {
+			slog.Warn("closing a session store", "err", err)
+		}
 	}
 }
 

@@ -20,6 +20,11 @@ func (s *Server) SetResponses(st *respstore.Store) { s.responses.Set(st) }
 // are kept in memory.
 func (s *Server) SetSessions(st *session.Store) { s.responses.SetSessions(st) }
 
+// SetChains gives the Responses API the store its stored responses keep
+// their items in (each written once); without one each stored response
+// holds its whole conversation.
+func (s *Server) SetChains(st *session.Store) { s.responses.SetChains(st) }
+
 // SetBatches gives the server the store behind /v1/files and /v1/batches;
 // without one those routes answer that the batch API is off.
 func (s *Server) SetBatches(st *batches.Store) { s.openai.SetBatches(st) }

@@ -21,6 +21,7 @@ import (
 	"superfluid/reply"
 	"superfluid/respstore"
 	"superfluid/sched"
+	"superfluid/session"
 	"superfluid/task"
 )
 
@@ -38,6 +39,10 @@ type respJob struct {
 	conv      string
 	convInput []Item
 	pin       wire.CachePinner
+	// prevChain is the previous response's chain ("" none), ownInput the
+	// request's own input items (keepChain).
+	prevChain string
+	ownInput  []json.RawMessage
 }
 
 // api is the Responses API's handlers over the server that mounts them.
@@ -142,7 +147,8 @@ func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Cha
 	}
 	g := &task.Request{Spec: task.Spec{Class: cls, MaxTokens: maxTok, Sampling: smp}}
 	plan.Apply(&g.Spec)
-	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store, conv: rt.conv, convInput: rt.convInput}
+	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store, conv: rt.conv, convInput: rt.convInput,
+		prevChain: rt.prevChain, ownInput: rt.items[rt.prevLen:]}
 	if rt.conv != "" {
 		// The stored record holds the turn's own input: the conversation
 		// holds the rest, once.
@@ -182,6 +188,8 @@ type respTurnOf struct {
 	conv         string // the conversation continued, "" none
 	convLen      int    // how many of items are the conversation's
 	convInput    []Item // the request's input items as the conversation keeps them
+	prevLen      int    // how many of items are the previous response's
+	prevChain    string // the previous response's chain in the chain store, "" none
 	instructions *string
 	tools        []json.RawMessage // the function tools, as the response echoes them
 }
@@ -216,7 +224,8 @@ func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 		rt.convLen = len(prev)
 		where = conversationWhere(rt.conv, len(prev))
 	default:
-		prev, err = a.previousItems(req.PreviousResponseID)
+		prev, rt.prevChain, err = a.previousItems(req.PreviousResponseID)
+		rt.prevLen = len(prev)
 	}
 	if err != nil {
 		return rt, err
@@ -255,34 +264,48 @@ func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 }
 
 // previousItems are the stored response's input and output items, which
-// come before the request's own.
-func (a *api) previousItems(id string) ([]json.RawMessage, error) {
+// come before the request's own, and the chain that holds them ("" for a
+// record that holds them itself).
+func (a *api) previousItems(id string) ([]json.RawMessage, string, error) {
 	if id == "" {
-		return nil, nil
+		return nil, "", nil
+	}
+	notFound := func() error {
+		e := wire.BadParam("previous_response_id", "Previous response with id '%s' not found.", id)
+		e.Code = "previous_response_not_found"
+		return e
 	}
 	rec, err := a.store.get().Get(id)
 	if errors.Is(err, respstore.ErrNotFound) {
-		e := wire.BadParam("previous_response_id", "Previous response with id '%s' not found.", id)
-		e.Code = "previous_response_not_found"
-		return nil, e
+		return nil, "", notFound()
 	}
 	if err != nil {
-		return nil, wire.ServerError("reading the previous response: %v", err)
+		return nil, "", wire.ServerError("reading the previous response: %v", err)
 	}
 	if err := previousInConversation(id, rec.Response); err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if rec.Chain != "" {
+		items, err := a.store.chainItems(rec.Chain)
+		if errors.Is(err, session.ErrNotFound) {
+			return nil, "", notFound()
+		}
+		if err != nil {
+			return nil, "", wire.ServerError("reading the previous response's items: %v", err)
+		}
+		return items, rec.Chain, nil
 	}
 	var input []json.RawMessage
 	var resp struct {
 		Output []json.RawMessage `json:"output"`
 	}
 	if err := json.Unmarshal(rec.Input, &input); err != nil {
-		return nil, wire.ServerError("the stored response %s is damaged: %v", id, err)
+		return nil, "", wire.ServerError("the stored response %s is damaged: %v", id, err)
 	}
 	if err := json.Unmarshal(rec.Response, &resp); err != nil {
-		return nil, wire.ServerError("the stored response %s is damaged: %v", id, err)
+		return nil, "", wire.ServerError("the stored response %s is damaged: %v", id, err)
 	}
-	return append(input, resp.Output...), nil
+	return append(input, resp.Output...), "", nil
 }
 
 // respInstructions reads instructions: a string, or null.
@@ -324,9 +347,16 @@ func (a *api) keepResponse(job *respJob) {
 	}
 	resp, err := json.Marshal(&job.obj)
 	if err == nil {
-		var input []byte
-		if input, err = json.Marshal(job.input); err == nil {
-			err = a.store.get().Put(respstore.Record{ID: job.obj.ID, Response: resp, Input: input})
+		rec := respstore.Record{ID: job.obj.ID, Response: resp}
+		chain, cerr := a.store.keepChain(job)
+		if cerr != nil {
+			slog.Warn("responses: the chain store refused the response; its record holds its whole conversation", "id", job.obj.ID, "err", cerr)
+		}
+		if rec.Chain = chain; chain == "" {
+			rec.Input, err = json.Marshal(job.input)
+		}
+		if err == nil {
+			err = a.store.get().Put(rec)
 		}
 	}
 	if err != nil {
@@ -346,9 +376,14 @@ func (a *api) getResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 
 func (a *api) deleteResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	id := wire.PathID(ctx)
+	rec, err := a.store.get().Get(id)
+	if err != nil {
+		return respStoreError(id, err)
+	}
 	if err := a.store.get().Delete(id); err != nil {
 		return respStoreError(id, err)
 	}
+	a.store.dropChain(rec.Chain)
 	return wire.WriteJSON(ctx, respDeleted{ID: id, Object: "response", Deleted: true})
 }
 

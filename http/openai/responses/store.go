@@ -21,6 +21,7 @@ type Store struct {
 	ptr      atomic.Pointer[respstore.Store]
 	once     sync.Once
 	sessions atomic.Pointer[session.Store]
+	chains   atomic.Pointer[session.Store] // the stored responses' chains (chains.go)
 
 	// busy are the conversations a turn is running in: a second turn
 	// would read the conversation without the first's items and append
