@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -162,4 +163,50 @@ func dirBytes(b *testing.B, dir string) int64 {
 		b.Fatal(err)
 	}
 	return n
+}
+
+// BenchmarkResponseChainDisk is the same 50 turns chained by
+// previous_response_id: the disk each stored response added at turns 1,
+// 10 and 50, with the chain store (each item written once) and without it
+// (each record holding its whole conversation, the data directory's
+// chains store unopenable).
+//
+//	go test ./e2e/ -run '^$' -bench BenchmarkResponseChainDisk -benchtime 1x
+func BenchmarkResponseChainDisk(b *testing.B) {
+	for _, chains := range []bool{true, false} {
+		b.Run(map[bool]string{true: "chains", false: "whole-records"}[chains], func(b *testing.B) {
+			for range b.N {
+				data := b.TempDir()
+				if !chains {
+					// A file where the chain store's directory would be.
+					if err := os.WriteFile(filepath.Join(data, "chains"), nil, 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
+				st := startParkStack(b, app.Options{ModelPath: tinyModel(b), DataDir: data, Ctx: 16384})
+				client := openaiClient(st.Stack)
+				perTurn := map[int]int64{}
+				before, prev := dirBytes(b, data), ""
+				for turn := 1; turn <= 50; turn++ {
+					text := fmt.Sprintf("Turn %d. ", turn) + strings.Repeat(fmt.Sprintf("Describe step %d of the plan in some detail, with its risks. ", turn), 5)
+					p := responses.ResponseNewParams{Model: "tiny", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(text)},
+						MaxOutputTokens: openai.Int(32), Temperature: openai.Float(0)}
+					if prev != "" {
+						p.PreviousResponseID = openai.String(prev)
+					}
+					r, err := client.Responses.New(context.Background(), p)
+					if err != nil {
+						b.Fatalf("turn %d: %v", turn, err)
+					}
+					prev = r.ID
+					now := dirBytes(b, data)
+					perTurn[turn], before = now-before, now
+				}
+				for _, t := range []int{1, 10, 50} {
+					b.ReportMetric(float64(perTurn[t]), fmt.Sprintf("disk-bytes-turn%d", t))
+				}
+				b.Logf("disk per turn: %d, %d, %d bytes at turns 1, 10, 50", perTurn[1], perTurn[10], perTurn[50])
+			}
+		})
+	}
 }
