@@ -10,8 +10,6 @@ package conversations
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/valyala/fasthttp"
 
@@ -67,7 +65,7 @@ func (a *api) create(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	}
 	c, _, err := store.Create(meta, items)
 	if err != nil {
-		return storeError(err, "", "")
+		return responses.StoreError(err, "", "")
 	}
 	return wire.WriteJSON(ctx, convOf(c))
 }
@@ -83,7 +81,7 @@ func (a *api) get(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	}
 	c, err := store.Get(id)
 	if err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	return wire.WriteJSON(ctx, convOf(c))
 }
@@ -112,7 +110,7 @@ func (a *api) update(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	}
 	c, err := store.SetMetadata(id, meta)
 	if err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	return wire.WriteJSON(ctx, convOf(c))
 }
@@ -122,12 +120,17 @@ func (a *api) remove(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
+	release, err := a.st.Claim(id)
+	if err != nil {
+		return err
+	}
+	defer release()
 	store, err := a.st.Sessions()
 	if err != nil {
 		return err
 	}
 	if err := store.Delete(id); err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	return wire.WriteJSON(ctx, convDeleted{ID: id, Object: "conversation.deleted", Deleted: true})
 }
@@ -144,27 +147,4 @@ func newItems(raw json.RawMessage, required bool) ([]session.Item, error) {
 		return nil, err
 	}
 	return responses.SessionItems(shaped), nil
-}
-
-// storeError words a session store error: an unknown conversation or item
-// is a 404 as OpenAI words it, a refused write a 400, a full store a 413.
-func storeError(err error, convID, itemID string) error {
-	switch {
-	case errors.Is(err, session.ErrNotFound) && itemID != "":
-		return notFound("Item with id '%s' not found.", itemID)
-	case errors.Is(err, session.ErrNotFound):
-		return notFound("Conversation with id '%s' not found.", convID)
-	case errors.Is(err, session.ErrInvalid):
-		return wire.BadRequest("%v", err)
-	case errors.Is(err, session.ErrQuota):
-		return &wire.Error{Status: fasthttp.StatusRequestEntityTooLarge, Type: "invalid_request_error", Msg: fmt.Sprintf("the conversation store is full: %v", err)}
-	}
-	return wire.ServerError("the conversation store: %v", err)
-}
-
-// notFound is OpenAI's 404 for an id it does not know.
-func notFound(format string, args ...any) error {
-	e := wire.NotFound(format, args...)
-	e.Type, e.Code = "invalid_request_error", ""
-	return e
 }

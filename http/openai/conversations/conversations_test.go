@@ -18,6 +18,7 @@ import (
 type harness struct {
 	t      *testing.T
 	routes []wire.Route
+	st     *responses.Store
 }
 
 func newHarness(t *testing.T) *harness {
@@ -26,9 +27,9 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	var rs responses.Store
+	rs := &responses.Store{}
 	rs.SetSessions(st)
-	return &harness{t: t, routes: Routes(wiretest.Host{API: wire.OpenAI}, &rs)}
+	return &harness{t: t, routes: Routes(wiretest.Host{API: wire.OpenAI}, rs), st: rs}
 }
 
 // do answers method on path (a route's pattern, its {id}s given) with
@@ -288,4 +289,24 @@ func TestNoStore(t *testing.T) {
 	}
 	h.refused(400, "", "POST", "/v1/conversations", "", `{`)
 	h.refused(400, "conversation_id", "GET", "/v1/conversations/{id}", "", "", "{id}")
+}
+
+// While a turn runs in a conversation, the changes to it wait their turn
+// (409); reading it does not.
+func TestChangesWhileATurnRuns(t *testing.T) {
+	h := newHarness(t)
+	id := h.ok("POST", "/v1/conversations", "", `{"items": [{"role": "user", "content": "hi"}]}`)["id"].(string)
+	item := ids(h.ok("GET", "/v1/conversations/{id}/items", "", "", id))[0]
+	release, err := h.st.Claim(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.refused(409, "conversation", "POST", "/v1/conversations/{id}/items", "", `{"items": [{"role": "user", "content": "x"}]}`, id)
+	h.refused(409, "conversation", "DELETE", "/v1/conversations/{id}/items/{id}", "", "", id, item)
+	h.refused(409, "conversation", "POST", "/v1/conversations/{id}/trim", "", `{"drop_first": 1}`, id)
+	h.refused(409, "conversation", "DELETE", "/v1/conversations/{id}", "", "", id)
+	h.ok("GET", "/v1/conversations/{id}/items", "", "", id)
+	h.ok("POST", "/v1/conversations/{id}/fork", "", `{}`, id)
+	release()
+	h.ok("POST", "/v1/conversations/{id}/items", "", `{"items": [{"role": "user", "content": "x"}]}`, id)
 }

@@ -46,11 +46,11 @@ func (a *api) fork(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 		return err
 	}
 	if _, err := store.Get(id); err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	c, err := store.Fork(id, at, meta)
 	if err != nil {
-		return storeError(err, id, at)
+		return responses.StoreError(err, id, at)
 	}
 	return wire.WriteJSON(ctx, convOf(c))
 }
@@ -80,12 +80,17 @@ func (a *api) trim(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	} else if err := responses.CheckID(after, "after", ""); err != nil {
 		return err
 	}
+	release, err := a.st.Claim(id)
+	if err != nil {
+		return err
+	}
+	defer release()
 	store, err := a.st.Sessions()
 	if err != nil {
 		return err
 	}
 	if _, err := store.Get(id); err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	if hasDrop {
 		err = store.TrimFront(id, drop)
@@ -93,11 +98,11 @@ func (a *api) trim(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 		err = store.TrimAfter(id, after)
 	}
 	if err != nil {
-		return storeError(err, id, after)
+		return responses.StoreError(err, id, after)
 	}
 	c, err := store.Get(id)
 	if err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	return wire.WriteJSON(ctx, convOf(c))
 }

@@ -101,11 +101,11 @@ func (a *api) listItems(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 		return err
 	}
 	if _, err := store.Get(id); err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	items, more, err := store.Items(id, q.after, q.limit, q.desc)
 	if err != nil {
-		return storeError(err, id, q.after)
+		return responses.StoreError(err, id, q.after)
 	}
 	return wire.WriteJSON(ctx, listOf(items, more))
 }
@@ -126,13 +126,18 @@ func (a *api) addItems(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
+	release, err := a.st.Claim(id)
+	if err != nil {
+		return err
+	}
+	defer release()
 	store, err := a.st.Sessions()
 	if err != nil {
 		return err
 	}
 	added, err := store.Append(id, items)
 	if err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	return wire.WriteJSON(ctx, listOf(added, false))
 }
@@ -150,11 +155,11 @@ func (a *api) getItem(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 		return err
 	}
 	if _, err := store.Get(id); err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	it, err := store.Item(id, itemID)
 	if err != nil {
-		return storeError(err, id, itemID)
+		return responses.StoreError(err, id, itemID)
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(it.Data)
@@ -167,19 +172,24 @@ func (a *api) deleteItem(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
+	release, err := a.st.Claim(id)
+	if err != nil {
+		return err
+	}
+	defer release()
 	store, err := a.st.Sessions()
 	if err != nil {
 		return err
 	}
 	if _, err := store.Get(id); err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	if err := store.DeleteItem(id, itemID); err != nil {
-		return storeError(err, id, itemID)
+		return responses.StoreError(err, id, itemID)
 	}
 	c, err := store.Get(id)
 	if err != nil {
-		return storeError(err, id, "")
+		return responses.StoreError(err, id, "")
 	}
 	return wire.WriteJSON(ctx, convOf(c))
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"superfluid/http/wire"
 	"superfluid/session"
 	"superfluid/task"
@@ -47,7 +49,7 @@ func (a *api) claimConversation(raw json.RawMessage) (release func(), err error)
 	if err != nil || id == "" {
 		return func() {}, err
 	}
-	return a.store.claim(id)
+	return a.store.Claim(id)
 }
 
 // conversationItems are the items of conversation id, in order.
@@ -59,13 +61,10 @@ func (a *api) conversationItems(id string) ([]json.RawMessage, error) {
 		return nil, e
 	}
 	items, err := store.All(id)
-	if errors.Is(err, session.ErrNotFound) {
-		e := wire.NotFound("Conversation with id '%s' not found.", id)
-		e.Type, e.Code, e.Param = "invalid_request_error", "", "conversation"
-		return nil, e
-	}
 	if err != nil {
-		return nil, wire.ServerError("reading conversation %s: %v", id, err)
+		e := wire.AsError(StoreError(err, id, ""))
+		e.Param = "conversation"
+		return nil, e
 	}
 	out := make([]json.RawMessage, len(items))
 	for i, it := range items {
@@ -91,7 +90,9 @@ func (a *api) appendTurn(job *respJob) error {
 		return err
 	}
 	if _, err := store.Append(job.conv, SessionItems(append(job.convInput, out...))); err != nil {
-		return wire.ServerError("the turn was answered but not appended to conversation %s: %v", job.conv, err)
+		e := wire.AsError(StoreError(err, job.conv, ""))
+		e.Msg = fmt.Sprintf("the turn was answered but not appended to conversation %s: %s", job.conv, e.Msg)
+		return e
 	}
 	if job.pin != nil {
 		job.pin.Pin(job.g.Prompt, conversationPinTTL)
@@ -121,4 +122,30 @@ func conversationWhere(id string, n int) func(i int) string {
 		}
 		return fmt.Sprintf("input[%d]", i-n)
 	}
+}
+
+// StoreError words a session store error as OpenAI would: an unknown
+// conversation or item is a 404, a refused write a 400, a full store a
+// 413, a store shutting down a 503.
+func StoreError(err error, convID, itemID string) error {
+	switch {
+	case errors.Is(err, session.ErrNotFound) && itemID != "":
+		return notFound("Item with id '%s' not found.", itemID)
+	case errors.Is(err, session.ErrNotFound):
+		return notFound("Conversation with id '%s' not found.", convID)
+	case errors.Is(err, session.ErrInvalid):
+		return wire.BadRequest("%v", err)
+	case errors.Is(err, session.ErrQuota):
+		return &wire.Error{Status: fasthttp.StatusRequestEntityTooLarge, Type: "invalid_request_error", Msg: fmt.Sprintf("the conversation store is full: %v", err)}
+	case errors.Is(err, session.ErrClosed):
+		return wire.Unavailable("the server is shutting down")
+	}
+	return wire.ServerError("the conversation store: %v", err)
+}
+
+// notFound is OpenAI's 404 for an id it does not know.
+func notFound(format string, args ...any) *wire.Error {
+	e := wire.NotFound(format, args...)
+	e.Type, e.Code = "invalid_request_error", ""
+	return e
 }

@@ -389,9 +389,7 @@ func (a *api) deleteResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 
 func respStoreError(id string, err error) error {
 	if errors.Is(err, respstore.ErrNotFound) {
-		e := wire.NotFound("Response with id '%s' not found.", id)
-		e.Type, e.Code = "invalid_request_error", ""
-		return e
+		return notFound("Response with id '%s' not found.", id)
 	}
 	return wire.ServerError("%v", err)
 }

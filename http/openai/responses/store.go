@@ -65,14 +65,15 @@ func SessionItems(items []Item) []session.Item {
 	return out
 }
 
-// claim marks conversation id busy with a turn until release is called
-// (any number of times); a conversation already busy is refused.
-func (st *Store) claim(id string) (release func(), err error) {
+// Claim marks conversation id busy with a turn, or with a change the
+// Conversations API makes, until release is called (any number of
+// times); a conversation already busy is refused with a 409.
+func (st *Store) Claim(id string) (release func(), err error) {
 	st.busyMu.Lock()
 	defer st.busyMu.Unlock()
 	if st.busy[id] {
 		return nil, &wire.Error{Status: fasthttp.StatusConflict, Type: "invalid_request_error", Code: "conversation_locked", Param: "conversation",
-			Msg: fmt.Sprintf("Another response is in progress in conversation %s; send the next turn once it has finished.", id)}
+			Msg: fmt.Sprintf("Another request is in progress in conversation %s; retry once it has finished.", id)}
 	}
 	if st.busy == nil {
 		st.busy = map[string]bool{}
