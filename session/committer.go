@@ -28,7 +28,7 @@ func (s *Store) commit() {
 			close(b.done)
 			continue
 		}
-		if s.logBytes+int64(len(buf)) > s.opt.CompactBytes {
+		if s.logBytes+int64(len(buf)) > s.compactAt() {
 			v := s.freeze()
 			s.mu.Unlock()
 			b.err = s.compact(v)
@@ -40,7 +40,9 @@ func (s *Store) commit() {
 		err := s.appendLog(buf)
 
 		s.mu.Lock()
-		s.spare = buf
+		if cap(buf) <= maxSpare {
+			s.spare = buf
+		}
 		if err != nil {
 			s.failed = err
 			b.err = err
@@ -58,6 +60,10 @@ func (s *Store) commit() {
 	}
 }
 
+// maxSpare is the largest group buffer kept for the next group: a rare
+// large one is left to the collector.
+const maxSpare = 4 << 20
+
 // appendLog writes one group's records at the log's end and fsyncs. A
 // failed or short write leaves at most a torn tail, which Open drops.
 func (s *Store) appendLog(buf []byte) error {
@@ -71,4 +77,11 @@ func (s *Store) appendLog(buf []byte) error {
 		return fmt.Errorf("session: syncing the log: %w", err)
 	}
 	return nil
+}
+
+// compactAt is the log size that starts a compaction: CompactBytes, or the
+// snapshot's size when that is larger, so rewriting the live state costs
+// at most one byte per byte of log (mu held).
+func (s *Store) compactAt() int64 {
+	return max(s.opt.CompactBytes, s.stats.SnapshotBytes)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,7 @@ type frozenConv struct {
 
 // freeze drops what has expired and takes the rest; mu held.
 func (s *Store) freeze() *frozen {
-	s.dropExpired()
+	s.dropExpired(false)
 	v := &frozen{gen: s.gen + 1, items: make([]*item, 0, len(s.st.items)), convs: make([]frozenConv, 0, len(s.st.convs))}
 	for _, it := range s.st.items {
 		v.items = append(v.items, it)
@@ -79,16 +80,16 @@ func (s *Store) writeCompaction(v *frozen) error {
 	}
 	old, oldGen := s.log, s.gen
 	s.log, s.gen = newLog, v.gen
-	if old != nil {
-		old.Close()
-		if err := os.Remove(filepath.Join(s.dir, walName(oldGen))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("session: removing the old log: %w", err) // Open removes it too
-		}
-	}
 	s.mu.Lock()
 	s.logBytes = headerLen
 	s.stats.SnapshotBytes = size
 	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+		// The snapshot stands: an old log left behind (removal failed) is
+		// of another generation, which Open removes.
+		os.Remove(filepath.Join(s.dir, walName(oldGen)))
+	}
 	return nil
 }
 
@@ -188,30 +189,40 @@ func encodeSnapshot(f *os.File, v *frozen) (int64, error) {
 	return size, w.Flush()
 }
 
-// loadSnapshot reads a snapshot whole: every record good and the end
-// record last, or an error (a snapshot is renamed into place only once
-// complete, so a bad one is damage, not a torn write, and is not guessed
-// at).
-func loadSnapshot(b []byte) (uint64, *state, error) {
-	gen, err := readHeader(b, snapMagic)
+// loadSnapshot reads a snapshot of size bytes whole: every record good
+// and the end record last, or an error (a snapshot is renamed into place
+// only once complete, so a bad one is damage, not a torn write, and is not
+// guessed at).
+func loadSnapshot(r io.Reader, size int64) (uint64, *state, error) {
+	var h [headerLen]byte
+	if size < headerLen {
+		return 0, nil, errors.New("no header")
+	}
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	gen, err := readHeader(h[:], snapMagic)
 	if err != nil {
 		return 0, nil, err
 	}
 	st := newState()
-	body := b[headerLen:]
-	for off, n := 0, 0; ; n++ {
-		payload, size, err := nextRecord(body[off:])
-		if err != nil {
-			return 0, nil, fmt.Errorf("record %d at byte %d: %w", n, headerLen+off, err)
+	rr := newRecordReader(r, size-headerLen)
+	for n := 0; ; n++ {
+		at := headerLen + rr.off
+		payload, err := rr.next()
+		if err == io.EOF {
+			return 0, nil, fmt.Errorf("no end record after %d records", n)
 		}
-		off += size
+		if err != nil {
+			return 0, nil, fmt.Errorf("record %d at byte %d: %w", n, at, err)
+		}
 		ev, err := decodePayload(payload)
 		if err != nil {
 			return 0, nil, fmt.Errorf("record %d: %w", n, err)
 		}
 		if ev.Op == opSnapEnd {
-			if ev.N != n || off != len(body) {
-				return 0, nil, fmt.Errorf("end record after %d of %d records, %d bytes before the file's end", n, ev.N, len(body)-off)
+			if ev.N != n || rr.left != 0 {
+				return 0, nil, fmt.Errorf("end record after %d of %d records, %d bytes before the file's end", n, ev.N, rr.left)
 			}
 			st.unheldItems()
 			return gen, st, nil

@@ -14,9 +14,12 @@
 //
 // Deciding and doing are apart: state.go holds the in-memory state and the
 // one function that applies an event to it, used alike by a live write and
-// by recovery; store.go validates a request, builds its event, applies it
-// and waits for the committer. Nothing here builds a path from user input:
-// the files are named by the store alone.
+// by recovery; the methods (conversations.go, pins.go) check a request and
+// build its event, and Store.change applies it, queues its record and
+// waits for the committer. A read may see a write whose fsync is still
+// running; a write that fails stops every later one (Stats.Failed).
+// Nothing here builds a path from user input: the files are named by the
+// store alone, and every id is checked before it is looked up.
 //
 // On Open the snapshot is read and the log replayed; a torn or corrupt tail
 // (a short record, a bad checksum, a record that does not decode or apply)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -11,7 +12,7 @@ type op uint8
 
 const (
 	opCreate     op = 1  // Conv, At, Meta, Items: a new conversation with its first items
-	opAppend     op = 2  // Conv, At, Items: items added at the end
+	opAppend     op = 2  // Conv, At, Items: items added at the end (one without Data: a stored item shared)
 	opSetMeta    op = 3  // Conv, At, Meta: metadata replaced
 	opDelete     op = 4  // Conv: the conversation gone (its items when no other holds them)
 	opDeleteItem op = 5  // Conv, At, Item: one item out of one conversation
@@ -77,7 +78,7 @@ type event struct {
 type itemRec struct {
 	ID        string          `json:"id"`
 	Type      string          `json:"ty"`
-	Data      json.RawMessage `json:"d"`
+	Data      json.RawMessage `json:"d,omitempty"` // none: a reference to the stored item of this id
 	CreatedAt int64           `json:"ct"`
 }
 
@@ -100,13 +101,18 @@ func (r itemRec) item() Item {
 	return Item{ID: r.ID, Type: r.Type, Data: r.Data, CreatedAt: r.CreatedAt}
 }
 
-// encodePayload is the op byte then the JSON body.
+// encodePayload is the op byte then the JSON body. HTML is not escaped,
+// so an item's Data, compacted when it was stored, is written byte for
+// byte and reads back the same after a restart.
 func encodePayload(ev *event) ([]byte, error) {
-	body, err := json.Marshal(ev)
-	if err != nil {
+	var buf bytes.Buffer
+	buf.WriteByte(byte(ev.Op))
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil {
 		return nil, fmt.Errorf("session: encoding %s: %w", ev.Op, err)
 	}
-	return append([]byte{byte(ev.Op)}, body...), nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func decodePayload(p []byte) (*event, error) {

@@ -14,7 +14,7 @@ func (c *clock) now() time.Time { return c.t }
 
 func newClock() *clock { return &clock{t: time.Unix(1_800_000_000, 0)} }
 
-func open(t *testing.T, dir string, opt Options) *Store {
+func open(t testing.TB, dir string, opt Options) *Store {
 	t.Helper()
 	s, err := Open(dir, opt)
 	if err != nil {

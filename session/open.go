@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,16 +65,8 @@ func (s *Store) recover() error {
 		return fmt.Errorf("session: %w", err)
 	}
 	s.st, s.gen = newState(), 1
-	snapPath := filepath.Join(s.dir, snapName)
-	if b, err := os.ReadFile(snapPath); err == nil {
-		gen, st, err := loadSnapshot(b)
-		if err != nil {
-			return fmt.Errorf("session: the snapshot %s is damaged: %w", snapPath, err)
-		}
-		s.st, s.gen = st, gen
-		s.stats.SnapshotBytes = int64(len(b))
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("session: %w", err)
+	if err := s.loadSnapshot(); err != nil {
+		return err
 	}
 	if err := s.recoverLog(); err != nil {
 		return err
@@ -81,10 +74,34 @@ func (s *Store) recover() error {
 	if err := s.removeStrayLogs(); err != nil {
 		return err
 	}
-	s.dropExpired()
-	if s.stats.Expired > 0 || s.logBytes > s.opt.CompactBytes {
+	s.dropExpired(false)
+	if s.stats.Expired > 0 || s.logBytes > s.compactAt() {
 		return s.compact(s.freeze())
 	}
+	return nil
+}
+
+// loadSnapshot reads the snapshot, when there is one, as the state.
+func (s *Store) loadSnapshot() error {
+	path := filepath.Join(s.dir, snapName)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	gen, st, err := loadSnapshot(f, info.Size())
+	if err != nil {
+		return fmt.Errorf("session: the snapshot %s is damaged: %w", path, err)
+	}
+	s.st, s.gen = st, gen
+	s.stats.SnapshotBytes = info.Size()
 	return nil
 }
 
@@ -92,7 +109,7 @@ func (s *Store) recover() error {
 // after its last good record, or makes it when there is none.
 func (s *Store) recoverLog() error {
 	path := filepath.Join(s.dir, walName(s.gen))
-	b, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
 	if errors.Is(err, os.ErrNotExist) {
 		s.log, err = s.createLog(s.gen)
 		s.logBytes = headerLen
@@ -101,26 +118,33 @@ func (s *Store) recoverLog() error {
 	if err != nil {
 		return fmt.Errorf("session: %w", err)
 	}
-	good := int64(len(b))
-	fresh := false // the header itself is torn: the file is begun again
-	if gen, herr := readHeader(b, logMagic); herr != nil || gen != s.gen {
-		good, fresh = 0, true
-	} else if n, rerr := replay(b[headerLen:], s.st); rerr != nil {
-		good = headerLen + int64(n)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
+	s.log = f // closed by Open when recovery fails
+	info, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("session: %w", err)
 	}
-	s.log = f
-	if good < int64(len(b)) {
-		s.stats.TornTails++
-		s.stats.TornBytes += int64(len(b)) - good
+	size := info.Size()
+	good, fresh := size, false // fresh: the header itself is torn, and the file is begun again
+	var h [headerLen]byte
+	if size < headerLen {
+		good, fresh = 0, true
+	} else if _, err := io.ReadFull(f, h[:]); err != nil {
+		return fmt.Errorf("session: reading the log: %w", err)
+	} else if gen, herr := readHeader(h[:], logMagic); herr != nil || gen != s.gen {
+		good, fresh = 0, true
+	} else if n, rerr := replay(f, size-headerLen, s.st); rerr != nil {
+		good = headerLen + n
+	}
+	if good < size || fresh {
+		if good < size {
+			s.stats.TornTails++
+			s.stats.TornBytes += size - good
+		}
 		if err := f.Truncate(good); err != nil {
 			return fmt.Errorf("session: dropping the log's torn tail: %w", err)
 		}
 		if fresh {
-			if _, err := f.Write(header(logMagic, s.gen)); err != nil {
+			if _, err := f.WriteAt(header(logMagic, s.gen), 0); err != nil {
 				return fmt.Errorf("session: rewriting the log's header: %w", err)
 			}
 			good = headerLen
@@ -130,7 +154,7 @@ func (s *Store) recoverLog() error {
 		}
 		s.stats.Fsyncs++
 	}
-	if _, err := f.Seek(good, 0); err != nil {
+	if _, err := f.Seek(good, io.SeekStart); err != nil {
 		return fmt.Errorf("session: %w", err)
 	}
 	s.logBytes = good

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -86,6 +87,29 @@ func (s *state) checkNew(items []itemRec) error {
 	return nil
 }
 
+// checkAdded checks the items a create or append adds to c (nil for a new
+// conversation): a record with data is a new item, whose id must be new;
+// one without is a reference to a stored item, which c must not hold yet.
+func (s *state) checkAdded(c *conv, items []itemRec) error {
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
+		if seen[it.ID] {
+			return fmt.Errorf("session: item %s: %w: given twice", it.ID, ErrInvalid)
+		}
+		seen[it.ID] = true
+		stored := s.items[it.ID] != nil
+		switch {
+		case it.Data == nil && !stored:
+			return fmt.Errorf("session: item %s: %w", it.ID, ErrNotFound)
+		case it.Data == nil && c != nil && c.index(it.ID) >= 0:
+			return fmt.Errorf("session: item %s: %w: already in conversation %s", it.ID, ErrInvalid, c.id)
+		case it.Data != nil && stored:
+			return fmt.Errorf("session: item %s: %w: that id is already stored", it.ID, ErrInvalid)
+		}
+	}
+	return nil
+}
+
 func (s *state) hold(c *conv, it *item) {
 	if it.refs == 0 {
 		s.bytes += itemCost(&it.Item)
@@ -108,8 +132,11 @@ func (s *state) release(items []*item) {
 
 func (s *state) addItems(c *conv, recs []itemRec) {
 	for _, r := range recs {
-		it := &item{Item: r.item()}
-		s.items[it.ID] = it
+		it := s.items[r.ID]
+		if r.Data != nil {
+			it = &item{Item: r.item()}
+			s.items[it.ID] = it
+		}
 		s.hold(c, it)
 	}
 }
@@ -138,7 +165,7 @@ func (s *state) dropConv(c *conv) {
 func (s *state) apply(ev *event) error {
 	switch ev.Op {
 	case opCreate:
-		if err := s.checkNew(ev.Items); err != nil {
+		if err := s.checkAdded(nil, ev.Items); err != nil {
 			return err
 		}
 		c, err := s.addConv(ev.Conv, ev.Meta, ev.At)
@@ -151,7 +178,7 @@ func (s *state) apply(ev *event) error {
 		if err != nil {
 			return err
 		}
-		if err := s.checkNew(ev.Items); err != nil {
+		if err := s.checkAdded(c, ev.Items); err != nil {
 			return err
 		}
 		s.addItems(c, ev.Items)
@@ -183,7 +210,7 @@ func (s *state) apply(ev *event) error {
 			return err
 		}
 		s.release(c.items[i : i+1])
-		c.items = append(c.items[:i:i], c.items[i+1:]...) // a fresh array: forks may share the old one
+		c.items = slices.Delete(c.items, i, i+1)
 		c.touched = ev.At
 	case opFork:
 		return s.fork(ev)
@@ -209,7 +236,8 @@ func (s *state) apply(ev *event) error {
 			return err
 		}
 		s.release(c.items[i+1:])
-		c.items = c.items[: i+1 : i+1]
+		clear(c.items[i+1:]) // the array keeps no dropped item alive
+		c.items = c.items[:i+1]
 		c.touched = ev.At
 	case opPin:
 		if ev.Pin == nil {
@@ -222,14 +250,12 @@ func (s *state) apply(ev *event) error {
 		s.pins[p.Key] = p
 		s.bytes += pinCost(&p)
 	case opUnpin:
-		old, ok := s.pins[ev.Key]
-		if !ok {
+		if _, ok := s.pins[ev.Key]; !ok {
 			return fmt.Errorf("session: pin %q: %w", clip(ev.Key), ErrNotFound)
 		}
-		s.bytes -= pinCost(&old)
-		delete(s.pins, ev.Key)
+		s.dropPin(ev.Key)
 	case opSnapItem:
-		if len(ev.Items) != 1 {
+		if len(ev.Items) != 1 || ev.Items[0].Data == nil {
 			return fmt.Errorf("session: snapshot item record holds %d items: %w", len(ev.Items), ErrInvalid)
 		}
 		if err := s.checkNew(ev.Items); err != nil {
@@ -290,26 +316,11 @@ func (s *state) snapConv(ev *event) error {
 	return nil
 }
 
-// expire drops the conversations not written since before cutoff and the
-// pins expired by now; it reports whether anything went.
-func (s *state) expire(cutoff int64, now time.Time, retain bool) bool {
-	dropped := false
-	if retain {
-		for _, c := range s.convs {
-			if c.touched < cutoff {
-				s.dropConv(c)
-				dropped = true
-			}
-		}
+func (s *state) dropPin(key string) {
+	if p, ok := s.pins[key]; ok {
+		s.bytes -= pinCost(&p)
+		delete(s.pins, key)
 	}
-	for k, p := range s.pins {
-		if !p.Expires.After(now) {
-			s.bytes -= pinCost(&p)
-			delete(s.pins, k)
-			dropped = true
-		}
-	}
-	return dropped
 }
 
 // unheldItems drops items no conversation holds and says how many: a

@@ -1,10 +1,10 @@
 package session
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"os"
-	"slices"
 	"sync"
 )
 
@@ -75,13 +75,34 @@ func (c *conv) header() Conversation {
 	return Conversation{ID: c.id, Metadata: maps.Clone(c.meta), CreatedAt: c.created, Len: len(c.items)}
 }
 
-// dropExpired drops what retention has ended from memory (the disk
-// follows at the next compaction); mu held.
-func (s *Store) dropExpired() {
+// dropExpired drops the conversations retention has ended and the pins
+// past their expiry; mu held. A snapshot about to be written records the
+// drop itself (logged false); anywhere else each conversation's drop is
+// logged as a delete, or a replay would find it still there and refuse a
+// later record that reuses one of its item ids. A pin needs no record: a
+// later pin of its key replaces it in a replay too.
+func (s *Store) dropExpired(logged bool) {
 	now := s.opt.Now()
-	before := len(s.st.convs) + len(s.st.pins)
-	s.st.expire(now.Add(-s.opt.Retention).Unix(), now, s.opt.Retention > 0)
-	s.stats.Expired += int64(before - len(s.st.convs) - len(s.st.pins))
+	if s.opt.Retention > 0 {
+		cutoff := now.Add(-s.opt.Retention).Unix()
+		for _, c := range s.st.convs {
+			if c.touched >= cutoff {
+				continue
+			}
+			if !logged {
+				s.st.dropConv(c)
+			} else if _, err := s.write(&event{Op: opDelete, Conv: c.id}, 0); err != nil {
+				return // the store failed or closes: the write that asked fails too
+			}
+			s.stats.Expired++
+		}
+	}
+	for k, p := range s.st.pins {
+		if !p.Expires.After(now) {
+			s.st.dropPin(k)
+			s.stats.Expired++
+		}
+	}
 }
 
 // write applies ev and queues its record for the next group commit; mu
@@ -93,8 +114,8 @@ func (s *Store) write(ev *event, growth int64) (*batch, error) {
 	if s.failed != nil {
 		return nil, fmt.Errorf("session: store failed earlier: %w", s.failed)
 	}
-	if s.opt.MaxBytes > 0 && s.st.bytes+growth > s.opt.MaxBytes {
-		s.dropExpired()
+	if growth > 0 && s.opt.MaxBytes > 0 && s.st.bytes+growth > s.opt.MaxBytes {
+		s.dropExpired(true)
 		if s.st.bytes+growth > s.opt.MaxBytes {
 			return nil, fmt.Errorf("session: %s of %d bytes: %w (%d of %d bytes live)", ev.Op, growth, ErrQuota, s.st.bytes, s.opt.MaxBytes)
 		}
@@ -120,7 +141,7 @@ func (s *Store) write(ev *event, growth int64) (*batch, error) {
 
 func (s *Store) checkConvQuota() error {
 	if s.opt.MaxConversations > 0 && len(s.st.convs) >= s.opt.MaxConversations {
-		s.dropExpired()
+		s.dropExpired(true)
 		if len(s.st.convs) >= s.opt.MaxConversations {
 			return fmt.Errorf("session: %w: %d conversations, at most %d", ErrQuota, len(s.st.convs), s.opt.MaxConversations)
 		}
@@ -135,349 +156,51 @@ func (s *Store) checkLen(id string, n int) error {
 	return nil
 }
 
-func itemsGrowth(items []Item) int64 {
-	var n int64
-	for i := range items {
-		n += itemCost(&items[i]) + refCost(items[i].ID)
-	}
-	return n
-}
-
-// Create makes a conversation with metadata and its first items; it
-// returns them as stored (ids and times filled in).
-func (s *Store) Create(meta map[string]string, items []Item) (Conversation, []Item, error) {
-	if err := checkMetadata(meta); err != nil {
-		return Conversation{}, nil, err
-	}
-	now := s.now()
-	items, err := prepareItems(items, s.opt.MaxItemBytes, now)
-	if err != nil {
-		return Conversation{}, nil, err
-	}
+// change makes one change: decide, under the lock, checks the request
+// against the state and returns its event and what it adds to the live
+// content; the event is applied and queued; read, under the same lock,
+// takes what the caller returns; then change waits until the record is
+// durable.
+func (s *Store) change(decide func() (*event, int64, error), read func()) error {
 	s.mu.Lock()
-	err = s.checkConvQuota()
-	id := newID("conv_")
-	if err == nil {
-		err = s.checkLen(id, len(items))
-	}
+	ev, growth, err := decide()
 	var b *batch
-	var c Conversation
 	if err == nil {
-		ev := &event{Op: opCreate, Conv: id, At: now, Meta: meta, Items: toRecs(items)}
-		b, err = s.write(ev, convCost(id, meta)+itemsGrowth(items))
+		b, err = s.write(ev, growth)
 	}
-	if err == nil {
-		c = s.st.convs[id].header()
+	if err == nil && read != nil {
+		read()
 	}
 	s.mu.Unlock()
-	if err != nil {
-		return Conversation{}, nil, err
-	}
-	if err := b.wait(); err != nil {
-		return Conversation{}, nil, err
-	}
-	return c, items, nil
-}
-
-// Get returns a conversation's header.
-func (s *Store) Get(id string) (Conversation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, err := s.live(id)
-	if err != nil {
-		return Conversation{}, err
-	}
-	return c.header(), nil
-}
-
-// SetMetadata replaces a conversation's metadata.
-func (s *Store) SetMetadata(id string, meta map[string]string) (Conversation, error) {
-	if err := checkMetadata(meta); err != nil {
-		return Conversation{}, err
-	}
-	s.mu.Lock()
-	c, err := s.live(id)
-	var b *batch
-	var h Conversation
-	if err == nil {
-		b, err = s.write(&event{Op: opSetMeta, Conv: id, At: s.now(), Meta: meta}, metaCost(meta))
-	}
-	if err == nil {
-		h = c.header()
-	}
-	s.mu.Unlock()
-	return h, s.await(b, err)
-}
-
-// await waits for b when err is nil.
-func (s *Store) await(b *batch, err error) error {
 	if err != nil {
 		return err
 	}
 	return b.wait()
 }
 
-// Delete removes a conversation; its items go with it unless a fork holds
-// them.
-func (s *Store) Delete(id string) error {
-	s.mu.Lock()
-	_, err := s.live(id)
-	var b *batch
-	if err == nil {
-		b, err = s.write(&event{Op: opDelete, Conv: id}, 0)
-	}
-	s.mu.Unlock()
-	return s.await(b, err)
-}
-
-// Append adds items at a conversation's end and returns them as stored;
-// they are durable when it returns.
-func (s *Store) Append(id string, items []Item) ([]Item, error) {
-	now := s.now()
-	items, err := prepareItems(items, s.opt.MaxItemBytes, now)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	c, err := s.live(id)
-	if err == nil {
-		err = s.checkLen(id, len(c.items)+len(items))
-	}
-	var b *batch
-	if err == nil {
-		b, err = s.write(&event{Op: opAppend, Conv: id, At: now, Items: toRecs(items)}, itemsGrowth(items))
-	}
-	s.mu.Unlock()
-	if err := s.await(b, err); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-// MaxPage is the largest page Items returns (OpenAI's limit).
-const MaxPage = 100
-
-// Items is a page of a conversation's items as OpenAI lists them: up to
-// limit (1..MaxPage) items after the item `after` ("" = from the start) in
-// ascending order, or before it going back when desc; hasMore says
-// whether items remain past the page.
-func (s *Store) Items(id string, after string, limit int, desc bool) (items []Item, hasMore bool, err error) {
-	if limit < 1 || limit > MaxPage {
-		return nil, false, fmt.Errorf("session: limit %d: %w (1..%d)", limit, ErrInvalid, MaxPage)
-	}
-	if after != "" {
-		if err := checkID("after", after); err != nil {
-			return nil, false, err
+// records turns prepared items into a create's or append's records: an
+// item whose id is stored already, with the same type and data, is shared
+// (a record of its id alone, and the stored item returned in its place);
+// one whose id is stored with other content is refused. It returns the
+// records, the items as stored and what they add to the live content; mu
+// held.
+func (s *Store) records(items []Item) ([]itemRec, []Item, int64, error) {
+	recs := toRecs(items)
+	var growth int64
+	for i := range items {
+		growth += refCost(items[i].ID)
+		stored := s.st.items[items[i].ID]
+		if stored == nil {
+			growth += itemCost(&items[i])
+			continue
 		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, err := s.live(id)
-	if err != nil {
-		return nil, false, err
-	}
-	order := c.items
-	if desc {
-		order = slices.Clone(order)
-		slices.Reverse(order)
-	}
-	start := 0
-	if after != "" {
-		i := slices.IndexFunc(order, func(it *item) bool { return it.ID == after })
-		if i < 0 {
-			return nil, false, fmt.Errorf("session: item %s in conversation %s: %w", after, id, ErrNotFound)
+		if stored.Type != items[i].Type || !bytes.Equal(stored.Data, items[i].Data) {
+			return nil, nil, 0, fmt.Errorf("session: item %s: %w: that id is stored with other content", items[i].ID, ErrInvalid)
 		}
-		start = i + 1
+		recs[i] = itemRec{ID: stored.ID}
+		items[i] = stored.Item
 	}
-	end := min(start+limit, len(order))
-	for _, it := range order[start:end] {
-		items = append(items, it.Item)
-	}
-	return items, end < len(order), nil
-}
-
-// Item returns one item of a conversation.
-func (s *Store) Item(id, itemID string) (Item, error) {
-	if err := checkID("item", itemID); err != nil {
-		return Item{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, err := s.live(id)
-	if err != nil {
-		return Item{}, err
-	}
-	i, err := c.find(itemID)
-	if err != nil {
-		return Item{}, err
-	}
-	return c.items[i].Item, nil
-}
-
-// DeleteItem removes one item from a conversation (a fork sharing it
-// keeps it).
-func (s *Store) DeleteItem(id, itemID string) error {
-	if err := checkID("item", itemID); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	_, err := s.live(id)
-	var b *batch
-	if err == nil {
-		b, err = s.write(&event{Op: opDeleteItem, Conv: id, At: s.now(), Item: itemID}, 0)
-	}
-	s.mu.Unlock()
-	return s.await(b, err)
-}
-
-// Fork makes a conversation holding id's items up to and including
-// atItemID ("" = all of them), with its own metadata. The items are
-// shared, not copied: the record names the source and the item.
-func (s *Store) Fork(id, atItemID string, meta map[string]string) (Conversation, error) {
-	if atItemID != "" {
-		if err := checkID("item", atItemID); err != nil {
-			return Conversation{}, err
-		}
-	}
-	if err := checkMetadata(meta); err != nil {
-		return Conversation{}, err
-	}
-	s.mu.Lock()
-	src, err := s.live(id)
-	n := 0
-	if err == nil {
-		n = len(src.items)
-		if atItemID != "" {
-			var i int
-			i, err = src.find(atItemID)
-			n = i + 1
-		}
-	}
-	if err == nil {
-		err = s.checkConvQuota()
-	}
-	forkID := newID("conv_")
-	var b *batch
-	var h Conversation
-	if err == nil {
-		growth := convCost(forkID, meta) + int64(n)*refCost(forkID) // item ids are about as long
-		b, err = s.write(&event{Op: opFork, Conv: forkID, From: id, Item: atItemID, At: s.now(), Meta: meta}, growth)
-	}
-	if err == nil {
-		h = s.st.convs[forkID].header()
-	}
-	s.mu.Unlock()
-	return h, s.await(b, err)
-}
-
-// TrimFront drops a conversation's first n items (all of them when n is
-// past its length).
-func (s *Store) TrimFront(id string, n int) error {
-	if n < 0 {
-		return fmt.Errorf("session: trim %d items: %w", n, ErrInvalid)
-	}
-	s.mu.Lock()
-	_, err := s.live(id)
-	var b *batch
-	if err == nil {
-		b, err = s.write(&event{Op: opTrimFront, Conv: id, At: s.now(), N: n}, 0)
-	}
-	s.mu.Unlock()
-	return s.await(b, err)
-}
-
-// TrimAfter drops every item after itemID.
-func (s *Store) TrimAfter(id, itemID string) error {
-	if err := checkID("item", itemID); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	_, err := s.live(id)
-	var b *batch
-	if err == nil {
-		b, err = s.write(&event{Op: opTrimAfter, Conv: id, At: s.now(), Item: itemID}, 0)
-	}
-	s.mu.Unlock()
-	return s.await(b, err)
-}
-
-// All returns every item of a conversation in order (to build a prompt).
-func (s *Store) All(id string) ([]Item, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, err := s.live(id)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Item, len(c.items))
-	for i, it := range c.items {
-		out[i] = it.Item
-	}
-	return out, nil
-}
-
-// SetPin records a pin, replacing one of its key.
-func (s *Store) SetPin(p Pin) error {
-	if err := checkPin(p, s.opt.MaxPinTokens); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	var err error
-	if !p.Expires.After(s.opt.Now()) {
-		err = fmt.Errorf("session: pin %q: %w: expires in the past", clip(p.Key), ErrInvalid)
-	}
-	if _, replaces := s.st.pins[p.Key]; err == nil && !replaces && s.opt.MaxPins > 0 && len(s.st.pins) >= s.opt.MaxPins {
-		s.dropExpired()
-		if len(s.st.pins) >= s.opt.MaxPins {
-			err = fmt.Errorf("session: pin %q: %w: %d pins, at most %d", clip(p.Key), ErrQuota, len(s.st.pins), s.opt.MaxPins)
-		}
-	}
-	var b *batch
-	if err == nil {
-		rec := &pinRec{Key: p.Key, Model: p.Model, Tokens: slices.Clone(p.Tokens), Expires: p.Expires.UnixNano()}
-		b, err = s.write(&event{Op: opPin, Pin: rec}, pinCost(&p))
-	}
-	s.mu.Unlock()
-	return s.await(b, err)
-}
-
-// DropPin removes a pin.
-func (s *Store) DropPin(key string) error {
-	s.mu.Lock()
-	var err error
-	if _, ok := s.st.pins[key]; !ok {
-		err = fmt.Errorf("session: pin %q: %w", clip(key), ErrNotFound)
-	}
-	var b *batch
-	if err == nil {
-		b, err = s.write(&event{Op: opUnpin, Key: key}, 0)
-	}
-	s.mu.Unlock()
-	return s.await(b, err)
-}
-
-// Pins returns the unexpired pins, by key.
-func (s *Store) Pins() []Pin {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.opt.Now()
-	var out []Pin
-	for _, p := range s.st.pins {
-		if p.Expires.After(now) {
-			p.Tokens = slices.Clone(p.Tokens)
-			out = append(out, p)
-		}
-	}
-	slices.SortFunc(out, func(a, b Pin) int {
-		if a.Key < b.Key {
-			return -1
-		}
-		if a.Key > b.Key {
-			return 1
-		}
-		return 0
-	})
-	return out
+	return recs, items, growth, nil
 }
 
 // Stats returns the store's counters and gauges.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCreateAppendSurviveReopen(t *testing.T) {
@@ -256,5 +257,83 @@ func TestQuotas(t *testing.T) {
 	}
 	if _, err := s.Append(c.ID, []Item{big}); !errors.Is(err, ErrQuota) {
 		t.Fatalf("past MaxBytes: %v", err)
+	}
+}
+
+// An item's Data reads back byte for byte after a restart: compacted when
+// stored, never HTML-escaped, whatever bytes its strings hold.
+func TestItemDataIsTheSameBytesAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{})
+	data := []string{`{ "a" : "<b>&</b>" ,
+	"u": "\u2028 é ` + "\xff" + `" }`, `[1, 2.50, "x"]`, `"just a string"`, `null`}
+	var in []Item
+	for _, d := range data {
+		in = append(in, Item{Type: "message", Data: []byte(d)})
+	}
+	c, stored, err := s.Create(nil, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(stored[0].Data) != `{"a":"<b>&</b>","u":"\u2028 é `+"\xff"+`"}` {
+		t.Fatalf("stored as %q", stored[0].Data)
+	}
+	s.Close()
+	s = open(t, dir, Options{})
+	defer s.Close()
+	for i, it := range mustAll(t, s, c.ID) {
+		if string(it.Data) != string(stored[i].Data) {
+			t.Fatalf("item %d read back as %q, stored as %q", i, it.Data, stored[i].Data)
+		}
+	}
+}
+
+func TestOneWriteIsBoundedBeforeItIsCopied(t *testing.T) {
+	s := open(t, t.TempDir(), Options{})
+	defer s.Close()
+	c, _, _ := s.Create(nil, nil)
+	big := []byte(`"` + strings.Repeat("a", DefaultMaxItemBytes-2) + `"`)
+	items := make([]Item, maxRecordBytes/2/DefaultMaxItemBytes+1)
+	for i := range items {
+		items[i] = Item{Type: "message", Data: big}
+	}
+	if _, err := s.Append(c.ID, items); !errors.Is(err, ErrQuota) {
+		t.Fatalf("%d MiB in one append: %v", len(items), err)
+	}
+}
+
+// An item echoed back with its stored id and content is shared, not
+// stored twice; with other content, or into a conversation that holds it,
+// it is refused.
+func TestAnEchoedItemIsShared(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock()
+	s := open(t, dir, Options{Now: clk.now})
+	a, items, _ := s.Create(nil, msgs("answer", 1))
+	clk.t = clk.t.Add(time.Minute)
+	echo := Item{ID: items[0].ID, Type: "message", Data: []byte(" " + string(items[0].Data) + "\n")}
+	b, got, err := s.Create(nil, []Item{echo, msg("next question")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].CreatedAt != items[0].CreatedAt || s.Stats().Items != 2 {
+		t.Fatalf("the echo was stored again: %+v, %d items", got[0], s.Stats().Items)
+	}
+	if _, err := s.Append(a.ID, []Item{echo}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("into the conversation that holds it: %v", err)
+	}
+	other := echo
+	other.Data = []byte(`{"changed":true}`)
+	if _, err := s.Append(b.ID, []Item{other}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("the stored id with other content: %v", err)
+	}
+	if err := s.Delete(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, Options{Now: clk.now})
+	defer s.Close()
+	if all := mustAll(t, s, b.ID); len(all) != 2 || all[0].ID != items[0].ID || string(all[0].Data) != string(items[0].Data) {
+		t.Fatalf("after the source's delete and a restart: %v", all)
 	}
 }

@@ -7,7 +7,9 @@ import (
 )
 
 // Item is one conversation item. It is stored once and referenced by every
-// conversation that holds it (a fork shares its source's items).
+// conversation that holds it (a fork shares its source's items). An Item
+// the store returns shares its Data with the store: read it, never write
+// to it.
 type Item struct {
 	ID        string          // "msg_…", "fc_…", …; Append assigns one from Type when empty
 	Type      string          // "message", "function_call", …: opaque to the store
@@ -39,12 +41,13 @@ type Pin struct {
 // means none.
 type Options struct {
 	// MaxBytes bounds the live state (items, conversations, pins) as a
-	// snapshot would hold it; a write past it fails with ErrQuota. The
-	// disk holds at most this plus CompactBytes of log.
+	// snapshot would hold it, estimated; a write past it fails with
+	// ErrQuota. The disk holds about twice this at most (CompactBytes).
 	MaxBytes int64
 	// MaxConversations bounds the live conversations (ErrQuota past it).
 	MaxConversations int
-	// MaxItemsPerConversation bounds one conversation's length.
+	// MaxItemsPerConversation bounds one conversation's length (at most
+	// HardMaxItemsPerConversation, which a negative one means).
 	MaxItemsPerConversation int
 	// Retention deletes conversations written to no later than this ago;
 	// they read as not found at once and leave the disk at the next
@@ -61,7 +64,9 @@ type Options struct {
 	MaxPinTokens int
 	// CompactBytes is the log size past which the live state is written to
 	// a snapshot and a fresh log begun (default 64 MiB, or MaxBytes/2 when
-	// that is smaller, but not under 64 KiB).
+	// that is smaller, but not under 64 KiB). A snapshot larger than it
+	// raises the bound to its own size, so the disk holds at most the
+	// snapshot and a log as large (or CompactBytes), plus one group.
 	CompactBytes int64
 }
 
@@ -75,6 +80,11 @@ const (
 	DefaultMaxPinTokens            = 1 << 20
 	DefaultCompactBytes            = 64 << 20
 	minCompactBytes                = 64 << 10
+
+	// HardMaxItemsPerConversation is the most MaxItemsPerConversation can
+	// be: a snapshot's conversation record lists its item ids, and a
+	// record is at most 64 MiB.
+	HardMaxItemsPerConversation = maxRecordBytes / (MaxIDLen + 4)
 )
 
 // OpenAI's bounds on metadata, and ours on ids.
@@ -106,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxItemsPerConversation == 0 {
 		o.MaxItemsPerConversation = DefaultMaxItemsPerConversation
+	}
+	if o.MaxItemsPerConversation < 0 || o.MaxItemsPerConversation > HardMaxItemsPerConversation {
+		o.MaxItemsPerConversation = HardMaxItemsPerConversation // a snapshot holds a conversation's ids in one record
 	}
 	if o.MaxItemBytes <= 0 || o.MaxItemBytes > maxRecordBytes/4 {
 		o.MaxItemBytes = DefaultMaxItemBytes

@@ -1,10 +1,12 @@
 package session
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -91,7 +93,11 @@ func itemPrefix(typ string) string {
 func prepareItems(in []Item, maxBytes int, now int64) ([]Item, error) {
 	out := make([]Item, len(in))
 	seen := make(map[string]bool, len(in))
+	total := 0
 	for i, it := range in {
+		if total += len(it.Data); total > maxRecordBytes/2 { // before any copy: one record holds them all
+			return nil, fmt.Errorf("session: items: %w: more than %d bytes in one write", ErrQuota, maxRecordBytes/2)
+		}
 		if it.Type == "" || len(it.Type) > MaxTypeLen || !validID(it.Type) {
 			return nil, fmt.Errorf("session: item %d type %q: %w", i, clip(it.Type), ErrInvalid)
 		}
@@ -107,10 +113,11 @@ func prepareItems(in []Item, maxBytes int, now int64) ([]Item, error) {
 		if len(it.Data) > maxBytes {
 			return nil, fmt.Errorf("session: item %d data: %w: %d bytes, at most %d", i, ErrInvalid, len(it.Data), maxBytes)
 		}
-		if len(it.Data) == 0 || !json.Valid(it.Data) {
+		var compact bytes.Buffer // as the log will hold it, so a restart reads back the same bytes
+		if len(it.Data) == 0 || json.Compact(&compact, it.Data) != nil {
 			return nil, fmt.Errorf("session: item %d data: %w: not JSON", i, ErrInvalid)
 		}
-		it.Data = append(json.RawMessage(nil), it.Data...)
+		it.Data = compact.Bytes()
 		if it.CreatedAt == 0 {
 			it.CreatedAt = now
 		}
@@ -128,6 +135,9 @@ func checkPin(p Pin, maxTokens int) error {
 	}
 	if len(p.Tokens) == 0 || len(p.Tokens) > maxTokens {
 		return fmt.Errorf("session: pin %q: %w: %d tokens, 1..%d", clip(p.Key), ErrInvalid, len(p.Tokens), maxTokens)
+	}
+	if !time.Unix(0, p.Expires.UnixNano()).Equal(p.Expires) {
+		return fmt.Errorf("session: pin %q expiry: %w: outside the years 1678..2262", clip(p.Key), ErrInvalid)
 	}
 	for _, t := range p.Tokens {
 		if t < 0 {

@@ -1,10 +1,12 @@
 package session
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 )
 
 // A log or snapshot file is an 16-byte header (8 bytes of magic, the
@@ -56,47 +58,78 @@ func appendRecord(dst, payload []byte) []byte {
 // write or damage, never read as a record.
 var errTorn = errors.New("torn or corrupt record")
 
-// nextRecord reads the record at b's start and returns its payload and
-// its whole length, or errTorn.
-func nextRecord(b []byte) (payload []byte, n int, err error) {
-	if len(b) < frameLen {
-		return nil, 0, fmt.Errorf("%w: %d bytes of a frame", errTorn, len(b))
-	}
-	size := binary.LittleEndian.Uint32(b[:4])
-	if size == 0 || size > maxRecordBytes {
-		return nil, 0, fmt.Errorf("%w: length %d", errTorn, size)
-	}
-	if uint64(len(b)-frameLen) < uint64(size) {
-		return nil, 0, fmt.Errorf("%w: %d of %d payload bytes", errTorn, len(b)-frameLen, size)
-	}
-	payload = b[frameLen : frameLen+int(size)]
-	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(b[4:8]) {
-		return nil, 0, fmt.Errorf("%w: checksum", errTorn)
-	}
-	return payload, frameLen + int(size), nil
+// recordReader reads a file's records one at a time, holding one record
+// in memory whatever the file's size.
+type recordReader struct {
+	r    io.Reader
+	left int64 // bytes of the file not yet read
+	off  int64 // bytes of good records read
+	buf  []byte
 }
 
-// replay applies each record of a log's body (after its header) to s and
-// returns the length of the good part; err says why it ended early (nil
-// when every byte was a good record). A record that checks but does not
-// decode or apply ends it too: nothing after it is applied.
-func replay(body []byte, s *state) (good int, err error) {
-	for good < len(body) {
-		payload, n, err := nextRecord(body[good:])
+func newRecordReader(r io.Reader, size int64) *recordReader {
+	return &recordReader{r: bufio.NewReaderSize(r, 1<<20), left: size}
+}
+
+// next returns the next record's payload (valid until the next call),
+// io.EOF at a clean end, or errTorn.
+func (rr *recordReader) next() ([]byte, error) {
+	if rr.left == 0 {
+		return nil, io.EOF
+	}
+	if rr.left < frameLen {
+		return nil, fmt.Errorf("%w: %d bytes of a frame", errTorn, rr.left)
+	}
+	var f [frameLen]byte
+	if _, err := io.ReadFull(rr.r, f[:]); err != nil {
+		return nil, fmt.Errorf("%w: reading a frame: %v", errTorn, err)
+	}
+	size := int64(binary.LittleEndian.Uint32(f[:4]))
+	if size == 0 || size > maxRecordBytes {
+		return nil, fmt.Errorf("%w: length %d", errTorn, size)
+	}
+	if rr.left-frameLen < size { // checked before allocating: a torn length is often huge
+		return nil, fmt.Errorf("%w: %d of %d payload bytes", errTorn, rr.left-frameLen, size)
+	}
+	if int64(cap(rr.buf)) < size {
+		rr.buf = make([]byte, size)
+	}
+	payload := rr.buf[:size]
+	if _, err := io.ReadFull(rr.r, payload); err != nil {
+		return nil, fmt.Errorf("%w: reading a payload: %v", errTorn, err)
+	}
+	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(f[4:]) {
+		return nil, fmt.Errorf("%w: checksum", errTorn)
+	}
+	rr.left -= frameLen + size
+	rr.off += frameLen + size
+	return payload, nil
+}
+
+// replay applies each record of a log's body (size bytes after its
+// header) to s and returns the length of the good part; err says why it
+// ended early (nil when every byte was a good record). A record that
+// checks but does not decode or apply ends it too: nothing after it is
+// applied.
+func replay(r io.Reader, size int64, s *state) (good int64, err error) {
+	rr := newRecordReader(r, size)
+	for {
+		payload, err := rr.next()
+		if err == io.EOF {
+			return rr.off, nil
+		}
 		if err != nil {
-			return good, err
+			return rr.off, err
 		}
 		ev, err := decodePayload(payload)
 		if err != nil {
-			return good, fmt.Errorf("%w: %v", errTorn, err)
+			return rr.off, fmt.Errorf("%w: %v", errTorn, err)
 		}
 		if ev.Op >= opSnapItem {
-			return good, fmt.Errorf("%w: %s in a log", errTorn, ev.Op)
+			return rr.off, fmt.Errorf("%w: %s in a log", errTorn, ev.Op)
 		}
 		if err := s.apply(ev); err != nil {
-			return good, fmt.Errorf("%w: %s does not apply: %v", errTorn, ev.Op, err)
+			return rr.off, fmt.Errorf("%w: %s does not apply: %v", errTorn, ev.Op, err)
 		}
-		good += n
 	}
-	return good, nil
 }
