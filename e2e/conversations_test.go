@@ -127,6 +127,36 @@ func TestConversationsThroughOpenAIClient(t *testing.T) {
 		t.Errorf("a turn in the fork: %d cached, want at least %d", other.Usage.InputTokensDetails.CachedTokens, first.Usage.InputTokens)
 	}
 
+	// A streamed turn in the fork appends its output once the stream has
+	// completed; a turn refused (past the context) appends nothing and
+	// leaves the conversation free for the next.
+	before := convItemIDs(t, client, fork.ID)
+	stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "tiny", MaxOutputTokens: openai.Int(6), Temperature: openai.Float(0),
+		Conversation: responses.ResponseNewParamsConversationUnion{OfConversationObject: &responses.ResponseConversationParam{ID: fork.ID}},
+		Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String("Stream it?")}})
+	var streamed *responses.Response
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "response.completed" || ev.Type == "response.incomplete" {
+			r := ev.Response
+			streamed = &r
+		}
+	}
+	if err := stream.Err(); err != nil || streamed == nil || streamed.Conversation.ID != fork.ID {
+		t.Fatalf("streamed turn: %v %v", streamed, err)
+	}
+	stream.Close()
+	after := convItemIDs(t, client, fork.ID)
+	if len(after) != len(before)+1+len(streamed.Output) || after[len(after)-1] != streamed.Output[len(streamed.Output)-1].ID {
+		t.Fatalf("after the streamed turn %v (before %v)", after, before)
+	}
+	_, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: "tiny", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(longPrompt)},
+		Conversation: responses.ResponseNewParamsConversationUnion{OfString: openai.String(fork.ID)}})
+	wantAPIError(t, "a turn past the context", err, http.StatusBadRequest, "")
+	if now := convItemIDs(t, client, fork.ID); len(now) != len(after) {
+		t.Fatalf("a refused turn changed the conversation: %d items, were %d", len(now), len(after))
+	}
+	convTurn(t, client, fork.ID, "Still free?")
+
 	// Trim the original: drop its first item, then everything after the
 	// first turn's input.
 	all := convItemIDs(t, client, c.ID)
@@ -147,7 +177,7 @@ func TestConversationsThroughOpenAIClient(t *testing.T) {
 	}
 	_, err = client.Conversations.Get(ctx, c.ID)
 	wantAPIError(t, "get a deleted conversation", err, http.StatusNotFound, "")
-	if fids := convItemIDs(t, client, fork.ID); len(fids) != len(ids)+2 {
+	if fids := convItemIDs(t, client, fork.ID); len(fids) < len(ids)+6 {
 		t.Fatalf("the fork after its origin was deleted: %v", fids)
 	}
 
