@@ -120,3 +120,39 @@ func TestConversationOneTurnAtATime(t *testing.T) {
 		none()
 	}
 }
+
+// An item a conversation accepts must render in every later turn, or the
+// conversation could never be continued: whatever NewItems keeps,
+// respConversation reads, as the same messages as the item it was sent as.
+func FuzzNewItemsRenderLater(f *testing.F) {
+	f.Add(`{"role": "user", "content": "hi"}`)
+	f.Add(`{"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "no"}, {"type": "output_text", "text": "x"}]}`)
+	f.Add(`{"type": "message", "role": "developer", "content": null}`)
+	f.Add(`{"type": "function_call", "call_id": "c", "name": "f", "arguments": {"a": [1]}}`)
+	f.Add(`{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "x"}]}`)
+	f.Add(`{"type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}], "content": [{"type": "reasoning_text", "text": "r"}]}`)
+	f.Add(`{"type": "reasoning", "content": "not a list"}`)
+	f.Fuzz(func(t *testing.T, item string) {
+		user := json.RawMessage(`{"role": "user", "content": "next"}`)
+		kept, err := NewItems([]json.RawMessage{json.RawMessage(item)}, "items")
+		if err != nil {
+			if e := wire.AsError(err); e.Status != 400 || e.Param != "items" {
+				t.Fatalf("%s: %d naming %q", item, e.Status, e.Param)
+			}
+			return
+		}
+		got, err := respConversation([]json.RawMessage{kept[0].Data, user}, index)
+		if err != nil {
+			t.Fatalf("%s kept as %s does not render: %v", item, kept[0].Data, err)
+		}
+		sent, err := respConversation([]json.RawMessage{json.RawMessage(item), user}, index)
+		if err != nil {
+			return // the item alone renders nothing the turn takes (an empty reasoning)
+		}
+		a, _ := json.Marshal(got)
+		b, _ := json.Marshal(sent)
+		if string(a) != string(b) {
+			t.Fatalf("%s renders as\n%s\nkept as %s it renders as\n%s", item, b, kept[0].Data, a)
+		}
+	})
+}
