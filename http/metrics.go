@@ -46,6 +46,7 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	if ms := s.registry(); ms != nil {
 		addModelMetrics(p, ms.Loaded())
 	}
+	s.addSessionMetrics(p)
 	ctx.SetContentType("text/plain; version=0.0.4")
 	_, err := p.WriteTo(ctx)
 	return err

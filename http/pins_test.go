@@ -2,11 +2,13 @@ package http
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"superfluid/engine"
 	"superfluid/http/wire"
+	"superfluid/metric"
 	"superfluid/session"
 )
 
@@ -82,5 +84,45 @@ func TestPinsToRestoreWithinBudget(t *testing.T) {
 	}
 	if !slices.Equal(keys, []string{"long-lived", "small"}) {
 		t.Fatalf("restored %v", keys)
+	}
+}
+
+// /metrics carries each session store's counters, labelled by store.
+func TestSessionMetrics(t *testing.T) {
+	s, err := NewServer(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := metric.NewPage()
+	s.addSessionMetrics(p) // no stores: nothing
+	var b strings.Builder
+	p.WriteTo(&b)
+	if strings.Contains(b.String(), "superfluid_session_") {
+		t.Fatalf("metrics without a store:\n%s", b.String())
+	}
+	for _, name := range []string{"conversations", "chains"} {
+		st, err := session.Open(t.TempDir(), session.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, _, err := st.Create(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if name == "conversations" {
+			s.SetSessions(st)
+		} else {
+			s.SetChains(st)
+		}
+	}
+	p = metric.NewPage()
+	s.addSessionMetrics(p)
+	b.Reset()
+	p.WriteTo(&b)
+	for _, want := range []string{`superfluid_session_conversations{store="conversations"} 1`, `superfluid_session_conversations{store="chains"} 1`,
+		`superfluid_session_records_total{store="chains"} 1`, `superfluid_session_failed{store="conversations"} 0`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %s:\n%s", want, b.String())
+		}
 	}
 }

@@ -23,6 +23,9 @@ import (
 // SetChains gives the Responses API the store its responses' chains go to.
 func (st *Store) SetChains(s *session.Store) { st.chains.Store(s) }
 
+// Chains is the chain store, nil when there is none.
+func (st *Store) Chains() *session.Store { return st.chains.Load() }
+
 // chainItems are the items of chain, in order.
 func (st *Store) chainItems(chain string) ([]json.RawMessage, error) {
 	cs := st.chains.Load()
