@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	sfhttp "superfluid/http"
 	"superfluid/http/wire"
 	"superfluid/respstore"
 	"superfluid/session"
@@ -58,19 +59,28 @@ func (s *Stack) closeSessions() {
 	}
 }
 
-// restorePins pins again, in the resident model's cache, the pins its
+// restorePins pins again, in each loaded model's cache, the pins its
 // requests made before a restart (Anthropic's cache_control) that are
-// still live: at most half its context of tokens, as the seeds' pin
-// budget leaves the other half to the requests that bring nothing pinned.
+// still live, and has the registry do so for each model it loads later.
 func (s *Stack) restorePins() {
-	if s.sessions == nil || s.Model == nil {
+	if s.sessions == nil || s.Models == nil {
 		return
 	}
-	p, ok := s.Model.Cache.(wire.CachePinner)
-	if !ok {
+	for _, lm := range s.Models.Loaded() {
+		s.restorePinsOf(lm.Model)
+	}
+	s.Models.onLoad = s.restorePinsOf
+}
+
+// restorePinsOf restores m's pins: at most half its context of tokens, as
+// the seeds' pin budget leaves the other half to the requests that bring
+// nothing pinned.
+func (s *Stack) restorePinsOf(m *sfhttp.Model) {
+	p, ok := m.Cache.(wire.CachePinner)
+	if !ok || m.Desc == nil {
 		return
 	}
-	if n := s.Server.RestorePins(p, s.Model.Desc.Identity, s.Model.Desc.Ctx/2); n > 0 {
-		slog.Info("cache pins restored", "model", s.Model.Name, "pins", n)
+	if n := s.Server.RestorePins(p, m.Desc.Identity, m.Desc.Ctx/2); n > 0 {
+		slog.Info("cache pins restored", "model", m.Name, "pins", n)
 	}
 }
