@@ -2,9 +2,9 @@ package conversations
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"superfluid/http/wire"
@@ -166,7 +166,7 @@ func readCount(raw json.RawMessage, name string) (int, error) {
 // clip is a raw value for an error message, cut short.
 func clip(raw json.RawMessage) string {
 	if len(raw) > 40 {
-		return fmt.Sprintf("%s…", raw[:40])
+		return strings.ToValidUTF8(string(raw[:40]), "") + "…"
 	}
 	return string(raw)
 }

@@ -154,8 +154,9 @@ func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Cha
 		// holds the rest, once.
 		job.input = rt.items[rt.convLen:]
 	}
-	if job.store {
-		if err := a.storable(rt.items); err != nil {
+	// A record holds job.input unless the chain store holds the items.
+	if job.store && (rt.conv != "" || a.store.Chains() == nil) {
+		if err := a.storable(job.input); err != nil {
 			return nil, err
 		}
 	}
@@ -321,9 +322,9 @@ func respInstructions(raw json.RawMessage) (*string, error) {
 }
 
 // storable refuses, before it runs, a request to store a response whose
-// conversation alone is over what one stored response may hold (each
-// record keeps its whole chain): it could never be stored, and a client
-// chaining on it would find nothing.
+// record's items alone are over what one stored response may hold (a
+// record without a chain store keeps its whole chain): it could never be
+// stored, and a client chaining on it would find nothing.
 func (a *api) storable(items []json.RawMessage) error {
 	limit := a.store.get().MaxRecordBytes()
 	if limit <= 0 {
