@@ -38,8 +38,8 @@ func ItemPrefix(typ string) string {
 	return "item_"
 }
 
-// storedMessage, storedCall, storedCallOutput and storedReasoning are the
-// items as OpenAI lists them.
+// storedMessage, storedCallOutput and storedReasoning are the items as
+// OpenAI lists them (a function call is an output item, respItemOut).
 type storedMessage struct {
 	ID      string          `json:"id"`
 	Type    string          `json:"type"`
@@ -54,15 +54,6 @@ type storedContent struct {
 	Refusal     string      `json:"refusal,omitempty"`
 	Annotations *[]struct{} `json:"annotations,omitempty"`
 	Logprobs    *[]struct{} `json:"logprobs,omitempty"`
-}
-
-type storedCall struct {
-	ID        string `json:"id"`
-	Type      string `json:"type"`
-	Status    string `json:"status"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
 }
 
 type storedCallOutput struct {
@@ -136,7 +127,7 @@ func newItem(raw json.RawMessage) (Item, error) {
 		if err != nil {
 			return Item{}, itemErr("arguments", "%v", err)
 		}
-		v = storedCall{ID: id, Type: it.Type, Status: "completed", CallID: it.CallID, Name: it.Name, Arguments: string(args)}
+		v = respItemOut{ID: id, Type: it.Type, Status: "completed", CallID: it.CallID, Name: it.Name, Arguments: string(args)}
 	case "function_call_output":
 		if it.CallID == "" {
 			return Item{}, itemErr("call_id", "a function call output needs the call_id of its call")
