@@ -255,3 +255,38 @@ func TestAnthropicPinOutlivesRestart(t *testing.T) {
 		t.Fatalf("%d pins on a server without the data directory", n)
 	}
 }
+
+// --max-conversations-bytes: a write past the bound is a 413 in OpenAI's
+// shape, what was written stays readable, and a deleted conversation
+// makes room again.
+func TestConversationsQuota(t *testing.T) {
+	st := startStack(t, app.Options{DataDir: t.TempDir(), Disk: app.DiskQuotas{ConversationsBytes: 16 << 10}})
+	item := map[string]any{"role": "user", "content": strings.Repeat("x", 1000)}
+	var made []string
+	for i := 0; ; i++ {
+		status, body := post(t, st.URL()+"/v1/conversations", map[string]any{"items": []any{item, item}})
+		if status == http.StatusRequestEntityTooLarge {
+			expectError(t, "openai", status, http.StatusRequestEntityTooLarge, body, nil)
+			break
+		}
+		if status != http.StatusOK || i > 100 {
+			t.Fatalf("conversation %d: %d %s", i, status, body)
+		}
+		var c struct{ ID string }
+		json.Unmarshal(body, &c)
+		made = append(made, c.ID)
+	}
+	if len(made) == 0 {
+		t.Fatal("not one conversation fit")
+	}
+	client := openaiClient(st)
+	if ids := convItemIDs(t, client, made[0]); len(ids) != 2 {
+		t.Fatalf("the first conversation after the quota: %v", ids)
+	}
+	if _, err := client.Conversations.Delete(context.Background(), made[0]); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := post(t, st.URL()+"/v1/conversations", map[string]any{"items": []any{item}}); status != http.StatusOK {
+		t.Fatalf("after a delete: %d %s", status, body)
+	}
+}
