@@ -290,3 +290,47 @@ func TestConversationsQuota(t *testing.T) {
 		t.Fatalf("after a delete: %d %s", status, body)
 	}
 }
+
+// A model loaded on demand gets its recorded pins back when it loads
+// after a restart, not only the resident model at start-up.
+func TestPinsRestoredOnDemand(t *testing.T) {
+	data, models := t.TempDir(), t.TempDir()
+	seededModel(t, models, "beta", 22)
+	o := modelsOptions(tinyModel(t), "tiny")
+	o.DataDir, o.ModelsDir = data, models
+	ask := func(st *parkStack, pin bool) {
+		t.Helper()
+		system := map[string]any{"type": "text", "text": strings.Repeat("You are a careful agent. ", 10)}
+		if pin {
+			system["cache_control"] = map[string]any{"type": "ephemeral", "ttl": "1h"}
+		}
+		body := map[string]any{"model": "beta", "max_tokens": 2, "temperature": 0, "system": []any{system},
+			"messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+		if status, raw := post(t, st.URL()+"/v1/messages", body); status != http.StatusOK {
+			t.Fatalf("messages: %d %s", status, raw)
+		}
+	}
+	betaPins := func(st *parkStack) int {
+		t.Helper()
+		for _, lm := range st.Models.Loaded() {
+			if lm.Model.Name == "beta" {
+				return lm.Model.Cache.(interface{ Pins() int }).Pins()
+			}
+		}
+		t.Fatal("beta is not loaded")
+		return 0
+	}
+	a := startParkStack(t, o)
+	ask(a, true)
+	if n := betaPins(a); n != 1 {
+		t.Fatalf("%d pins in beta's cache, want the system prompt's", n)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := startParkStack(t, o)
+	ask(b, false)
+	if n := betaPins(b); n != 1 {
+		t.Fatalf("%d pins in beta's cache after the restart, want the recorded one", n)
+	}
+}
