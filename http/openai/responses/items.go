@@ -198,7 +198,7 @@ func storedParts(role string, raw json.RawMessage) ([]storedContent, error) {
 	return out, nil
 }
 
-// OutputItems are a finished response's output items as a conversation
+// outputItems are a finished response's output items as a conversation
 // keeps them (their ids are the response's).
 func outputItems(out []respItemOut) ([]Item, error) {
 	items := make([]Item, 0, len(out))
