@@ -26,6 +26,7 @@ import (
 	"superfluid/kv"
 	"superfluid/metric"
 	"superfluid/sched"
+	"superfluid/session"
 	"superfluid/task"
 	"superfluid/tracing"
 )
@@ -120,6 +121,10 @@ type Stack struct {
 	Server *sfhttp.Server
 	// Batches is the batch API's store; nil when it is off.
 	Batches *batches.Store
+	// sessions is the conversations' store under --data-dir (nil: none,
+	// or kept in memory).
+	sessions *session.Store
+	chains   *session.Store // the stored responses' chains (nil: none)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -158,6 +163,7 @@ func Start(addr string, o Options) (*Stack, error) {
 	}
 	watch.start(s.Models)
 	s.openResponses(o) // before the model: no request may store in memory first
+	s.restorePins()
 	s.openModelStore(o)
 	srv.SetModels(s.Models)
 	s.openBatches(o)
@@ -221,6 +227,7 @@ func (s *Stack) close() error {
 		s.ln.Close()
 		<-s.serveDone
 	}
+	s.closeSessions()
 	if s.Models != nil {
 		if e := s.Models.Close(); e != nil && err == nil { // parks every model's cache
 			err = e

@@ -21,7 +21,10 @@ type DiskQuotas struct {
 	FilesBytes     int64 // /v1/files, uploads and batch outputs together (batches.DefaultMaxFilesBytes)
 	ResponsesBytes int64 // the stored responses together; the oldest go first (respstore.DefaultMaxBytes)
 	ResponseBytes  int64 // one stored response (respstore.DefaultMaxRecordBytes)
-	PullBytes      int64 // one model pulled (DefaultMaxPullBytes)
+	// ConversationsBytes: the conversations' live state (session.Options.MaxBytes,
+	// session.DefaultMaxBytes).
+	ConversationsBytes int64
+	PullBytes          int64 // one model pulled (DefaultMaxPullBytes)
 }
 
 // DefaultMaxPullBytes bounds a model pulled through the API: above any

@@ -101,6 +101,9 @@ func (m cacheMetrics) ParkInfo() kv.ParkInfo { return m.c.ParkInfo() }
 // breakpoints). Any goroutine.
 func (m cacheMetrics) Pin(prefix []engine.Token, ttl time.Duration) { m.c.Pin(prefix, ttl) }
 
+// Pins is how many pins are live. Any goroutine.
+func (m cacheMetrics) Pins() int { return m.c.Pins() }
+
 func parkIdle(o Options, ps *park.Store) time.Duration {
 	if ps == nil {
 		return 0

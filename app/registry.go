@@ -54,6 +54,11 @@ type Registry struct {
 	loadsOf  map[string]int         // loads started, by model name, since start
 	lookups  map[string]*diskLookup // disk reads under way for Acquire, by what they read
 
+	// onLoad, when set, runs with each model loaded on demand before it
+	// serves (the cache pins recorded for it are restored). Set before
+	// the registry serves requests.
+	onLoad func(m *sfhttp.Model)
+
 	// beforeDisk, when set, runs before each of Acquire's disk reads with
 	// its key; tests hold one there. nil in service.
 	beforeDisk func(key string)
@@ -397,6 +402,9 @@ func (r *Registry) runLoad(sl *slot, op *loadOp, gone []chan struct{}) {
 		<-ch
 	}
 	st, err := r.openSafely(sl.spec)
+	if err == nil && r.onLoad != nil {
+		r.onLoad(st.Model)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sl.load = nil

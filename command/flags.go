@@ -13,6 +13,7 @@ import (
 	"superfluid/batches"
 	"superfluid/cgo"
 	"superfluid/respstore"
+	"superfluid/session"
 )
 
 // engineFlags are the flags of a command that loads a model to serve many
@@ -92,6 +93,7 @@ func diskQuotaFlags() []cli.Flag {
 		&cli.StringFlag{Name: "max-files-bytes", Value: sizeText(batches.DefaultMaxFilesBytes), Usage: "bytes the batch API's files (/v1/files uploads and batch outputs) may hold together under --data-dir; an upload past it is refused with a 413 (off: no bound)", EnvVars: env("MAX_FILES_BYTES")},
 		&cli.StringFlag{Name: "max-stored-responses-bytes", Value: sizeText(respstore.DefaultMaxBytes), Usage: "bytes the Responses API's stored responses may hold together under --data-dir; the oldest are removed first to make room (off: no bound)", EnvVars: env("MAX_STORED_RESPONSES_BYTES")},
 		&cli.StringFlag{Name: "max-stored-response-bytes", Value: sizeText(respstore.DefaultMaxRecordBytes), Usage: "bytes one stored response (which holds its whole conversation) may take; a request whose conversation is larger and asks to be stored is refused with a 400 (off: no bound)", EnvVars: env("MAX_STORED_RESPONSE_BYTES")},
+		&cli.StringFlag{Name: "max-conversations-bytes", Value: sizeText(session.DefaultMaxBytes), Usage: "bytes the conversations (the Conversations API, and responses that continue one) may hold together under --data-dir; a write past it is refused with a 413 (off: no bound)", EnvVars: env("MAX_CONVERSATIONS_BYTES")},
 		&cli.StringFlag{Name: "max-pull-bytes", Value: sizeText(app.DefaultMaxPullBytes), Usage: "bytes one model pulled through /api/pull may take; a larger one, or one of unknown size that grows past it, fails and its partial file is removed (off: no bound)", EnvVars: env("MAX_PULL_BYTES")},
 	}
 }
@@ -116,7 +118,7 @@ func diskQuotas(c *cli.Context) (app.DiskQuotas, error) {
 	for _, f := range []struct {
 		name string
 		dst  *int64
-	}{{"max-files-bytes", &q.FilesBytes}, {"max-stored-responses-bytes", &q.ResponsesBytes}, {"max-stored-response-bytes", &q.ResponseBytes}, {"max-pull-bytes", &q.PullBytes}} {
+	}{{"max-files-bytes", &q.FilesBytes}, {"max-stored-responses-bytes", &q.ResponsesBytes}, {"max-stored-response-bytes", &q.ResponseBytes}, {"max-conversations-bytes", &q.ConversationsBytes}, {"max-pull-bytes", &q.PullBytes}} {
 		n, err := parseByteSize("--"+f.name, c.String(f.name))
 		if err != nil {
 			return q, err

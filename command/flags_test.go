@@ -41,7 +41,7 @@ func TestDiskQuotaFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (app.DiskQuotas{FilesBytes: 1 << 30, ResponsesBytes: 1 << 30, ResponseBytes: 16 << 20, PullBytes: -1}); q != want {
+	if want := (app.DiskQuotas{FilesBytes: 1 << 30, ResponsesBytes: 1 << 30, ResponseBytes: 16 << 20, ConversationsBytes: 4 << 30, PullBytes: -1}); q != want {
 		t.Fatalf("%+v, want %+v", q, want)
 	}
 }

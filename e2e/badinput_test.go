@@ -213,6 +213,22 @@ var badInputRoutes = map[string]badRoute{
 		wrongTypes: map[string]any{"messages": map[string]any{}},
 	},
 	"/v1/responses/{id}": {},
+	// The Conversations API: the routes on an id are covered by
+	// conversations_test.go and http/openai/conversations.
+	"/v1/conversations": {
+		body: func(p string) map[string]any {
+			return map[string]any{"items": []any{map[string]any{"role": "user", "content": p}}, "metadata": map[string]any{"k": "v"}}
+		},
+		prompt: "items.0.content", wrongTypes: map[string]any{"items": "x", "metadata": 5},
+		extra: []badCase{
+			{name: "21 items", edit: set("items", strings.Split(strings.Repeat("a,", 20)+"a", ",")), status: 400, check: openaiParam("items")},
+			{name: "unknown role", edit: set("items.0.role", "wizard"), status: 400, check: openaiParam("items")},
+			{name: "unknown field", edit: set("store", true), status: 400, check: openaiParam("store")},
+			{name: "17 metadata keys", edit: set("metadata", map[string]any{"a": "", "b": "", "c": "", "d": "", "e": "", "f": "", "g": "", "h": "", "i": "", "j": "", "k": "", "l": "", "m": "", "n": "", "o": "", "p": "", "q": ""}), status: 400, check: openaiParam("metadata")},
+		},
+	},
+	"/v1/conversations/{id}": {}, "/v1/conversations/{id}/items": {}, "/v1/conversations/{id}/items/{id}": {},
+	"/v1/conversations/{id}/fork": {}, "/v1/conversations/{id}/trim": {},
 	"/v1/embeddings": {
 		embedding: true, body: func(p string) map[string]any { return map[string]any{"model": "tiny", "input": p} },
 		prompt: "input", ctxBound: true, model: "model", required: []string{"input"},
@@ -474,6 +490,9 @@ var longPrompt = strings.Repeat("lorem 1 ipsum 2 dolor 3 sit 4 amet 5 ", 1500)
 // enough to exceed cheaply, big enough for longPrompt.
 func badStack(t *testing.T, o app.Options) *app.Stack {
 	o.HTTP.MaxBody = 256 << 10
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir() // the conversations' store
+	}
 	return startStack(t, o)
 }
 

@@ -171,7 +171,10 @@ func startParkStack(t testing.TB, o app.Options) *parkStack {
 	if o.ModelPath == "" {
 		o.ModelPath = tinyModel(t)
 	}
-	o.Threads, o.Ctx, o.Alias = 1, 4096, "tiny"
+	o.Threads, o.Alias = 1, "tiny"
+	if o.Ctx == 0 {
+		o.Ctx = 4096
+	}
 	st, err := app.Start("127.0.0.1:0", o)
 	if err != nil {
 		t.Fatalf("start: %v", err)

@@ -139,7 +139,7 @@ func renderedTokens(t *testing.T, st *app.Stack, msgs []map[string]any) int {
 }
 
 // postJSON posts body (see post), wants a 200 and decodes the answer into out.
-func postJSON(t *testing.T, url string, body, out any) {
+func postJSON(t testing.TB, url string, body, out any) {
 	t.Helper()
 	status, raw := post(t, url, body)
 	if status != http.StatusOK {

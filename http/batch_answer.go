@@ -8,11 +8,22 @@ import (
 	"superfluid/http/wire"
 	"superfluid/respstore"
 	"superfluid/sched"
+	"superfluid/session"
 )
 
 // SetResponses gives the Responses API its store (else it keeps one in
 // memory).
 func (s *Server) SetResponses(st *respstore.Store) { s.responses.Set(st) }
+
+// SetSessions gives the Conversations API (and the Responses API's
+// conversation parameter) the store of conversations; without one they
+// are kept in memory.
+func (s *Server) SetSessions(st *session.Store) { s.responses.SetSessions(st) }
+
+// SetChains gives the Responses API the store its stored responses keep
+// their items in (each written once); without one each stored response
+// holds its whole conversation.
+func (s *Server) SetChains(st *session.Store) { s.responses.SetChains(st) }
 
 // SetBatches gives the server the store behind /v1/files and /v1/batches;
 // without one those routes answer that the batch API is off.

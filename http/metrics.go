@@ -65,6 +65,7 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx, m *Model) error {
 	for _, add := range s.cfg.Metrics {
 		add(p)
 	}
+	s.addSessionMetrics(p)
 	ctx.SetContentType("text/plain; version=0.0.4")
 	_, err := p.WriteTo(ctx)
 	return err

@@ -91,6 +91,12 @@ func (h serverHost) Pinner(ctx *fasthttp.RequestCtx) wire.CachePinner {
 		return nil
 	}
 	p, _ := m.Cache.(wire.CachePinner)
+	if p == nil {
+		return nil
+	}
+	if store, err := h.s.responses.Sessions(); err == nil {
+		return durablePinner{cache: p, store: store, model: m.Desc.Identity}
+	}
 	return p
 }
 

@@ -10,6 +10,7 @@ import (
 	"superfluid/http/llamacpp"
 	"superfluid/http/ollama"
 	"superfluid/http/openai"
+	"superfluid/http/openai/conversations"
 	"superfluid/http/openai/responses"
 	"superfluid/http/rerank"
 	"superfluid/http/wire"
@@ -43,7 +44,7 @@ func (s *Server) routeTable() (map[string][]route, []string, error) {
 		}
 	}
 	host := serverHost{s}
-	apis := slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), anthropic.Routes(host), live.Routes(host), rerank.Routes(host))
+	apis := slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), conversations.Routes(host, &s.responses), anthropic.Routes(host), live.Routes(host), rerank.Routes(host))
 	// The web page answers browsers at "/" (Ollama's clients keep its
 	// text) and serves its files under /ui/.
 	apis, err := web.WithPage(apis)

@@ -438,8 +438,9 @@ func (s *Server) match(path string) ([]route, string, bool) {
 	return nil, "", false
 }
 
-// matchPattern matches path against a pattern whose "{id}" segment takes
-// any one non-empty segment, and returns that segment.
+// matchPattern matches path against a pattern whose "{id}" segments each
+// take any one non-empty segment, and returns them joined by "/" (which
+// no segment holds; wire.PathIDs splits them).
 func matchPattern(pattern, path string) (string, bool) {
 	id := ""
 	for {
@@ -448,8 +449,10 @@ func matchPattern(pattern, path string) (string, bool) {
 		switch {
 		case pmore != more:
 			return "", false
-		case pseg == "{id}" && seg != "":
+		case pseg == "{id}" && seg != "" && id == "":
 			id = seg
+		case pseg == "{id}" && seg != "":
+			id += "/" + seg
 		case pseg != seg:
 			return "", false
 		}

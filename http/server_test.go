@@ -205,6 +205,8 @@ func TestServerPathPatterns(t *testing.T) {
 		{"/v1/files/{id}/content", "/v1/files//content", "", false},
 		{"/v1/files/{id}/content", "/v1/files/a/contents", "", false},
 		{"/v1/batches/{id}/cancel", "/v1/batches/b/cancel", "b", true},
+		{"/v1/conversations/{id}/items/{id}", "/v1/conversations/c/items/i", "c/i", true},
+		{"/v1/conversations/{id}/items/{id}", "/v1/conversations/c/items/", "", false},
 	} {
 		id, ok := matchPattern(c.pattern, c.path)
 		if id != c.id || ok != c.ok {

@@ -52,6 +52,10 @@ type Record struct {
 	// previous_response_id included, so that a response chained to this
 	// one needs to read only this record.
 	Input json.RawMessage `json:"input"`
+	// Chain, when set, names the conversation in the HTTP layer's chain
+	// store that holds the response's input and output items, those of
+	// the responses before it first; Input is then empty.
+	Chain string `json:"chain,omitempty"`
 }
 
 // Store holds responses; its methods are safe for concurrent use.

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -94,7 +95,9 @@ type Host interface {
 	// outlives a request's generation (a pull) stops then.
 	Stopping() context.Context
 	// Pinner is the request's model's prefix cache when it can keep a
-	// prefix resident (Anthropic's cache_control), else nil.
+	// prefix resident (Anthropic's cache_control), else nil. Its pins are
+	// recorded, when the server keeps conversations, and pinned again
+	// after a restart (MemoryPinner: without the record).
 	Pinner(ctx *fasthttp.RequestCtx) CachePinner
 	// ProgressBody wraps a body streamed from a reader (a file's bytes)
 	// so that the write timeout bounds a stalled download, not a long one.
@@ -108,10 +111,19 @@ type pathIDKey struct{}
 // transport's route lookup).
 func SetPathID(ctx *fasthttp.RequestCtx, id string) { ctx.SetUserValue(pathIDKey{}, id) }
 
-// PathID is the {id} segment of the request's path, "" for none.
+// PathID is the {id} segment of the request's path, "" for none (the
+// segments joined by "/" when the path has several: see PathIDs).
 func PathID(ctx *fasthttp.RequestCtx) string {
 	id, _ := ctx.UserValue(pathIDKey{}).(string)
 	return id
+}
+
+// PathIDs are the {id} segments of the request's path, in order.
+func PathIDs(ctx *fasthttp.RequestCtx) []string {
+	if id := PathID(ctx); id != "" {
+		return strings.Split(id, "/")
+	}
+	return nil
 }
 
 // CachePinner is a prefix cache that can keep a prompt prefix resident for
@@ -119,6 +131,16 @@ func PathID(ctx *fasthttp.RequestCtx) string {
 // goroutine may call Pin.
 type CachePinner interface {
 	Pin(prefix []engine.Token, ttl time.Duration)
+}
+
+// MemoryPinner is p without the record a restart would pin again (the
+// server records the pins Host.Pinner gives): for a prefix its owner
+// rebuilds anyway, as a conversation's prompt is rebuilt from its items.
+func MemoryPinner(p CachePinner) CachePinner {
+	if d, ok := p.(interface{ Memory() CachePinner }); ok {
+		return d.Memory()
+	}
+	return p
 }
 
 // Settings are the server's configuration values an API reads.

@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -23,6 +21,7 @@ import (
 	"superfluid/reply"
 	"superfluid/respstore"
 	"superfluid/sched"
+	"superfluid/session"
 	"superfluid/task"
 )
 
@@ -34,25 +33,16 @@ type respJob struct {
 	obj   respObject
 	input []json.RawMessage
 	store bool
-}
-
-// Store is the Responses API's store of responses: the one the app
-// opened under --data-dir (Set), else, at first use, one in memory.
-type Store struct {
-	ptr  atomic.Pointer[respstore.Store]
-	once sync.Once
-}
-
-// Set gives the Responses API its store.
-func (st *Store) Set(s *respstore.Store) { st.ptr.Store(s) }
-
-// get is the store the app set, else one in memory.
-func (st *Store) get() *respstore.Store {
-	st.once.Do(func() {
-		mem, _ := respstore.Open("", respstore.Options{}) // a memory store cannot fail to open
-		st.ptr.CompareAndSwap(nil, mem)
-	})
-	return st.ptr.Load()
+	// conv is the conversation the turn continues ("" none), convInput
+	// the request's input items as it will keep them, pin the request's
+	// prefix cache (nil: none) that keeps its prompt warm.
+	conv      string
+	convInput []Item
+	pin       wire.CachePinner
+	// prevChain is the previous response's chain ("" none), ownInput the
+	// request's own input items (keepChain).
+	prevChain string
+	ownInput  []json.RawMessage
 }
 
 // api is the Responses API's handlers over the server that mounts them.
@@ -77,12 +67,29 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
+	// A turn in a conversation holds it from before its items are read
+	// until its own are appended.
+	release, err := a.claimConversation(req.Conversation)
+	if err != nil {
+		return err
+	}
+	streaming := false
+	defer func() {
+		if !streaming {
+			release()
+		}
+	}()
 	job, err := a.planResponse(m, &req, func(t *task.Chat) (sched.Class, error) { return wire.TurnClass(ctx, a.host, t) })
 	if err != nil {
 		return err
 	}
+	if job.conv != "" {
+		// Unrecorded: the conversation's items rebuild the prompt.
+		job.pin = wire.MemoryPinner(a.host.Pinner(ctx))
+	}
 	if req.Stream {
-		return a.streamResponses(ctx, job)
+		streaming = true // the stream releases the conversation when it ends
+		return a.streamResponses(ctx, job, release)
 	}
 	rctx, done := a.host.RequestContext(ctx)
 	defer done()
@@ -96,6 +103,9 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		return err
 	}
 	b.finish(job.g, out)
+	if err := a.appendTurn(job); err != nil {
+		return err
+	}
 	a.keepResponse(job)
 	return wire.WriteJSON(ctx, &job.obj)
 }
@@ -137,9 +147,16 @@ func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Cha
 	}
 	g := &task.Request{Spec: task.Spec{Class: cls, MaxTokens: maxTok, Sampling: smp}}
 	plan.Apply(&g.Spec)
-	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store}
-	if job.store {
-		if err := a.storable(rt.items); err != nil {
+	job := &respJob{m: m, g: g, input: rt.items, store: req.Store == nil || *req.Store, conv: rt.conv, convInput: rt.convInput,
+		prevChain: rt.prevChain, ownInput: rt.items[rt.prevLen:]}
+	if rt.conv != "" {
+		// The stored record holds the turn's own input: the conversation
+		// holds the rest, once.
+		job.input = rt.items[rt.convLen:]
+	}
+	// A record holds job.input unless the chain store holds the items.
+	if job.store && (rt.conv != "" || a.store.Chains() == nil) {
+		if err := a.storable(job.input); err != nil {
 			return nil, err
 		}
 	}
@@ -157,6 +174,9 @@ func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Cha
 	if req.PreviousResponseID != "" {
 		job.obj.PreviousResponseID = &req.PreviousResponseID
 	}
+	if rt.conv != "" {
+		job.obj.Conversation = &respConvRef{ID: rt.conv}
+	}
 	return job, nil
 }
 
@@ -166,6 +186,11 @@ type respTurnOf struct {
 	// items are the conversation's input items, the previous response's
 	// first: what a response chained to this one continues.
 	items        []json.RawMessage
+	conv         string // the conversation continued, "" none
+	convLen      int    // how many of items are the conversation's
+	convInput    []Item // the request's input items as the conversation keeps them
+	prevLen      int    // how many of items are the previous response's
+	prevChain    string // the previous response's chain in the chain store, "" none
 	instructions *string
 	tools        []json.RawMessage // the function tools, as the response echoes them
 }
@@ -179,17 +204,35 @@ func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 	if err != nil {
 		return rt, err
 	}
-	prev, err := a.previousItems(req.PreviousResponseID)
-	if err != nil {
+	if rt.conv, err = readConversation(req.Conversation); err != nil {
 		return rt, err
 	}
-	rt.items = append(prev, own...)
-	msgs, err := respConversation(rt.items, func(i int) string {
+	var prev []json.RawMessage
+	where := func(i int) string {
 		if i < len(prev) {
 			return fmt.Sprintf("previous_response_id %s: item %d", req.PreviousResponseID, i)
 		}
 		return fmt.Sprintf("input[%d]", i-len(prev))
-	})
+	}
+	switch {
+	case rt.conv != "" && req.PreviousResponseID != "":
+		return rt, wire.BadParam("conversation", "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.")
+	case rt.conv != "":
+		if rt.convInput, err = NewItems(own, "input"); err != nil {
+			return rt, err
+		}
+		prev, err = a.conversationItems(rt.conv)
+		rt.convLen = len(prev)
+		where = conversationWhere(rt.conv, len(prev))
+	default:
+		prev, rt.prevChain, err = a.previousItems(req.PreviousResponseID)
+		rt.prevLen = len(prev)
+	}
+	if err != nil {
+		return rt, err
+	}
+	rt.items = append(prev, own...)
+	msgs, err := respConversation(rt.items, where)
 	if err != nil {
 		return rt, err
 	}
@@ -222,31 +265,48 @@ func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 }
 
 // previousItems are the stored response's input and output items, which
-// come before the request's own.
-func (a *api) previousItems(id string) ([]json.RawMessage, error) {
+// come before the request's own, and the chain that holds them ("" for a
+// record that holds them itself).
+func (a *api) previousItems(id string) ([]json.RawMessage, string, error) {
 	if id == "" {
-		return nil, nil
+		return nil, "", nil
+	}
+	notFound := func() error {
+		e := wire.BadParam("previous_response_id", "Previous response with id '%s' not found.", id)
+		e.Code = "previous_response_not_found"
+		return e
 	}
 	rec, err := a.store.get().Get(id)
 	if errors.Is(err, respstore.ErrNotFound) {
-		e := wire.BadParam("previous_response_id", "Previous response with id '%s' not found.", id)
-		e.Code = "previous_response_not_found"
-		return nil, e
+		return nil, "", notFound()
 	}
 	if err != nil {
-		return nil, wire.ServerError("reading the previous response: %v", err)
+		return nil, "", wire.ServerError("reading the previous response: %v", err)
+	}
+	if err := previousInConversation(id, rec.Response); err != nil {
+		return nil, "", err
+	}
+	if rec.Chain != "" {
+		items, err := a.store.chainItems(rec.Chain)
+		if errors.Is(err, session.ErrNotFound) {
+			return nil, "", notFound()
+		}
+		if err != nil {
+			return nil, "", wire.ServerError("reading the previous response's items: %v", err)
+		}
+		return items, rec.Chain, nil
 	}
 	var input []json.RawMessage
 	var resp struct {
 		Output []json.RawMessage `json:"output"`
 	}
 	if err := json.Unmarshal(rec.Input, &input); err != nil {
-		return nil, wire.ServerError("the stored response %s is damaged: %v", id, err)
+		return nil, "", wire.ServerError("the stored response %s is damaged: %v", id, err)
 	}
 	if err := json.Unmarshal(rec.Response, &resp); err != nil {
-		return nil, wire.ServerError("the stored response %s is damaged: %v", id, err)
+		return nil, "", wire.ServerError("the stored response %s is damaged: %v", id, err)
 	}
-	return append(input, resp.Output...), nil
+	return append(input, resp.Output...), "", nil
 }
 
 // respInstructions reads instructions: a string, or null.
@@ -262,9 +322,9 @@ func respInstructions(raw json.RawMessage) (*string, error) {
 }
 
 // storable refuses, before it runs, a request to store a response whose
-// conversation alone is over what one stored response may hold (each
-// record keeps its whole chain): it could never be stored, and a client
-// chaining on it would find nothing.
+// record's items alone are over what one stored response may hold (a
+// record without a chain store keeps its whole chain): it could never be
+// stored, and a client chaining on it would find nothing.
 func (a *api) storable(items []json.RawMessage) error {
 	limit := a.store.get().MaxRecordBytes()
 	if limit <= 0 {
@@ -288,9 +348,16 @@ func (a *api) keepResponse(job *respJob) {
 	}
 	resp, err := json.Marshal(&job.obj)
 	if err == nil {
-		var input []byte
-		if input, err = json.Marshal(job.input); err == nil {
-			err = a.store.get().Put(respstore.Record{ID: job.obj.ID, Response: resp, Input: input})
+		rec := respstore.Record{ID: job.obj.ID, Response: resp}
+		chain, cerr := a.store.keepChain(job)
+		if cerr != nil {
+			slog.Warn("responses: the chain store refused the response; its record holds its whole conversation", "id", job.obj.ID, "err", cerr)
+		}
+		if rec.Chain = chain; chain == "" {
+			rec.Input, err = json.Marshal(job.input)
+		}
+		if err == nil {
+			err = a.store.get().Put(rec)
 		}
 	}
 	if err != nil {
@@ -310,17 +377,20 @@ func (a *api) getResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 
 func (a *api) deleteResponse(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	id := wire.PathID(ctx)
+	rec, err := a.store.get().Get(id)
+	if err != nil {
+		return respStoreError(id, err)
+	}
 	if err := a.store.get().Delete(id); err != nil {
 		return respStoreError(id, err)
 	}
+	a.store.dropChain(rec.Chain)
 	return wire.WriteJSON(ctx, respDeleted{ID: id, Object: "response", Deleted: true})
 }
 
 func respStoreError(id string, err error) error {
 	if errors.Is(err, respstore.ErrNotFound) {
-		e := wire.NotFound("Response with id '%s' not found.", id)
-		e.Type, e.Code = "invalid_request_error", ""
-		return e
+		return notFound("Response with id '%s' not found.", id)
 	}
 	return wire.ServerError("%v", err)
 }

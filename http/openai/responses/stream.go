@@ -210,17 +210,19 @@ func (b *respBuilder) fail(err error) {
 	b.emit(respEvent{Type: "response.failed", Response: b.obj})
 }
 
-// streamResponses submits the job, then streams its events; the finished
+// streamResponses submits the job, then streams its events (release
+// frees its conversation once it has ended); the finished
 // response is stored like an unstreamed one. A failed generation ends the
 // stream with response.failed (and is not stored); a client that went
 // away cancels it.
-func (a *api) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
+func (a *api) streamResponses(ctx *fasthttp.RequestCtx, job *respJob, release func()) error {
 	var run *task.Job
-	return a.host.Stream(ctx, true, func(rctx context.Context) error {
+	err := a.host.Stream(ctx, true, func(rctx context.Context) error {
 		var err error
 		run, err = wire.Result(task.Start(rctx, job.m, job.g))
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
+		defer release()
 		b := newRespBuilder(job.m, &job.obj, func(ev *respEvent) error { return ew.Send(ev.Type, ev) })
 		if b.start() != nil {
 			return
@@ -235,9 +237,17 @@ func (a *api) streamResponses(ctx *fasthttp.RequestCtx, job *respJob) error {
 		if b.finish(job.g, out) != nil {
 			return
 		}
+		if err := a.appendTurn(job); err != nil {
+			b.fail(err)
+			return
+		}
 		a.keepResponse(job)
 		b.end()
 	})
+	if err != nil {
+		release() // nothing streams: produce never runs
+	}
+	return err
 }
 
 func intp(i int) *int { return &i }

@@ -24,9 +24,12 @@ type respRequest struct {
 	Text               *respTextConfig   `json:"text"`
 	Reasoning          *respReasoningCfg `json:"reasoning"`
 	PreviousResponseID string            `json:"previous_response_id"`
-	Store              *bool             `json:"store"`
-	Stream             bool              `json:"stream"`
-	Metadata           json.RawMessage   `json:"metadata"`
+	// Conversation names a conversation (an id, or {"id": …}) whose items
+	// come before the input and to which the turn is appended.
+	Conversation json.RawMessage `json:"conversation"`
+	Store        *bool           `json:"store"`
+	Stream       bool            `json:"stream"`
+	Metadata     json.RawMessage `json:"metadata"`
 	// Fields that do not change the reply are left to encoding/json:
 	// user, prompt_cache_key, safety_identifier, service_tier,
 	// stream_options.
@@ -60,7 +63,6 @@ type respReasoningCfg struct {
 // the server cannot honour.
 type respUnhonoured struct {
 	Background        json.RawMessage `json:"background"`
-	Conversation      json.RawMessage `json:"conversation"`
 	Prompt            json.RawMessage `json:"prompt"`
 	MaxToolCalls      json.RawMessage `json:"max_tool_calls"`
 	TopLogprobs       json.RawMessage `json:"top_logprobs"`
@@ -74,7 +76,6 @@ type respUnhonoured struct {
 func (u *respUnhonoured) check() error {
 	return wire.RefuseUnhonoured(
 		wire.UnhonouredField("background", u.Background, wire.IsFalse, "responses are answered while the request waits"),
-		wire.UnhonouredField("conversation", u.Conversation, nil, "this server keeps no conversations; chain responses with previous_response_id"),
 		wire.UnhonouredField("prompt", u.Prompt, nil, "this server keeps no prompt templates"),
 		wire.UnhonouredField("max_tool_calls", u.MaxToolCalls, nil, "the number of calls is bounded only by parallel_tool_calls"),
 		wire.UnhonouredField("top_logprobs", u.TopLogprobs, wire.NumberIs(0), "the Responses API here reports no logprobs"),
@@ -145,6 +146,7 @@ type respObject struct {
 	Output             []respItemOut     `json:"output"`
 	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
 	PreviousResponseID *string           `json:"previous_response_id"`
+	Conversation       *respConvRef      `json:"conversation,omitempty"`
 	Reasoning          respReasoningCfg  `json:"reasoning"`
 	Store              bool              `json:"store"`
 	Temperature        float64           `json:"temperature"`
@@ -155,6 +157,11 @@ type respObject struct {
 	Truncation         string            `json:"truncation"`
 	Usage              *respUsage        `json:"usage"`
 	Metadata           json.RawMessage   `json:"metadata"`
+}
+
+// respConvRef is the conversation a response continued.
+type respConvRef struct {
+	ID string `json:"id"`
 }
 
 type respError struct {
