@@ -190,3 +190,24 @@ func (m *Media) Encode(p *MediaPrompt, i int, dst []float32) ([]float32, error) 
 	}
 	return dst, nil
 }
+
+var _ engine.RowPrefiller = (*Engine)(nil)
+
+// RowWidth is the model's input embedding width.
+func (e *Engine) RowWidth() int { return e.desc.Embd }
+
+// PrefillRows prefills encoded media rows into an admitted lane's prompt
+// (engine.RowPrefiller); the owner goroutine calls it.
+func (e *Engine) PrefillRows(lane uint32, rows []float32) error {
+	if e.e == nil {
+		return errClosed
+	}
+	w := e.RowWidth()
+	if w <= 0 || len(rows) == 0 || len(rows)%w != 0 {
+		return &engine.Error{Status: engine.StatusInvalid, Op: "prefill rows", Msg: fmt.Sprintf("%d floats are not whole rows of %d", len(rows), w)}
+	}
+	if rc := C.sf_prefill_rows(e.e, C.uint32_t(lane), (*C.float)(unsafe.Pointer(&rows[0])), C.uint32_t(len(rows)/w), C.uint32_t(w)); rc != C.SF_OK {
+		return e.err("prefill rows", rc)
+	}
+	return nil
+}

@@ -520,6 +520,15 @@ int64_t sf_bench_plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len,
  * a negative status. */
 int64_t sf_bench_plain_prefill(sf_engine *e, int32_t prompt_len);
 
+/* sf_prefill_rows prefills embedding rows (n_rows × width floats, width the
+ * model's input embedding width: an image chunk's encoded rows) into an
+ * admitted lane's prompt at its next unprefilled positions, in one
+ * llama_decode of its own (a llama_batch carries tokens or rows, not both);
+ * the lane's prompt holds placeholder tokens there, which no tick decodes.
+ * The span must end before the prompt's last position (the lane samples its
+ * first token from a token row). Not under LoRA adapters. */
+int sf_prefill_rows(sf_engine *e, uint32_t lane, const float *rows, uint32_t n_rows, uint32_t width);
+
 /* Media (images) through llama.cpp's mtmd: a projector (mmproj GGUF) loaded
  * beside an engine's model turns images into embedding rows of the model's
  * width. These calls are separate from sf_tick: a prompt with media is
