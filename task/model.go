@@ -45,6 +45,9 @@ type Model struct {
 	FIM   *fim.Builder   // nil when the vocabulary cannot fill in the middle
 	// LoRA is the model's LoRA adapters; nil when it was loaded with none.
 	LoRA *Adapters
+	// Media is the model's vision projector; nil when it has none (images
+	// are then refused, naming the request's field).
+	Media Projector
 	// ChatRefused says why Chat is nil when a template was refused at load
 	// (it failed to parse, or crossed a sandbox bound); chat requests are
 	// answered 400 with it.
