@@ -35,8 +35,9 @@ type job struct {
 	adapters adapterSet
 	// media are the prompt's images (media.go); the prompt holds their
 	// key tokens.
-	media   []*mediaSpan
-	cacheNS int32
+	media     []*mediaSpan
+	mediaDone func()
+	cacheNS   int32
 
 	submitted time.Time
 	// queuedStep is the step the job was first queued on: aging and the

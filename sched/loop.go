@@ -298,6 +298,7 @@ func (l *loop) flush() {
 	}
 	for _, j := range r.done {
 		l.releaseGrammar(j)
+		l.endMedia(j)
 		l.stats.completed.Add(1)
 		l.stats.observeGeneration(j)
 		if j.obs != nil {

@@ -214,3 +214,19 @@ func (l *loop) encodeSpan(s *mediaSpan) (err error) {
 	s.rows = rows
 	return nil
 }
+
+// endMedia runs an ended job's MediaDone once; a panic in it is logged,
+// not the runner's.
+func (l *loop) endMedia(j *job) {
+	done := j.mediaDone
+	if done == nil {
+		return
+	}
+	j.mediaDone = nil
+	defer func() {
+		if v := recover(); v != nil {
+			l.p.cfg.Logger.Error("sched: freeing a request's images panicked", "panic", v)
+		}
+	}()
+	done()
+}

@@ -43,10 +43,15 @@ func runMedia(t *testing.T, batch int, req Request) ([]engine.Token, []engine.Pl
 	t.Helper()
 	h := newHarness(t, 2, batch, Config{}).fast()
 	h.eng.KeepPlans = true
+	freed := 0
+	req.MediaDone = func() { freed++ }
 	h.submit("a", req)
 	h.run(200)
 	if r := h.result("a"); r.Err != nil {
 		t.Fatalf("result: %v", r.Err)
+	}
+	if freed != 1 {
+		t.Fatalf("MediaDone ran %d times, want once", freed)
 	}
 	return h.tokens("a"), h.eng.Plans
 }

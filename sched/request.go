@@ -44,6 +44,10 @@ type Request struct {
 	// whose Prompt tokens are placeholders (any token; media.go). Submit
 	// refuses them when the engine prefills no rows.
 	Media []MediaSpan
+	// MediaDone, when set, runs once the job has ended (on the runner's
+	// goroutine, after any Encode): the owner frees the images' native
+	// state there. A refused Submit does not call it.
+	MediaDone func()
 }
 
 // validate refuses what the engine would refuse at admission. The engine

@@ -186,6 +186,7 @@ func newJob(id uint64, req *Request) *job {
 		j.sampling = engine.Greedy()
 	}
 	j.keyMedia(req.Media)
+	j.mediaDone = req.MediaDone
 	j.stream = newStream(id, req.Class)
 	return j
 }

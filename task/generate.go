@@ -46,6 +46,11 @@ type Spec struct {
 	// LoRA is the adapter scales the request named (Adapters.ForRequest);
 	// nil: the model's global scales (Adapters.Resolve, at submission).
 	LoRA []float32
+	// Media are the prompt's images (NewMediaPrompt's spans) and
+	// MediaDone what frees them once the generation ends; a refused
+	// submission calls it too.
+	Media     []sched.MediaSpan
+	MediaDone func()
 }
 
 // WithSeed is s for choice i of a request: each choice samples with its
@@ -96,8 +101,11 @@ func Submit(ctx context.Context, m *Model, s *Spec) (*sched.Stream, error) {
 	st, err := m.Sched.Submit(ctx, sched.Request{
 		Prompt: s.Prompt, Class: s.Class, MaxTokens: s.MaxTokens, Sampling: s.Sampling,
 		Logprobs: s.Logprobs, Deadline: s.Deadline, Bias: s.Bias, StopTokens: s.StopTokens, Grammar: s.Grammar,
-		LoRA: m.LoRA.Resolve(s.LoRA),
+		LoRA: m.LoRA.Resolve(s.LoRA), Media: s.Media, MediaDone: s.MediaDone,
 	})
+	if err != nil && s.MediaDone != nil {
+		s.MediaDone()
+	}
 	if errors.Is(err, engine.ErrGrammar) {
 		return nil, GrammarError(s.GrammarField, err)
 	}
