@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/base64"
+	"image"
+	"image/color"
+	"image/png"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"superfluid/app"
+	"superfluid/synth"
+)
+
+// Images end to end: the tiny synthetic model served with a synthetic
+// vision projector (--mmproj), images sent as llama.cpp's prompt object.
+
+func mmprojFile(t testing.TB) string {
+	t.Helper()
+	modelMu.Lock()
+	defer modelMu.Unlock()
+	if p, ok := modelMemo["mmproj"]; ok {
+		return p
+	}
+	s, err := synth.ShapeByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(modelDir, "tiny.mmproj.gguf")
+	if err := synth.WriteMMProj(path, synth.MMProjOptions{Shape: s, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	modelMemo["mmproj"] = path
+	return path
+}
+
+// pngOf is a w×h image whose colours depend on seed, base64.
+func pngOf(t testing.TB, w, h int, seed uint8) string {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x*11) + seed, uint8(y*3) ^ seed, seed * 5, 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+func imageCompletion(t *testing.T, st *app.Stack, text string, images ...string) llamaCompletion {
+	t.Helper()
+	body := map[string]any{"prompt": map[string]any{"prompt_string": text, "multimodal_data": images},
+		"n_predict": 16, "temperature": 0, "n_probs": 5, "return_tokens": true}
+	return llamaDo[llamaCompletion](t, st, "/completion", jsonBody(body))
+}
+
+// An image is answered, its rows counted as prompt tokens; the same image
+// again is warm past the image and answers the same; another image at
+// the same place is cached only up to it and changes the answer.
+func TestImageCompletion(t *testing.T) {
+	st := startStack(t, app.Options{Lanes: 2, MMProj: mmprojFile(t)})
+	const text = "Here is a picture: <__media__> Describe it in a few words."
+	cat := pngOf(t, 64, 48, 1)
+	first := imageCompletion(t, st, text, cat)
+	if len(first.Tokens) == 0 {
+		t.Fatal("no tokens")
+	}
+	if first.TokensEvaluated < synth.MMProjImageTokens+8 {
+		t.Errorf("tokens_evaluated %d: the image's %d rows are not counted", first.TokensEvaluated, synth.MMProjImageTokens)
+	}
+	again := imageCompletion(t, st, text, cat)
+	if again.TokensCached < synth.MMProjImageTokens {
+		t.Errorf("the same image again: %d tokens cached, want past the image's %d rows", again.TokensCached, synth.MMProjImageTokens)
+	}
+	if ok, why := sameOrNearTie(again, first); !ok {
+		t.Errorf("the warm answer differs from the cold one: %s", why)
+	}
+	dog := imageCompletion(t, st, text, pngOf(t, 64, 48, 200))
+	if dog.TokensCached >= synth.MMProjImageTokens {
+		t.Errorf("another image: %d tokens cached, want only the text before it", dog.TokensCached)
+	}
+	if slices.Equal(dog.Tokens, first.Tokens) {
+		t.Log("another image gave the same greedy tokens (possible on a random model)")
+	}
+}
+
+// Greedy output with an image, run beside another request with another
+// image, equals its lone run on a fresh server (the near-tie oracle).
+func TestImageGreedyEqualsLone(t *testing.T) {
+	const text = "Picture <__media__> then words about it"
+	imgs := []string{pngOf(t, 40, 40, 3), pngOf(t, 30, 50, 90)}
+	lone := make([]llamaCompletion, len(imgs))
+	for i, img := range imgs {
+		st := startStack(t, app.Options{Lanes: 1, MMProj: mmprojFile(t)})
+		lone[i] = imageCompletion(t, st, text, img)
+	}
+	st := startStack(t, app.Options{Lanes: 2, MMProj: mmprojFile(t)})
+	got := make([]llamaCompletion, len(imgs))
+	var wg sync.WaitGroup
+	for i, img := range imgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = imageCompletion(t, st, text, img)
+		}()
+	}
+	wg.Wait()
+	for i := range imgs {
+		if ok, why := sameOrNearTie(got[i], lone[i]); !ok {
+			t.Errorf("image %d together differs from alone: %s", i, why)
+		}
+	}
+}
+
+// Hostile images are a 400 naming the field, before any decoding; a
+// server without a projector refuses images the same way.
+func TestImageRefusals(t *testing.T) {
+	st := startStack(t, app.Options{Lanes: 1, MMProj: mmprojFile(t)})
+	good := pngOf(t, 8, 8, 1)
+	raw, _ := base64.StdEncoding.DecodeString(good)
+	truncated := base64.StdEncoding.EncodeToString(raw[:len(raw)/2])
+	many := make([]string, 33)
+	for i := range many {
+		many[i] = good
+	}
+	for _, c := range []struct {
+		name   string
+		text   string
+		images []string
+		want   string
+	}{
+		{"not an image", "a <__media__> b", []string{base64.StdEncoding.EncodeToString([]byte("just some text, not a picture"))}, "magic"},
+		{"truncated", "a <__media__> b", []string{truncated}, "truncated"},
+		{"not base64", "a <__media__> b", []string{"%%%"}, "base64"},
+		{"too many", strings.Repeat("<__media__>", 33) + " b", many, "at most 32"},
+		{"markers", "no marker here", []string{good}, "markers"},
+		{"ends with the image", "a <__media__>", []string{good}, "ends with an image"},
+	} {
+		body := map[string]any{"prompt": map[string]any{"prompt_string": c.text, "multimodal_data": c.images}, "n_predict": 2}
+		out := string(postJSONTo(t, st, "/completion", body, 400, nil))
+		if !strings.Contains(out, c.want) || !strings.Contains(out, "multimodal_data") {
+			t.Errorf("%s: %s, want a refusal naming multimodal_data saying %q", c.name, out, c.want)
+		}
+	}
+	// The server still serves.
+	if got := imageCompletion(t, st, "a <__media__> b", good); len(got.Tokens) == 0 {
+		t.Error("no answer after the refusals")
+	}
+	plain := startStack(t, app.Options{Lanes: 1})
+	body := map[string]any{"prompt": map[string]any{"prompt_string": "a <__media__> b", "multimodal_data": []string{good}}, "n_predict": 2}
+	if out := string(postJSONTo(t, plain, "/completion", body, 400, nil)); !strings.Contains(out, "projector") {
+		t.Errorf("a model without a projector: %s", out)
+	}
+}
