@@ -87,7 +87,7 @@ func (c *CompletionCache) Put(v Cached) {
 // (a stream, token ids) it leaves out before asking.
 func CacheKey(m *Model, s *Spec, api string) string {
 	smp := s.Sampling
-	if s.Class != sched.FIM || s.Logprobs != 0 || smp.Temperature > 0 || len(s.Media) > 0 {
+	if s.Class != sched.FIM || s.Logprobs != 0 || smp.Temperature > 0 || s.Media != nil {
 		return "" // an image's placeholders are not its content
 	}
 	if r, ok := m.Sched.(ClassRefuser); ok && r.RefusesClass(s.Class) {

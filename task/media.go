@@ -3,6 +3,7 @@ package task
 import (
 	"encoding/hex"
 	"errors"
+	"sync"
 
 	"superfluid/engine"
 	"superfluid/media"
@@ -44,21 +45,45 @@ type MediaChunk struct {
 	Digest string // hex
 }
 
-// MediaPrompt is a prompt with images, ready for the scheduler.
+// MediaPrompt is a prompt with images, ready for the scheduler. Its
+// native state is counted: the caller holds one reference from
+// NewMediaPrompt on (Close drops it), and every submission of it (Spec.Media)
+// one more until its job ends, so a plan submitted several times (n
+// choices) keeps its images until the last job is done, and the caller may
+// drop its own as soon as it has submitted.
 type MediaPrompt struct {
 	Prompt []engine.Token
 	Spans  []sched.MediaSpan
 	// Rows is the images' rows together (usage counts them as prompt
 	// tokens).
-	Rows   int
+	Rows int
+
+	mu     sync.Mutex
+	refs   int
 	chunks MediaChunks
 }
 
-// Close releases the images once the request has ended.
+// retain adds a reference (a submission's).
+func (p *MediaPrompt) retain() {
+	p.mu.Lock()
+	p.refs++
+	p.mu.Unlock()
+}
+
+// Close drops a reference; the last frees the images.
 func (p *MediaPrompt) Close() {
-	if p != nil && p.chunks != nil {
-		p.chunks.Free()
-		p.chunks = nil
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.refs--
+	var free MediaChunks
+	if p.refs <= 0 {
+		free, p.chunks = p.chunks, nil
+	}
+	p.mu.Unlock()
+	if free != nil {
+		free.Free()
 	}
 }
 
@@ -86,7 +111,7 @@ func NewMediaPrompt(m *Model, field, text string, images [][]byte, addBOS bool) 
 	if err != nil {
 		return nil, InternalError("tokenizing a prompt with images: %v", err)
 	}
-	p := &MediaPrompt{chunks: mc}
+	p := &MediaPrompt{chunks: mc, refs: 1}
 	for i, c := range mc.Chunks() {
 		if c.Tokens != nil || c.Rows == 0 {
 			p.Prompt = append(p.Prompt, c.Tokens...)
@@ -113,4 +138,22 @@ func NewMediaPrompt(m *Model, field, text string, images [][]byte, addBOS bool) 
 		return nil, err
 	}
 	return p, nil
+}
+
+// spans are p's spans (none for a nil p).
+func (p *MediaPrompt) spans() []sched.MediaSpan {
+	if p == nil {
+		return nil
+	}
+	return p.Spans
+}
+
+// submitted takes a submission's reference and returns what drops it when
+// the job ends (nil for a nil p).
+func (p *MediaPrompt) submitted() func() {
+	if p == nil {
+		return nil
+	}
+	p.retain()
+	return p.Close
 }

@@ -26,6 +26,9 @@ func (a *api) completion(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
+	// Submitted by the time run returns (a stream's start runs before it
+	// answers).
+	defer freeJobs(jobs)
 	return a.run(ctx, m, jobs, p)
 }
 
@@ -72,16 +75,15 @@ func mediaJob(m *task.Model, p *completionParams, i int, piece wire.PromptPiece,
 		return nil, err
 	}
 	job := p.newJob(i, mp.Prompt, class)
-	job.spec.Media, job.spec.MediaDone = mp.Spans, mp.Close
+	job.spec.Media = mp
 	return job, nil
 }
 
-// freeJobs frees the images of jobs that will not be submitted.
+// freeJobs drops the request's own references to its jobs' images (each
+// submitted job holds its own until it ends).
 func freeJobs(jobs []*promptJob) {
 	for _, j := range jobs {
-		if j.spec.MediaDone != nil {
-			j.spec.MediaDone()
-		}
+		j.spec.Media.Close()
 	}
 }
 
