@@ -159,3 +159,33 @@ func TestImageRefusals(t *testing.T) {
 		t.Errorf("a model without a projector: %s", out)
 	}
 }
+
+// A conversation with an image is parked when the server stops and
+// restores warm after a restart: its key is the image's digest, not
+// anything of the process.
+func TestImageParkRestoresAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	const text = "Look at this picture <__media__> and tell me about its colours, its shapes and what it may show."
+	cat := pngOf(t, 56, 56, 7)
+	st := startParkStack(t, app.Options{ParkDir: dir, MMProj: mmprojFile(t)})
+	first := imageCompletion(t, st.Stack, text, cat)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if files := parkFiles(t, dir); len(files) == 0 {
+		t.Fatal("nothing parked on stop")
+	}
+	again := startParkStack(t, app.Options{ParkDir: dir, MMProj: mmprojFile(t)})
+	warm := imageCompletion(t, again.Stack, text, cat)
+	t.Logf("after a restart: %d of %d prompt tokens cached", warm.TokensCached, warm.TokensEvaluated)
+	if warm.TokensCached < synth.MMProjImageTokens {
+		t.Errorf("after a restart %d tokens cached, want past the image's %d rows", warm.TokensCached, synth.MMProjImageTokens)
+	}
+	if ok, why := sameOrNearTie(warm, first); !ok {
+		t.Errorf("the restored answer differs: %s", why)
+	}
+	other := imageCompletion(t, again.Stack, text, pngOf(t, 56, 56, 99))
+	if other.TokensCached >= synth.MMProjImageTokens {
+		t.Errorf("another image after a restart: %d tokens cached", other.TokensCached)
+	}
+}
