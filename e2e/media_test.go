@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"errors"
 	"image"
 	"image/color"
 	"image/png"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
 
 	"superfluid/app"
 	"superfluid/synth"
@@ -187,5 +191,62 @@ func TestImageParkRestoresAfterRestart(t *testing.T) {
 	other := imageCompletion(t, again.Stack, text, pngOf(t, 56, 56, 99))
 	if other.TokensCached >= synth.MMProjImageTokens {
 		t.Errorf("another image after a restart: %d tokens cached", other.TokensCached)
+	}
+}
+
+// An OpenAI chat with an image_url part (a data URL), through the official
+// client: answered, usage counting the image's rows, the same image again
+// cached past them with the same answer; n=2 greedy choices both answered
+// alike (each choice's job holds the image); a remote URL is a 400.
+func TestImageOpenAIChat(t *testing.T) {
+	st := startStack(t, app.Options{Lanes: 2, MMProj: mmprojFile(t)})
+	client := openaiClient(st)
+	url := "data:image/png;base64," + pngOf(t, 48, 64, 11)
+	params := openai.ChatCompletionNewParams{
+		Model: "tiny",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+			openai.TextContentPart("What is in this picture?"),
+			openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url}),
+		})},
+		MaxCompletionTokens: openai.Int(12),
+		Temperature:         openai.Float(0),
+	}
+	first, err := client.Chat.Completions.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Choices) != 1 || first.Usage.CompletionTokens == 0 {
+		t.Fatalf("answer %+v", first)
+	}
+	if first.Usage.PromptTokens < synth.MMProjImageTokens+5 {
+		t.Errorf("prompt_tokens %d: the image's %d rows are not counted", first.Usage.PromptTokens, synth.MMProjImageTokens)
+	}
+	again, err := client.Chat.Completions.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Usage.PromptTokensDetails.CachedTokens < synth.MMProjImageTokens {
+		t.Errorf("the same image again: %d cached tokens, want past its %d rows", again.Usage.PromptTokensDetails.CachedTokens, synth.MMProjImageTokens)
+	}
+	if again.Choices[0].Message.Content != first.Choices[0].Message.Content {
+		t.Errorf("warm %q, cold %q", again.Choices[0].Message.Content, first.Choices[0].Message.Content)
+	}
+	params.N = openai.Int(2)
+	two, err := client.Chat.Completions.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(two.Choices) != 2 || two.Choices[0].Message.Content != first.Choices[0].Message.Content || two.Choices[1].Message.Content != first.Choices[0].Message.Content {
+		t.Errorf("n=2: %+v, want both %q", two.Choices, first.Choices[0].Message.Content)
+	}
+	params.N = openai.Int(1)
+	params.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+		openai.TextContentPart("and this one?"),
+		openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "https://example.com/cat.png"}),
+	})}
+	_, err = client.Chat.Completions.New(context.Background(), params)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "remote image") {
+		t.Errorf("a remote image URL: %v, want a 400 saying remote images are not fetched", err)
 	}
 }

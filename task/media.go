@@ -18,6 +18,10 @@ import (
 // with placeholders at the images' positions and the spans, each encoded
 // on the scheduler's first need of its rows.
 
+// MediaMarker is the text that stands for one image in a prompt (mtmd's
+// default marker, which the projector is opened with).
+const MediaMarker = "<__media__>"
+
 // Projector is a model's vision projector (the cgo engine's mtmd binding,
 // adapted by app). Any goroutine may call it.
 type Projector interface {
