@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 
 	"superfluid/app"
@@ -248,5 +249,46 @@ func TestImageOpenAIChat(t *testing.T) {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "remote image") {
 		t.Errorf("a remote image URL: %v, want a 400 saying remote images are not fetched", err)
+	}
+}
+
+// An Anthropic message with an image block (base64 source), through the
+// official SDK: answered, usage counting the image's rows, the same image
+// again read from the cache with the same answer, count_tokens counting
+// the rows; a url source is a 400.
+func TestImageAnthropicMessage(t *testing.T) {
+	st := startStack(t, app.Options{Lanes: 2, MMProj: mmprojFile(t)})
+	c := anthropicClient(st)
+	msg := anthropic.NewUserMessage(anthropic.NewTextBlock("What does this show?"), anthropic.NewImageBlockBase64("image/png", pngOf(t, 60, 40, 21)))
+	params := anthropicGreedy(12, msg)
+	first, err := c.Messages.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Usage.InputTokens < synth.MMProjImageTokens+5 || first.Usage.OutputTokens == 0 {
+		t.Errorf("usage %+v: the image's %d rows are not counted", first.Usage, synth.MMProjImageTokens)
+	}
+	again, err := c.Messages.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Usage.CacheReadInputTokens < synth.MMProjImageTokens {
+		t.Errorf("the same image again: %d tokens read from the cache, want past its %d rows", again.Usage.CacheReadInputTokens, synth.MMProjImageTokens)
+	}
+	if len(again.Content) == 0 || len(first.Content) == 0 || again.Content[0].Text != first.Content[0].Text {
+		t.Errorf("warm %+v, cold %+v", again.Content, first.Content)
+	}
+	count, err := c.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "tiny", Messages: []anthropic.MessageParam{msg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count.InputTokens < synth.MMProjImageTokens {
+		t.Errorf("count_tokens %d", count.InputTokens)
+	}
+	url := anthropic.NewUserMessage(anthropic.NewTextBlock("and?"), anthropic.NewImageBlock(anthropic.URLImageSourceParam{URL: "https://example.com/x.png"}))
+	_, err = c.Messages.New(context.Background(), anthropicGreedy(4, url))
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+		t.Errorf("a url image source: %v, want a 400", err)
 	}
 }
