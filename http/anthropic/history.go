@@ -135,7 +135,7 @@ func readBlocks(field string, raw json.RawMessage, optional bool) ([]block, erro
 func readImage(at string, src *imageSource) ([]byte, error) {
 	switch {
 	case src == nil:
-		return nil, fmt.Errorf("%s.source: Field required", at)
+		return nil, fmt.Errorf("%s.source: Field required (an image block needs a base64 source)", at)
 	case src.Type == "url":
 		return nil, fmt.Errorf("%s.source: url image sources are not fetched; send the image as base64", at)
 	case src.Type != "base64":
