@@ -292,3 +292,38 @@ func TestImageAnthropicMessage(t *testing.T) {
 		t.Errorf("a url image source: %v, want a 400", err)
 	}
 }
+
+// ollamaImageChat is a greedy, whole /api/chat with images on the user
+// message.
+type ollamaImageReply struct {
+	Message struct {
+		Content string `json:"content"`
+	} `json:"message"`
+	PromptEvalCount int `json:"prompt_eval_count"`
+	EvalCount       int `json:"eval_count"`
+}
+
+// An Ollama chat with images (base64 on the user message): answered, the
+// image's rows counted in prompt_eval_count, the same answer again; a bad
+// image is a 400 naming messages.
+func TestImageOllamaChat(t *testing.T) {
+	st := startStack(t, app.Options{Lanes: 2, MMProj: mmprojFile(t)})
+	body := func(img string) map[string]any {
+		return map[string]any{"model": "tiny", "stream": false, "options": map[string]any{"temperature": 0, "num_predict": 10},
+			"messages": []map[string]any{{"role": "user", "content": "What is this?", "images": []string{img}}}}
+	}
+	img := pngOf(t, 50, 50, 33)
+	var first, again ollamaImageReply
+	postJSONTo(t, st, "/api/chat", body(img), 200, &first)
+	if first.PromptEvalCount < synth.MMProjImageTokens+3 || first.EvalCount == 0 {
+		t.Errorf("reply %+v: the image's %d rows are not counted", first, synth.MMProjImageTokens)
+	}
+	postJSONTo(t, st, "/api/chat", body(img), 200, &again)
+	if again.Message.Content != first.Message.Content {
+		t.Errorf("again %q, first %q", again.Message.Content, first.Message.Content)
+	}
+	out := string(postJSONTo(t, st, "/api/chat", body(base64.StdEncoding.EncodeToString([]byte("<html>not an image</html>"))), 400, nil))
+	if !strings.Contains(out, "magic") {
+		t.Errorf("not an image: %s", out)
+	}
+}
