@@ -327,3 +327,25 @@ func TestImageOllamaChat(t *testing.T) {
 		t.Errorf("not an image: %s", out)
 	}
 }
+
+// Ollama's /api/generate with images: answered with the rows counted, and
+// no "context" (its tokens would stand for placeholders, not the image);
+// images with raw are a 400 naming images.
+func TestImageOllamaGenerate(t *testing.T) {
+	st := startStack(t, app.Options{Lanes: 1, MMProj: mmprojFile(t)})
+	img := pngOf(t, 32, 32, 44)
+	var out struct {
+		Response        string `json:"response"`
+		PromptEvalCount int    `json:"prompt_eval_count"`
+		Context         []int  `json:"context"`
+	}
+	postJSONTo(t, st, "/api/generate", map[string]any{"model": "tiny", "stream": false, "prompt": "Describe it.", "images": []string{img},
+		"options": map[string]any{"temperature": 0, "num_predict": 8}}, 200, &out)
+	if out.PromptEvalCount < synth.MMProjImageTokens || out.Response == "" || len(out.Context) != 0 {
+		t.Errorf("generate with an image: %+v", out)
+	}
+	raw := string(postJSONTo(t, st, "/api/generate", map[string]any{"model": "tiny", "prompt": "x", "raw": true, "images": []string{img}}, 400, nil))
+	if !strings.Contains(raw, "images") {
+		t.Errorf("raw with images: %s", raw)
+	}
+}
