@@ -232,6 +232,9 @@ func TestImageOpenAIChat(t *testing.T) {
 	if again.Choices[0].Message.Content != first.Choices[0].Message.Content {
 		t.Errorf("warm %q, cold %q", again.Choices[0].Message.Content, first.Choices[0].Message.Content)
 	}
+	if acc := streamChat(t, client, params); len(acc.Choices) != 1 || acc.Choices[0].Message.Content != first.Choices[0].Message.Content {
+		t.Errorf("streamed: %+v, want %q", acc.Choices, first.Choices[0].Message.Content)
+	}
 	params.N = openai.Int(2)
 	two, err := client.Chat.Completions.New(context.Background(), params)
 	if err != nil {
