@@ -6,6 +6,7 @@ import (
 
 	"superfluid/cgo"
 	"superfluid/engine"
+	"superfluid/pull"
 	"superfluid/task"
 )
 
@@ -19,7 +20,7 @@ func mmprojFor(spec ModelSpec) string {
 	if spec.MMProj != "" {
 		return spec.MMProj
 	}
-	beside := strings.TrimSuffix(spec.Path, ".gguf") + ".mmproj.gguf"
+	beside := strings.TrimSuffix(spec.Path, pull.Ext) + pull.ProjectorExt
 	if st, err := os.Stat(beside); err == nil && st.Mode().IsRegular() && beside != spec.Path {
 		return beside
 	}
