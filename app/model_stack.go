@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,6 +19,9 @@ type ModelSpec struct {
 	Alias string // default: the file name without .gguf
 	// LoRA are adapters loaded with the model (serve --lora).
 	LoRA []LoRAFile
+	// MMProj is the model's vision projector (serve --mmproj); "" finds
+	// one beside the model (app/media.go) or none.
+	MMProj string
 }
 
 // LoRAFile is one LoRA adapter and its initial global scale.
@@ -42,6 +46,7 @@ type modelStack struct {
 
 	turn      *sched.Turn  // its place at the process's arbiter; nil without one
 	drafter   *cgo.Drafter // the draft model's engine (--spec-draft-model); nil without one
+	media     *cgo.Media   // the vision projector; nil without one
 	stopSched context.CancelFunc
 	schedDone chan error
 }
@@ -92,6 +97,22 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 			}
 		}()
 	}
+	var mm *cgo.Media
+	if path := mmprojFor(spec); path != "" {
+		if mm, err = eng.OpenMedia(path, o.Threads); err != nil {
+			if drafter != nil {
+				drafter.Engine().Close()
+				drafter = nil
+			}
+			eng.Close()
+			return nil, fmt.Errorf("model %s: vision projector: %w", spec.Alias, err)
+		}
+		defer func() {
+			if err != nil {
+				mm.Close()
+			}
+		}()
+	}
 	desc := eng.Descriptor()
 	tuneGC()
 	tmpl, tmplRefused, err := LoadChatTemplate(spec.Path, o.ChatTemplateFile, desc, eng)
@@ -121,13 +142,16 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		eng.Close()
 		return nil, err
 	}
-	ms = &modelStack{Engine: eng, Cache: cache, Sched: sc, Size: measuredSize(desc, o.HostCache), turn: turn, drafter: drafter}
+	ms = &modelStack{Engine: eng, Cache: cache, Sched: sc, Size: measuredSize(desc, o.HostCache), turn: turn, drafter: drafter, media: mm}
 	if drafter != nil {
 		ms.Size += measuredSize(drafter.Engine().Descriptor(), 0)
 	}
 	ms.Model = &sfhttp.Model{Model: task.Model{Name: spec.Alias, Path: spec.Path, Desc: desc, Text: eng, Sched: sc, FIMGate: o.HTTP.FIMGate}, Cache: cacheMetrics{cache}}
 	if len(loraPaths) > 0 {
 		ms.Model.LoRA = task.NewAdapters(loraPaths, loraScales)
+	}
+	if mm != nil {
+		ms.Model.Media = projector{mm}
 	}
 	ms.Model.Chat, ms.Model.ChatRefused = tmpl, tmplRefused
 	ms.Model.FIM = loadFIM(desc, eng)
@@ -153,6 +177,9 @@ func (ms *modelStack) close() error {
 		if e := ms.Cache.Close(); e != nil && err == nil { // parks what is cached
 			err = e
 		}
+	}
+	if ms.media != nil {
+		ms.media.Close() // before the engine whose model it reads
 	}
 	ms.Engine.Close()
 	if ms.drafter != nil {

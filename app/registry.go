@@ -101,7 +101,7 @@ func newRegistry(o Options) (*Registry, error) {
 		digest: map[string]fileDigest{}, loadsOf: map[string]int{}, lookups: map[string]*diskLookup{},
 		openStack: openModelStack,
 	}
-	specs := append([]ModelSpec{{Path: o.ModelPath, Alias: o.Alias, LoRA: o.LoRA}}, o.Models...)
+	specs := append([]ModelSpec{{Path: o.ModelPath, Alias: o.Alias, LoRA: o.LoRA, MMProj: o.MMProj}}, o.Models...)
 	if o.FIMModelPath != "" {
 		specs = append(specs, ModelSpec{Path: o.FIMModelPath})
 	}

@@ -13,7 +13,7 @@ import (
 // no request is running.
 func LoadModel(o Options) (m *task.Model, closeModel func() error, err error) {
 	o.withDefaults()
-	ms, err := openModelStack(ModelSpec{Path: o.ModelPath, Alias: o.Alias, LoRA: o.LoRA}, o, nil)
+	ms, err := openModelStack(ModelSpec{Path: o.ModelPath, Alias: o.Alias, LoRA: o.LoRA, MMProj: o.MMProj}, o, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -65,14 +65,26 @@ GGML_BASE_OBJ := $(call obj,$(GGML_BASE_SRC),$(LB)/ggml-base)
 LLAMA_OBJ     := $(call obj,$(LLAMA_SRC),$(LB)/llama)
 CPU_ARCHIVES  := $(foreach v,$(CPU_BUILDS),$(LB)/libggml-cpu-$(v).a)
 
-LLAMA_LIBS := $(LB)/libllama.a $(CPU_ARCHIVES) $(LB)/libggml-base.a
+# mtmd: llama.cpp's multimodal library (tools/mtmd: the CLIP/audio encoders,
+# image and audio preprocessing, the chunked prompt tokenizer) and the
+# vendored code it needs (stb_image and miniaudio are header-only and compiled
+# inside mtmd-helper.cpp; vendor/hash is built here). The tree's own code, so
+# it is compiled with the tree's flags and without our -Wall -Wextra; no
+# MTMD_VIDEO (that spawns ffmpeg).
+MTMD_SRC := mtmd.cpp mtmd-audio.cpp mtmd-image.cpp mtmd-helper.cpp mtmd-helper-gen.cpp clip.cpp \
+	$(patsubst $(LS)/tools/mtmd/%,%,$(wildcard $(LS)/tools/mtmd/models/*.cpp))
+MTMD_HASH_SRC := hash.cpp xxhash/xxhash.c sha1/sha1.c sha256/sha256.c
+MTMD_OBJ := $(call obj,$(MTMD_SRC),$(LB)/mtmd) $(call obj,$(MTMD_HASH_SRC),$(LB)/mtmd/hash)
+MTMD_INC := -I$(LS)/tools/mtmd -I$(LS)/vendor -I$(LS)/vendor/hash $(LLAMA_SRC_INC)
+
+LLAMA_LIBS := $(LB)/libmtmd.a $(LB)/libllama.a $(CPU_ARCHIVES) $(LB)/libggml-base.a
 
 # What the cgo package sees: upstream's headers, the API level, the commit,
 # the variants it dispatches among; and the archives to link.
 # The archives' newest mtime, so that rebuilt archives change the cgo
 # package's flags and go relinks (it does not look at the archives' content).
 LLAMA_LIBS_STAMP = $(shell stat -c %Y $(LLAMA_LIBS) 2>/dev/null | sort -n | tail -1)
-LLAMA_CPP_FLAGS = -DSF_LLAMA_LIBS_STAMP=$(LLAMA_LIBS_STAMP) -I$(LS)/include -I$(LS)/ggml/include -DSF_LLAMA_UPSTREAM=1 -DSF_LLAMA_COMMIT=$(LLAMA_COMMIT) \
+LLAMA_CPP_FLAGS = -DSF_LLAMA_LIBS_STAMP=$(LLAMA_LIBS_STAMP) -I$(LS)/include -I$(LS)/ggml/include -I$(LS)/tools/mtmd -DSF_LLAMA_UPSTREAM=1 -DSF_LLAMA_COMMIT=$(LLAMA_COMMIT) \
 	$(if $(filter multi,$(LLAMA_MODE)),$(foreach v,$(CPU_BUILDS),-DSF_CPU_HAVE_$(v)=1))
 # A group: ggml-base registers the CPU backend, the CPU backend calls ggml-base.
 LLAMA_LD_FLAGS := -Wl,--start-group $(addprefix $(CURDIR)/,$(LLAMA_LIBS)) -Wl,--end-group -lstdc++ -lm -lpthread -ldl
@@ -97,6 +109,20 @@ $(LB)/llama/%.cpp.o: $(LS)/src/%.cpp | $(LB)/gen/llama-version.h
 	@mkdir -p $(@D)
 	g++ -std=c++17 $(LLAMA_OPT) $(LLAMA_BASE_SIMD) $(LLAMA_DEFS) $(LLAMA_SRC_INC) -MMD -c $< -o $@
 
+$(LB)/mtmd/%.cpp.o: $(LS)/tools/mtmd/%.cpp | $(LB)/gen/llama-version.h
+	@mkdir -p $(@D)
+	g++ -std=c++17 $(LLAMA_OPT) $(LLAMA_BASE_SIMD) $(LLAMA_DEFS) $(MTMD_INC) -Wno-cast-qual -MMD -c $< -o $@
+$(LB)/mtmd/hash/%.cpp.o: $(LS)/vendor/hash/%.cpp
+	@mkdir -p $(@D)
+	g++ -std=c++17 $(LLAMA_OPT) $(LLAMA_BASE_SIMD) $(MTMD_INC) -MMD -c $< -o $@
+# sha1.c is C++ (it lives in a namespace), as the tree's CMake compiles it.
+$(LB)/mtmd/hash/sha1/sha1.c.o: $(LS)/vendor/hash/sha1/sha1.c
+	@mkdir -p $(@D)
+	g++ -x c++ -std=c++17 $(LLAMA_OPT) $(LLAMA_BASE_SIMD) $(MTMD_INC) -w -MMD -c $< -o $@
+$(LB)/mtmd/hash/%.c.o: $(LS)/vendor/hash/%.c
+	@mkdir -p $(@D)
+	gcc -std=gnu11 $(LLAMA_OPT) $(LLAMA_BASE_SIMD) $(MTMD_INC) -w -MMD -c $< -o $@
+
 CPU_DEFS := -DGGML_USE_LLAMAFILE -DGGML_USE_CPU_REPACK -I$(LS)/ggml/src/ggml-cpu
 
 define cpu_variant
@@ -114,6 +140,8 @@ $(foreach v,$(CPU_BUILDS),$(eval $(call cpu_variant,$(v))))
 $(LB)/libggml-base.a: $(GGML_BASE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(LB)/libllama.a: $(LLAMA_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(LB)/libmtmd.a: $(MTMD_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 llama-libs: $(LLAMA_LIBS)

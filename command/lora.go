@@ -22,6 +22,12 @@ func loraFlags() []cli.Flag {
 	}
 }
 
+// mmprojFlag is llama-server's --mmproj: the default model's vision
+// projector (else a <model>.mmproj.gguf beside it is used).
+func mmprojFlag() cli.Flag {
+	return &cli.StringFlag{Name: "mmproj", Usage: "load a vision projector (mmproj GGUF) with the (first) model: requests may then carry images; default: <model>.mmproj.gguf beside the model when there is one", EnvVars: env("MMPROJ")}
+}
+
 // loraFiles reads the adapter flags.
 func loraFiles(c *cli.Context) ([]app.LoRAFile, error) {
 	var out []app.LoRAFile

@@ -46,6 +46,7 @@ func modelCommand() *cli.Command {
 					&cli.StringFlag{Name: "pooling", Usage: "make an embedding model pooling its tokens so: mean, cls or last; rank makes a reranker (qwen3 only) (default: none, a generation model)"},
 					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output file"},
 					&cli.StringFlag{Name: "lora", Usage: "also write a LoRA adapter for the model to this file (llama, qwen2 and qwen3; --seed draws it too)"},
+					&cli.StringFlag{Name: "mmproj", Usage: "also write a vision projector for the model to this file (llama, qwen2 and qwen3; LLaVA's MLP layout, " + fmt.Sprint(synth.MMProjImageTokens) + " embedding rows per image; --seed draws it too)"},
 				},
 				Action: modelSynth,
 			},
@@ -100,6 +101,12 @@ func modelSynth(c *cli.Context) error {
 			return err
 		}
 		slog.Info("LoRA adapter written", "file", out)
+	}
+	if out := c.String("mmproj"); out != "" {
+		if err := synth.WriteMMProj(out, synth.MMProjOptions{Shape: shape, Arch: opts.Arch, Seed: opts.Seed}); err != nil {
+			return err
+		}
+		slog.Info("vision projector written", "file", out)
 	}
 	return nil
 }

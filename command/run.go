@@ -39,7 +39,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "ctx", Value: 4096, Usage: "context size in tokens"},
 			&cli.IntFlag{Name: "threads", Value: runtime.NumCPU(), Usage: "CPU threads", EnvVars: []string{"SUPERFLUID_THREADS"}},
 			&cli.IntFlag{Name: "batch", Value: 512, Usage: "prompt tokens per step"},
-		}, append(cacheTypeFlags(), loraFlags()...)...),
+		}, append(append(cacheTypeFlags(), loraFlags()...), mmprojFlag())...),
 		Action: runAction,
 	}
 }
@@ -69,7 +69,7 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	m, closeModel, err := app.LoadModel(app.Options{ModelPath: modelPath, LoRA: lora, Lanes: 1, Ctx: c.Int("ctx"), Batch: c.Int("batch"), Threads: c.Int("threads"),
+	m, closeModel, err := app.LoadModel(app.Options{ModelPath: modelPath, LoRA: lora, MMProj: c.String("mmproj"), Lanes: 1, Ctx: c.Int("ctx"), Batch: c.Int("batch"), Threads: c.Int("threads"),
 		CacheTypeK: typeK, CacheTypeV: typeV, ChatTemplateFile: c.String("chat-template-file")})
 	if err != nil {
 		return err

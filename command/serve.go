@@ -39,7 +39,7 @@ func serveCommand() *cli.Command {
 			modelsDirFlag(),
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on", EnvVars: env("HOST")},
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port to listen on (0: any free port)", EnvVars: env("PORT")},
-		}, engineFlags(4), loraFlags(), []cli.Flag{
+		}, engineFlags(4), loraFlags(), []cli.Flag{mmprojFlag()}, []cli.Flag{
 			&cli.IntFlag{Name: "seqs", Value: 0, Usage: "engine sequences: lanes plus cached conversations (0: 4 per lane)", EnvVars: env("SEQS")},
 			&cli.StringFlag{Name: "class-lanes", Usage: "lane caps per class, e.g. background=2,agent=6", EnvVars: env("CLASS_LANES")},
 			&cli.StringFlag{Name: "spec-type", Value: "none", Usage: "speculative decoding's draft source: none, ngram-simple (the tokens that followed the last occurrence of the reply's latest tokens in the prompt and reply) or draft-simple (a draft model, --spec-draft-model); drafts ride in the multi-lane step, each lane's only while they measurably pay", EnvVars: env("SPEC_TYPE")},
@@ -159,7 +159,7 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	st, err := app.Start(addr, app.Options{
-		ModelPath: models[0].Path, Alias: c.String("alias"), LoRA: lora, Models: models[1:], ModelsDir: modelsDir(c),
+		ModelPath: models[0].Path, Alias: c.String("alias"), LoRA: lora, MMProj: c.String("mmproj"), Models: models[1:], ModelsDir: modelsDir(c),
 		MaxModels: c.Int("max-models"), MemoryBudget: budget, KeepAlive: keepAlive(c.Duration("keep-alive")), FIMModelPath: fimPath,
 		Lanes: lanes, Ctx: c.Int("ctx"), Seqs: c.Int("seqs"),
 		Threads: c.Int("threads"), Batch: c.Int("batch"), UBatch: c.Int("ubatch"), CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HostCache: hostCache,

@@ -516,7 +516,8 @@ func TestLlamaBadInput(t *testing.T) {
 		{"/completion", `{"prompt":[]}`, 400},
 		{"/completion", `{"prompt":[99999999]}`, 400},
 		{"/completion", `{"prompt":[1.5]}`, 400},
-		{"/completion", `{"prompt":[{"prompt_string":"x"}]}`, 400},
+		{"/completion", `{"prompt":[{"prompt_string":"x","other":1}]}`, 400},
+		{"/completion", `{"prompt":{"prompt_string":"x <__media__>","multimodal_data":["aGk="]}}`, 400}, // no projector
 		{"/completion", `{"prompt":"x","n_predict":-2}`, 400},
 		{"/completion", `{"prompt":"x","n_predict":1000000000000}`, 400},
 		{"/completion", `{"prompt":"x","n_predict":"ten"}`, 400},

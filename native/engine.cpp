@@ -71,6 +71,8 @@ static void sf_log_bridge(enum ggml_log_level level, const char *text, void *) {
     }
 }
 
+void sf_log_forward(enum ggml_log_level level, const char *text) { sf_log_bridge(level, text, nullptr); }
+
 void sf_set_log(sf_log_fn fn) {
     g_log_fn = fn;
     llama_log_set(sf_log_bridge, nullptr);

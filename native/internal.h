@@ -63,6 +63,10 @@ constexpr float SF_MAX_LOGIT = 1e30f;
 constexpr int32_t SF_CKPT_EVERY = 512;
 constexpr int32_t SF_CKPT_MAX = 16;
 
+// engine.cpp: a log line to the callback sf_set_log installed (media.cpp
+// routes mtmd's log through it).
+void sf_log_forward(enum ggml_log_level level, const char *text);
+
 // build_info.cpp: the refusal of a model whose architecture the compiled
 // llama.cpp does not know, or null.
 const char *sf_unknown_arch(const char *path, char *msg, size_t msg_len);

@@ -520,6 +520,65 @@ int64_t sf_bench_plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len,
  * a negative status. */
 int64_t sf_bench_plain_prefill(sf_engine *e, int32_t prompt_len);
 
+/* sf_prefill_rows prefills embedding rows (n_rows × width floats, width the
+ * model's input embedding width: an image chunk's encoded rows) into an
+ * admitted lane's prompt at its next unprefilled positions, in one
+ * llama_decode of its own (a llama_batch carries tokens or rows, not both);
+ * the lane's prompt holds placeholder tokens there, which no tick decodes.
+ * The span must end before the prompt's last position (the lane samples its
+ * first token from a token row). Not under LoRA adapters. */
+int sf_prefill_rows(sf_engine *e, uint32_t lane, const float *rows, uint32_t n_rows, uint32_t width);
+
+/* Media (images) through llama.cpp's mtmd: a projector (mmproj GGUF) loaded
+ * beside an engine's model turns images into embedding rows of the model's
+ * width. These calls are separate from sf_tick: a prompt with media is
+ * tokenized into chunks (text tokens, image chunks), and each image chunk is
+ * encoded into rows the caller then prefills as prompt rows. Like the text
+ * calls, the open/tokenize calls write errors into a caller's buffer.
+ * Threading: sf_media_tokenize may run concurrently; sf_media_encode uses
+ * the projector's one compute context and is owned by one thread at a time.
+ * An engine built without mtmd (ENGINE=module) returns SF_ERR_UNSUPPORTED. */
+typedef struct sf_media sf_media;
+typedef struct sf_media_prompt sf_media_prompt;
+
+enum sf_media_chunk_kind { SF_MEDIA_TEXT = 0, SF_MEDIA_IMAGE = 1, SF_MEDIA_AUDIO = 2 };
+
+/* One chunk of a tokenized prompt. */
+typedef struct sf_media_chunk {
+    int32_t kind;      /* enum sf_media_chunk_kind */
+    uint32_t n_tokens; /* text tokens, or embedding rows of a media chunk */
+    int32_t n_pos;     /* positions the chunk takes in the sequence */
+    char id[72];       /* a media chunk's id: the SHA-256 (hex) of its file's bytes */
+} sf_media_chunk;
+
+/* sf_media_open loads the projector at path for the engine's model (its
+ * output width must be the model's). The engine must outlive it. A
+ * projector that needs M-RoPE positions or non-causal attention over its
+ * rows is refused (SF_ERR_UNSUPPORTED): the scheduler feeds media rows at
+ * sequential positions under the causal mask, as text. */
+int sf_media_open(sf_engine *e, const char *path, int32_t n_threads, sf_media **out, char *err, int32_t err_cap);
+void sf_media_close(sf_media *m);
+/* Rows' width in floats (the model's input embedding width). */
+int32_t sf_media_n_embd(const sf_media *m);
+/* The marker that stands for one image in sf_media_tokenize's text. */
+const char *sf_media_marker(const sf_media *m);
+/* sf_media_tokenize decodes n_images images (encoded files: JPEG, PNG, BMP,
+ * GIF; files[i] of lens[i] bytes), and tokenizes text, in which the i-th
+ * marker stands for the i-th image, into chunks. add_special: the model's
+ * BOS where it has one. SF_ERR_INVALID: an image that does not decode, or
+ * markers that do not match the images in number. */
+int sf_media_tokenize(sf_media *m, const char *text, const uint8_t *const *files, const size_t *lens,
+                      uint32_t n_images, int32_t add_special, sf_media_prompt **out, char *err, int32_t err_cap);
+uint32_t sf_media_prompt_n_chunks(const sf_media_prompt *p);
+/* Chunk i's description; for a text chunk, its tokens are copied into
+ * tokens (cap entries; SF_ERR_BUFFER when fewer than n_tokens). */
+int sf_media_prompt_chunk(const sf_media_prompt *p, uint32_t i, sf_media_chunk *out, int32_t *tokens, uint32_t cap);
+/* sf_media_encode runs the projector on media chunk i and writes its
+ * n_tokens × sf_media_n_embd floats into out (cap floats). */
+int sf_media_encode(sf_media *m, const sf_media_prompt *p, uint32_t i, float *out, size_t cap, char *err,
+                    int32_t err_cap);
+void sf_media_prompt_free(sf_media_prompt *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -632,3 +632,70 @@ int sf_tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
     ev->fault_lane = e->has_fault ? e->fault_lane : 0;
     return rc;
 }
+
+// Media rows are prefilled by their own llama_decode: a llama_batch carries
+// either token ids or embedding rows, never both, so an image span cannot
+// share the tick's batch. The scheduler runs it beside the tick, in the
+// same step budget.
+static int prefill_rows(sf_engine *e, uint32_t lane, const float *rows, uint32_t n_rows, uint32_t width) {
+    sf_lane *l = find_lane(e, lane);
+    if (l == nullptr) {
+        return sf_fail(e, SF_ERR_UNKNOWN_LANE, "prefill rows: unknown lane %u", lane);
+    }
+    if (width != (uint32_t)llama_model_n_embd_inp(e->model)) {
+        return sf_fail(e, SF_ERR_INVALID, "prefill rows: rows of %u floats, the model's are %d", width,
+                       llama_model_n_embd_inp(e->model));
+    }
+    if (n_rows == 0 || n_rows > (uint32_t)e->n_batch) {
+        return sf_fail(e, SF_ERR_BATCH, "prefill rows: %u rows, a step carries 1 to %d", n_rows, e->n_batch);
+    }
+    // The prompt's last row must be a token: the lane samples its first
+    // token from it in a tick.
+    if ((uint64_t)l->prefilled + n_rows >= l->prompt.size()) {
+        return sf_fail(e, SF_ERR_PAST_PROMPT, "prefill rows lane %u: [%u, +%u) reaches the end of its %zu-row prompt",
+                       lane, l->prefilled, n_rows, l->prompt.size());
+    }
+    if (!e->loras.empty()) {
+        return sf_fail(e, SF_ERR_UNSUPPORTED, "prefill rows: media under LoRA adapters is not supported");
+    }
+    llama_batch b = llama_batch_init((int32_t)n_rows, (int32_t)width, 1);
+    struct batch_guard {
+        llama_batch &b;
+        ~batch_guard() { llama_batch_free(b); }
+    } guard{b};
+    memcpy(b.embd, rows, (size_t)n_rows * width * sizeof(float));
+    for (uint32_t i = 0; i < n_rows; i++) {
+        b.pos[i] = (llama_pos)(l->prefilled + i);
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = l->seq;
+        b.logits[i] = 0;
+    }
+    b.n_tokens = (int32_t)n_rows;
+    int32_t rc;
+    {
+        sf_compute_lock compute(e);
+        rc = llama_decode(e->ctx, b);
+    }
+    if (rc != 0) {
+        llama_memory_seq_rm(e->mem, l->seq, (llama_pos)l->prefilled, -1);
+        return sf_fail(e, rc == 1 ? SF_ERR_KV_FULL : SF_ERR_DECODE, "prefill rows lane %u: llama_decode returned %d",
+                       lane, rc);
+    }
+    l->prefilled += n_rows;
+    l->n_past += n_rows;
+    sf_ckpt_after_prefill(e, l, false);
+    return SF_OK;
+}
+
+int sf_prefill_rows(sf_engine *e, uint32_t lane, const float *rows, uint32_t n_rows, uint32_t width) {
+    if (e == nullptr) {
+        return SF_ERR_INVALID;
+    }
+    e->err.clear();
+    e->has_fault = false;
+    if (rows == nullptr) {
+        return sf_fail(e, SF_ERR_INVALID, "prefill rows: no rows");
+    }
+    return sf_guard([&] { return prefill_rows(e, lane, rows, n_rows, width); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "prefill rows: %s", msg); });
+}

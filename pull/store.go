@@ -16,6 +16,10 @@ import (
 // without it.
 const Ext = ".gguf"
 
+// ProjectorExt names a model's vision projector beside it: foo.gguf's is
+// foo.mmproj.gguf.
+const ProjectorExt = ".mmproj.gguf"
+
 // manifest is NAME.gguf.json, written beside a pulled model.
 type manifest struct {
 	// Ref is the reference as the user gave it (canonicalized), Source
@@ -60,7 +64,9 @@ type Entry struct {
 }
 
 // List returns the models in dir sorted by name: every *.gguf file, with
-// its manifest's facts when it was pulled. A missing dir holds none.
+// its manifest's facts when it was pulled, but a vision projector
+// (*.mmproj.gguf, which loads beside its model: app/media.go). A missing
+// dir holds none.
 func List(dir string) ([]Entry, error) {
 	des, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -72,7 +78,7 @@ func List(dir string) ([]Entry, error) {
 	var out []Entry
 	for _, de := range des {
 		name := de.Name()
-		if !strings.HasSuffix(name, Ext) || strings.HasPrefix(name, ".") {
+		if !strings.HasSuffix(name, Ext) || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ProjectorExt) {
 			continue
 		}
 		p := filepath.Join(dir, name)

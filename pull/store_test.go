@@ -44,7 +44,7 @@ func TestListIgnoresPartialsAndMissingDir(t *testing.T) {
 		t.Fatalf("a missing directory: %v, %v", entries, err)
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"b.gguf", "a.gguf", "c.gguf.partial", "c.gguf.partial.json", ".a.gguf.json.tmp1", "x.json"} {
+	for _, name := range []string{"b.gguf", "a.gguf", "a.mmproj.gguf", "c.gguf.partial", "c.gguf.partial.json", ".a.gguf.json.tmp1", "x.json"} {
 		os.WriteFile(filepath.Join(dir, name), []byte("GGUF"), 0o644)
 	}
 	os.Mkdir(filepath.Join(dir, "d.gguf"), 0o755)

@@ -85,7 +85,7 @@ func (c *fakeCache) Acquire(tokens []engine.Token) (int32, int, error) {
 func (c *fakeCache) Release(seq int32, tokens []engine.Token) {
 	c.now++
 	c.releases++
-	if held := c.eng.Seq(seq); !slices.Equal(held, untag(tokens, c.eng.Descriptor().Vocab)) {
+	if held := c.eng.Seq(seq); !heldEqual(held, untag(tokens, c.eng.Descriptor().Vocab)) {
 		c.t.Errorf("fake cache: released sequence %d holds %d tokens, Release names %d (or different ones)", seq, len(held), len(tokens))
 		_ = c.eng.Free(seq)
 		c.free = append(c.free, seq)
@@ -136,11 +136,33 @@ func (c *fakeCache) remove(e *cacheEntry) {
 	c.entries = slices.DeleteFunc(c.entries, func(x *cacheEntry) bool { return x == e })
 }
 
+// heldEqual compares a sequence's cells with untagged key tokens; a media
+// key position (mediaRow) holds any row token.
+func heldEqual(held, want []engine.Token) bool {
+	if len(held) != len(want) {
+		return false
+	}
+	for i := range held {
+		if want[i] != mediaRow && held[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// mediaRow stands for a media key token in untag's output.
+const mediaRow engine.Token = -1
+
 // untag is tokens as the engine holds them: a LoRA set's namespace
-// (lora.go's -(1 + t + vocab × ns)) taken off.
+// (lora.go's -(1 + t + vocab × ns)) taken off; media key tokens (media.go)
+// become mediaRow.
 func untag(tokens []engine.Token, vocab int) []engine.Token {
 	out := make([]engine.Token, len(tokens))
 	for i, t := range tokens {
+		if t <= -mediaKeyBase {
+			out[i] = mediaRow
+			continue
+		}
 		if t < 0 {
 			t = engine.Token((-int64(t) - 1) % int64(vocab))
 		}

@@ -33,7 +33,11 @@ type job struct {
 	// adapters is the LoRA set every step of the job runs under; cacheNS
 	// its namespace in the prefix cache (-1: none given yet, or none left).
 	adapters adapterSet
-	cacheNS  int32
+	// media are the prompt's images (media.go); the prompt holds their
+	// key tokens.
+	media     []*mediaSpan
+	mediaDone func()
+	cacheNS   int32
 
 	submitted time.Time
 	// queuedStep is the step the job was first queued on: aging and the

@@ -119,7 +119,7 @@ func (l *loop) tickStep(now time.Time) bool {
 	for {
 		pl := p.buildPlan(now)
 		p.publishOccupancy()
-		if pl.Empty() {
+		if pl.Empty() && len(p.rowChunks) == 0 {
 			// Lanes waiting only on restores: the runner waits for a
 			// reader's word instead of spinning.
 			return !p.idle() && !p.onlyRestoring()
@@ -149,6 +149,11 @@ func (l *loop) ran(ev *engine.Events, err error, start, end time.Time) {
 		l.countStep(ev, start, end)
 	}
 	p.advance(ev, end.Sub(start), end)
+	if err == nil {
+		l.prefillRows(end)
+	} else {
+		p.rowChunks = p.rowChunks[:0]
+	}
 	l.deliver(ev, end)
 	if err != nil {
 		l.kvFull(err, end)
@@ -294,6 +299,7 @@ func (l *loop) flush() {
 	}
 	for _, j := range r.done {
 		l.releaseGrammar(j)
+		l.endMedia(j)
 		l.stats.completed.Add(1)
 		l.stats.observeGeneration(j)
 		if j.obs != nil {

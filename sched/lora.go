@@ -150,8 +150,9 @@ type cacheNamespaces struct {
 
 func newCacheNamespaces(vocab int) cacheNamespaces {
 	v := int64(max(vocab, 1))
-	// -(1 + t + v×ns) ≥ math.MinInt32 for every t < v.
-	fit := (int64(math.MaxInt32) - v) / v
+	// -(1 + t + v×ns) > -mediaKeyBase for every t < v: tags stay above
+	// media key tokens (media.go).
+	fit := (int64(mediaKeyBase) - 1 - v) / v
 	return cacheNamespaces{vocab: v, max: int32(min(maxCacheNamespaces, max(fit, 0))), ids: map[string]int32{}}
 }
 

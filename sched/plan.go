@@ -13,6 +13,7 @@ import (
 func (p *planner) buildPlan(now time.Time) *engine.Plan {
 	pl := &p.plan
 	pl.Reset()
+	p.rowChunks = p.rowChunks[:0]
 	p.stepInteractiveDecode = false
 	if len(p.lanes) == 0 {
 		return pl
@@ -155,7 +156,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 				Grammar:       j.grammar,
 				GrammarReplay: j.grammarReplay(),
 				Sampling:      j.sampling,
-			}, j.prompt, j.bias)
+			}, j.enginePrompt(), j.bias)
 		}
 		rem := l.remaining()
 		if rem <= 0 || !prefill || l.job.adapters.key != p.stepSet.key {
@@ -172,11 +173,16 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 			b.grow(rem)
 			b.holdBelow(l.job.class)
 		}
-		chunk := p.alignToCheckpoint(l.prefilled, b.offerTo(rem, l.job.class))
+		limit, span := l.chunkLimit()
+		chunk := p.alignToCheckpoint(l.prefilled, b.offerTo(min(rem, limit), l.job.class))
 		if chunk == 0 {
 			continue
 		}
-		pl.Prefills = append(pl.Prefills, engine.Prefill{Lane: l.tag, Offset: uint32(l.prefilled), Count: uint32(chunk)})
+		if span != nil {
+			p.rowChunks = append(p.rowChunks, rowChunk{lane: l, span: span, from: l.prefilled, n: chunk})
+		} else {
+			pl.Prefills = append(pl.Prefills, engine.Prefill{Lane: l.tag, Offset: uint32(l.prefilled), Count: uint32(chunk)})
+		}
 		l.chunk = chunk
 		l.prefillStarved = 0
 		b.take(chunk, chunk == rem, l.job.class)

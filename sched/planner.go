@@ -32,6 +32,9 @@ type planner struct {
 	stepSet  adapterSet
 	cacheNS  cacheNamespaces
 	stats    *counters
+	// rowChunks are the step's media row prefills, run after its tick
+	// (media.go).
+	rowChunks []rowChunk
 
 	queues [NumClasses][]*job
 	lanes  []*lane // by tag: oldest first

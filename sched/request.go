@@ -40,6 +40,14 @@ type Request struct {
 	// loaded (engine.Descriptor.LoRA); nil or all zero: no adapter. Submit
 	// copies it. See lora.go for how lanes of different sets share steps.
 	LoRA []float32
+	// Media are the prompt's images: spans of embedding rows at positions
+	// whose Prompt tokens are placeholders (any token; media.go). Submit
+	// refuses them when the engine prefills no rows.
+	Media []MediaSpan
+	// MediaDone, when set, runs once the job has ended (on the runner's
+	// goroutine, after any Encode): the owner frees the images' native
+	// state there. A refused Submit does not call it.
+	MediaDone func()
 }
 
 // validate refuses what the engine would refuse at admission. The engine
@@ -62,7 +70,13 @@ func (r *Request) validate(d *engine.Descriptor) error {
 	if r.Logprobs < 0 || r.Logprobs > engine.MaxLogprobs {
 		return fmt.Errorf("sched: logprobs %d outside [0, %d]", r.Logprobs, engine.MaxLogprobs)
 	}
+	if err := r.validateMedia(); err != nil {
+		return err
+	}
 	for i, t := range r.Prompt {
+		if inSpan(r.Media, i) {
+			continue
+		}
 		if t < 0 || (d.Vocab > 0 && int(t) >= d.Vocab) {
 			return fmt.Errorf("sched: prompt token %d at %d outside the vocabulary of %d", t, i, d.Vocab)
 		}

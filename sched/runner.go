@@ -95,6 +95,9 @@ func (s *Scheduler) Submit(ctx context.Context, req Request) (*Stream, error) {
 	if err := req.validate(&s.desc); err != nil {
 		return nil, err
 	}
+	if _, ok := s.loop.eng.(engine.RowPrefiller); len(req.Media) > 0 && !ok {
+		return nil, fmt.Errorf("sched: %w", &engine.Error{Status: engine.StatusUnsupported, Op: "media", Msg: "this engine does not prefill media rows"})
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sched: submit: %w", err)
 	}
@@ -183,6 +186,8 @@ func newJob(id uint64, req *Request) *job {
 	if j.sampling == (engine.Sampling{}) {
 		j.sampling = engine.Greedy()
 	}
+	j.keyMedia(req.Media)
+	j.mediaDone = req.MediaDone
 	j.stream = newStream(id, req.Class)
 	return j
 }

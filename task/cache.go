@@ -87,8 +87,8 @@ func (c *CompletionCache) Put(v Cached) {
 // (a stream, token ids) it leaves out before asking.
 func CacheKey(m *Model, s *Spec, api string) string {
 	smp := s.Sampling
-	if s.Class != sched.FIM || s.Logprobs != 0 || smp.Temperature > 0 {
-		return ""
+	if s.Class != sched.FIM || s.Logprobs != 0 || smp.Temperature > 0 || s.Media != nil {
+		return "" // an image's placeholders are not its content
 	}
 	if r, ok := m.Sched.(ClassRefuser); ok && r.RefusesClass(s.Class) {
 		return "" // the scheduler's refusal is the answer, not another's cached one

@@ -34,6 +34,10 @@ type Chat struct {
 	Continues bool
 	// Shape is the structured-output constraint, if any.
 	Shape Constraint
+	// Images are the files the messages' MediaMarkers stand for, in
+	// order; ImageField names the request's field for them in refusals.
+	Images     [][]byte
+	ImageField string
 }
 
 // Tools are a request's tools and what it demands of their calls.

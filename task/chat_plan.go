@@ -19,10 +19,20 @@ type ChatPlan struct {
 	// Show are the tokens rendered as text although special: the
 	// format's markers (llama.cpp's preserved tokens).
 	Show []engine.Token
+	// Media is the prompt's images, when it has any: the plan holds a
+	// reference (Close drops it once the plan's requests are submitted).
+	Media *MediaPrompt
+}
+
+// Close drops the plan's reference to its images.
+func (p *ChatPlan) Close() {
+	if p != nil {
+		p.Media.Close()
+	}
 }
 
 // PlanChat renders c and plans how its reply is constrained and read.
-func PlanChat(m *Model, c *Chat) (*ChatPlan, error) {
+func PlanChat(m *Model, c *Chat) (plan *ChatPlan, err error) {
 	f := m.Reply()
 	p := &ChatPlan{Reply: ReplyPlan{Format: f.Format}, Show: f.Show}
 	tools := c.Tools.Active() && f.Format.HasCalls()
@@ -41,7 +51,17 @@ func PlanChat(m *Model, c *Chat) (*ChatPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Prompt, err = Tokenize(m, text, true); err != nil {
+	if len(c.Images) > 0 {
+		if p.Media, err = NewMediaPrompt(m, c.ImageField, text, c.Images, true); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				p.Media.Close()
+			}
+		}()
+		p.Prompt = p.Media.Prompt
+	} else if p.Prompt, err = Tokenize(m, text, true); err != nil {
 		return nil, err
 	}
 	if err := CheckPrompt(m.Desc, p.Prompt); err != nil {
@@ -68,6 +88,7 @@ func (p *ChatPlan) Apply(s *Spec) {
 	reply := p.Reply
 	s.Prompt, s.Grammar, s.GrammarField = p.Prompt, p.Grammar, p.GrammarField
 	s.Reply, s.Show = &reply, p.Show
+	s.Media = p.Media
 }
 
 // constrain sets the plan's grammar: the calls' grammar when the request

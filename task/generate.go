@@ -46,6 +46,9 @@ type Spec struct {
 	// LoRA is the adapter scales the request named (Adapters.ForRequest);
 	// nil: the model's global scales (Adapters.Resolve, at submission).
 	LoRA []float32
+	// Media is the prompt's images (NewMediaPrompt); Prompt is its
+	// Prompt. Each submission holds a reference to it until its job ends.
+	Media *MediaPrompt
 }
 
 // WithSeed is s for choice i of a request: each choice samples with its
@@ -96,8 +99,11 @@ func Submit(ctx context.Context, m *Model, s *Spec) (*sched.Stream, error) {
 	st, err := m.Sched.Submit(ctx, sched.Request{
 		Prompt: s.Prompt, Class: s.Class, MaxTokens: s.MaxTokens, Sampling: s.Sampling,
 		Logprobs: s.Logprobs, Deadline: s.Deadline, Bias: s.Bias, StopTokens: s.StopTokens, Grammar: s.Grammar,
-		LoRA: m.LoRA.Resolve(s.LoRA),
+		LoRA: m.LoRA.Resolve(s.LoRA), Media: s.Media.spans(), MediaDone: s.Media.submitted(),
 	})
+	if err != nil && s.Media != nil {
+		s.Media.Close() // the submission's reference
+	}
 	if errors.Is(err, engine.ErrGrammar) {
 		return nil, GrammarError(s.GrammarField, err)
 	}

@@ -293,7 +293,10 @@ func (e *Fake) Tick(p *engine.Plan) (*engine.Events, error) {
 		}
 		// The cached cells hold what they were computed under: a prefix
 		// computed under another adapter set gives another history.
-		l.hash = hashTokensUnder(fnvOffset, l.prompt[:l.prefilled], e.seqSalt[a.Seq])
+		// Hashed from the cells, not the prompt: a media span's cells hold
+		// its rows' tokens (PrefillRows), the prompt placeholders.
+		held := e.seqs[a.Seq]
+		l.hash = hashTokensUnder(fnvOffset, held[:min(len(held), l.prefilled)], e.seqSalt[a.Seq])
 		e.lanes[a.Lane] = l
 		e.seqOwner[a.Seq] = int64(a.Lane)
 		e.touch(l)
@@ -541,4 +544,56 @@ func ClonePlan(p *engine.Plan) engine.Plan {
 		Decodes:  append([]engine.Decode(nil), p.Decodes...),
 		LoRA:     append([]float32(nil), p.LoRA...),
 	}
+}
+
+// RowWidth is the floats in one of the fake model's embedding rows.
+const RowWidth = 4
+
+var _ engine.RowPrefiller = (*Fake)(nil)
+
+// RowWidth implements engine.RowPrefiller.
+func (e *Fake) RowWidth() int { return RowWidth }
+
+// RowToken is the token a row enters a fake sequence as: outside the
+// vocabulary (no prompt token is one) and a function of the row's bits, so
+// what the fake samples after an image depends on the image, as a real
+// model's does.
+func RowToken(row []float32) engine.Token {
+	h := uint64(fnvOffset)
+	for _, v := range row {
+		h ^= uint64(math.Float32bits(v))
+		h *= fnvPrime
+	}
+	return engine.Token(Vocab + int(h%(1<<20)))
+}
+
+// PrefillRows implements engine.RowPrefiller as the native engine does:
+// the rows go at the lane's next prompt positions, which must end before
+// its last one; the step's cost is a prefill of as many tokens.
+func (e *Fake) PrefillRows(tag uint32, rows []float32) error {
+	fail := func(st engine.Status, format string, a ...any) error {
+		return &engine.Error{Status: st, Op: "prefill rows", Msg: fmt.Sprintf(format, a...)}
+	}
+	l := e.lanes[tag]
+	n := len(rows) / RowWidth
+	switch {
+	case l == nil:
+		return fail(engine.StatusUnknownLane, "unknown lane %d", tag)
+	case n == 0 || len(rows)%RowWidth != 0:
+		return fail(engine.StatusInvalid, "%d floats are not whole rows of %d", len(rows), RowWidth)
+	case l.prefilled+n >= len(l.prompt):
+		return fail(engine.StatusPastPrompt, "rows [%d, +%d) reach the end of a %d-token prompt", l.prefilled, n, len(l.prompt))
+	case e.KVCap > 0 && e.kvUsed()+n > e.KVCap:
+		return fail(engine.StatusKVFull, "the KV cache has no room for %d rows", n)
+	}
+	for i := range n {
+		t := RowToken(rows[i*RowWidth : (i+1)*RowWidth])
+		e.seqs[l.seq] = append(e.seqs[l.seq], t)
+		l.hash = hashTokensUnder(l.hash, []engine.Token{t}, 0)
+	}
+	l.prefilled += n
+	if e.clock != nil {
+		e.clock.Advance(e.Cost.Step + time.Duration(n)*e.Cost.PrefillToken)
+	}
+	return nil
 }

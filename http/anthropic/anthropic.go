@@ -42,7 +42,12 @@ func (a *api) messages(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
-	pinMarked(a.host.Pinner(ctx), p.g.Prompt, p.breaks, p.marks)
+	// Submitted by the time the answer returns (a stream's start runs
+	// before it answers).
+	defer p.g.Media.Close()
+	if p.g.Media == nil { // an image's placeholders are not its cache key
+		pinMarked(a.host.Pinner(ctx), p.g.Prompt, p.breaks, p.marks)
+	}
 	id := wire.NewID("msg_")
 	if req.Stream {
 		return a.stream(ctx, m, p, id, req.Model)
@@ -84,6 +89,7 @@ func (a *api) countTokens(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
+	plan.Close() // counted, never submitted
 	return wire.WriteJSON(ctx, map[string]int{"input_tokens": len(plan.Prompt)})
 }
 
@@ -115,8 +121,10 @@ func (p *prepared) marked() int {
 	return n
 }
 
-// prepare validates a Messages request and plans its turn.
-func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (*prepared, error) {
+// prepare validates a Messages request and plans its turn. A request with
+// images holds a reference to them (g.Media) that the caller drops once it
+// has submitted g.
+func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (_ *prepared, err error) {
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
@@ -148,6 +156,11 @@ func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (*p
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			plan.Close()
+		}
+	}()
 	class, err := wire.TurnClass(ctx, a.host, &turn.Chat)
 	if err != nil {
 		return nil, err
@@ -200,7 +213,11 @@ func (a *api) readTurn(m *task.Model, req *request, maxTokens int) (chatTurn, []
 	if err != nil {
 		return t, nil, err
 	}
-	t.Chat = task.Chat{Messages: msgs, Tools: tools, Think: think, Continues: true, Shape: shape}
+	images, err := t.conv.images()
+	if err != nil {
+		return t, nil, err
+	}
+	t.Chat = task.Chat{Messages: msgs, Tools: tools, Think: think, Continues: true, Shape: shape, Images: images, ImageField: "messages"}
 	t.omitThinking = omit
 	return t, breaks, nil
 }

@@ -3,12 +3,14 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"superfluid/chat"
 	"superfluid/http/wire"
+	"superfluid/media"
 	"superfluid/task"
 )
 
@@ -114,11 +116,60 @@ func readBlocks(field string, raw json.RawMessage, optional bool) ([]block, erro
 			}
 		case "redacted_thinking":
 			// Another server's encrypted reasoning: nothing a template can show.
+		case "image":
+			img, err := readImage(at, b.Source)
+			if err != nil {
+				return nil, wire.BadParam(field, "%v", err)
+			}
+			blocks[i].image = img
 		default:
 			return nil, wire.BadParam(field, "%s: content blocks of type %q are not supported", at, b.Type)
 		}
 	}
 	return blocks, nil
+}
+
+// readImage decodes an image block's base64 source, bounded before
+// decoding; the image itself is checked with the request's others
+// (task.NewMediaPrompt).
+func readImage(at string, src *imageSource) ([]byte, error) {
+	switch {
+	case src == nil:
+		return nil, fmt.Errorf("%s.source: Field required (an image block needs a base64 source)", at)
+	case src.Type == "url":
+		return nil, fmt.Errorf("%s.source: url image sources are not fetched; send the image as base64", at)
+	case src.Type != "base64":
+		return nil, fmt.Errorf("%s.source.type: %q is not supported (base64)", at, src.Type)
+	case src.MediaType != "" && !strings.HasPrefix(src.MediaType, "image/"):
+		return nil, fmt.Errorf("%s.source.media_type: %q is not an image type", at, src.MediaType)
+	}
+	b, err := media.DecodeBase64(src.Data, wire.MaxMediaBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s.source.data: %v", at, err)
+	}
+	return b, nil
+}
+
+// images are the conversation's images in the order their markers appear
+// in its messages; an image outside a user turn is refused (a template may
+// drop other turns' content).
+func (t conversation) images() ([][]byte, error) {
+	var out [][]byte
+	for i, turn := range t.msgs {
+		for _, b := range turn.blocks {
+			if b.Type != "image" {
+				continue
+			}
+			if turn.role != chat.RoleUser {
+				return nil, wire.BadParam("messages", "messages.%d: image blocks are taken in user turns only", i)
+			}
+			if len(out) == media.MaxImages {
+				return nil, wire.BadParam("messages", "messages.%d: a request carries at most %d images", i, media.MaxImages)
+			}
+			out = append(out, b.image)
+		}
+	}
+	return out, nil
 }
 
 // toolResultText is a tool_result's content as text: a string, or its
@@ -216,6 +267,8 @@ func turnMessages(turn turnBlocks, names map[string]string) []chat.Message {
 			texts = append(texts, *b.Text)
 		case "thinking":
 			thoughts = append(thoughts, *b.Thinking)
+		case "image":
+			texts = append(texts, task.MediaMarker)
 		case "tool_use":
 			args := bytes.TrimSpace(b.Input)
 			if len(args) == 0 {

@@ -33,13 +33,22 @@ type request struct {
 	CacheControl *cacheControl `json:"cache_control"`
 }
 
+// imageSource is an image block's source: base64 data (a url source is
+// refused: the server fetches nothing).
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
+}
+
 type message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"` // a string or an array of content blocks
 }
 
 // block is a request content block: text everywhere; tool_use
-// and thinking in assistant turns, tool_result in user turns.
+// and thinking in assistant turns, tool_result and image in user turns.
 type block struct {
 	Type string  `json:"type"`
 	Text *string `json:"text"`
@@ -53,6 +62,9 @@ type block struct {
 	IsError   bool            `json:"is_error"`
 	// thinking; the signature is ours or another server's, and unchecked.
 	Thinking *string `json:"thinking"`
+	// image: its source; image is the decoded file (readBlocks).
+	Source *imageSource `json:"source"`
+	image  []byte
 
 	CacheControl *cacheControl `json:"cache_control"`
 }

@@ -26,6 +26,9 @@ func (a *api) completion(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
+	// Submitted by the time run returns (a stream's start runs before it
+	// answers).
+	defer freeJobs(jobs)
 	return a.run(ctx, m, jobs, p)
 }
 
@@ -41,16 +44,47 @@ func completionJobs(m *task.Model, req *completionRequest, class sched.Class) ([
 	}
 	jobs := make([]*promptJob, 0, len(prompts))
 	for i, pieces := range prompts {
+		if len(pieces) == 1 && pieces[0].Images != nil {
+			job, err := mediaJob(m, p, i, pieces[0], class)
+			if err != nil {
+				freeJobs(jobs)
+				return nil, nil, err
+			}
+			jobs = append(jobs, job)
+			continue
+		}
 		toks, err := wire.PromptTokens(m, pieces, "prompt")
 		if err != nil {
+			freeJobs(jobs)
 			return nil, nil, err
 		}
 		if err := task.CheckPrompt(m.Desc, toks); err != nil {
+			freeJobs(jobs)
 			return nil, nil, err
 		}
 		jobs = append(jobs, p.newJob(i, toks, class))
 	}
 	return jobs, p, nil
+}
+
+// mediaJob is a prompt object's generation: its text and images through
+// the request core's media path; the images are freed when it ends.
+func mediaJob(m *task.Model, p *completionParams, i int, piece wire.PromptPiece, class sched.Class) (*promptJob, error) {
+	mp, err := task.NewMediaPrompt(m, "prompt.multimodal_data", piece.Text, piece.Images, true)
+	if err != nil {
+		return nil, err
+	}
+	job := p.newJob(i, mp.Prompt, class)
+	job.spec.Media = mp
+	return job, nil
+}
+
+// freeJobs drops the request's own references to its jobs' images (each
+// submitted job holds its own until it ends).
+func freeJobs(jobs []*promptJob) {
+	for _, j := range jobs {
+		j.spec.Media.Close()
+	}
 }
 
 // run submits the jobs and answers: streamed, or whole — one object,

@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"superfluid/engine"
 	"superfluid/http/wire"
 	"superfluid/sched"
+	"superfluid/task"
 	"superfluid/task/tasktest"
 )
 
@@ -106,7 +108,13 @@ func TestParsePromptsShapes(t *testing.T) {
 		{raw: `[1.5]`, bad: true},
 		{raw: `[-1]`, bad: true},
 		{raw: `[99999]`, bad: true}, // outside the vocabulary
-		{raw: `[{"prompt_string": "x"}]`, bad: true},
+		{raw: `[{"prompt_string": "x"}]`, prompts: 1, first: []engine.Token{tasktest.FakeBOS, 'x'}},
+		{raw: `{"prompt_string": "x", "multimodal_data": []}`, prompts: 1, first: []engine.Token{tasktest.FakeBOS, 'x'}},
+		{raw: `{"prompt_string": 5}`, bad: true},
+		{raw: `{"prompt_string": "x", "other": 1}`, bad: true},
+		{raw: `{"prompt_string": "x", "multimodal_data": "aGk="}`, bad: true},
+		{raw: `{"prompt_string": "x", "multimodal_data": [5]}`, bad: true},
+		{raw: `{"prompt_string": "x", "multimodal_data": ["!!!"]}`, bad: true},
 		{raw: `[true]`, bad: true},
 		{raw: `[[1], 2]`, bad: true},
 	} {
@@ -257,4 +265,25 @@ func decodeRequest(t testing.TB, body string) *completionRequest {
 		t.Fatal(err)
 	}
 	return &req
+}
+
+// A prompt object with images on a model without a vision projector is a
+// 400 naming prompt.multimodal_data; so is a file that is not an image on
+// any model (checked before a projector would see it).
+func TestCompletionMultimodalRefused(t *testing.T) {
+	m := tasktest.FakeModel(t, true)
+	for _, raw := range []string{
+		`{"prompt": {"prompt_string": "look: <__media__> now", "multimodal_data": ["aGVsbG8="]}}`,
+		`{"prompt": [{"prompt_string": "a <__media__> b", "multimodal_data": ["iVBORw0KGgo="]}, "plain"]}`,
+	} {
+		var req completionRequest
+		if err := json.Unmarshal([]byte(raw), &req); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := completionJobs(m, &req, sched.Chat)
+		var te *task.Error
+		if !errors.As(err, &te) || te.Kind != task.Invalid || te.Param != "prompt.multimodal_data" {
+			t.Errorf("%s: %v, want a 400 on prompt.multimodal_data", raw, err)
+		}
+	}
 }

@@ -40,8 +40,11 @@ func (a *api) props(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		"bos_token":                   tokenText(m, m.Desc.BOS),
 		"eos_token":                   tokenText(m, m.Desc.EOS),
 		"build_info":                  "superfluid " + a.host.Settings().Version,
-		"modalities":                  map[string]bool{"vision": false, "audio": false},
-		"is_sleeping":                 false,
+		"modalities":                  map[string]bool{"vision": m.Media != nil, "audio": false},
+		// What stands for an image in a multimodal_data prompt (llama-server
+		// draws its own; clients read it here).
+		"media_marker": task.MediaMarker,
+		"is_sleeping":  false,
 		// Every /infill and suffix request is answered by this model.
 		"superfluid_fim_model": cmp.Or(a.host.FIMModel(), m.Name),
 	})

@@ -26,6 +26,11 @@ const cacheTag = "ollama /api/generate"
 // engine failure mid-stream is an {"error": …} line, which Ollama's client
 // returns as an error.
 func (a *api) answer(ctx *fasthttp.RequestCtx, j *job) error {
+	if j.req != nil {
+		// Submitted by the time the answer returns (a stream's start
+		// runs before it answers): the job holds its own reference.
+		defer j.req.Media.Close()
+	}
 	if j.req == nil {
 		return wire.WriteJSON(ctx, j.final(result{reason: j.loadReason}, replyMessage{Role: "assistant"}, nil))
 	}

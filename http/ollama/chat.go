@@ -10,6 +10,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/http/wire"
+	"superfluid/media"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -32,7 +33,9 @@ func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
 // chatJob validates a chat request and plans its turn: the conversation
 // and tools rendered with the model's chat template, thinking as think
 // asks, the reply parsed into content, thinking and tool calls.
-func (a *api) chatJob(ctx *fasthttp.RequestCtx, m *task.Model, req *chatRequest) (*job, error) {
+// A job with images holds a reference to them (j.req.Media) that answer
+// drops once it has submitted the job.
+func (a *api) chatJob(ctx *fasthttp.RequestCtx, m *task.Model, req *chatRequest) (_ *job, err error) {
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
@@ -60,16 +63,21 @@ func (a *api) chatJob(ctx *fasthttp.RequestCtx, m *task.Model, req *chatRequest)
 		j.loadReason = loadReason(req.KeepAlive)
 		return j, nil
 	}
-	msgs, err := messages(req.Model, req.Messages)
+	msgs, images, err := messages(req.Messages)
 	if err != nil {
 		return nil, err
 	}
 	j.model = opts.window(m)
-	turn := task.Chat{Messages: msgs, Tools: tools, Think: think, Effort: effort, Continues: true, Shape: shape}
+	turn := task.Chat{Messages: msgs, Tools: tools, Think: think, Effort: effort, Continues: true, Shape: shape, Images: images, ImageField: "messages"}
 	plan, err := wire.Result(task.PlanChat(j.model, &turn))
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			plan.Close()
+		}
+	}()
 	class, err := wire.TurnClass(ctx, a.host, &turn)
 	if err != nil {
 		return nil, err
@@ -95,26 +103,58 @@ func replyCalls(calls []reply.ToolCall, first int) []toolCall {
 // messages maps Ollama's messages onto the template's roles (Ollama
 // lowercases roles; so does this). An assistant turn's tool calls, whose
 // arguments Ollama sends as an object, and a tool turn's tool_name reach
-// the template; images are refused: the server runs text models.
-func messages(model string, in []message) ([]chat.Message, error) {
+// the template; a user message's images (base64) go before its text, a
+// media marker each, as Ollama places them.
+func messages(in []message) ([]chat.Message, [][]byte, error) {
 	out := make([]chat.Message, 0, len(in))
+	var images [][]byte
 	for i, msg := range in {
 		role := strings.ToLower(msg.Role)
 		switch role {
 		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
 		default:
-			return nil, wire.BadParam("messages", "messages[%d]: unknown role %q (expected system, user, assistant or tool)", i, msg.Role)
+			return nil, nil, wire.BadParam("messages", "messages[%d]: unknown role %q (expected system, user, assistant or tool)", i, msg.Role)
 		}
+		content := msg.Content
 		if hasItems(msg.Images) {
-			return nil, wire.BadParam("messages", "%q does not support images: this server runs text models only", model)
+			if role != chat.RoleUser {
+				return nil, nil, wire.BadParam("messages", "messages[%d].images: images are taken in user messages only", i)
+			}
+			imgs, err := readImages(fmt.Sprintf("messages[%d].images", i), msg.Images, len(images))
+			if err != nil {
+				return nil, nil, err
+			}
+			images = append(images, imgs...)
+			content = strings.Repeat(task.MediaMarker+"\n", len(imgs)) + content
 		}
 		calls, err := messageCalls(i, role, msg.ToolCalls)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, chat.Message{Role: role, Content: msg.Content, ReasoningContent: msg.Thinking, ToolCalls: calls, Name: msg.ToolName})
+		out = append(out, chat.Message{Role: role, Content: content, ReasoningContent: msg.Thinking, ToolCalls: calls, Name: msg.ToolName})
 	}
-	return task.CallOnlyTurns(out), nil
+	return task.CallOnlyTurns(out), images, nil
+}
+
+// readImages decodes a list of base64 images; have is how many the
+// request carries before them.
+func readImages(field string, raw json.RawMessage, have int) ([][]byte, error) {
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, wire.BadParam("messages", "%s: expected a list of base64 strings", field)
+	}
+	if have+len(list) > media.MaxImages {
+		return nil, wire.BadParam("messages", "%s: a request carries at most %d images", field, media.MaxImages)
+	}
+	out := make([][]byte, 0, len(list))
+	for k, s := range list {
+		b, err := media.DecodeBase64(s, wire.MaxMediaBytes)
+		if err != nil {
+			return nil, wire.BadParam("messages", "%s[%d]: %v", field, k, err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 // messageCalls reads message i's tool_calls: [{function: {name,

@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -53,7 +54,9 @@ func (a *api) generate(ctx *fasthttp.RequestCtx, m *task.Model) error {
 // template from the GGUF, which is what the model was trained with and
 // what every other API here renders, so the same conversation gives the
 // same tokens on every API.
-func (a *api) generateJob(ctx *fasthttp.RequestCtx, m *task.Model, req *generateRequest) (*job, error) {
+// A job with images holds a reference to them (j.req.Media) that answer
+// drops once it has submitted the job.
+func (a *api) generateJob(ctx *fasthttp.RequestCtx, m *task.Model, req *generateRequest) (_ *job, err error) {
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
@@ -74,8 +77,18 @@ func (a *api) generateJob(ctx *fasthttp.RequestCtx, m *task.Model, req *generate
 		return j, nil
 	}
 	j.model = opts.window(m)
-	p, err := a.generatePrompt(ctx, m, j.model, req, &opts)
-	if err != nil {
+	var p prompt
+	var mp *task.MediaPrompt
+	if hasItems(req.Images) {
+		if p, mp, err = a.imagePrompt(ctx, j.model, req); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				mp.Close()
+			}
+		}()
+	} else if p, err = a.generatePrompt(ctx, m, j.model, req, &opts); err != nil {
 		return nil, err
 	}
 	j.context = p.context
@@ -83,6 +96,7 @@ func (a *api) generateJob(ctx *fasthttp.RequestCtx, m *task.Model, req *generate
 	if err != nil {
 		return nil, err
 	}
+	j.req.Media = mp
 	j.req.StopTokens = p.stops
 	// Only a templated prompt has the template's reasoning block.
 	if j.req.Grammar, err = wire.GrammarFor(m, shape, p.tokens, p.context); err != nil {
@@ -106,8 +120,8 @@ func checkGenerate(req *generateRequest) error {
 	} else if on != nil && *on {
 		return wire.BadParam("think", "%q does not support thinking on /api/generate; use /api/chat", req.Model)
 	}
-	if hasItems(req.Images) {
-		return wire.BadParam("images", "%q does not support images: this server runs text models only", req.Model)
+	if hasItems(req.Images) && (req.Raw || req.Suffix != "" || len(req.Context) > 0) {
+		return wire.BadParam("images", "images are taken with a templated prompt only (not with raw, suffix or context)")
 	}
 	if req.Template != "" {
 		return wire.BadParam("template", "template overrides are not supported: render the prompt yourself and send it with \"raw\": true")
@@ -215,4 +229,36 @@ func contextTokens(m *task.Model, ids []int64) ([]engine.Token, error) {
 		out[i] = engine.Token(id)
 	}
 	return out, nil
+}
+
+// imagePrompt renders a generate request with images as a user message of
+// a media marker per image (before the prompt, as Ollama places them)
+// after system, through the request core's media path. It answers with no
+// "context": the tokens at an image's place are placeholders, not it.
+func (a *api) imagePrompt(ctx *fasthttp.RequestCtx, m *task.Model, req *generateRequest) (prompt, *task.MediaPrompt, error) {
+	imgs, err := readImages("images", req.Images, 0)
+	if err != nil {
+		return prompt{}, nil, wire.BadParam("images", "%v", err)
+	}
+	class, err := a.host.Class(ctx, "")
+	if err != nil {
+		return prompt{}, nil, err
+	}
+	if m.Chat == nil {
+		return prompt{}, nil, wire.FromTask(task.NoChatTemplate(m, "images need the model's chat template"))
+	}
+	var msgs []chat.Message
+	if req.System != "" {
+		msgs = append(msgs, chat.Message{Role: chat.RoleSystem, Content: req.System})
+	}
+	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: strings.Repeat(task.MediaMarker+"\n", len(imgs)) + req.Prompt})
+	text, err := wire.Result(task.ChatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true}))
+	if err != nil {
+		return prompt{}, nil, err
+	}
+	mp, err := wire.Result(task.NewMediaPrompt(m, "images", text, imgs, true))
+	if err != nil {
+		return prompt{}, nil, err
+	}
+	return prompt{tokens: mp.Prompt, class: class}, mp, nil
 }

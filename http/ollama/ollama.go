@@ -127,6 +127,9 @@ func (a *api) show(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		info = modelInfo(m, file, true)
 	}
 	caps := []string{"completion"}
+	if m.Media != nil {
+		caps = append(caps, "vision") // Open WebUI offers image upload on it
+	}
 	tmpl := "{{ .Prompt }}"
 	// With a FIM model (--fim-model) it answers this model's suffix
 	// requests, so its format is the one to show.

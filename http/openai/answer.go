@@ -55,6 +55,7 @@ func answer(ctx context.Context, m *task.Model, url string, body []byte, cls cla
 		if err != nil {
 			return nil, err
 		}
+		defer g.Media.Close()
 		return chatWhole(ctx, m, g, wire.NewID("chatcmpl-"), time.Now().Unix())
 	case batch.Completions:
 		var req oaiCompletionRequest

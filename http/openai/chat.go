@@ -52,7 +52,9 @@ func choiceCount(n *int) (int, error) {
 }
 
 // chatRequest reads a chat request into the core's request of n choices.
-func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Request, error) {
+// A request with images holds a reference to them (g.Media) that the
+// caller drops once it has submitted g (task.ChatPlan.Close).
+func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (g *task.Request, err error) {
 	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, err
 	}
@@ -60,7 +62,7 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := wire.ChatMessages(req.Messages)
+	msgs, images, err := wire.ChatMessagesMedia(req.Messages, task.MediaMarker)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +70,7 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 	if err != nil {
 		return nil, err
 	}
-	turn := task.Chat{Messages: msgs, Tools: tools, Kwargs: req.ChatTemplateKwargs, Shape: shape}
+	turn := task.Chat{Messages: msgs, Tools: tools, Kwargs: req.ChatTemplateKwargs, Shape: shape, Images: images, ImageField: "messages"}
 	if e := req.ReasoningEffort; e != nil {
 		if err := wire.Convert(turn.SetEffort("reasoning_effort", *e)); err != nil {
 			return nil, err
@@ -78,6 +80,11 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 	if err != nil {
 		return nil, wire.Convert(err)
 	}
+	defer func() {
+		if err != nil {
+			plan.Close()
+		}
+	}()
 	limit := req.MaxCompletionTokens
 	field := "max_completion_tokens"
 	if limit == nil {
@@ -104,7 +111,7 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (*task.Reques
 	if err != nil {
 		return nil, err
 	}
-	g := &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}}
+	g = &task.Request{Spec: task.Spec{Class: class, MaxTokens: maxTok, Sampling: smp, Stop: stops}}
 	if g.LoRA, err = req.LoRAField.Scales(m); err != nil {
 		return nil, err
 	}
@@ -138,6 +145,9 @@ func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
+	// Submitted by the time the answer returns (a stream's start runs
+	// before it answers): each choice's job holds its own reference.
+	defer g.Media.Close()
 	id := wire.NewID("chatcmpl-")
 	created := time.Now().Unix()
 	if req.Stream {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"superfluid/chat"
+	"superfluid/media"
 	"superfluid/task"
 )
 
@@ -36,15 +37,43 @@ type MessageFunctionCall struct {
 }
 
 type ContentPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string        `json:"type"`
+	Text     string        `json:"text"`
+	ImageURL *ImageURLPart `json:"image_url,omitempty"`
+}
+
+// ImageURLPart is an image_url part's image: a data URL (a remote URL is
+// refused: the server fetches nothing).
+type ImageURLPart struct {
+	URL    string `json:"url"`
+	Detail string `json:"detail"`
 }
 
 // ChatMessages maps OpenAI messages onto the template's roles; content may
 // be a string or an array of text parts. An assistant turn's tool calls
 // reach the template with their arguments decoded to an object, as
-// transformers passes them.
+// transformers passes them. Image parts are refused (ChatMessagesMedia
+// takes them).
 func ChatMessages(in []Message) ([]chat.Message, error) {
+	msgs, images, err := ChatMessagesMedia(in, task.MediaMarker)
+	if err == nil && len(images) > 0 {
+		return nil, BadParam("messages", "messages: image_url parts are not supported on this route")
+	}
+	return msgs, err
+}
+
+// ChatMessagesMedia is ChatMessages taking image_url parts too: each is
+// decoded (data URLs, base64, bounded before decoding) and stands in its
+// message's text as marker, in order of appearance.
+func ChatMessagesMedia(in []Message, marker string) ([]chat.Message, [][]byte, error) {
+	var images [][]byte
+	msgs, err := chatMessages(in, func(i int, raw json.RawMessage) (string, error) {
+		return contentMedia(raw, marker, &images)
+	})
+	return msgs, images, err
+}
+
+func chatMessages(in []Message, content func(i int, raw json.RawMessage) (string, error)) ([]chat.Message, error) {
 	if len(in) == 0 {
 		return nil, BadParam("messages", "messages must not be empty")
 	}
@@ -58,7 +87,7 @@ func ChatMessages(in []Message) ([]chat.Message, error) {
 		default:
 			return nil, BadParam("messages", "messages[%d]: unknown role %q", i, msg.Role)
 		}
-		text, err := ContentText(msg.Content)
+		text, err := content(i, msg.Content)
 		if err != nil {
 			return nil, BadParam("messages", "messages[%d].content: %v", i, err)
 		}
@@ -96,6 +125,41 @@ func MessageToolCalls(i int, in []MessageToolCall) ([]chat.ToolCall, error) {
 		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 	}
 	return out, nil
+}
+
+// contentMedia reads message content as ContentText does, taking
+// image_url parts with data URLs into images and their place as marker.
+func contentMedia(raw json.RawMessage, marker string, images *[][]byte) (string, error) {
+	var parts []ContentPart
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
+		return ContentText(raw)
+	}
+	text := ""
+	for j, p := range parts {
+		switch p.Type {
+		case "text":
+			text += p.Text
+		case "image_url":
+			if p.ImageURL == nil || p.ImageURL.URL == "" {
+				return "", fmt.Errorf("part %d: an image_url part needs image_url.url", j)
+			}
+			if media.IsRemoteURL(p.ImageURL.URL) {
+				return "", fmt.Errorf("part %d: remote image URLs are not fetched; send the image as a data URL", j)
+			}
+			if len(*images) >= media.MaxImages {
+				return "", fmt.Errorf("part %d: a request carries at most %d images", j, media.MaxImages)
+			}
+			_, b, err := media.ParseDataURL(p.ImageURL.URL, MaxMediaBytes)
+			if err != nil {
+				return "", fmt.Errorf("part %d: image_url: %v", j, err)
+			}
+			*images = append(*images, b)
+			text += marker
+		default:
+			return "", fmt.Errorf("content parts of type %q are not supported (text and image_url only)", p.Type)
+		}
+	}
+	return text, nil
 }
 
 // ContentText reads message content: a string, null, or text parts.

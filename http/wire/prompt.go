@@ -3,9 +3,11 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 
 	"superfluid/engine"
+	"superfluid/media"
 	"superfluid/task"
 )
 
@@ -18,6 +20,9 @@ type PromptPiece struct {
 	Text   string
 	Tokens []engine.Token
 	IsText bool
+	// Images are the files the text's media markers stand for, in order
+	// (llama.cpp's {prompt_string, multimodal_data} prompt object).
+	Images [][]byte
 }
 
 // ParsePrompts reads a prompt field the way llama.cpp's server does
@@ -36,6 +41,12 @@ func ParsePrompts(raw json.RawMessage, field string) ([][]PromptPiece, error) {
 		return nil, BadParam(field, "%s is required", field)
 	case string:
 		return [][]PromptPiece{{{Text: x, IsText: true}}}, nil
+	case map[string]any:
+		p, err := mediaPrompt(x, field)
+		if err != nil {
+			return nil, err
+		}
+		return [][]PromptPiece{p}, nil
 	case []any:
 		if len(x) == 0 {
 			return nil, BadParam(field, "%s is an empty array", field)
@@ -89,7 +100,7 @@ func promptElement(e any, field string, i int) ([]PromptPiece, error) {
 		}
 		return mixedPieces(y, field)
 	case map[string]any:
-		return nil, BadParam(field, "%s[%d]: multimodal prompts are not supported", field, i)
+		return mediaPrompt(y, fmt.Sprintf("%s[%d]", field, i))
 	}
 	return nil, BadParam(field, "%s[%d] must be a string or an array of token ids", field, i)
 }
@@ -172,3 +183,44 @@ func PromptText(m *task.Model, pieces []PromptPiece, toks []engine.Token) string
 	}
 	return m.Text.Detokenize(toks, false)
 }
+
+// mediaPrompt reads llama.cpp's multimodal prompt object: prompt_string,
+// whose media markers stand for multimodal_data's base64 files in order.
+// Other keys are refused by name; the images are checked when the prompt
+// is tokenized (task.NewMediaPrompt).
+func mediaPrompt(obj map[string]any, field string) ([]PromptPiece, error) {
+	text, ok := obj["prompt_string"].(string)
+	if !ok {
+		return nil, BadParam(field, "%s: a prompt object needs prompt_string, a string", field)
+	}
+	var images [][]byte
+	switch data := obj["multimodal_data"].(type) {
+	case nil:
+	case []any:
+		if len(data) > media.MaxImages {
+			return nil, BadParam(field+".multimodal_data", "%s.multimodal_data: %d files; a request carries at most %d", field, len(data), media.MaxImages)
+		}
+		for i, d := range data {
+			s, ok := d.(string)
+			if !ok {
+				return nil, BadParam(field+".multimodal_data", "%s.multimodal_data[%d] must be a base64 string", field, i)
+			}
+			b, err := media.DecodeBase64(s, MaxMediaBytes)
+			if err != nil {
+				return nil, BadParam(field+".multimodal_data", "%s.multimodal_data[%d]: %v", field, i, err)
+			}
+			images = append(images, b)
+		}
+	default:
+		return nil, BadParam(field+".multimodal_data", "%s.multimodal_data must be an array of base64 strings", field)
+	}
+	for k := range obj {
+		if k != "prompt_string" && k != "multimodal_data" {
+			return nil, BadParam(field, "%s: the prompt object's field %q is not supported", field, k)
+		}
+	}
+	return []PromptPiece{{Text: text, IsText: true, Images: images}}, nil
+}
+
+// MaxMediaBytes bounds one image file a request carries (decoded).
+const MaxMediaBytes = 20 << 20

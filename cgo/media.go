@@ -1,0 +1,213 @@
+package cgo
+
+/*
+#include <stdlib.h>
+#include "superfluid.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"superfluid/engine"
+)
+
+// Media is a vision projector (an mmproj GGUF) loaded through llama.cpp's
+// mtmd beside an engine's model: it tokenizes a prompt whose media markers
+// stand for images into chunks, and encodes an image chunk into embedding
+// rows of the model's width. Tokenize may be called from any goroutine;
+// Encode runs the projector's one compute context, so calls to it are
+// serialised here. Close it before the engine it was opened on.
+type Media struct {
+	life   sync.RWMutex // read-held by Tokenize and Encode, held by Close
+	encode sync.Mutex   // held by Encode
+	m      *C.sf_media
+	width  int
+	marker string
+}
+
+// MediaKind says what a chunk of a tokenized prompt holds.
+type MediaKind int
+
+// Chunk kinds (enum sf_media_chunk_kind).
+const (
+	MediaText  MediaKind = C.SF_MEDIA_TEXT
+	MediaImage MediaKind = C.SF_MEDIA_IMAGE
+	MediaAudio MediaKind = C.SF_MEDIA_AUDIO
+)
+
+// MediaChunk is one chunk of a tokenized prompt: text tokens, or an image's
+// Rows embedding rows taking Pos positions, identified by Digest (the
+// SHA-256, hex, of the image file's bytes).
+type MediaChunk struct {
+	Kind   MediaKind
+	Tokens []engine.Token
+	Rows   int
+	Pos    int
+	Digest string
+}
+
+// MediaPrompt is a prompt tokenized with its images; Free releases the
+// images' preprocessed pixels, which Encode reads.
+type MediaPrompt struct {
+	p      *C.sf_media_prompt
+	Chunks []MediaChunk
+}
+
+const mediaErrLen = 640
+
+// OpenMedia loads the projector at path for e's model.
+func (e *Engine) OpenMedia(path string, threads int) (*Media, error) {
+	e.textMu.RLock()
+	defer e.textMu.RUnlock()
+	if e.e == nil {
+		return nil, errClosed
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var why [mediaErrLen]C.char
+	var m *C.sf_media
+	if rc := C.sf_media_open(e.e, cpath, C.int32_t(threads), &m, &why[0], C.int32_t(len(why))); rc != C.SF_OK {
+		return nil, &engine.Error{Status: engine.Status(rc), Op: "media " + path, Msg: C.GoString(&why[0])}
+	}
+	return &Media{m: m, width: int(C.sf_media_n_embd(m)), marker: C.GoString(C.sf_media_marker(m))}, nil
+}
+
+// Close frees the projector.
+func (m *Media) Close() {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.m != nil {
+		C.sf_media_close(m.m)
+		m.m = nil
+	}
+}
+
+// Width is the floats in one embedding row (the model's input width).
+func (m *Media) Width() int { return m.width }
+
+// Marker is the text that stands for one image in Tokenize's prompt.
+func (m *Media) Marker() string { return m.marker }
+
+// Tokenize decodes the images (encoded files) and tokenizes text, whose
+// i-th marker stands for images[i]. A file that does not decode, or markers
+// that do not match the images in number, is an engine.StatusInvalid error.
+// The images' bytes are read during the call only.
+func (m *Media) Tokenize(text string, images [][]byte, addSpecial bool) (*MediaPrompt, error) {
+	m.life.RLock()
+	defer m.life.RUnlock()
+	if m.m == nil {
+		return nil, errClosed
+	}
+	ctext := C.CString(text)
+	defer C.free(unsafe.Pointer(ctext))
+	n := len(images)
+	var files **C.uint8_t
+	var lens *C.size_t
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	if n > 0 {
+		// The pointer arrays live in C memory and point at the pinned
+		// images: cgo forbids Go memory holding Go pointers.
+		files = (**C.uint8_t)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+		defer C.free(unsafe.Pointer(files))
+		lens = (*C.size_t)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.size_t(0)))))
+		defer C.free(unsafe.Pointer(lens))
+		fs := unsafe.Slice(files, n)
+		ls := unsafe.Slice(lens, n)
+		for i, img := range images {
+			fs[i], ls[i] = nil, C.size_t(len(img))
+			if len(img) > 0 {
+				pin.Pin(&img[0])
+				fs[i] = (*C.uint8_t)(unsafe.Pointer(&img[0]))
+			}
+		}
+	}
+	var why [mediaErrLen]C.char
+	var cp *C.sf_media_prompt
+	if rc := C.sf_media_tokenize(m.m, ctext, files, lens, C.uint32_t(n), cbool(addSpecial), &cp, &why[0], C.int32_t(len(why))); rc != C.SF_OK {
+		return nil, &engine.Error{Status: engine.Status(rc), Op: "media tokenize", Msg: C.GoString(&why[0])}
+	}
+	p := &MediaPrompt{p: cp}
+	nc := int(C.sf_media_prompt_n_chunks(cp))
+	p.Chunks = make([]MediaChunk, nc)
+	for i := range nc {
+		var c C.sf_media_chunk
+		if rc := C.sf_media_prompt_chunk(cp, C.uint32_t(i), &c, nil, 0); rc != C.SF_OK && rc != C.SF_ERR_BUFFER {
+			p.Free()
+			return nil, &engine.Error{Status: engine.Status(rc), Op: "media tokenize", Msg: fmt.Sprintf("chunk %d", i)}
+		}
+		ch := MediaChunk{Kind: MediaKind(c.kind), Rows: int(c.n_tokens), Pos: int(c.n_pos), Digest: C.GoString(&c.id[0])}
+		if ch.Kind == MediaText {
+			ch.Tokens = make([]engine.Token, c.n_tokens)
+			ch.Rows = 0
+			if len(ch.Tokens) > 0 {
+				if rc := C.sf_media_prompt_chunk(cp, C.uint32_t(i), &c, (*C.int32_t)(unsafe.Pointer(&ch.Tokens[0])), C.uint32_t(len(ch.Tokens))); rc != C.SF_OK {
+					p.Free()
+					return nil, &engine.Error{Status: engine.Status(rc), Op: "media tokenize", Msg: fmt.Sprintf("chunk %d's tokens", i)}
+				}
+			}
+		}
+		p.Chunks[i] = ch
+	}
+	return p, nil
+}
+
+// Free releases the prompt's native chunks.
+func (p *MediaPrompt) Free() {
+	if p.p != nil {
+		C.sf_media_prompt_free(p.p)
+		p.p = nil
+	}
+}
+
+// Encode runs the projector on image chunk i of p and returns its rows,
+// Rows × Width floats, appended to dst.
+func (m *Media) Encode(p *MediaPrompt, i int, dst []float32) ([]float32, error) {
+	if p.p == nil || i < 0 || i >= len(p.Chunks) || p.Chunks[i].Kind == MediaText {
+		return dst, &engine.Error{Status: engine.StatusInvalid, Op: "media encode", Msg: fmt.Sprintf("chunk %d is not a media chunk of a live prompt", i)}
+	}
+	need := p.Chunks[i].Rows * m.width
+	if need == 0 {
+		return dst, nil
+	}
+	start := len(dst)
+	dst = append(dst, make([]float32, need)...)
+	m.life.RLock()
+	defer m.life.RUnlock()
+	m.encode.Lock()
+	defer m.encode.Unlock()
+	if m.m == nil {
+		return dst[:start], errClosed
+	}
+	var why [mediaErrLen]C.char
+	out := dst[start:]
+	if rc := C.sf_media_encode(m.m, p.p, C.uint32_t(i), (*C.float)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &why[0], C.int32_t(len(why))); rc != C.SF_OK {
+		return dst[:start], &engine.Error{Status: engine.Status(rc), Op: "media encode", Msg: C.GoString(&why[0])}
+	}
+	return dst, nil
+}
+
+var _ engine.RowPrefiller = (*Engine)(nil)
+
+// RowWidth is the model's input embedding width.
+func (e *Engine) RowWidth() int { return e.desc.Embd }
+
+// PrefillRows prefills encoded media rows into an admitted lane's prompt
+// (engine.RowPrefiller); the owner goroutine calls it.
+func (e *Engine) PrefillRows(lane uint32, rows []float32) error {
+	if e.e == nil {
+		return errClosed
+	}
+	w := e.RowWidth()
+	if w <= 0 || len(rows) == 0 || len(rows)%w != 0 {
+		return &engine.Error{Status: engine.StatusInvalid, Op: "prefill rows", Msg: fmt.Sprintf("%d floats are not whole rows of %d", len(rows), w)}
+	}
+	if rc := C.sf_prefill_rows(e.e, C.uint32_t(lane), (*C.float)(unsafe.Pointer(&rows[0])), C.uint32_t(len(rows)/w), C.uint32_t(w)); rc != C.SF_OK {
+		return e.err("prefill rows", rc)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package synth
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"superfluid/gguf"
+)
+
+// The projector carries the keys and tensors clip.cpp's loader requires
+// for an "mlp" projector, its output width is the text model's, and the
+// same seed writes the same bytes (a different one, different weights).
+func TestWriteMMProj(t *testing.T) {
+	s := tiny(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.mmproj.gguf")
+	if err := WriteMMProj(path, MMProjOptions{Shape: s, Arch: "qwen3", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := f.String("general.architecture"); a != "clip" {
+		t.Errorf("architecture %q", a)
+	}
+	if p, _ := f.String("clip.projector_type"); p != "mlp" {
+		t.Errorf("projector type %q", p)
+	}
+	if v, ok := f.Bool("clip.has_vision_encoder"); !v || !ok {
+		t.Errorf("has_vision_encoder %v %v", v, ok)
+	}
+	for k, want := range map[string]uint32{
+		"clip.vision.image_size": MMProjImageSize, "clip.vision.patch_size": MMProjPatchSize,
+		"clip.vision.embedding_length": mmprojWidth, "clip.vision.block_count": mmprojLayers,
+		"clip.vision.projection_dim": uint32(s.Embd), "clip.vision.attention.head_count": mmprojHeads,
+		"clip.vision.feed_forward_length": mmprojFFN,
+	} {
+		if got, ok := f.Uint32(k); !ok || got != want {
+			t.Errorf("%s = %d, %v; want %d", k, got, ok, want)
+		}
+	}
+	if m, _ := f.Float32s("clip.vision.image_mean"); len(m) != 3 {
+		t.Errorf("image_mean %v", m)
+	}
+	for name, dims := range map[string][]uint64{
+		"v.patch_embd.weight":     {MMProjPatchSize, MMProjPatchSize, 3, mmprojWidth},
+		"v.position_embd.weight":  {mmprojWidth, MMProjImageTokens},
+		"v.blk.1.attn_out.weight": {mmprojWidth, mmprojWidth},
+		"v.blk.0.ffn_up.weight":   {mmprojWidth, mmprojFFN},
+		"v.blk.0.ffn_down.weight": {mmprojFFN, mmprojWidth},
+		"mm.0.weight":             {mmprojWidth, uint64(s.Embd)},
+		"mm.2.weight":             {uint64(s.Embd), uint64(s.Embd)},
+		"mm.2.bias":               {uint64(s.Embd)},
+	} {
+		ti, ok := f.Tensor(name)
+		if !ok {
+			t.Errorf("no tensor %s", name)
+			continue
+		}
+		if !slices.Equal(ti.Dims, dims) {
+			t.Errorf("%s dims %v, want %v", name, ti.Dims, dims)
+		}
+	}
+
+	again := filepath.Join(dir, "b.gguf")
+	other := filepath.Join(dir, "c.gguf")
+	if err := WriteMMProj(again, MMProjOptions{Shape: s, Arch: "qwen3", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMMProj(other, MMProjOptions{Shape: s, Arch: "qwen3", Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ra, _ := os.ReadFile(path)
+	rb, _ := os.ReadFile(again)
+	rc, _ := os.ReadFile(other)
+	if !bytes.Equal(ra, rb) {
+		t.Error("the same seed wrote different bytes")
+	}
+	if bytes.Equal(ra, rc) {
+		t.Error("another seed wrote the same bytes")
+	}
+}
+
+func TestWriteMMProjRefusesOtherLayouts(t *testing.T) {
+	for _, arch := range []string{"gemma4", "qwen35", "qwen3moe"} {
+		if err := WriteMMProj(filepath.Join(t.TempDir(), "x.gguf"), MMProjOptions{Shape: tiny(t), Arch: arch}); err == nil {
+			t.Errorf("%s: written", arch)
+		}
+	}
+}

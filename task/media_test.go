@@ -1,0 +1,124 @@
+package task
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"image"
+	"image/png"
+	"slices"
+	"strings"
+	"testing"
+
+	"superfluid/engine"
+)
+
+// fakeProjector splits the text at its markers: each text part is one
+// token per byte, each image 3 rows named by its digest.
+type fakeProjector struct{ calls int }
+
+type fakeChunks struct {
+	chunks  []MediaChunk
+	freed   bool
+	encoded []int
+}
+
+func (f *fakeProjector) Marker() string { return "<img>" }
+
+func (f *fakeProjector) TokenizeMedia(text string, images [][]byte, _ bool) (MediaChunks, error) {
+	f.calls++
+	parts := strings.Split(text, "<img>")
+	if len(parts) != len(images)+1 {
+		return nil, &engine.Error{Status: engine.StatusInvalid, Msg: "markers do not match the images"}
+	}
+	fc := &fakeChunks{}
+	for i, p := range parts {
+		if p != "" {
+			var toks []engine.Token
+			for _, b := range []byte(p) {
+				toks = append(toks, engine.Token(b))
+			}
+			fc.chunks = append(fc.chunks, MediaChunk{Tokens: toks})
+		}
+		if i < len(images) {
+			d := sha256.Sum256(images[i])
+			fc.chunks = append(fc.chunks, MediaChunk{Rows: 3, Digest: hex.EncodeToString(d[:])})
+		}
+	}
+	return fc, nil
+}
+
+func (c *fakeChunks) Chunks() []MediaChunk { return c.chunks }
+func (c *fakeChunks) Encode(i int) ([]float32, error) {
+	c.encoded = append(c.encoded, i)
+	return make([]float32, 3*4), nil
+}
+func (c *fakeChunks) Free() { c.freed = true }
+
+func pngBytes(t *testing.T) []byte {
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 4, 4))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// A prompt with an image becomes its text tokens around placeholders at
+// the image's rows, with a span keyed by the image's digest whose Encode
+// reaches the projector's chunk; bad images are a 400 naming the field
+// before the projector sees them.
+func TestNewMediaPrompt(t *testing.T) {
+	proj := &fakeProjector{}
+	m := &Model{Name: "m", Desc: &engine.Descriptor{Ctx: 4096, Vocab: 300}, Media: proj}
+	img := pngBytes(t)
+	p, err := NewMediaPrompt(m, "images", "ab<img>cd", [][]byte{img}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []engine.Token{'a', 'b', 0, 0, 0, 'c', 'd'}; !slices.Equal(p.Prompt, want) {
+		t.Errorf("prompt %v, want %v", p.Prompt, want)
+	}
+	if len(p.Spans) != 1 || p.Spans[0].At != 2 || p.Spans[0].N != 3 || p.Spans[0].Digest != sha256.Sum256(img) || p.Rows != 3 {
+		t.Fatalf("spans %+v rows %d", p.Spans, p.Rows)
+	}
+	if _, err := p.Spans[0].Encode(); err != nil {
+		t.Fatal(err)
+	}
+	fc := p.chunks.(*fakeChunks)
+	if !slices.Equal(fc.encoded, []int{1}) {
+		t.Errorf("encoded chunks %v, want [1]", fc.encoded)
+	}
+	p.Close()
+	if !fc.freed {
+		t.Error("Close did not free the chunks")
+	}
+
+	calls := proj.calls
+	many := make([][]byte, 33)
+	for i := range many {
+		many[i] = img
+	}
+	for _, c := range []struct {
+		name   string
+		m      *Model
+		text   string
+		images [][]byte
+		want   string
+	}{
+		{"no projector", &Model{Name: "m", Desc: m.Desc}, "<img>x", [][]byte{img}, "no vision projector"},
+		{"not an image", m, "<img>x", [][]byte{[]byte("GIF? no")}, "magic"},
+		{"too many", m, strings.Repeat("<img>", 33) + "x", many, "at most 32"},
+		{"ends with the image", m, "x<img>", [][]byte{img}, "ends with an image"},
+		{"markers", m, "x", [][]byte{img}, "markers"},
+	} {
+		_, err := NewMediaPrompt(c.m, "images", c.text, c.images, false)
+		var te *Error
+		if !errors.As(err, &te) || te.Kind != Invalid || te.Param != "images" || !strings.Contains(te.Msg, c.want) {
+			t.Errorf("%s: %v, want a 400 on images saying %q", c.name, err, c.want)
+		}
+	}
+	if proj.calls != calls+2 {
+		t.Errorf("the projector ran %d times for the refusals, want only for the last two", proj.calls-calls)
+	}
+}
