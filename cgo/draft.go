@@ -165,3 +165,17 @@ func (d *MTPDrafter) Draft(reqs []engine.DraftRequest) (time.Duration, error) {
 		return C.sf_mtp_draft(d.eng.e, r, n, tok, nTok, out, cap, C.float(d.pMin))
 	})
 }
+
+// MTPState is what the multi-token prediction block of an engine opened
+// with Options.MTP holds of sequence seq: the last position fed to it and
+// the highest position in its cache (-1: none), for tests.
+func (e *Engine) MTPState(seq int32) (fed, cached int32, err error) {
+	if e.e == nil {
+		return 0, 0, errClosed
+	}
+	var f, c C.int32_t
+	if rc := C.sf_mtp_seq_state(e.e, C.int32_t(seq), &f, &c); rc != C.SF_OK {
+		return 0, 0, &engine.Error{Status: engine.Status(rc), Op: "mtp state", Msg: "no multi-token prediction block, or no such sequence"}
+	}
+	return int32(f), int32(c), nil
+}

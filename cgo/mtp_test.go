@@ -132,9 +132,16 @@ func TestMTPFollowsTheKeptRows(t *testing.T) {
 			}
 			p.AddDraft(300, dr)
 		}
+		// The block holds the sequence's positions and no draft's.
+		if fed, cached, err := e.MTPState(0); err != nil || fed != int32(len(history)-1) || cached != fed {
+			t.Fatalf("the block was last fed position %d and caches up to %d (%v); the sequence holds %d", fed, cached, err, len(history))
+		}
 		reqs := []engine.DraftRequest{{Lane: 300, History: append(slices.Clone(history), last), Max: 3}}
 		if _, err := d.Draft(reqs); err != nil {
 			t.Fatal(err)
+		}
+		if fed, cached, err := e.MTPState(0); err != nil || fed != int32(len(history)-1) || cached != fed {
+			t.Fatalf("after a draft the block was last fed position %d and caches up to %d (%v); the sequence holds %d", fed, cached, err, len(history))
 		}
 		var retire engine.Plan
 		retire.Retires = append(retire.Retires, 300)

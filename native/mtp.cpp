@@ -353,6 +353,21 @@ int sf_mtp_draft(sf_engine *e, sf_draft_req *reqs, uint32_t n_reqs, const int32_
                     });
 }
 
+int sf_mtp_seq_state(sf_engine *e, int32_t seq, int32_t *fed, int32_t *cached) {
+    if (e == nullptr || fed == nullptr || cached == nullptr) {
+        return SF_ERR_INVALID;
+    }
+    if (e->mtp == nullptr) {
+        return SF_ERR_UNSUPPORTED;
+    }
+    if (seq < 0 || (size_t)seq >= e->mtp->seqs.size()) {
+        return SF_ERR_INVALID;
+    }
+    *fed = e->mtp->seqs[(size_t)seq].pos;
+    *cached = llama_memory_seq_pos_max(e->mtp->mem, seq);
+    return SF_OK;
+}
+
 #else  // the Go module's llama.cpp has no multi-token prediction
 
 const char *sf_mtp_open(sf_engine *, const llama_context_params &, char *, size_t) {
@@ -360,6 +375,10 @@ const char *sf_mtp_open(sf_engine *, const llama_context_params &, char *, size_
 }
 
 void sf_mtp_follow(sf_engine *) {}
+
+int sf_mtp_seq_state(sf_engine *e, int32_t, int32_t *, int32_t *) {
+    return e == nullptr ? SF_ERR_INVALID : SF_ERR_UNSUPPORTED;
+}
 
 int sf_mtp_draft(sf_engine *e, sf_draft_req *, uint32_t, const int32_t *, uint32_t, int32_t *, uint32_t, float) {
     if (e == nullptr) {

@@ -436,6 +436,12 @@ int sf_draft(sf_engine *d, sf_draft_req *reqs, uint32_t n_reqs, const int32_t *t
 int sf_mtp_draft(sf_engine *e, sf_draft_req *reqs, uint32_t n_reqs, const int32_t *tokens, uint32_t n_tokens,
                  int32_t *out, uint32_t cap_out, float p_min);
 
+/* sf_mtp_seq_state reports what the multi-token prediction block holds of
+ * sequence seq: the last position fed to it (*fed, -1: none) and the
+ * highest position in its cache (*cached, -1: none). SF_ERR_UNSUPPORTED
+ * without the block, SF_ERR_INVALID for a sequence out of range. */
+int sf_mtp_seq_state(sf_engine *e, int32_t seq, int32_t *fed, int32_t *cached);
+
 /* Grammars (llama.cpp's GBNF). sf_grammar_compile parses a grammar once and
  * files it under a new id (never 0) that admissions name; it may run on any
  * thread, also while a tick runs. root null or "" is "root". A lazy grammar
