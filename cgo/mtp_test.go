@@ -158,6 +158,23 @@ func TestMTPFollowsTheKeptRows(t *testing.T) {
 	if len(whole) != 3 || !slices.Equal(whole, stepped) {
 		t.Fatalf("drafts after one prefill %v, after the prompt and %d drafted decodes %v", whole, len(history)-len(lanes[0].prompt), stepped)
 	}
+	// The engine's sequence emptied, the block gives its cells back at
+	// the next step (another sequence's).
+	if err := e.Free(0); err != nil {
+		t.Fatal(err)
+	}
+	var p engine.Plan
+	p.AddAdmit(engine.Admit{Lane: 301, Seq: 1, MaxTokens: 1, Sampling: engine.Greedy()}, history[:4], nil)
+	p.Prefills = append(p.Prefills, engine.Prefill{Lane: 301, Count: 4})
+	if _, err := e.Tick(&p); err != nil {
+		t.Fatal(err)
+	}
+	if fed, cached, err := e.MTPState(0); err != nil || fed != -1 || cached != -1 {
+		t.Fatalf("after its sequence was emptied the block holds fed %d, cached %d (%v)", fed, cached, err)
+	}
+	if fed, cached, err := e.MTPState(1); err != nil || fed != 3 || cached != 3 {
+		t.Fatalf("the other sequence: fed %d, cached %d (%v), want 3 and 3", fed, cached, err)
+	}
 }
 
 // A model without multi-token prediction layers is refused by name, and

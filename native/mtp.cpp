@@ -141,6 +141,20 @@ void sf_mtp_follow(sf_engine *e) {
         return;
     }
     const llama_batch &src = e->batch;
+    // A sequence the engine cut back or emptied (a retired lane, a cached
+    // prefix reused in part) gives its cells back: the block's cache holds
+    // no more than the engine's, so it fills no sooner.
+    for (size_t s = 0; s < m->seqs.size(); s++) {
+        sf_mtp_seq &q = m->seqs[s];
+        if (q.pos < 0) {
+            continue;
+        }
+        llama_pos kept = llama_memory_seq_pos_max(e->mem, (llama_seq_id)s);
+        if (kept < q.pos) {
+            llama_memory_seq_rm(m->mem, (llama_seq_id)s, kept + 1, -1);
+            q.pos = -1;  // its state there is not known: start over
+        }
+    }
     m->batch.n_tokens = 0;
     std::fill(m->last_seen.begin(), m->last_seen.end(), -1);
     for (int32_t i = 0; i < src.n_tokens; i++) {
