@@ -11,6 +11,9 @@
 #
 #   bench/spec_mtp.sh SUPERFLUID_BIN LLAMA_SERVER_BIN MODEL.gguf [ROUNDS]
 #
+# LLAMA_SERVER_BIN "self" pairs each setup with ours without speculation
+# instead (the "llama-server" column is then that baseline).
+#
 # Environment: THREADS (1), SETUPS ("none synth3 mtp").
 set -u
 OURS=$1 LLAMA=$2 MODEL=$3 ROUNDS=${4:-2}
@@ -29,7 +32,12 @@ for setup in $SETUPS; do
   esac
   "$OURS" serve -m "$MODEL" --port $PO --lanes 4 --ctx 16384 --threads "$THREADS" "${spec[@]}" > "$LOGS/ours-$setup.log" 2>&1 &
   echo $! > "$LOGS/$PO.pid"
-  "$LLAMA" -m "$MODEL" --port $PL -np 4 -c 16384 -t "$THREADS" -tb "$THREADS" "${spec[@]}" > "$LOGS/llama-$setup.log" 2>&1 &
+  if [ "$LLAMA" = self ]; then
+    # The baseline is ours without speculation: the setup's gain.
+    "$OURS" serve -m "$MODEL" --port $PL --lanes 4 --ctx 16384 --threads "$THREADS" > "$LOGS/self-$setup.log" 2>&1 &
+  else
+    "$LLAMA" -m "$MODEL" --port $PL -np 4 -c 16384 -t "$THREADS" -tb "$THREADS" "${spec[@]}" > "$LOGS/llama-$setup.log" 2>&1 &
+  fi
   echo $! > "$LOGS/$PL.pid"
   wait_up $PO && wait_up $PL || exit 1
   python3 - $PO $PL "$ROUNDS" "$setup" <<'PY'
