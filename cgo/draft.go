@@ -167,8 +167,9 @@ func (d *MTPDrafter) Draft(reqs []engine.DraftRequest) (time.Duration, error) {
 }
 
 // MTPState is what the multi-token prediction block of an engine opened
-// with Options.MTP holds of sequence seq: the last position fed to it and
-// the highest position in its cache (-1: none), for tests.
+// with Options.MTP holds of sequence seq: the last position whose trunk
+// state it keeps and the highest position in its cache (-1: none; rows
+// since the lane last drafted wait outside it), for tests.
 func (e *Engine) MTPState(seq int32) (fed, cached int32, err error) {
 	if e.e == nil {
 		return 0, 0, errClosed

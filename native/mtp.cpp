@@ -9,13 +9,13 @@
 //
 // Every step the engine runs, the trunk also outputs its hidden state for
 // every row (llama.cpp's unmasked NextN embeddings); after the rows are
-// sampled and the rejected drafts cut, sf_mtp_follow feeds the block the
-// rows the sequences kept, each with the hidden state of the row before,
-// so the block's cache follows the trunk's and a lane's last hidden state
-// waits for its next token. A draft then feeds (that state, the pending
-// token) and continues from the block's own output state, one decode per
-// draft position for all drafting lanes; its rows are cut again after, so
-// the next step's follow writes the real ones.
+// sampled and the rejected drafts cut, sf_mtp_follow keeps, per sequence,
+// the rows it kept, each with the hidden state of the row before, and the
+// last row's state, which waits for the lane's next token. A draft feeds
+// the block a lane's kept rows (so a lane whose gate keeps it from
+// drafting costs the block nothing), beside (that state, the pending
+// token), then continues from the block's own output state, one decode
+// per draft position for all drafting lanes; its draft rows are cut after.
 //
 // Drafts only ever cost rows: the engine verifies them as it verifies any
 // draft. So where the block's record is unsure — a sequence restored from
@@ -35,13 +35,24 @@ void llama_set_embeddings_nextn(struct llama_context *ctx, bool value, bool mask
 float *llama_get_embeddings_nextn_ith(struct llama_context *ctx, int32_t i);
 #endif
 
-// What the block knows of one engine sequence: the position it was last
-// fed, and the trunk's hidden state there (the input the next position
-// pairs its token with).
+// What the block knows of one engine sequence: the last position whose
+// trunk state it holds, and that state (the input the next position pairs
+// its token with); and the rows the sequence kept since the block was last
+// fed — fed only when the lane drafts, so a lane whose gate is closed
+// costs the block no decode.
 struct sf_mtp_seq {
     int32_t pos = -1;
     std::vector<float> h;
+    std::vector<llama_token> pend_tok;  // at positions pend_pos0, pend_pos0 + 1, ...
+    int32_t pend_pos0 = 0;
+    std::vector<float> pend_h;  // each row's input state
 };
+
+// The most kept rows a sequence holds for the block: beyond, the oldest
+// are dropped (the block then attends over fewer positions: its drafts
+// are worse, never wrong). A lane that drafted not for this many steps
+// has its gate closed; this bounds what waiting for it costs.
+constexpr size_t SF_MTP_MAX_PENDING = 256;
 
 struct sf_mtp {
     llama_context *ctx = nullptr;
@@ -87,12 +98,25 @@ void reset(sf_mtp *m) {
     llama_memory_clear(m->mem, true);
     for (sf_mtp_seq &q : m->seqs) {
         q.pos = -1;
+        q.pend_tok.clear();
+        q.pend_h.clear();
     }
 }
 
 int decode(sf_engine *e) {
     sf_compute_lock compute(e);
     return llama_decode(e->mtp->ctx, e->mtp->batch);
+}
+
+// Decodes a full batch of kept rows (no outputs) and empties it.
+int flush(sf_engine *e) {
+    int32_t n = e->mtp->batch.n_tokens;
+    if (int d = decode(e); d != 0) {
+        return sf_fail(e, d == 1 ? SF_ERR_KV_FULL : SF_ERR_DECODE,
+                       "draft: the multi-token prediction block's llama_decode of %d kept rows: %d", n, d);
+    }
+    e->mtp->batch.n_tokens = 0;
+    return SF_OK;
 }
 
 }  // namespace
@@ -135,27 +159,30 @@ const char *sf_mtp_open(sf_engine *e, const llama_context_params &target, char *
     return nullptr;
 }
 
+// Starts sequence s over in the block: nothing of it cached or waiting.
+static void start_over(sf_mtp *m, int32_t s) {
+    sf_mtp_seq &q = m->seqs[(size_t)s];
+    llama_memory_seq_rm(m->mem, s, -1, -1);
+    q.pos = -1;
+    q.pend_tok.clear();
+    q.pend_h.clear();
+}
+
 void sf_mtp_follow(sf_engine *e) {
     sf_mtp *m = e->mtp;
     if (m == nullptr || e->batch.n_tokens == 0) {
         return;
     }
     const llama_batch &src = e->batch;
+    const size_t row = (size_t)m->n_embd;
     // A sequence the engine cut back or emptied (a retired lane, a cached
     // prefix reused in part) gives its cells back: the block's cache holds
     // no more than the engine's, so it fills no sooner.
     for (size_t s = 0; s < m->seqs.size(); s++) {
-        sf_mtp_seq &q = m->seqs[s];
-        if (q.pos < 0) {
-            continue;
-        }
-        llama_pos kept = llama_memory_seq_pos_max(e->mem, (llama_seq_id)s);
-        if (kept < q.pos) {
-            llama_memory_seq_rm(m->mem, (llama_seq_id)s, kept + 1, -1);
-            q.pos = -1;  // its state there is not known: start over
+        if (m->seqs[s].pos >= 0 && llama_memory_seq_pos_max(e->mem, (llama_seq_id)s) < m->seqs[s].pos) {
+            start_over(m, (int32_t)s);
         }
     }
-    m->batch.n_tokens = 0;
     std::fill(m->last_seen.begin(), m->last_seen.end(), -1);
     for (int32_t i = 0; i < src.n_tokens; i++) {
         int32_t s = src.seq_id[i][0], p = src.pos[i];
@@ -170,25 +197,26 @@ void sf_mtp_follow(sf_engine *e) {
             h = llama_get_embeddings_nextn_ith(e->ctx, prev);
         } else if (prev < 0 && q.pos == p - 1 && !q.h.empty()) {
             h = q.h.data();
-            llama_memory_seq_rm(m->mem, s, p, -1);  // a draft's rows
         } else {
             // Not where the block left the sequence: start it over here.
-            llama_memory_seq_rm(m->mem, s, -1, -1);
+            start_over(m, s);
             h = m->zeros.data();
         }
         if (h == nullptr) {
             reset(m);
             return;
         }
-        add_row(m, src.token[i], p, s, false, h);
+        if (q.pend_tok.size() == SF_MTP_MAX_PENDING) {
+            q.pend_tok.erase(q.pend_tok.begin());
+            q.pend_h.erase(q.pend_h.begin(), q.pend_h.begin() + (ptrdiff_t)row);
+            q.pend_pos0++;
+        }
+        if (q.pend_tok.empty()) {
+            q.pend_pos0 = p;
+        }
+        q.pend_tok.push_back(src.token[i]);
+        q.pend_h.insert(q.pend_h.end(), h, h + row);
         m->last_seen[(size_t)s] = i;
-    }
-    if (m->batch.n_tokens == 0) {
-        return;
-    }
-    if (decode(e) != 0) {
-        reset(m);
-        return;
     }
     for (size_t s = 0; s < m->seqs.size(); s++) {
         if (int32_t i = m->last_seen[s]; i >= 0) {
@@ -198,7 +226,7 @@ void sf_mtp_follow(sf_engine *e) {
                 return;
             }
             m->seqs[s].pos = src.pos[i];
-            m->seqs[s].h.assign(h, h + m->n_embd);
+            m->seqs[s].h.assign(h, h + row);
         }
     }
 }
@@ -276,36 +304,64 @@ int mtp_draft(sf_engine *e, sf_draft_req *reqs, uint32_t n, const int32_t *token
         // block last saw it, and its pending token.
         if (l == nullptr || l->pending < 0 || r.hist_len != l->n_past + 1 ||
             tokens[r.hist_off + r.hist_len - 1] != l->pending || l->n_past == 0 ||
-            (uint64_t)l->n_past + r.max >= (uint64_t)e->n_ctx || m->batch.n_tokens == e->n_batch) {
+            (uint64_t)l->n_past + r.max >= (uint64_t)e->n_ctx) {
             continue;
         }
-        const sf_mtp_seq &q = m->seqs[(size_t)l->seq];
-        if (q.pos != (int32_t)l->n_past - 1 || q.h.empty()) {
+        sf_mtp_seq &q = m->seqs[(size_t)l->seq];
+        if (q.pos != (int32_t)l->n_past - 1 || q.h.empty() || r.max == 0) {
             continue;
         }
         w.lane = l;
         w.max = r.max;
-        w.drafting = w.max > 0;
-        if (w.drafting) {
-            add_row(m, l->pending, (int32_t)l->n_past, l->seq, true, q.h.data());
-            m->row_req.push_back((int32_t)k);
-        }
+        w.drafting = true;
     }
+    // The rows the drafting lanes kept since the block was last fed, in
+    // as many decodes as they need, the last beside the first draft rows.
     int rc = SF_OK;
-    while (m->batch.n_tokens > 0) {
+    for (uint32_t k = 0; k < n && rc == SF_OK; k++) {
+        if (!work[k].drafting) {
+            continue;
+        }
+        int32_t seq = work[k].lane->seq;
+        sf_mtp_seq &q = m->seqs[(size_t)seq];
+        llama_memory_seq_rm(m->mem, seq, q.pend_tok.empty() ? q.pos + 1 : q.pend_pos0, -1);  // a draft's rows
+        for (size_t j = 0; j < q.pend_tok.size() && rc == SF_OK; j++) {
+            if (m->batch.n_tokens == e->n_batch && (rc = flush(e)) != SF_OK) {
+                break;
+            }
+            add_row(m, q.pend_tok[j], q.pend_pos0 + (int32_t)j, seq, false, q.pend_h.data() + j * (size_t)m->n_embd);
+        }
+        q.pend_tok.clear();
+        q.pend_h.clear();
+    }
+    m->row_req.clear();
+    for (uint32_t k = 0; k < n && rc == SF_OK; k++) {
+        mtp_work &w = work[k];
+        if (!w.drafting) {
+            continue;
+        }
+        if (m->batch.n_tokens == e->n_batch && (rc = flush(e)) != SF_OK) {
+            break;
+        }
+        add_row(m, w.lane->pending, (int32_t)w.lane->n_past, w.lane->seq, true, m->seqs[(size_t)w.lane->seq].h.data());
+        m->row_req.push_back((int32_t)k);
+    }
+    while (rc == SF_OK && m->batch.n_tokens > 0) {
         if (int d = decode(e); d != 0) {
             rc = sf_fail(e, d == 1 ? SF_ERR_KV_FULL : SF_ERR_DECODE, "draft: the multi-token prediction block's llama_decode of %d rows: %d",
                          m->batch.n_tokens, d);
             break;
         }
         // The block's output states become the next rows' inputs; copy
-        // them out before the batch is rebuilt over its own buffers.
-        int32_t rows = m->batch.n_tokens;
+        // them out before the batch is rebuilt over its own buffers. The
+        // drafting rows are the batch's last (kept rows come first).
+        int32_t rows = (int32_t)m->row_req.size();
+        int32_t first = m->batch.n_tokens - rows;
         std::vector<int32_t> reqs_of(m->row_req.begin(), m->row_req.end());
         std::vector<float> hs((size_t)rows * (size_t)m->n_embd);
         bool ok = true;
         for (int32_t i = 0; i < rows; i++) {
-            const float *h = llama_get_embeddings_nextn_ith(m->ctx, i);
+            const float *h = llama_get_embeddings_nextn_ith(m->ctx, first + i);
             if (h == nullptr) {
                 ok = false;
                 break;
@@ -317,7 +373,7 @@ int mtp_draft(sf_engine *e, sf_draft_req *reqs, uint32_t n, const int32_t *token
             break;
         }
         for (int32_t i = 0; i < rows; i++) {
-            take_next(e, work[(size_t)reqs_of[(size_t)i]], i, out, p_min);
+            take_next(e, work[(size_t)reqs_of[(size_t)i]], first + i, out, p_min);
         }
         m->batch.n_tokens = 0;
         m->row_req.clear();

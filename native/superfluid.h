@@ -428,17 +428,19 @@ int sf_draft(sf_engine *d, sf_draft_req *reqs, uint32_t n_reqs, const int32_t *t
  * multi-token-prediction block (an engine opened with mtp): requests as
  * sf_draft's, lane naming one of e's lanes, whose history must be its
  * sequence plus its pending token (anything else drafts nothing). Each
- * step e runs also feeds the block the trunk's last hidden state of every
- * row it keeps, so a call only decodes the drafts: one llama_decode per
- * draft position for every drafting lane, greedily, stopping at max, an
+ * step e runs keeps, for the block, the rows the sequences kept with the
+ * trunk's hidden state before each; a call feeds a drafting lane's rows
+ * beside its first draft row, then one llama_decode per draft position
+ * for every drafting lane, greedily, stopping at max, an
  * end of generation or a token below p_min. SF_ERR_UNSUPPORTED on an
  * engine without the block; a failed decode drafts nothing. */
 int sf_mtp_draft(sf_engine *e, sf_draft_req *reqs, uint32_t n_reqs, const int32_t *tokens, uint32_t n_tokens,
                  int32_t *out, uint32_t cap_out, float p_min);
 
 /* sf_mtp_seq_state reports what the multi-token prediction block holds of
- * sequence seq: the last position fed to it (*fed, -1: none) and the
- * highest position in its cache (*cached, -1: none). SF_ERR_UNSUPPORTED
+ * sequence seq: the last position whose trunk state it keeps (*fed, -1:
+ * none) and the highest position in its cache (*cached, -1: none; the
+ * rows since the lane last drafted wait outside it). SF_ERR_UNSUPPORTED
  * without the block, SF_ERR_INVALID for a sequence out of range. */
 int sf_mtp_seq_state(sf_engine *e, int32_t seq, int32_t *fed, int32_t *cached);
 
