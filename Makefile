@@ -89,7 +89,7 @@ export CGO_CPPFLAGS = $(LLAMA_INC)
 export CGO_CFLAGS   = -O3 $(NATIVE_SIMD)
 export CGO_CXXFLAGS = -O3 $(NATIVE_SIMD)
 
-.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench bench-engine bench-spec bench-satellite bench-families models clean deps llama-libs engine-test
+.PHONY: env all build test unit race native-check vet fmt-check static portable asan bench bench-engine bench-spec bench-spec-mtp bench-satellite bench-families models clean deps llama-libs engine-test
 
 all: build
 
@@ -188,6 +188,20 @@ bench-engine: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-small-f16.gguf
 bench-spec: deps $(MODELS)/synth-0.5b-q8_0.gguf $(MODELS)/synth-tiny-v151936-f16.gguf
 	SF_BENCH_MODEL=$(CURDIR)/$(MODELS)/synth-0.5b-q8_0.gguf SF_BENCH_DRAFT_MODEL=$(CURDIR)/$(MODELS)/synth-tiny-v151936-f16.gguf \
 		$(GO) test -run '^$$' -bench '^Benchmark(SpecStepCost|DraftModelCost|Speculation|SpeculationDraftModel)$$' -benchtime 1x -count 1 -timeout 90m ./cgo/ ./e2e/
+
+# --spec-type draft-mtp beside llama-server's on a 0.5B-shaped synth GLM-4.5
+# (glm4moe: experts and a multi-token prediction block, Qwen2.5's
+# vocabulary): no drafts, synthetic acceptance at mean length 3, the
+# block's own drafts; 1 and 4 streams, ratios (bench/spec_mtp.sh; ≈ 10
+# minutes on two cores). LLAMA_SERVER: the llama-server binary.
+LLAMA_SERVER ?= /work/llama-build/bin/llama-server
+SHARED_MODELS ?= ../shared/models
+bench-spec-mtp: build $(MODELS)/synth-glm4moe-0.5b-q8_0.gguf
+	bench/spec_mtp.sh bin/superfluid $(LLAMA_SERVER) $(MODELS)/synth-glm4moe-0.5b-q8_0.gguf 2
+
+$(MODELS)/synth-glm4moe-0.5b-q8_0.gguf: | build
+	@mkdir -p $(MODELS)
+	bin/superfluid model synth --shape 0.5b --arch glm4moe --vocab $(SHARED_MODELS)/ggml-vocab-qwen2.5.gguf --seed 3 --type q8_0 -o $@
 
 # The draft model for the 0.5B target: tiny, over its vocabulary, other weights.
 $(MODELS)/synth-tiny-v151936-f16.gguf: | build

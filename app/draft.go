@@ -18,6 +18,9 @@ import (
 // draft run without drafts. nil, nil when there is nothing to open.
 func openDrafter(spec ModelSpec, o *Options, eng *cgo.Engine) (*cgo.Drafter, error) {
 	s := &o.Sched.Speculation
+	if s.Type == sched.SpecDraftMTP {
+		return nil, openMTPDrafter(spec, o, eng)
+	}
 	if s.Type != sched.SpecDraftSimple {
 		return nil, nil
 	}
@@ -41,4 +44,28 @@ func openDrafter(spec ModelSpec, o *Options, eng *cgo.Engine) (*cgo.Drafter, err
 	}
 	s.Drafter = dr
 	return dr, nil
+}
+
+// wantsMTP: the model at spec is opened with its multi-token prediction
+// layers (--spec-type draft-mtp), which, as llama-server's, serve the
+// default model only.
+func wantsMTP(spec ModelSpec, o Options) bool {
+	return o.Sched.Speculation.Type == sched.SpecDraftMTP && spec.Path == o.ModelPath
+}
+
+// openMTPDrafter gives o's speculation the drafter on eng's own
+// multi-token prediction layers (eng was opened with them: wantsMTP);
+// any other model runs without drafts.
+func openMTPDrafter(spec ModelSpec, o *Options, eng *cgo.Engine) error {
+	s := &o.Sched.Speculation
+	if !wantsMTP(spec, *o) {
+		*s = sched.Speculation{}
+		return nil
+	}
+	dr, err := cgo.NewMTPDrafter(eng, float32(s.DraftPMin))
+	if err != nil {
+		return fmt.Errorf("--spec-type %s: %w", sched.SpecDraftMTP, err)
+	}
+	s.Drafter = dr
+	return nil
 }

@@ -46,11 +46,7 @@ type Drafter struct {
 	eng         *Engine
 	targetVocab int
 	pMin        float32
-
-	pinner runtime.Pinner
-	reqs   []draftReq
-	tokens []engine.Token
-	out    []engine.Token
+	bufs        draftBufs
 }
 
 var _ engine.Drafter = (*Drafter)(nil)
@@ -81,7 +77,24 @@ func (d *Drafter) Draft(reqs []engine.DraftRequest) (time.Duration, error) {
 	if d.eng.e == nil {
 		return 0, errClosed
 	}
-	d.reqs, d.tokens = d.reqs[:0], d.tokens[:0]
+	return d.bufs.run(d.eng, reqs, func(r *C.sf_draft_req, n C.uint32_t, tok *C.int32_t, nTok C.uint32_t, out *C.int32_t, cap C.uint32_t) C.int {
+		return C.sf_draft(d.eng.e, r, n, tok, nTok, out, cap, C.int32_t(d.targetVocab), C.float(d.pMin))
+	})
+}
+
+// draftBufs lays a call's requests out for the engine (every draft
+// source's C call takes the same arrays) and reads the drafts back.
+type draftBufs struct {
+	pinner runtime.Pinner
+	reqs   []draftReq
+	tokens []engine.Token
+	out    []engine.Token
+}
+
+// run fills reqs' drafts through call, timing it; eng reports its error.
+func (b *draftBufs) run(eng *Engine, reqs []engine.DraftRequest,
+	call func(*C.sf_draft_req, C.uint32_t, *C.int32_t, C.uint32_t, *C.int32_t, C.uint32_t) C.int) (time.Duration, error) {
+	b.reqs, b.tokens = b.reqs[:0], b.tokens[:0]
 	outs := 0
 	for i := range reqs {
 		r := &reqs[i]
@@ -89,25 +102,25 @@ func (d *Drafter) Draft(reqs []engine.DraftRequest) (time.Duration, error) {
 		if len(r.History) == 0 || r.Max <= 0 {
 			continue
 		}
-		d.reqs = append(d.reqs, draftReq{lane: r.Lane, histOff: uint32(len(d.tokens)), histLen: uint32(len(r.History)),
+		b.reqs = append(b.reqs, draftReq{lane: r.Lane, histOff: uint32(len(b.tokens)), histLen: uint32(len(r.History)),
 			max: uint32(r.Max), outOff: uint32(outs)})
-		d.tokens = append(d.tokens, r.History...)
+		b.tokens = append(b.tokens, r.History...)
 		outs += r.Max
 	}
-	if len(d.reqs) == 0 {
+	if len(b.reqs) == 0 {
 		return 0, nil
 	}
-	if outs > len(d.out) {
-		d.out = make([]engine.Token, outs)
+	if outs > len(b.out) {
+		b.out = make([]engine.Token, outs)
 	}
 	start := time.Now()
-	rc := C.sf_draft(d.eng.e, (*C.sf_draft_req)(pinSlice(&d.pinner, d.reqs)), C.uint32_t(len(d.reqs)),
-		(*C.int32_t)(pinSlice(&d.pinner, d.tokens)), C.uint32_t(len(d.tokens)),
-		(*C.int32_t)(pinSlice(&d.pinner, d.out)), C.uint32_t(len(d.out)), C.int32_t(d.targetVocab), C.float(d.pMin))
-	d.pinner.Unpin()
+	rc := call((*C.sf_draft_req)(pinSlice(&b.pinner, b.reqs)), C.uint32_t(len(b.reqs)),
+		(*C.int32_t)(pinSlice(&b.pinner, b.tokens)), C.uint32_t(len(b.tokens)),
+		(*C.int32_t)(pinSlice(&b.pinner, b.out)), C.uint32_t(len(b.out)))
+	b.pinner.Unpin()
 	took := time.Since(start)
 	if rc != C.SF_OK {
-		return took, d.eng.err("draft", rc)
+		return took, eng.err("draft", rc)
 	}
 	k := 0
 	for i := range reqs {
@@ -115,9 +128,55 @@ func (d *Drafter) Draft(reqs []engine.DraftRequest) (time.Duration, error) {
 		if len(r.History) == 0 || r.Max <= 0 {
 			continue
 		}
-		q := d.reqs[k]
+		q := b.reqs[k]
 		k++
-		r.Draft = d.out[q.outOff : q.outOff+q.outLen : q.outOff+q.outLen]
+		r.Draft = b.out[q.outOff : q.outOff+q.outLen : q.outOff+q.outLen]
 	}
 	return took, nil
+}
+
+// MTPDrafter drafts for an engine's lanes from the engine's own
+// multi-token prediction block (engine.Drafter; Options.MTP): greedily,
+// batched across the lanes, from where each lane's last step left the
+// block. No second model, no vocabulary to compare.
+type MTPDrafter struct {
+	eng  *Engine
+	pMin float32
+	bufs draftBufs
+}
+
+var _ engine.Drafter = (*MTPDrafter)(nil)
+
+// NewMTPDrafter drafts from eng's multi-token prediction block; eng must
+// have been opened with Options.MTP. pMin as NewDrafter's.
+func NewMTPDrafter(eng *Engine, pMin float32) (*MTPDrafter, error) {
+	if !(pMin >= 0 && pMin <= 1) {
+		return nil, fmt.Errorf("cgo: draft minimum probability %v outside [0, 1]", pMin)
+	}
+	return &MTPDrafter{eng: eng, pMin: pMin}, nil
+}
+
+// Draft implements engine.Drafter.
+func (d *MTPDrafter) Draft(reqs []engine.DraftRequest) (time.Duration, error) {
+	if d.eng.e == nil {
+		return 0, errClosed
+	}
+	return d.bufs.run(d.eng, reqs, func(r *C.sf_draft_req, n C.uint32_t, tok *C.int32_t, nTok C.uint32_t, out *C.int32_t, cap C.uint32_t) C.int {
+		return C.sf_mtp_draft(d.eng.e, r, n, tok, nTok, out, cap, C.float(d.pMin))
+	})
+}
+
+// MTPState is what the multi-token prediction block of an engine opened
+// with Options.MTP holds of sequence seq: the last position whose trunk
+// state it keeps and the highest position in its cache (-1: none; rows
+// since the lane last drafted wait outside it), for tests.
+func (e *Engine) MTPState(seq int32) (fed, cached int32, err error) {
+	if e.e == nil {
+		return 0, 0, errClosed
+	}
+	var f, c C.int32_t
+	if rc := C.sf_mtp_seq_state(e.e, C.int32_t(seq), &f, &c); rc != C.SF_OK {
+		return 0, 0, &engine.Error{Status: engine.Status(rc), Op: "mtp state", Msg: "no multi-token prediction block, or no such sequence"}
+	}
+	return int32(f), int32(c), nil
 }

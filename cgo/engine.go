@@ -71,6 +71,10 @@ type Options struct {
 	// LoRA are adapter files loaded with the model, in order: a plan's
 	// LoRA scales name them by position (engine.Plan.LoRA).
 	LoRA []string
+	// MTP loads the model's multi-token prediction (NextN) layers and
+	// opens a context on them, which NewMTPDrafter drafts from
+	// (--spec-type draft-mtp); Open refuses it on a model without them.
+	MTP bool
 }
 
 // DefaultUBatch is the micro-batch unless told otherwise: llama.cpp's and
@@ -240,6 +244,9 @@ func Open(opts Options) (*Engine, error) {
 		p.poll = C.int32_t(o.Poll) // the engine refuses what is not 1..100
 	}
 	p.max_lanes = C.int32_t(o.Lanes)
+	if o.MTP {
+		p.mtp = 1
+	}
 	p.n_gpu_layers = C.int32_t(gpuLayers(o.GPULayers))
 	for i := 0; i < len(p.model_id) && i < len(id); i++ {
 		p.model_id[i] = C.uint8_t(id[i])

@@ -42,7 +42,7 @@ func serveCommand() *cli.Command {
 		}, engineFlags(4), loraFlags(), []cli.Flag{mmprojFlag()}, []cli.Flag{
 			&cli.IntFlag{Name: "seqs", Value: 0, Usage: "engine sequences: lanes plus cached conversations (0: 4 per lane)", EnvVars: env("SEQS")},
 			&cli.StringFlag{Name: "class-lanes", Usage: "lane caps per class, e.g. background=2,agent=6", EnvVars: env("CLASS_LANES")},
-			&cli.StringFlag{Name: "spec-type", Value: "none", Usage: "speculative decoding's draft source: none, ngram-simple (the tokens that followed the last occurrence of the reply's latest tokens in the prompt and reply) or draft-simple (a draft model, --spec-draft-model); drafts ride in the multi-lane step, each lane's only while they measurably pay", EnvVars: env("SPEC_TYPE")},
+			&cli.StringFlag{Name: "spec-type", Value: "none", Usage: "speculative decoding's draft source: none, ngram-simple (the tokens that followed the last occurrence of the reply's latest tokens in the prompt and reply) draft-simple (a draft model, --spec-draft-model) or draft-mtp (the model's own multi-token prediction layers; refused on a model without them); drafts ride in the multi-lane step, each lane's only while they measurably pay", EnvVars: env("SPEC_TYPE")},
 			&cli.StringFlag{Name: "spec-draft-model", Usage: "draft model for --spec-type draft-simple: a small GGUF with the model's vocabulary", EnvVars: env("SPEC_DRAFT_MODEL")},
 			&cli.Float64Flag{Name: "spec-draft-p-min", Usage: "the draft model ends a draft at a token it gives less than this probability (0: never)", EnvVars: env("SPEC_DRAFT_P_MIN")},
 			&cli.IntFlag{Name: "spec-draft-n-max", Value: 4, Usage: "most draft tokens a lane carries in one step", EnvVars: env("SPEC_DRAFT_N_MAX")},

@@ -32,32 +32,6 @@ struct draft_work {
     bool drafting = false;  // its last row's logits give its next draft token
 };
 
-int check_reqs(sf_engine *e, const sf_draft_req *reqs, uint32_t n, const int32_t *tokens, uint32_t n_tokens,
-               uint32_t cap_out) {
-    for (uint32_t i = 0; i < n; i++) {
-        const sf_draft_req &r = reqs[i];
-        if (r.hist_len == 0 || (uint64_t)r.hist_off + r.hist_len > n_tokens) {
-            return sf_fail(e, SF_ERR_INVALID, "draft lane %u: history [%u, +%u) empty or outside the %u tokens", r.lane,
-                           r.hist_off, r.hist_len, n_tokens);
-        }
-        if ((uint64_t)r.out_off + r.max > cap_out) {
-            return sf_fail(e, SF_ERR_INVALID, "draft lane %u: output [%u, +%u) outside the %u slots", r.lane,
-                           r.out_off, r.max, cap_out);
-        }
-        for (uint32_t j = 0; j < r.hist_len; j++) {
-            if (tokens[r.hist_off + j] < 0) {
-                return sf_fail(e, SF_ERR_INVALID, "draft lane %u: token %d", r.lane, tokens[r.hist_off + j]);
-            }
-        }
-        for (uint32_t j = 0; j < i; j++) {
-            if (reqs[j].lane == r.lane) {
-                return sf_fail(e, SF_ERR_INVALID, "draft: lane %u twice", r.lane);
-            }
-        }
-    }
-    return SF_OK;
-}
-
 // The sequence lane drafts in: the one it had, else a free one, else the
 // least recently used one no request of this call took. -1: none left.
 int32_t seq_for(sf_engine *e, uint32_t lane) {
@@ -259,7 +233,7 @@ int draft(sf_engine *e, sf_draft_req *reqs, uint32_t n, const int32_t *tokens, u
         return sf_fail(e, SF_ERR_UNSUPPORTED,
                        "draft: the engine must be a generation model without partial state or lanes of its own");
     }
-    if (int rc = check_reqs(e, reqs, n, tokens, n_tokens, cap_out)) {
+    if (int rc = sf_draft_check_reqs(e, reqs, n, tokens, n_tokens, cap_out)) {
         return rc;
     }
     if (e->draft_seqs.empty()) {
@@ -349,6 +323,33 @@ const char *vocab_difference(const sf_engine *t, const sf_engine *d, char *buf, 
 }
 
 }  // namespace
+
+// Refuses a malformed draft call: shared by the draft sources.
+int sf_draft_check_reqs(sf_engine *e, const sf_draft_req *reqs, uint32_t n, const int32_t *tokens, uint32_t n_tokens,
+               uint32_t cap_out) {
+    for (uint32_t i = 0; i < n; i++) {
+        const sf_draft_req &r = reqs[i];
+        if (r.hist_len == 0 || (uint64_t)r.hist_off + r.hist_len > n_tokens) {
+            return sf_fail(e, SF_ERR_INVALID, "draft lane %u: history [%u, +%u) empty or outside the %u tokens", r.lane,
+                           r.hist_off, r.hist_len, n_tokens);
+        }
+        if ((uint64_t)r.out_off + r.max > cap_out) {
+            return sf_fail(e, SF_ERR_INVALID, "draft lane %u: output [%u, +%u) outside the %u slots", r.lane,
+                           r.out_off, r.max, cap_out);
+        }
+        for (uint32_t j = 0; j < r.hist_len; j++) {
+            if (tokens[r.hist_off + j] < 0) {
+                return sf_fail(e, SF_ERR_INVALID, "draft lane %u: token %d", r.lane, tokens[r.hist_off + j]);
+            }
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (reqs[j].lane == r.lane) {
+                return sf_fail(e, SF_ERR_INVALID, "draft: lane %u twice", r.lane);
+            }
+        }
+    }
+    return SF_OK;
+}
 
 int sf_draft_compatible(const sf_engine *target, const sf_engine *draft, char *err, int32_t err_cap) {
     if (target == nullptr || draft == nullptr) {

@@ -378,6 +378,7 @@ static void sf_destroy(sf_engine *e) {
         sf_lane_release(&l);
     }
     sf_grammar_table_clear(e);
+    sf_mtp_free(e);
     if (e->batch.token != nullptr) {
         llama_batch_free(e->batch);
     }
@@ -403,6 +404,8 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
 #if SF_LLAMA_UPSTREAM
     // Upstream folded use_mmap/use_mlock into one load mode.
     mp.load_mode = p->use_mmap != 0 ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+    // The multi-token prediction layers are skipped unless asked for.
+    mp.load_mtp = p->mtp != 0;
 #else
     mp.use_mmap = p->use_mmap != 0;
 #endif
@@ -486,6 +489,11 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     e->touched.reserve((size_t)e->max_lanes);
     e->top_scratch.reserve(SF_MAX_LOGPROBS + 1);
     e->cand.resize((size_t)e->n_vocab);
+    if (p->mtp != 0) {
+        if (const char *why = sf_mtp_open(e, cp, msg, msg_len)) {
+            return why;
+        }
+    }
     sf_fill_descriptor_cache(e);
     return nullptr;
 }

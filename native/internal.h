@@ -166,6 +166,8 @@ struct sf_draft_seq {
     std::vector<llama_token> held;
 };
 
+struct sf_mtp;
+
 struct sf_engine {
     llama_model *model = nullptr;
     llama_context *ctx = nullptr;
@@ -236,6 +238,10 @@ struct sf_engine {
     uint64_t draft_calls = 0;
     std::vector<int32_t> draft_row_req;
 
+    // The multi-token-prediction context (mtp.cpp); null unless the
+    // engine was opened with mtp.
+    sf_mtp *mtp = nullptr;
+
     // Scratch reused across ticks so a steady-state tick does not allocate.
     std::vector<sf_lane *> touched;
     std::vector<std::pair<float, int32_t>> top_scratch;
@@ -269,6 +275,16 @@ int32_t sf_model_pooling(const llama_model *m, const char *arch);
 const char *sf_lora_load(sf_engine *e, const sf_open_params *p, char *msg, size_t msg_len);
 int sf_lora_check(sf_engine *e, const sf_plan *p);
 void sf_lora_apply(sf_engine *e, const sf_plan *p);
+
+// Draft sources: the check every source's call makes of its requests
+// (draft.cpp); the model's own multi-token-prediction block (mtp.cpp):
+// open its context beside the engine's (null, or the reason it failed),
+// follow each step into it, free it.
+int sf_draft_check_reqs(sf_engine *e, const sf_draft_req *reqs, uint32_t n, const int32_t *tokens, uint32_t n_tokens,
+                        uint32_t cap_out);
+const char *sf_mtp_open(sf_engine *e, const llama_context_params &target, char *msg, size_t msg_len);
+void sf_mtp_follow(sf_engine *e);
+void sf_mtp_free(sf_engine *e);
 
 // Records a formatted error message on the engine and returns code.
 int sf_fail(sf_engine *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

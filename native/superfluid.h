@@ -100,6 +100,11 @@ typedef struct sf_open_params {
      * which apply, at what scale, each plan says. */
     const char *const *lora_paths;
     int32_t n_lora;
+    /* 1: load the model's multi-token-prediction (NextN) layers and open a
+     * context on them beside the engine's, which sf_mtp_draft drafts from
+     * (--spec-type draft-mtp); refused on a model without such layers or
+     * whose sequences cannot be cut back after a draft. */
+    int32_t mtp;
 } sf_open_params;
 
 #define SF_MAX_LORA 64
@@ -418,6 +423,26 @@ typedef struct sf_draft_req {
  * nothing. */
 int sf_draft(sf_engine *d, sf_draft_req *reqs, uint32_t n_reqs, const int32_t *tokens, uint32_t n_tokens,
              int32_t *out, uint32_t cap_out, int32_t n_vocab_target, float p_min);
+
+/* sf_mtp_draft drafts for e's own lanes from the model's
+ * multi-token-prediction block (an engine opened with mtp): requests as
+ * sf_draft's, lane naming one of e's lanes, whose history must be its
+ * sequence plus its pending token (anything else drafts nothing). Each
+ * step e runs keeps, for the block, the rows the sequences kept with the
+ * trunk's hidden state before each; a call feeds a drafting lane's rows
+ * beside its first draft row, then one llama_decode per draft position
+ * for every drafting lane, greedily, stopping at max, an
+ * end of generation or a token below p_min. SF_ERR_UNSUPPORTED on an
+ * engine without the block; a failed decode drafts nothing. */
+int sf_mtp_draft(sf_engine *e, sf_draft_req *reqs, uint32_t n_reqs, const int32_t *tokens, uint32_t n_tokens,
+                 int32_t *out, uint32_t cap_out, float p_min);
+
+/* sf_mtp_seq_state reports what the multi-token prediction block holds of
+ * sequence seq: the last position whose trunk state it keeps (*fed, -1:
+ * none) and the highest position in its cache (*cached, -1: none; the
+ * rows since the lane last drafted wait outside it). SF_ERR_UNSUPPORTED
+ * without the block, SF_ERR_INVALID for a sequence out of range. */
+int sf_mtp_seq_state(sf_engine *e, int32_t seq, int32_t *fed, int32_t *cached);
 
 /* Grammars (llama.cpp's GBNF). sf_grammar_compile parses a grammar once and
  * files it under a new id (never 0) that admissions name; it may run on any

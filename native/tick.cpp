@@ -564,6 +564,13 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
         }
         sample_row(e, i, l, ev);
     }
+    // The multi-token prediction block follows what the sequences kept;
+    // its time is the step's.
+    if (e->mtp != nullptr) {
+        int64_t t1 = sf_now_ns();
+        sf_mtp_follow(e);
+        ev->timings.step_ns += sf_now_ns() - t1;
+    }
     return SF_OK;
 }
 

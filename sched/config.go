@@ -123,8 +123,8 @@ func (c *Config) validate(d *engine.Descriptor) error {
 	if err := c.Speculation.validate(); err != nil {
 		return err
 	}
-	if c.Speculation.Type == SpecDraftSimple && c.Speculation.Drafter == nil {
-		return fmt.Errorf("sched: speculation type %s without a drafter (the draft model, opened)", SpecDraftSimple)
+	if c.Speculation.drafted() && c.Speculation.Drafter == nil {
+		return fmt.Errorf("sched: speculation type %s without a drafter (the draft model or the model's MTP layers, opened)", c.Speculation.Type)
 	}
 	for cl, n := range c.ClassLanes {
 		if n < 0 || n > c.Lanes {

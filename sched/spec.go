@@ -31,6 +31,9 @@ const (
 	SpecNgramSimple SpecType = "ngram-simple"
 	// SpecDraftSimple drafts with a second model (Speculation.Drafter).
 	SpecDraftSimple SpecType = "draft-simple"
+	// SpecDraftMTP drafts with the model's own multi-token prediction
+	// layers (Speculation.Drafter, opened on the model itself).
+	SpecDraftMTP SpecType = "draft-mtp"
 )
 
 // Speculation configures speculative decoding; the zero value is off.
@@ -43,8 +46,8 @@ type Speculation struct {
 	// DraftPMin: the drafter ends a draft at a token it gives less than
 	// this probability (--spec-draft-p-min); 0: never.
 	DraftPMin float64
-	// Drafter drafts for SpecDraftSimple; New refuses that type without
-	// one.
+	// Drafter drafts for SpecDraftSimple and SpecDraftMTP; New refuses
+	// those types without one.
 	Drafter engine.Drafter
 	// DraftMax bounds a draft's tokens (--spec-draft-n-max); 0: 4.
 	DraftMax int
@@ -81,13 +84,19 @@ func ParseSpecType(s string) (SpecType, error) {
 	switch t := SpecType(s); t {
 	case "", SpecNone:
 		return SpecNone, nil
-	case SpecNgramSimple, SpecDraftSimple:
+	case SpecNgramSimple, SpecDraftSimple, SpecDraftMTP:
 		return t, nil
 	}
-	return "", fmt.Errorf("sched: speculation type %q: want %s, %s or %s", s, SpecNone, SpecNgramSimple, SpecDraftSimple)
+	return "", fmt.Errorf("sched: speculation type %q: want %s, %s, %s or %s", s, SpecNone, SpecNgramSimple, SpecDraftSimple, SpecDraftMTP)
 }
 
-func (s Speculation) on() bool { return s.Type == SpecNgramSimple || s.Type == SpecDraftSimple }
+func (s Speculation) on() bool {
+	return s.Type == SpecNgramSimple || s.Type == SpecDraftSimple || s.Type == SpecDraftMTP
+}
+
+// drafted: the drafts come from a Drafter (a model), not the lane's own
+// tokens.
+func (s Speculation) drafted() bool { return s.Type == SpecDraftSimple || s.Type == SpecDraftMTP }
 
 func (s Speculation) withDefaults() Speculation {
 	if s.Type == "" {
@@ -129,8 +138,10 @@ func (s Speculation) validate() error {
 		return fmt.Errorf("sched: synthetic acceptance without a draft source")
 	case s.Type == SpecDraftSimple && s.DraftModel == "" && s.Drafter == nil:
 		return fmt.Errorf("sched: speculation type %s needs a draft model (--spec-draft-model)", SpecDraftSimple)
-	case s.Type != SpecDraftSimple && (s.DraftModel != "" || s.Drafter != nil):
+	case s.Type != SpecDraftSimple && s.DraftModel != "":
 		return fmt.Errorf("sched: a draft model (--spec-draft-model) drafts only with --spec-type %s", SpecDraftSimple)
+	case !s.drafted() && s.Drafter != nil:
+		return fmt.Errorf("sched: a drafter drafts only with --spec-type %s or %s", SpecDraftSimple, SpecDraftMTP)
 	case !(s.DraftPMin >= 0 && s.DraftPMin <= 1):
 		return fmt.Errorf("sched: speculation draft minimum probability %v outside [0, 1]", s.DraftPMin)
 	}
@@ -206,7 +217,7 @@ func (p *planner) addDecode(pl *engine.Plan, l *lane) {
 	if k < s.cfg.DraftMin || !(s.cfg.Ungated || synth || l.gate.drafts()) {
 		return
 	}
-	if s.cfg.Type == SpecDraftSimple {
+	if s.cfg.drafted() {
 		s.room -= k // held until the drafter answers (finishDrafts)
 		s.model.ask(l, len(pl.Decodes)-1, k, synth)
 		return

@@ -2,7 +2,8 @@ package sched
 
 import "superfluid/engine"
 
-// Drafts from a draft model (SpecDraftSimple). The planner decides, lane
+// Drafts from a model: a draft model (SpecDraftSimple) or the model's
+// own multi-token prediction layers (SpecDraftMTP). The planner decides, lane
 // by lane, which lanes draft and how many tokens each may take (addDecode);
 // the drafter then drafts for all of them in one call — one draft-model
 // decode per draft position for every drafting lane, not one per lane —

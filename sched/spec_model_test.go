@@ -135,6 +135,10 @@ func TestDraftModelSettings(t *testing.T) {
 		{Speculation{Type: SpecNgramSimple, DraftModel: "d.gguf"}, "--spec-type draft-simple"},
 		{Speculation{DraftModel: "d.gguf"}, "--spec-type draft-simple"},
 		{Speculation{Type: SpecDraftSimple, DraftModel: "d.gguf", DraftPMin: 1.5}, "minimum probability"},
+		// The model's own MTP layers take no draft model; a drafter only
+		// with a source that drafts with one.
+		{Speculation{Type: SpecDraftMTP, DraftModel: "d.gguf"}, "--spec-type draft-simple"},
+		{Speculation{Type: SpecNgramSimple, Drafter: &fakeDrafter{period: 9}}, "draft-mtp"},
 	} {
 		if err := c.s.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error naming %s", c.s, err, c.want)
@@ -145,6 +149,12 @@ func TestDraftModelSettings(t *testing.T) {
 	}
 	if typ, err := ParseSpecType("draft-simple"); err != nil || typ != SpecDraftSimple {
 		t.Fatalf("draft-simple: %v, %v", typ, err)
+	}
+	if typ, err := ParseSpecType("draft-mtp"); err != nil || typ != SpecDraftMTP {
+		t.Fatalf("draft-mtp: %v, %v", typ, err)
+	}
+	if err := (Speculation{Type: SpecDraftMTP}).Check(); err != nil {
+		t.Fatal(err)
 	}
 }
 

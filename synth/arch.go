@@ -24,7 +24,7 @@ type arch struct {
 	// layer adds tensors of layer l beside the llama ones.
 	layer func(w *gguf.Writer, p string, l int, s Shape)
 	// global adds tensors outside the layers.
-	global func(w *gguf.Writer, s Shape)
+	global func(w *gguf.Writer, g gen, s Shape)
 	// block, when set, writes all of layer l in place of the llama layout
 	// (and layer): for architectures whose layers differ in kind (hybrid)
 	// or whose FFN is not one dense block (mixture of experts).
@@ -33,6 +33,8 @@ type arch struct {
 	validate func(s Shape) error
 	// hybrid: some layers are recurrent (RecurrentLayers says which).
 	hybrid bool
+	// mtpLayers: multi-token prediction blocks written after the trunk.
+	mtpLayers int
 }
 
 var arches = map[string]arch{
@@ -77,7 +79,7 @@ var arches = map[string]arch{
 			w.AddTensor(ones(p+"post_attention_norm.weight", s.Embd))
 			w.AddTensor(ones(p+"post_ffw_norm.weight", s.Embd))
 		},
-		global: func(w *gguf.Writer, s Shape) {
+		global: func(w *gguf.Writer, _ gen, s Shape) {
 			w.AddTensor(filled("rope_freqs.weight", s.HeadDim()/2, 1))
 		}},
 	// Qwen3.5 (dense FFN) and Qwen3.5-MoE: hybrids (hybrid.go).
@@ -105,6 +107,9 @@ var arches = map[string]arch{
 			moeKeys(w, p, s)
 		},
 		validate: validateMoE, block: qwen3moeBlock},
+	// GLM-4.5 (glm4moe) with its multi-token prediction block (mtp.go).
+	"glm4moe": {name: "glm4moe", keys: glm4moeKeys, validate: validateGLM4MoE, block: glm4moeBlock,
+		global: glm4moeMTP, mtpLayers: glm4moeMTPLayers},
 }
 
 // ArchNames lists the architectures Write can generate, sorted.

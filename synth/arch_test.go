@@ -38,6 +38,12 @@ func TestArchitectures(t *testing.T) {
 			"blk.1.ffn_down_shexp.weight"}, 2 + 19 + 16},
 		// Attention 4, its norms 3, ffn_norm, router and 3 expert stacks.
 		"qwen3moe": {[]string{"blk.1.ffn_gate_inp.weight", "blk.1.ffn_up_exps.weight", "blk.1.attn_k_norm.weight"}, 2 + 2*12},
+		// Attention 4, its biases 3, its norms 2; layer 0's dense FFN 3,
+		// layer 1's router, its bias, 3 expert stacks and a 3-matrix shared
+		// expert; the MTP block (layer 2) as layer 1 plus its projection
+		// and 3 norms.
+		"glm4moe": {[]string{"blk.0.ffn_up.weight", "blk.1.exp_probs_b.bias", "blk.1.ffn_up_shexp.weight",
+			"blk.2.nextn.eh_proj.weight", "blk.2.nextn.hnorm.weight", "blk.2.ffn_gate_inp.weight"}, 2 + 12 + 17 + 21},
 	}
 	for _, arch := range ArchNames() {
 		t.Run(arch, func(t *testing.T) {
@@ -48,8 +54,12 @@ func TestArchitectures(t *testing.T) {
 			if a, _ := f.String("general.architecture"); a != arch {
 				t.Fatalf("architecture %q, want %q", a, arch)
 			}
-			if n, ok := f.Uint32(arch + ".block_count"); !ok || n != 2 {
-				t.Errorf("%s.block_count = %d, %v", arch, n, ok)
+			mtp, _ := f.Uint32(arch + ".nextn_predict_layers")
+			if n, ok := f.Uint32(arch + ".block_count"); !ok || n != 2+mtp {
+				t.Errorf("%s.block_count = %d, %v (MTP blocks %d)", arch, n, ok, mtp)
+			}
+			if want := uint32(arches[arch].mtpLayers); mtp != want {
+				t.Errorf("%s.nextn_predict_layers = %d, want %d", arch, mtp, want)
 			}
 			if w, ok := whole[arch]; ok {
 				for _, name := range w.names {

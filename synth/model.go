@@ -97,7 +97,7 @@ func addTensors(w *gguf.Writer, s Shape, a arch, voc *vocab, g gen) {
 	}
 	w.AddTensor(ones("output_norm.weight", s.Embd))
 	if a.global != nil {
-		a.global(w, s)
+		a.global(w, g, s)
 	}
 }
 

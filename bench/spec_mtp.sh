@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Speculative decoding from the model's own multi-token prediction layers
+# (--spec-type draft-mtp) beside llama-server's, on one model with such
+# layers (synth glm4moe): one setup at a time — no drafts, synthetic
+# acceptance at mean length 3 (drafts of 4), and the block's real drafts
+# (random weights: none land; ours gated, llama-server's not) — each server
+# started with it, decode at 1 and 4 streams, rounds alternating which
+# server goes first. Prints per-round aggregate tokens/s and the median of
+# the paired ours/llama-server ratios. Both servers stay loaded; only one
+# works at a time.
+#
+#   bench/spec_mtp.sh SUPERFLUID_BIN LLAMA_SERVER_BIN MODEL.gguf [ROUNDS]
+#
+# LLAMA_SERVER_BIN "self" pairs each setup with ours without speculation
+# instead (the "llama-server" column is then that baseline).
+#
+# Environment: THREADS (1), SETUPS ("none synth3 mtp").
+set -u
+OURS=$1 LLAMA=$2 MODEL=$3 ROUNDS=${4:-2}
+THREADS=${THREADS:-1} SETUPS=${SETUPS:-"none synth3 mtp"}
+PO=18753 PL=18754 LOGS=${LOGS:-/tmp/bench-spec-mtp}
+mkdir -p "$LOGS"
+wait_up() { for _ in $(seq 180); do curl -sf "localhost:$1/health" > /dev/null && return 0; sleep 1; done; echo "server on $1 did not start"; return 1; }
+stop() { [ -f "$LOGS/$1.pid" ] && kill "$(cat "$LOGS/$1.pid")" 2> /dev/null; sleep 1; }
+trap 'stop $PO; stop $PL' EXIT
+for setup in $SETUPS; do
+  spec=() 
+  case $setup in
+    none) spec=() ;;
+    synth3) spec=(--spec-type draft-mtp --spec-draft-n-max 4 --spec-synth-len 3) ;;
+    mtp) spec=(--spec-type draft-mtp --spec-draft-n-max 4) ;;
+  esac
+  "$OURS" serve -m "$MODEL" --port $PO --lanes 4 --ctx 16384 --threads "$THREADS" "${spec[@]}" > "$LOGS/ours-$setup.log" 2>&1 &
+  echo $! > "$LOGS/$PO.pid"
+  if [ "$LLAMA" = self ]; then
+    # The baseline is ours without speculation: the setup's gain.
+    "$OURS" serve -m "$MODEL" --port $PL --lanes 4 --ctx 16384 --threads "$THREADS" > "$LOGS/self-$setup.log" 2>&1 &
+  else
+    "$LLAMA" -m "$MODEL" --port $PL -np 4 -c 16384 -t "$THREADS" -tb "$THREADS" "${spec[@]}" > "$LOGS/llama-$setup.log" 2>&1 &
+  fi
+  echo $! > "$LOGS/$PL.pid"
+  wait_up $PO && wait_up $PL || exit 1
+  python3 - $PO $PL "$ROUNDS" "$setup" <<'PY'
+import json, random, statistics, sys, threading, time, urllib.request
+po, pl, rounds, setup = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+words = ['alpha', 'beta', 'gamma', 'delta', 'kappa', 'omega', 'sigma', 'theta', 'lambda', 'zeta']
+def prompt(seed, n=40):
+    r = random.Random(seed)
+    return ' '.join(r.choice(words) + str(r.randint(0, 999)) for _ in range(n))
+def post(port, body):
+    req = urllib.request.Request(f'http://127.0.0.1:{port}/completion', data=json.dumps(body).encode(), headers={'Content-Type': 'application/json'})
+    return json.load(urllib.request.urlopen(req, timeout=900))
+def decode(port, seed, streams):
+    out = [None] * streams
+    def one(i): out[i] = post(port, {'prompt': prompt(seed * 100 + i), 'n_predict': 48, 'temperature': 0, 'ignore_eos': True, 'cache_prompt': False})
+    # prefill apart from decode: time the generation only, from each reply's own timings
+    t = time.time()
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(streams)]
+    [x.start() for x in ts]; [x.join() for x in ts]
+    wall = time.time() - t
+    pred = sum(o['timings']['predicted_n'] for o in out)
+    pms = max(o['timings']['predicted_ms'] for o in out) / 1000
+    dn = sum(o['timings'].get('draft_n', 0) or 0 for o in out); da = sum(o['timings'].get('draft_n_accepted', 0) or 0 for o in out)
+    return pred / pms, dn, da
+for streams in (1, 4):
+    ratios = []
+    for r in range(rounds):
+        order = [('ours', po), ('llama', pl)] if r % 2 == 0 else [('llama', pl), ('ours', po)]
+        got = {}
+        for name, port in order:
+            got[name] = decode(port, 1000 * r + streams, streams)
+        ratios.append(got['ours'][0] / got['llama'][0])
+        print(f"{setup} streams={streams} round {r}: ours {got['ours'][0]:.2f} tok/s (drafts {got['ours'][1]}/{got['ours'][2]} acc), llama-server {got['llama'][0]:.2f} (drafts {got['llama'][1]}/{got['llama'][2]} acc), ratio {ratios[-1]:.3f}", flush=True)
+    print(f"{setup} streams={streams}: median ours/llama-server {statistics.median(ratios):.3f}", flush=True)
+PY
+  stop $PO; stop $PL
+done
