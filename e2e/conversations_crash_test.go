@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -253,7 +254,7 @@ func crashServeClean(t *testing.T, p *serveProc, when string) {
 
 // crashStoreMetric reads one of the conversations' store's metrics from
 // /metrics ("" when it is not there).
-func crashStoreMetric(t *testing.T, base, name string) string {
+func crashStoreMetric(t testing.TB, base, name string) string {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -373,4 +374,89 @@ func TestServeProcessConversationsSurviveSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d rounds in %v (%v a round, start-up %v of it); %d conversations with %d items at the end, %d deleted; %d starts dropped a torn tail",
 		crashRounds, total.Round(time.Millisecond), (total / crashRounds).Round(time.Millisecond), (startup / (crashRounds + 1)).Round(time.Millisecond), len(convs), acked, len(deleted), torn)
+}
+
+// BenchmarkServeProcessConversationsStartup measures what a store of
+// 1,000 conversations × 50 items costs a start of `serve`: from exec to
+// its "ready" line, against an empty data directory, after a SIGKILL
+// (the log replayed) and after a graceful stop (SIGTERM).
+//
+//	go test ./e2e/ -run '^$' -bench BenchmarkServeProcessConversationsStartup -benchtime 1x
+func BenchmarkServeProcessConversationsStartup(b *testing.B) {
+	const convs, perConv = 1000, 50
+	superfluidBinary(b)
+	for range b.N {
+		dataDir := b.TempDir()
+		args := []string{"--model", tinyModel(b), "--port", "0", "--park-dir", "off", "--data-dir", dataDir, "--threads", "1", "--ctx", "512"}
+		timedStart := func() (*serveProc, time.Duration) {
+			began := time.Now()
+			p := startServe(b, nil, args...)
+			return p, time.Since(began)
+		}
+		p, empty := timedStart()
+		fill := time.Now()
+		ids := make(chan int)
+		var wg sync.WaitGroup
+		var failMu sync.Mutex
+		var failed string
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := &crashClient{url: p.url, http: &http.Client{Timeout: time.Minute}}
+				for n := range ids {
+					texts := make([]string, perConv)
+					for i := range texts {
+						texts[i] = fmt.Sprintf("conversation %d item %d: %s", n, i, strings.Repeat("x", 100))
+					}
+					var created struct {
+						ID string `json:"id"`
+					}
+					ok := c.do("/v1/conversations", crashItemsBody(texts[:20]), &created)
+					var added struct{ Data []crashItem }
+					ok = ok && c.do("/v1/conversations/"+created.ID+"/items", crashItemsBody(texts[20:40]), &added)
+					ok = ok && c.do("/v1/conversations/"+created.ID+"/items", crashItemsBody(texts[40:]), &added)
+					if !ok {
+						failMu.Lock()
+						failed = fmt.Sprintf("filling conversation %d: %s", n, c.failed)
+						failMu.Unlock()
+					}
+				}
+			}()
+		}
+		for n := range convs {
+			ids <- n
+		}
+		close(ids)
+		wg.Wait()
+		if failed != "" {
+			b.Fatal(failed)
+		}
+		filled := time.Since(fill)
+		if err := p.cmd.Process.Kill(); err != nil {
+			b.Fatal(err)
+		}
+		<-p.exited
+
+		p, afterKill := timedStart()
+		for name, want := range map[string]string{"superfluid_session_conversations": fmt.Sprint(convs), "superfluid_session_items": fmt.Sprint(convs * perConv)} {
+			if got := crashStoreMetric(b, p.url, name); got != want {
+				b.Fatalf("after the kill, %s is %q, want %s", name, got, want)
+			}
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			b.Fatal(err)
+		}
+		if code := p.wait(b, time.Minute); code != 0 {
+			b.Fatalf("exit %d after SIGTERM:\n%s", code, p.stderr)
+		}
+		p, afterStop := timedStart()
+		if got := crashStoreMetric(b, p.url, "superfluid_session_items"); got != fmt.Sprint(convs*perConv) {
+			b.Fatalf("after the stop, %q items", got)
+		}
+		b.ReportMetric(float64(empty.Milliseconds()), "ms-start-empty")
+		b.ReportMetric(float64(afterKill.Milliseconds()), "ms-start-after-kill")
+		b.ReportMetric(float64(afterStop.Milliseconds()), "ms-start-after-stop")
+		b.ReportMetric(filled.Seconds(), "s-fill")
+	}
 }
