@@ -37,7 +37,7 @@ var (
 // superfluidBinary builds the binary once per test run, or skips under
 // -short: a cold link takes seconds, and the in-process stack already
 // covers the HTTP behaviour.
-func superfluidBinary(t *testing.T) string {
+func superfluidBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: building the superfluid binary takes ~10 s; the process tests need it")
@@ -91,7 +91,7 @@ type serveProc struct {
 // startServe runs `superfluid serve args…` with extra environment and
 // waits for its "ready" log line, which carries the URL (--port 0 picks a
 // free port, so the log is the only place to learn it).
-func startServe(t *testing.T, env []string, args ...string) *serveProc {
+func startServe(t testing.TB, env []string, args ...string) *serveProc {
 	t.Helper()
 	p := &serveProc{stderr: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(superfluidBinary(t), append([]string{"serve"}, args...)...)
@@ -138,7 +138,7 @@ func logField(line, key string) string {
 }
 
 // wait waits for the process to exit (bounded) and returns its exit code.
-func (p *serveProc) wait(t *testing.T, bound time.Duration) int {
+func (p *serveProc) wait(t testing.TB, bound time.Duration) int {
 	t.Helper()
 	select {
 	case <-p.exited:
