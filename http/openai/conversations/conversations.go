@@ -120,15 +120,11 @@ func (a *api) remove(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
-	release, err := a.st.Claim(id)
+	store, release, err := a.claimed(id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	if err := store.Delete(id); err != nil {
 		return responses.StoreError(err, id, "")
 	}
@@ -147,4 +143,20 @@ func newItems(raw json.RawMessage, required bool) ([]session.Item, error) {
 		return nil, err
 	}
 	return responses.SessionItems(shaped), nil
+}
+
+// claimed is the session store with conversation id claimed for one
+// change (responses.Store.Claim: one turn or change at a time); release
+// ends the claim.
+func (a *api) claimed(id string) (*session.Store, func(), error) {
+	release, err := a.st.Claim(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := a.st.Sessions()
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return store, release, nil
 }

@@ -80,15 +80,11 @@ func (a *api) trim(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	} else if err := responses.CheckID(after, "after", ""); err != nil {
 		return err
 	}
-	release, err := a.st.Claim(id)
+	store, release, err := a.claimed(id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	if _, err := store.Get(id); err != nil {
 		return responses.StoreError(err, id, "")
 	}

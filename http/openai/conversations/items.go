@@ -126,15 +126,11 @@ func (a *api) addItems(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
-	release, err := a.st.Claim(id)
+	store, release, err := a.claimed(id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	added, err := store.Append(id, items)
 	if err != nil {
 		return responses.StoreError(err, id, "")
@@ -172,15 +168,11 @@ func (a *api) deleteItem(ctx *fasthttp.RequestCtx, _ *task.Model) error {
 	if err != nil {
 		return err
 	}
-	release, err := a.st.Claim(id)
+	store, release, err := a.claimed(id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	store, err := a.st.Sessions()
-	if err != nil {
-		return err
-	}
 	if _, err := store.Get(id); err != nil {
 		return responses.StoreError(err, id, "")
 	}
