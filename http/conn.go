@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 // peekClosed reports whether the peer has closed conn, without consuming
@@ -41,7 +41,7 @@ func peekClosed(conn net.Conn) bool {
 func watchClient(conn net.Conn, cancel context.CancelFunc, stop <-chan struct{}, interval time.Duration) {
 	defer func() {
 		if v := recover(); v != nil {
-			wire.Recovered("client watch", v)
+			task.Recovered("client watch", v)
 			cancel()
 		}
 	}()

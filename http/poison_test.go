@@ -12,6 +12,7 @@ import (
 	"superfluid/engine"
 	"superfluid/http/wire"
 	"superfluid/sched"
+	"superfluid/task"
 	"superfluid/task/tasktest"
 )
 
@@ -396,7 +397,7 @@ func TestUnhonouredFieldsRefused(t *testing.T) {
 // since the FIM format truncates them anyway.
 func TestPromptBytesRefusedBeforeTokenizing(t *testing.T) {
 	m, sc, wt, do := poisonServer(t, engine.ModelSampling{})
-	limit := wire.MaxPromptBytes(&m.Model)
+	limit := task.MaxPromptBytes(m.Model.Desc)
 	if limit != 16*512 {
 		t.Fatalf("limit %d for a context of 512", limit)
 	}

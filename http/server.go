@@ -380,7 +380,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.
 // their own (streamResponse, fanOut).
 func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, path string) {
 	if v := recover(); v != nil {
-		wire.WriteError(ctx, kindOfPath(path), wire.Recovered("handler of "+path, v))
+		wire.WriteError(ctx, kindOfPath(path), task.Recovered("handler of "+path, v))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/wire"
+	"superfluid/task"
 )
 
 // streamKey is the RequestCtx user value under which route leaves its
@@ -46,7 +47,7 @@ func streamResponse(ctx *fasthttp.RequestCtx, sse bool, produce func(ew *wire.Ev
 		defer releaseModel()
 		defer func() {
 			if v := recover(); v != nil {
-				ew.Fail(wire.Recovered("stream writer", v))
+				ew.Fail(task.Recovered("stream writer", v))
 			}
 		}()
 		ew.Attach(w)

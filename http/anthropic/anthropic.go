@@ -54,7 +54,7 @@ func (a *api) messages(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	}
 	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	job, err := wire.StartOne(rctx, m, p.g, false)
+	job, err := task.Start(rctx, m, p.g)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (a *api) countTokens(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
-	plan, err := wire.Result(task.PlanChat(m, &turn.Chat))
+	plan, err := task.PlanChat(m, &turn.Chat)
 	if err != nil {
 		return err
 	}
@@ -134,25 +134,25 @@ func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (_ 
 	if *req.MaxTokens < 1 {
 		return nil, wire.BadParam("max_tokens", "max_tokens: must be at least 1")
 	}
-	maxTok, err := wire.MaxTokens("max_tokens", req.MaxTokens, m.Desc.Ctx)
+	maxTok, err := task.MaxTokens("max_tokens", req.MaxTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 1) {
 		return nil, wire.BadParam("temperature", "temperature: must be between 0 and 1")
 	}
-	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
+	smp, err := task.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}
-	if err := wire.CheckStops("stop_sequences", req.StopSequences, MaxStops); err != nil {
+	if err := task.CheckStops("stop_sequences", req.StopSequences, MaxStops); err != nil {
 		return nil, err
 	}
 	turn, breaks, err := a.readTurn(m, req, *req.MaxTokens)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := wire.Result(task.PlanChat(m, &turn.Chat))
+	plan, err := task.PlanChat(m, &turn.Chat)
 	if err != nil {
 		return nil, err
 	}

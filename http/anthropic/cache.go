@@ -156,7 +156,7 @@ func prefixText(m *task.Model, msgs []chat.Message, t task.Tools) (string, error
 			req.Tools = t.Defs
 		}
 	}
-	return wire.Result(task.ChatPrompt(m, req))
+	return task.ChatPrompt(m, req)
 }
 
 func commonTokens(a, b []engine.Token) int {

@@ -56,7 +56,7 @@ func FuzzAnthropicRequest(f *testing.F) {
 		turn, _, terr := a.readTurn(m, &req, countTokensLimit)
 		var counted int
 		if terr == nil {
-			plan, perr := wire.Result(task.PlanChat(m, &turn.Chat))
+			plan, perr := task.PlanChat(m, &turn.Chat)
 			if terr = perr; perr == nil {
 				counted = len(plan.Prompt)
 			}

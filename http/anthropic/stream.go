@@ -32,7 +32,7 @@ func (a *api) stream(ctx *fasthttp.RequestCtx, m *task.Model, p *prepared, id, m
 		Content: []outBlock{}, Usage: usage{InputTokens: len(g.Prompt)}}
 	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		job, err = wire.StartOne(rctx, m, g, false)
+		job, err = task.Start(rctx, m, g)
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		ew.Send("message_start", messageStart{Type: "message_start", Message: begin})

@@ -50,7 +50,7 @@ func readTools(req *request) (task.Tools, []int, []string, error) {
 			}
 		}
 	}
-	tt, err := wire.Result(task.NewTools("tools", list))
+	tt, err := task.NewTools("tools", list)
 	if err != nil {
 		return tt, nil, nil, err
 	}

@@ -69,7 +69,7 @@ func (a *api) chatJob(ctx *fasthttp.RequestCtx, m *task.Model, req *chatRequest)
 	}
 	j.model = opts.window(m)
 	turn := task.Chat{Messages: msgs, Tools: tools, Think: think, Effort: effort, Continues: true, Shape: shape, Images: images, ImageField: "messages"}
-	plan, err := wire.Result(task.PlanChat(j.model, &turn))
+	plan, err := task.PlanChat(j.model, &turn)
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func (a *api) generateJob(ctx *fasthttp.RequestCtx, m *task.Model, req *generate
 	j.req.Media = mp
 	j.req.StopTokens = p.stops
 	// Only a templated prompt has the template's reasoning block.
-	if j.req.Grammar, err = wire.GrammarFor(m, shape, p.tokens, p.context); err != nil {
+	if j.req.Grammar, err = task.GrammarFor(m, shape, p.tokens, p.context); err != nil {
 		return nil, err
 	}
 	j.req.GrammarField = shape.Field
@@ -149,7 +149,7 @@ func (a *api) generatePrompt(ctx *fasthttp.RequestCtx, m, windowed *task.Model, 
 			// Ollama's answer for a model without the insert capability.
 			return prompt{}, wire.BadParam("suffix", "%q does not support insert", req.Model)
 		}
-		toks, _, err := wire.FIMPrompt(windowed, fim.Request{Prefix: req.Prompt, Suffix: req.Suffix}, opts.maxTokens(m, m, 0))
+		toks, _, err := task.FIMPrompt(windowed, fim.Request{Prefix: req.Prompt, Suffix: req.Suffix}, opts.maxTokens(m, m, 0))
 		return prompt{tokens: toks, class: sched.FIM, stops: m.FIMStops()}, err
 	}
 	class, err := a.host.Class(ctx, "")
@@ -178,11 +178,11 @@ func newRequest(m, windowed *task.Model, opts *options, prompt []engine.Token, c
 }
 
 func rawPrompt(m *task.Model, text string) ([]engine.Token, error) {
-	toks, err := wire.Tokenize(m, text, true)
+	toks, err := task.Tokenize(m, text, true)
 	if err != nil {
 		return nil, err
 	}
-	return toks, wire.CheckPrompt(m, toks)
+	return toks, task.CheckPrompt(m.Desc, toks)
 }
 
 // templatedPrompt renders system and prompt as a conversation. The
@@ -195,7 +195,7 @@ func templatedPrompt(m *task.Model, req *generateRequest) ([]engine.Token, error
 	}
 	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: req.Prompt})
 	if len(req.Context) == 0 {
-		return wire.Result(task.RenderChat(m, msgs))
+		return task.RenderChat(m, msgs)
 	}
 	prev, err := contextTokens(m, req.Context)
 	if err != nil {
@@ -204,16 +204,16 @@ func templatedPrompt(m *task.Model, req *generateRequest) ([]engine.Token, error
 	if m.Chat == nil {
 		return nil, wire.FromTask(task.NoChatTemplate(m, `send the prompt with "raw": true`))
 	}
-	text, err := wire.Result(task.ChatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true}))
+	text, err := task.ChatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true})
 	if err != nil {
 		return nil, err
 	}
-	next, err := wire.Tokenize(m, text, false)
+	next, err := task.Tokenize(m, text, false)
 	if err != nil {
 		return nil, err
 	}
 	toks := append(prev, next...)
-	return toks, wire.CheckPrompt(m, toks)
+	return toks, task.CheckPrompt(m.Desc, toks)
 }
 
 // contextTokens checks "context": token ids of this model's vocabulary.
@@ -252,11 +252,11 @@ func (a *api) imagePrompt(ctx *fasthttp.RequestCtx, m *task.Model, req *generate
 		msgs = append(msgs, chat.Message{Role: chat.RoleSystem, Content: req.System})
 	}
 	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: strings.Repeat(task.MediaMarker+"\n", len(imgs)) + req.Prompt})
-	text, err := wire.Result(task.ChatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true}))
+	text, err := task.ChatPrompt(m, chat.Request{Messages: msgs, AddGenerationPrompt: true})
 	if err != nil {
 		return prompt{}, nil, err
 	}
-	mp, err := wire.Result(task.NewMediaPrompt(m, "images", text, imgs, true))
+	mp, err := task.NewMediaPrompt(m, "images", text, imgs, true)
 	if err != nil {
 		return prompt{}, nil, err
 	}

@@ -49,8 +49,7 @@ func TestParseOllamaOptions(t *testing.T) {
 		`{"stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]}`: "at most 16",
 	} {
 		_, err := parseOptions(rawOptions(t, body))
-		var ae *wire.Error
-		if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Msg, want) {
+		if ae := wire.AsError(err); err == nil || ae.Status != 400 || !strings.Contains(ae.Msg, want) {
 			t.Errorf("%s: %v, want a 400 saying %q", body, err, want)
 		}
 	}

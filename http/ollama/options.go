@@ -103,7 +103,7 @@ func (o *options) set(key string, kind optionKind, val []byte) error {
 		if err := json.Unmarshal(val, &stops); err != nil {
 			return wire.BadParam("options", "option %q must be of an array of strings", key)
 		}
-		if err := wire.CheckStops("options."+key, stops, task.MaxStops); err != nil {
+		if err := task.CheckStops("options."+key, stops, task.MaxStops); err != nil {
 			return err
 		}
 		o.Stop = stops
@@ -192,12 +192,12 @@ func (o *options) sampling(m *task.Model) (engine.Sampling, error) {
 	if seed != nil && *seed == -1 {
 		seed = nil
 	}
-	s, err := wire.Sampling(m, task.SamplingFields{Temperature: o.Temperature, DefaultTemperature: defaultTemperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
+	s, err := task.Sampling(m, task.SamplingFields{Temperature: o.Temperature, DefaultTemperature: defaultTemperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
 		Seed: seed, RepeatPenalty: o.RepeatPenalty, FrequencyPenalty: o.FrequencyPenalty, PresencePenalty: o.PresencePenalty})
 	if err != nil {
 		return s, err
 	}
-	s.PenaltyLastN, err = wire.PenaltyWindow("repeat_last_n", o.RepeatLastN, s.PenaltyLastN, m.Desc.Ctx)
+	s.PenaltyLastN, err = task.PenaltyWindow("repeat_last_n", o.RepeatLastN, s.PenaltyLastN, m.Desc.Ctx)
 	return s, err
 }
 

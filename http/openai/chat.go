@@ -90,7 +90,7 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (g *task.Requ
 	if limit == nil {
 		limit, field = req.MaxTokens, "max_tokens"
 	}
-	maxTok, err := wire.MaxTokens(field, limit, m.Desc.Ctx)
+	maxTok, err := task.MaxTokens(field, limit, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (g *task.Requ
 	if err != nil {
 		return nil, err
 	}
-	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := task.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
 // chatWhole runs every choice of g to its end and answers them whole.
 func chatWhole(ctx context.Context, m *task.Model, g *task.Request, id string, created int64) (*oaiChatResponse, error) {
 	g.Part = "choice"
-	job, err := wire.Result(task.Start(ctx, m, g))
+	job, err := task.Start(ctx, m, g)
 	if err != nil {
 		return nil, err
 	}

@@ -267,11 +267,11 @@ func completionSpec(m *task.Model, req *oaiCompletionRequest, class sched.Class)
 		def := 16 // OpenAI's default
 		limit = &def
 	}
-	maxTok, err := wire.MaxTokens("max_tokens", limit, m.Desc.Ctx)
+	maxTok, err := task.MaxTokens("max_tokens", limit, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
-	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+	smp, err := task.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		Seed: req.Seed, RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty})
 	if err != nil {
 		return nil, err
@@ -336,7 +336,7 @@ func (p *cmplPlan) submit(ctx context.Context, m *task.Model, collect bool) erro
 	for i, c := range p.choices {
 		req.Choices[i] = c.spec
 	}
-	job, err := wire.Result(task.Start(ctx, m, req))
+	job, err := task.Start(ctx, m, req)
 	p.job = job
 	return err
 }

@@ -28,7 +28,7 @@ func (a *api) streamChat(ctx *fasthttp.RequestCtx, m *task.Model, g *task.Reques
 	return a.host.Stream(ctx, true, func(rctx context.Context) error {
 		g.Part = "choice"
 		var err error
-		if job, err = wire.Result(task.Start(rctx, m, g)); err != nil {
+		if job, err = task.Start(rctx, m, g); err != nil {
 			return err
 		}
 		choices = chatChoices(g.Choices)

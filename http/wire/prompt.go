@@ -152,7 +152,7 @@ func PromptTokens(m *task.Model, pieces []PromptPiece, field string) ([]engine.T
 	for _, p := range pieces {
 		text += len(p.Text)
 	}
-	if err := CheckPromptBytes(m, field, text); err != nil {
+	if err := task.CheckPromptBytes(m.Desc, field, text); err != nil {
 		return nil, err
 	}
 	var out []engine.Token
@@ -166,7 +166,7 @@ func PromptTokens(m *task.Model, pieces []PromptPiece, field string) ([]engine.T
 			out = append(out, p.Tokens...)
 			continue
 		}
-		toks, err := Tokenize(m, p.Text, i == 0)
+		toks, err := task.Tokenize(m, p.Text, i == 0)
 		if err != nil {
 			return nil, err
 		}

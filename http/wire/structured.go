@@ -53,7 +53,7 @@ func (f *StructuredFields) Constraint(m *task.Model) (task.Constraint, error) {
 		set = append(set, rf)
 	}
 	if !task.IsNull(f.JSONSchema) {
-		schema, err := Result(task.SchemaValue("json_schema", f.JSONSchema))
+		schema, err := task.SchemaValue("json_schema", f.JSONSchema)
 		if err != nil {
 			return task.Constraint{}, err
 		}
@@ -98,7 +98,7 @@ func ResponseFormat(raw json.RawMessage) (task.Constraint, error) {
 		return task.Constraint{}, nil
 	case "json_object":
 		if !task.IsNull(rf.Schema) { // llama.cpp's extension
-			schema, err := Result(task.SchemaValue(field+".schema", rf.Schema))
+			schema, err := task.SchemaValue(field+".schema", rf.Schema)
 			return task.Constraint{Field: field + ".schema", Schema: schema, Strict: true}, err
 		}
 		return task.Constraint{Field: field, AnyObject: true}, nil
@@ -106,7 +106,7 @@ func ResponseFormat(raw json.RawMessage) (task.Constraint, error) {
 		if rf.JSONSchema == nil {
 			return task.Constraint{}, BadParam(field+".json_schema", "response_format.json_schema is required when type is \"json_schema\"")
 		}
-		schema, err := Result(task.SchemaValue(field+".json_schema.schema", rf.JSONSchema.Schema))
+		schema, err := task.SchemaValue(field+".json_schema.schema", rf.JSONSchema.Schema)
 		if err != nil {
 			return task.Constraint{}, err
 		}
@@ -200,7 +200,7 @@ func OllamaFormat(raw json.RawMessage) (task.Constraint, error) {
 		}
 		return task.Constraint{Field: "format", AnyObject: true}, nil
 	}
-	schema, err := Result(task.SchemaValue("format", raw))
+	schema, err := task.SchemaValue("format", raw)
 	if err != nil {
 		return task.Constraint{}, BadParam("format", `invalid format: expected "json" or a valid JSON schema`)
 	}
@@ -235,7 +235,7 @@ func AnthropicFormat(config, beta json.RawMessage) (task.Constraint, error) {
 	if f.Type != "json_schema" {
 		return task.Constraint{}, BadParam(field, "%s.type: Input should be 'json_schema'", field)
 	}
-	schema, err := Result(task.SchemaValue(field+".schema", f.Schema))
+	schema, err := task.SchemaValue(field+".schema", f.Schema)
 	if err != nil {
 		return task.Constraint{}, err
 	}

@@ -48,7 +48,7 @@ func (o *ToolFields) ReadTools() (task.Tools, error) {
 			list = append(list, t)
 		}
 	}
-	tt, err := Result(task.NewTools(toolsField, list))
+	tt, err := task.NewTools(toolsField, list)
 	if err != nil {
 		return tt, err
 	}

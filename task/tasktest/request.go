@@ -1,7 +1,6 @@
 package tasktest
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -21,11 +20,10 @@ func RequestCtx(body []byte) *fasthttp.RequestCtx {
 // can show: a 4xx (or 501 for what the model cannot do) with a message.
 func CheckRefusal(t *testing.T, err error) {
 	t.Helper()
-	var ae *wire.Error
-	if !errors.As(err, &ae) {
-		t.Fatalf("error %v (%T) is not a wire.Error", err, err)
-	}
+	// AsError words what an API answers: an Error, a request core's error,
+	// or a 500 for anything else.
+	ae := wire.AsError(err)
 	if (ae.Status < 400 || ae.Status > 499) && ae.Status != 501 || ae.Msg == "" {
-		t.Fatalf("refusal %+v is not a client error with a message", ae)
+		t.Fatalf("refusal %v (%T) is not a client error with a message: %+v", err, err, ae)
 	}
 }

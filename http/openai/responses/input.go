@@ -210,7 +210,7 @@ func respTools(in []json.RawMessage) (task.Tools, []json.RawMessage, error) {
 		list = append(list, reply.Tool{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 		echo = append(echo, raw)
 	}
-	t, err := wire.Result(task.NewTools("tools", list))
+	t, err := task.NewTools("tools", list)
 	return t, echo, err
 }
 
@@ -258,7 +258,7 @@ func respFormat(raw json.RawMessage) (task.Constraint, error) {
 	case "json_object":
 		return task.Constraint{Field: field, AnyObject: true}, nil
 	case "json_schema":
-		schema, err := wire.Result(task.SchemaValue(field+".schema", f.Schema))
+		schema, err := task.SchemaValue(field+".schema", f.Schema)
 		if err != nil {
 			return task.Constraint{}, err
 		}

@@ -93,7 +93,7 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	}
 	rctx, done := a.host.RequestContext(ctx)
 	defer done()
-	run, err := wire.Result(task.Start(rctx, m, job.g))
+	run, err := task.Start(rctx, m, job.g)
 	if err != nil {
 		return err
 	}
@@ -129,15 +129,15 @@ func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Cha
 	if err != nil {
 		return nil, err
 	}
-	plan, err := wire.Result(task.PlanChat(m, &rt.turn))
+	plan, err := task.PlanChat(m, &rt.turn)
 	if err != nil {
 		return nil, err
 	}
-	maxTok, err := wire.MaxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
+	maxTok, err := task.MaxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
 	}
-	smp, err := wire.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
+	smp, err := task.Sampling(m, task.SamplingFields{Temperature: req.Temperature, DefaultTemperature: 1, TopP: req.TopP})
 	if err != nil {
 		return nil, err
 	}

@@ -219,7 +219,7 @@ func (a *api) streamResponses(ctx *fasthttp.RequestCtx, job *respJob, release fu
 	var run *task.Job
 	err := a.host.Stream(ctx, true, func(rctx context.Context) error {
 		var err error
-		run, err = wire.Result(task.Start(rctx, job.m, job.g))
+		run, err = task.Start(rctx, job.m, job.g)
 		return err
 	}, func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter) {
 		defer release()
