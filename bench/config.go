@@ -84,6 +84,11 @@ type Config struct {
 	// FIMStream asks for FIM responses as a stream, which gives their TTFT;
 	// false sends exactly what editors send (stream: false).
 	FIMStream bool
+	// FIMIgnoreEOS has each measured FIM request generate all MaxTokens
+	// (ignore_eos), so that servers whose FIM sampler ends early on a
+	// random-weight model (llama-server's infill sampler) do the same work.
+	// Editors do not send it.
+	FIMIgnoreEOS bool
 	// ReferenceTPS is the raw engine's decode tokens/s for this stream count
 	// (llama-bench); decode reports its ratio to it when set.
 	ReferenceTPS float64

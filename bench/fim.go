@@ -131,7 +131,7 @@ func (r *runner) fimPhase(ctx context.Context, ep endpoint, f *fimFile, first in
 	r.startClock()
 	var outs []outcome
 	for i := first; i < first+r.cfg.Requests && r.mayStart(ctx); i++ {
-		outs = append(outs, r.c.post(ctx, ep.request(r.model, f.work(i, r.cfg.MaxTokens, r.cfg.FIMStream))))
+		outs = append(outs, r.c.post(ctx, ep.request(r.model, f.measured(i, r.cfg))))
 	}
 	return outs
 }
@@ -181,6 +181,13 @@ func (r *runner) newFIMFile() *fimFile {
 // work is FIM request i: the file with its own unfinished cursor line.
 func (f *fimFile) work(i, maxTokens int, stream bool) work {
 	return work{fim: true, prompt: f.prefix, cursor: cursorLine(f.seed, uint64(i)), suffix: f.suffix, extra: f.extra, maxTokens: maxTokens, stream: stream}
+}
+
+// measured is the work of measured FIM request i.
+func (f *fimFile) measured(i int, cfg Config) work {
+	w := f.work(i, cfg.MaxTokens, cfg.FIMStream)
+	w.ignoreEOS = cfg.FIMIgnoreEOS
+	return w
 }
 
 func newNonce() string {

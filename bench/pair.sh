@@ -14,7 +14,10 @@
 #
 #   bench/pair.sh BEFORE_BIN AFTER_BIN MODEL.gguf [ROUNDS]
 #
-# Environment: FIM=0 skips fim-under-load; FIMN (6) FIM requests a phase;
+# FIM requests ask for all their tokens (--fim-ignore-eos): llama-server's
+# infill sampler ends them after one token on a random-weight model.
+# Environment: FIM=0 skips fim-under-load; FIMN (6) FIM requests a phase,
+# FIMDUR (120s) after which a phase starts no new one;
 # KINDS (prefill decode1 decode8) the paired phases; PA, PB (18741, 18742)
 # the two servers' ports; LOGS (.cache/bench-pair) their logs.
 set -u
@@ -66,7 +69,7 @@ for kind in kinds:
 PY
 if [ "${FIM:-1}" = 1 ]; then
   for p in $PA $PB; do
-    "$AFTER" bench --url "http://127.0.0.1:$p" -s fim-under-load -c 4 -n "${FIMN:-6}" --prompt-tokens 2000 --seed 3 > "$LOGS/fim-$p.json"
+    "$AFTER" bench --url "http://127.0.0.1:$p" -s fim-under-load -c 4 -n "${FIMN:-6}" --prompt-tokens 2000 --seed 3 --fim-ignore-eos --duration "${FIMDUR:-120s}" > "$LOGS/fim-$p.json"
     python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fim"]; print(sys.argv[2], "FIM idle p50/p95 %.0f/%.0f ms, loaded p50/p95 %.0f/%.0f ms, loaded/idle p95 %.2f" % (f["idle"]["latency_ms"]["p50"], f["idle"]["latency_ms"]["p95"], f["loaded"]["latency_ms"]["p50"], f["loaded"]["latency_ms"]["p95"], f["latency_ratio_p95"]))' "$LOGS/fim-$p.json" "$([ $p = $PA ] && echo before || echo after)"
   done
 fi

@@ -128,6 +128,9 @@ func infillBody(b map[string]any, w work) {
 	b["samplers"] = []string{"top_k", "top_p", "infill"}
 	b["cache_prompt"] = true
 	b["stream"] = w.stream
+	if w.ignoreEOS {
+		b["ignore_eos"] = true
+	}
 }
 
 // flatPrompt is the prompt for protocols without input_extra: the extra

@@ -57,6 +57,22 @@ func TestDecodeStreamsAndMeasures(t *testing.T) {
 	}
 }
 
+// --fim-ignore-eos has the measured FIM requests, not the warm-up, ask
+// for all their tokens.
+func TestFIMIgnoreEOSOnMeasuredRequests(t *testing.T) {
+	f := newFake(t, func(f *fakeServer) { f.blockBackground = true; f.tokensPerWord = 1 })
+	run(t, Config{URL: f.URL, Scenario: FIMUnderLoad, Concurrency: 1, Requests: 2, MaxTokens: 8, PromptTokens: 300, FIMPromptTokens: 200, Settle: time.Minute, FIMStream: true, FIMIgnoreEOS: true})
+	infills := f.requests("/infill")
+	if len(infills) != 5 {
+		t.Fatalf("%d infill requests, want a warm-up then 2+2", len(infills))
+	}
+	for i, r := range infills {
+		if got, want := r.body["ignore_eos"] == true, i > 0; got != want {
+			t.Errorf("infill request %d: ignore_eos %v, want %v", i, r.body["ignore_eos"], want)
+		}
+	}
+}
+
 func TestDecodeFallsBackToChat(t *testing.T) {
 	f := newFake(t, func(f *fakeServer) { f.noCompletions = true })
 	rep := run(t, Config{URL: f.URL, Scenario: Decode, Requests: 2, MaxTokens: 8})
@@ -95,6 +111,9 @@ func TestFIMUnderLoad(t *testing.T) {
 			if _, ok := b[k]; !ok {
 				t.Fatalf("infill body lacks %s: %v", k, b)
 			}
+		}
+		if _, ok := b["ignore_eos"]; ok {
+			t.Fatalf("FIM request %d sends ignore_eos, which editors do not: %v", i, b)
 		}
 		key := b["prompt"].(string)
 		if seen[key] {

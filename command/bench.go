@@ -41,6 +41,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "prompt-tokens", Usage: "approximate prompt tokens: the decode prompt, each background prompt, each conversation's opening; soak: at most (4× for hang-ups mid-prefill)", DefaultText: "64, 2000, 2000, 256"},
 			&cli.IntFlag{Name: "fim-prompt-tokens", Usage: "approximate tokens of a FIM request: extra context, prefix and suffix", DefaultText: "512"},
 			&cli.BoolFlag{Name: "fim-stream", Value: true, Usage: "stream FIM answers to time their first token; --fim-stream=false sends exactly what editors send"},
+			&cli.BoolFlag{Name: "fim-ignore-eos", Usage: "FIM requests generate all --max-tokens (ignore_eos), so two servers do the same work on a model whose FIM answers end early; editors do not send it"},
 			&cli.DurationFlag{Name: "duration", Usage: "start no new request after this long (per FIM phase); running ones finish", DefaultText: "no bound; soak 10m"},
 			&cli.DurationFlag{Name: "timeout", Usage: "bound on each request", DefaultText: "10m; soak 2m"},
 			&cli.DurationFlag{Name: "idle-wait", Usage: "soak: how long, once the traffic stops, the lanes may take to go idle", DefaultText: "30s"},
@@ -64,7 +65,7 @@ func benchAction(c *cli.Context) error {
 		BackgroundURL: c.String("background-url"), BackgroundModel: c.String("background-model"),
 		Concurrency: c.Int("concurrency"), Requests: c.Int("requests"), Turns: c.Int("turns"),
 		MaxTokens: c.Int("max-tokens"), PromptTokens: c.Int("prompt-tokens"), FIMPromptTokens: c.Int("fim-prompt-tokens"),
-		FIMStream: c.Bool("fim-stream"), Duration: c.Duration("duration"), Timeout: c.Duration("timeout"),
+		FIMStream: c.Bool("fim-stream"), FIMIgnoreEOS: c.Bool("fim-ignore-eos"), Duration: c.Duration("duration"), Timeout: c.Duration("timeout"),
 		Seed: c.Uint64("seed"), ReferenceTPS: c.Float64("reference-tps"), PID: c.Int("pid"), IdleWait: c.Duration("idle-wait"),
 	}
 	if path := c.String("cold-report"); path != "" {
