@@ -182,7 +182,7 @@ func (p *planner) admit(j *job, seq int32, cached int, now time.Time) error {
 		return err
 	}
 	p.nextTag++
-	l := &lane{tag: p.nextTag, job: j, seq: seq, warm: cached, prefilled: cached, npast: cached, slot: p.freeSlot()}
+	l := &lane{tag: p.nextTag, job: j, seq: seq, warm: cached, prefilled: cached, npast: cached, slot: p.freeSlot(), gate: p.spec.gate.start()}
 	grow := 256
 	if j.maxTokens > 0 {
 		grow = min(j.maxTokens, grow)

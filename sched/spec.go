@@ -159,6 +159,8 @@ type specState struct {
 	// enabled: the config drafts and the engine can cut sequences back.
 	enabled  bool
 	baseline specBaseline
+	// gate is what the lanes' gates learnt, a new lane's start.
+	gate modelGate
 	// room is the draft rows the step being planned has left; lanes is
 	// its decoding lanes and drafted whether any carries a draft.
 	room    int
@@ -268,6 +270,7 @@ func (p *planner) learnSpec(t *engine.Timings, secs float64, ran bool) {
 	}
 	pl := &p.plan
 	decodeOnly := t.PrefillTokens == 0 && len(pl.Prefills) == 0
+	s.gate.step()
 	for i := range pl.Decodes {
 		l := p.find(pl.Decodes[i].Lane)
 		if l == nil {
@@ -282,8 +285,14 @@ func (p *planner) learnSpec(t *engine.Timings, secs float64, ran bool) {
 		l.job.draftTokens += l.draftLen
 		l.job.draftAccepted += l.stepAccepted
 		// The drafter's time is the drafted step's too.
-		if decodeOnly && !s.cfg.Ungated && !s.synth.on() && l.gate.observeDrafted(l.stepTokens, secs+s.draftSecs(), s.baseline.plainSecs(s.lanes), s.cfg.MinGain) {
-			p.stats.draftGateClosed.Add(1)
+		if decodeOnly && !s.cfg.Ungated && !s.synth.on() {
+			closed := l.gate.observeDrafted(l.stepTokens, secs+s.draftSecs(), s.baseline.plainSecs(s.lanes), s.cfg.MinGain)
+			if closed {
+				p.stats.draftGateClosed.Add(1)
+			}
+			if closed || l.gate.paid() {
+				s.gate.learn(l.gate)
+			}
 		}
 		l.draftLen, l.stepTokens, l.stepAccepted = 0, 0, 0
 	}

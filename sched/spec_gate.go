@@ -112,6 +112,34 @@ func (g *laneGate) observePlain() {
 	}
 }
 
+// paid reports whether the lane's probe has run its steps at or above the
+// bar: observeDrafted keeps the gate open and clears the wait then.
+func (g *laneGate) paid() bool {
+	return !g.off && g.backoff == 0 && g.drafted >= specProbeSteps
+}
+
+// modelGate is what the lanes' gates have learnt, kept for the lanes to
+// come: a new lane starts from it rather than probing afresh. Requests are
+// often short — a tool call, a chat reply of a few dozen tokens — and were
+// every new lane to probe, a source whose drafts never land would cost
+// its probe steps on each request: several percent of a 48-token one
+// (measured with MTP drafts beside llama-server). It counts down in steps
+// as a lane's gate does, so the model still probes again after the same
+// doubling waits, however short its requests; a probe that pays opens it
+// for every lane that starts after.
+type modelGate struct{ g laneGate }
+
+// start is a new lane's gate.
+func (m *modelGate) start() laneGate { return m.g }
+
+// learn takes in a lane's gate that just closed or whose probe just paid.
+func (m *modelGate) learn(g laneGate) {
+	m.g = laneGate{off: g.off, offFor: g.offFor, backoff: g.backoff, accepted: g.accepted, measured: g.measured}
+}
+
+// step counts one step down towards the next probe.
+func (m *modelGate) step() { m.g.observePlain() }
+
 // specBaseline is the time of a plain decode-only step (no drafts) by the
 // number of decoding lanes, smoothed, and how many drafted steps ran at
 // that count since it was last measured.

@@ -2,12 +2,14 @@ package sched
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"superfluid/engine"
+	"superfluid/engine/enginetest"
 )
 
 // fakeDrafter drafts for the fake engine's model, which repeats itself
@@ -182,5 +184,40 @@ func TestUselessDraftModelCostsLittle(t *testing.T) {
 	}
 	if loss > 0.03 {
 		t.Fatalf("virtual time %+.2f%% against no drafts: the gate let a useless draft model cost more than 3%%", 100*loss)
+	}
+}
+
+// Short requests one after another (chat replies, tool calls) under a
+// draft model whose drafts never land: a new lane starts from what the
+// lanes before it learnt, so the gate's probes do not come back with
+// every request, and the run stays within 3% of no drafts.
+func TestUselessDraftModelCostsLittleOnShortRequests(t *testing.T) {
+	run := func(spec Speculation, d *fakeDrafter) (time.Duration, Snapshot) {
+		clock := newFakeClock()
+		eng := enginetest.New(4, 64, 20, 1<<20, clock)
+		eng.Descriptor().Drafts = true
+		if d != nil {
+			spec.Drafter = drafterOf(d)(clock)
+		}
+		h := newHarnessOn(t, eng, clock, Config{Speculation: spec})
+		for wave := range 24 {
+			for i := range 2 {
+				name := fmt.Sprintf("w%d-%d", wave, i)
+				h.submit(name, Request{Prompt: repeatingPrompt(5+2*i+wave%3, 40), Class: Chat, MaxTokens: 48})
+			}
+			h.run(10_000)
+		}
+		return clock.Now().Sub(epoch), h.stats.Snapshot()
+	}
+	plain, _ := run(Speculation{}, nil)
+	d := &fakeDrafter{cost: 5 * time.Millisecond}
+	got, s := run(Speculation{Type: SpecDraftSimple}, d)
+	loss := float64(got-plain) / float64(plain)
+	t.Logf("%d drafter calls, %d of %d draft tokens accepted, %d closes; virtual time %+.2f%% against no drafts", d.calls, s.DraftAccepted, s.DraftTokens, s.DraftGateClosed, 100*loss)
+	if s.DraftTokens == 0 || s.DraftAccepted != 0 {
+		t.Fatalf("%d of %d draft tokens accepted: the gate never probed", s.DraftAccepted, s.DraftTokens)
+	}
+	if loss > 0.03 {
+		t.Fatalf("virtual time %+.2f%% against no drafts over 48 short requests: each new lane probed afresh", 100*loss)
 	}
 }
