@@ -21,9 +21,10 @@ import (
 
 // measuredSize is a loaded model's memory: llama.cpp's size of the loaded
 // weights, the KV pool (the engine's bytes per token, times the context),
-// the recurrent state and the host cache budget.
+// the recurrent state, the multi-token prediction block's cache and the
+// host cache budget.
 func measuredSize(desc *engine.Descriptor, hostCache int64) int64 {
-	return int64(desc.ModelBytes) + desc.KVBytesPerToken*int64(desc.Ctx) + desc.RecurrentStateBytes + max(hostCache, 0)
+	return int64(desc.ModelBytes) + desc.KVBytesPerToken*int64(desc.Ctx) + desc.RecurrentStateBytes + desc.MTPBytes + max(hostCache, 0)
 }
 
 // estimatedSize is what the model at path would hold with o's context and

@@ -314,6 +314,7 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		CacheTypeV:          C.GoString(&d.type_v[0]),
 		KVBytesPerToken:     int64(d.kv_bytes_per_token),
 		RecurrentStateBytes: int64(d.recurrent_state_bytes),
+		MTPBytes:            int64(d.mtp_bytes),
 		BOS:                 int32(d.bos),
 		EOS:                 int32(d.eos),
 		EOT:                 int32(d.eot),

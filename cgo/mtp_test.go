@@ -203,3 +203,22 @@ func TestMTPRefusedWithoutItsLayers(t *testing.T) {
 		t.Fatal("a minimum probability of 2 was taken")
 	}
 }
+
+// The block's own KV cache is memory the model holds: the descriptor
+// counts it for an engine opened with the block, and not without.
+func TestMTPBlockMemoryIsCounted(t *testing.T) {
+	e, _ := openMTP(t, 2)
+	with := e.Descriptor()
+	plain, err := Open(Options{ModelPath: archModel(t, "glm4moe"), Ctx: 1024, Lanes: 2, Seqs: 4, Batch: 256, Threads: 1})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer plain.Close()
+	without := plain.Descriptor()
+	// One layer of the block against the trunk's: more than nothing, less
+	// than the trunk's whole cache.
+	trunk := without.KVBytesPerToken * int64(without.Ctx)
+	if without.MTPBytes != 0 || with.MTPBytes <= 0 || with.MTPBytes >= trunk {
+		t.Fatalf("block cache %d bytes with the block, %d without; the trunk's %d", with.MTPBytes, without.MTPBytes, trunk)
+	}
+}

@@ -19,18 +19,21 @@ type Descriptor struct {
 	// none; every layer's on the Go module's llama.cpp).
 	// RecurrentStateBytes is the recurrent layers' state of every
 	// sequence, fixed whatever the context (0: none).
-	CacheTypeK          string  `json:"cache_type_k"`
-	CacheTypeV          string  `json:"cache_type_v"`
-	KVBytesPerToken     int64   `json:"kv_bytes_per_token"`
-	RecurrentStateBytes int64   `json:"recurrent_state_bytes,omitempty"`
-	BOS                 Token   `json:"bos"`
-	EOS                 Token   `json:"eos"`
-	EOT                 Token   `json:"eot"`
-	EOG                 []Token `json:"eog"`
-	AddBOS              bool    `json:"add_bos"`
-	FIM                 FIM     `json:"fim"`
-	ChatTemplate        string  `json:"chat_template"`
-	PartialTruncation   bool    `json:"partial_truncation"`
+	CacheTypeK          string `json:"cache_type_k"`
+	CacheTypeV          string `json:"cache_type_v"`
+	KVBytesPerToken     int64  `json:"kv_bytes_per_token"`
+	RecurrentStateBytes int64  `json:"recurrent_state_bytes,omitempty"`
+	// MTPBytes is the multi-token prediction block's own KV cache, for an
+	// engine opened with it (--spec-type draft-mtp; 0: none).
+	MTPBytes          int64   `json:"mtp_bytes,omitempty"`
+	BOS               Token   `json:"bos"`
+	EOS               Token   `json:"eos"`
+	EOT               Token   `json:"eot"`
+	EOG               []Token `json:"eog"`
+	AddBOS            bool    `json:"add_bos"`
+	FIM               FIM     `json:"fim"`
+	ChatTemplate      string  `json:"chat_template"`
+	PartialTruncation bool    `json:"partial_truncation"`
 	// Partial is what a cut can lose (PartialNone: nothing, and then
 	// PartialTruncation holds); SlidingWindow the window in tokens.
 	Partial       Partial `json:"partial_state,omitempty"`

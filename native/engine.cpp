@@ -554,6 +554,7 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->n_layer = llama_model_n_layer(e->model);
     d->kv_bytes_per_token = e->kv_bytes_per_token;
     d->recurrent_state_bytes = e->recurrent_state_bytes;
+    d->mtp_bytes = e->mtp_bytes;
     snprintf(d->type_k, sizeof d->type_k, "%s", ggml_type_name(e->type_k));
     snprintf(d->type_v, sizeof d->type_v, "%s", ggml_type_name(e->type_v));
     d->bos = llama_vocab_bos(e->vocab);

@@ -215,6 +215,8 @@ struct sf_engine {
     std::string arch;
     int64_t kv_bytes_per_token = 0;
     int64_t recurrent_state_bytes = 0;
+    // The multi-token prediction block's KV cache (0: not opened).
+    int64_t mtp_bytes = 0;
     int32_t rec_has = 0;  // SF_REC_* bits
     int32_t rec_top_k = 0;
     float rec_top_p = 0;

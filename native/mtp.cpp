@@ -29,6 +29,8 @@
 #include "internal.h"
 
 #if SF_LLAMA_UPSTREAM
+#include "../src/llama-memory.h"
+
 // llama.cpp's staging API (src/llama-ext.h, not among its installed
 // headers, C++ linkage): the NextN hidden states.
 void llama_set_embeddings_nextn(struct llama_context *ctx, bool value, bool masked);
@@ -143,6 +145,11 @@ const char *sf_mtp_open(sf_engine *e, const llama_context_params &target, char *
         llama_attach_threadpool(m->ctx, e->pool->tp, e->pool->tp);
     }
     m->mem = llama_get_memory(m->ctx);
+    // The block's own KV cache (its layer, every sequence, the whole
+    // context) is memory the model holds beside the engine's.
+    for (const auto &kv : m->mem->memory_breakdown()) {
+        e->mtp_bytes += (int64_t)kv.second;
+    }
     m->n_embd = llama_model_n_embd_out(e->model);
     int32_t n_batch = (int32_t)llama_n_batch(e->ctx);
     m->batch = llama_batch_init(n_batch, m->n_embd, 1);

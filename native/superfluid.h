@@ -275,9 +275,12 @@ typedef struct sf_desc {
      * the upstream route (a sliding-window cache at its share of the
      * context's cells, recurrent layers none), every layer's on the Go
      * module's. recurrent_state_bytes: the recurrent layers' state of all
-     * sequences, fixed whatever the context (0: none). */
+     * sequences, fixed whatever the context (0: none). mtp_bytes: the
+     * multi-token prediction block's own KV cache, for an engine opened
+     * with mtp (0: none). */
     int64_t kv_bytes_per_token;
     int64_t recurrent_state_bytes;
+    int64_t mtp_bytes;
     char type_k[16];
     char type_v[16];
     int32_t bos, eos, eot;
