@@ -16,18 +16,13 @@ import (
 // to another set since — in this process, or in the one that parked it —
 // never seeds a prompt from the old set's file.
 
-// Namespaces names the adapter set of a namespace of the cache's keys.
-type Namespaces interface {
-	// SetOf is the adapter set whose namespace a stream beginning with
-	// first is keyed in (zero: the base model); false when that namespace
-	// names no set now, and the stream is then neither parked nor
-	// restored.
-	SetOf(first engine.Token) (engine.AdapterSetID, bool)
+// UseNamespaces makes setOf name the adapter set whose namespace a stream
+// beginning with first is keyed in (zero: the base model), false when that
+// namespace names no set now — such a stream is then neither parked nor
+// restored. Without it every stream is the base model's. Owner goroutine.
+func (c *Cache) UseNamespaces(setOf func(first engine.Token) (engine.AdapterSetID, bool)) {
+	c.spaces = setOf
 }
-
-// UseNamespaces makes n name the adapter sets of the cache's namespaces;
-// without it every stream is the base model's. Owner goroutine.
-func (c *Cache) UseNamespaces(n Namespaces) { c.spaces = n }
 
 // setOf is the set n's stream was computed under.
 func (c *Cache) setOf(n *node) (engine.AdapterSetID, bool) {
@@ -35,7 +30,7 @@ func (c *Cache) setOf(n *node) (engine.AdapterSetID, bool) {
 	if !ok || c.spaces == nil {
 		return engine.AdapterSetID{}, ok
 	}
-	return c.spaces.SetOf(first)
+	return c.spaces(first)
 }
 
 // parkable reports whether n's stream may be parked: its namespace names
@@ -57,34 +52,33 @@ func firstToken(n *node) (engine.Token, bool) {
 	return at.edge[0], true
 }
 
-// ParkedSet is an adapter set some parked stream was computed under and
-// the first token of one such stream, which says the namespace it was
-// keyed in.
-type ParkedSet struct {
-	Set   engine.AdapterSetID
-	First engine.Token
-}
-
-// ParkedSets lists each distinct (set, first token) pair of the parked
-// streams, those used most recently first: after a restart the owner
-// gives each set the namespace its files were keyed in, so they restore.
-// Owner goroutine.
-func (c *Cache) ParkedSets() []ParkedSet {
-	seen := map[ParkedSet]uint64{}
+// EachParkedSet calls f with each distinct (set, first token) pair of the
+// parked streams computed under adapters, those used most recently first:
+// the first token says which namespace the set's streams were keyed in, so
+// that after a restart the owner gives the set that namespace again and
+// its files restore. Owner goroutine.
+func (c *Cache) EachParkedSet(f func(set engine.AdapterSetID, first engine.Token)) {
+	type key struct {
+		set   engine.AdapterSetID
+		first engine.Token
+	}
+	seen := map[key]uint64{}
 	for _, p := range c.parked {
 		first, ok := firstToken(p.node)
 		if !ok || p.set.IsBase() {
 			continue
 		}
-		k := ParkedSet{Set: p.set, First: first}
+		k := key{p.set, first}
 		seen[k] = max(seen[k], p.used)
 	}
-	out := make([]ParkedSet, 0, len(seen))
+	keys := make([]key, 0, len(seen))
 	for k := range seen {
-		out = append(out, k)
+		keys = append(keys, k)
 	}
-	slices.SortFunc(out, func(a, b ParkedSet) int { return cmp.Compare(seen[b], seen[a]) })
-	return out
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(seen[b], seen[a]) })
+	for _, k := range keys {
+		f(k.set, k.first)
+	}
 }
 
 // DropNamespace drops every entry — resident, in host memory, parked (its

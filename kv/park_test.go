@@ -410,7 +410,7 @@ func TestNamespacedStreamsParkUnderTheirSet(t *testing.T) {
 	setA := engine.AdapterSetOf([]string{"a"}, []float32{1})
 	setB := engine.AdapterSetOf([]string{"b"}, []float32{1})
 	c, f := newParked(t, dir, 2, Config{ParkIdle: 5 * time.Minute, Now: clock})
-	c.UseNamespaces(fakeSpaces{-5: setA})
+	c.UseNamespaces(fakeSpaces{-5: setA}.SetOf)
 	tagged := seqOf(-5000, 100)  // set A's namespace
 	unbound := seqOf(-8000, 100) // a namespace naming no set
 	turn2 := cat(tagged, seqOf(-4000, 10), seqOf(-4500, 5))
@@ -430,18 +430,18 @@ func TestNamespacedStreamsParkUnderTheirSet(t *testing.T) {
 	}
 
 	c2, f2 := newParked(t, dir, 2, Config{})
-	c2.UseNamespaces(fakeSpaces{-5: setB}) // the namespace now names B
+	c2.UseNamespaces(fakeSpaces{-5: setB}.SetOf) // the namespace now names B
 	if cached := serve(t, c2, f2, cat(tagged, seqOf(-4000, 3)), nil); cached != 0 {
 		t.Errorf("set B restored %d tokens of set A's stream", cached)
 	}
 	c2.Close()
 
 	c3, f3 := newParked(t, dir, 2, Config{})
-	c3.UseNamespaces(fakeSpaces{-5: setA})
+	c3.UseNamespaces(fakeSpaces{-5: setA}.SetOf)
 	// B's stream parked at c2's close: both sets have a file keyed in the
 	// namespace, the most recently used first.
-	if ps := c3.ParkedSets(); len(ps) != 2 || ps[0] != (ParkedSet{Set: setB, First: -5000}) || ps[1] != (ParkedSet{Set: setA, First: -5000}) {
-		t.Fatalf("parked sets %+v", ps)
+	if ps := parkedSets(c3); len(ps) != 2 || ps[0] != setB || ps[1] != setA {
+		t.Fatalf("parked sets %v", ps)
 	}
 	if cached := serve(t, c3, f3, turn2, nil); cached != len(turn2)-1 {
 		t.Errorf("set A restored %d tokens after a restart, want %d", cached, len(turn2)-1)
@@ -450,7 +450,7 @@ func TestNamespacedStreamsParkUnderTheirSet(t *testing.T) {
 		t.Errorf("an unbound namespace's stream came back from disk: %d tokens", cached)
 	}
 	c3.DropNamespace(func(first engine.Token) bool { return first/1000 == -5 })
-	if ps := c3.ParkedSets(); len(ps) != 0 {
+	if ps := parkedSets(c3); len(ps) != 0 {
 		t.Errorf("parked sets after dropping their namespace: %+v", ps)
 	}
 	if cached := serve(t, c3, f3, turn2, nil); cached != 0 {
@@ -459,6 +459,17 @@ func TestNamespacedStreamsParkUnderTheirSet(t *testing.T) {
 	if names := parkedNames(c3); len(names) != 1 {
 		t.Errorf("park files after the drop: %v, want the base one", names)
 	}
+}
+
+// parkedSets are the sets EachParkedSet gives, all keyed at -5000.
+func parkedSets(c *Cache) []engine.AdapterSetID {
+	var out []engine.AdapterSetID
+	c.EachParkedSet(func(set engine.AdapterSetID, first engine.Token) {
+		if first == -5000 {
+			out = append(out, set)
+		}
+	})
+	return out
 }
 
 func parkedNames(c *Cache) []string {

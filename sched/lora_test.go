@@ -94,7 +94,7 @@ func TestLoRANoCachedPrefixCrossesAdapters(t *testing.T) {
 // at a vocabulary, no namespace is given and the set runs cold.
 func TestCacheNamespaces(t *testing.T) {
 	ns := newCacheNamespaces(1000)
-	a, b := newAdapterSet([]float32{1, 0}), newAdapterSet([]float32{0, 1})
+	a, b := []float32{1, 0}, []float32{0, 1}
 	ia, _ := ns.of(a)
 	ib, _ := ns.of(b)
 	if again, _ := ns.of(a); ia == ib || again != ia {
@@ -110,18 +110,74 @@ func TestCacheNamespaces(t *testing.T) {
 	if got := untag(ta, 1000); !equalTokens(got, toks) {
 		t.Errorf("untagged %v", got)
 	}
+	if set, ok := ns.setOf(ta[0]); !ok || set != engine.AdapterSetOf(nil, a) {
+		t.Errorf("the set of a tagged token: %s %v", set, ok)
+	}
+	if set, ok := ns.setOf(toks[1]); !ok || !set.IsBase() {
+		t.Errorf("a vocabulary token's set: %s %v", set, ok)
+	}
+	if _, ok := ns.setOf(ns.tag(7, toks)[0]); ok {
+		t.Error("a namespace never given names a set")
+	}
 	big := newCacheNamespaces(1 << 30)
 	if _, ok := big.of(a); ok {
 		t.Error("a namespace given where int32 holds none")
 	}
+}
+
+// Every namespace held, a new set gets none (it runs cold); once jobs let
+// go, a new set takes the least recently used namespace, emptied in the
+// cache first, and the old set's name no longer matches it.
+func TestCacheNamespacesReuseTheLeastRecentlyUsed(t *testing.T) {
 	full := newCacheNamespaces(1000)
+	var dropped []int32
+	full.drop = func(ns int32) { dropped = append(dropped, ns) }
 	for i := range maxCacheNamespaces {
-		if _, ok := full.of(newAdapterSet([]float32{float32(i + 1)})); !ok {
+		if _, ok := full.of([]float32{float32(i + 1)}); !ok {
 			t.Fatalf("set %d refused", i)
 		}
 	}
-	if _, ok := full.of(newAdapterSet([]float32{-1})); ok {
-		t.Error("more namespaces than maxCacheNamespaces")
+	if _, ok := full.of([]float32{-1}); ok || len(dropped) != 0 {
+		t.Fatalf("a namespace given away while held (dropped %v)", dropped)
+	}
+	full.release(9)
+	full.release(5)
+	full.release(5) // once too many: no harm
+	full.of([]float32{10})
+	full.release(9) // set 10 (namespace 9) used after set 6 (namespace 5)
+	old := full.slots[5].set
+	ns, ok := full.of([]float32{-1})
+	if !ok || ns != 5 || len(dropped) != 1 || dropped[0] != 5 {
+		t.Fatalf("new set in namespace %d (%v), dropped %v; want 5", ns, ok, dropped)
+	}
+	if full.names(5, old) || !full.names(5, engine.AdapterSetOf(nil, []float32{-1})) {
+		t.Error("namespace 5 still names its old set")
+	}
+	if again, _ := full.of([]float32{6}); again != 9 {
+		t.Errorf("the evicted set came back in namespace %d, want 9 (the only one free)", again)
+	}
+}
+
+// Sets found parked take back the namespace their files were keyed in,
+// the most recently used first when two claim one.
+func TestCacheNamespacesReserveParkedSets(t *testing.T) {
+	c := newCacheNamespaces(1000)
+	a, b := engine.AdapterSetOf(nil, []float32{1}), engine.AdapterSetOf(nil, []float32{2})
+	first := func(ns int32) engine.Token { return c.tag(ns, []engine.Token{3})[0] }
+	c.reserve(a, first(4))
+	c.reserve(b, first(4)) // older: namespace 4 is a's
+	c.reserve(a, first(6)) // a has one
+	if set, ok := c.setOf(first(4)); !ok || set != a {
+		t.Fatalf("namespace 4 names %s", set)
+	}
+	if _, ok := c.setOf(first(6)); ok {
+		t.Fatal("namespace 6 names a set")
+	}
+	if ns, _ := c.of([]float32{1}); ns != 4 {
+		t.Errorf("set a got namespace %d after a restart, want 4", ns)
+	}
+	if ns, _ := c.of([]float32{2}); ns != 0 {
+		t.Errorf("set b got namespace %d, want the first free, 0", ns)
 	}
 }
 
