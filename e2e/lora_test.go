@@ -286,3 +286,60 @@ func TestLoRARunOne(t *testing.T) {
 		t.Errorf("scale 1 gives the base's text %q", got)
 	}
 }
+
+// A conversation under an adapter parks when the server stops and resumes
+// warm after a restart with the same --lora files: its namespace is named
+// by the adapters' digests and scales, which a park file records. Under
+// another scale, or with another file in the adapter's place, the same
+// prompt starts cold and answers as a lone run under that set does: a
+// parked prefix never crosses sets (were a set named by position alone,
+// the last case would restore the first adapter's stream).
+func TestLoRAParkRestoresAfterRestart(t *testing.T) {
+	prompt := strings.Repeat("A conversation under an adapter, long enough to park: the system prompt, the user's question and its context. ", 3)
+	dir := t.TempDir()
+	adapters := []app.LoRAFile{{Path: loraFile(t, 1)}, {Path: loraFile(t, 2)}}
+	st := startParkStack(t, app.Options{ParkDir: dir, LoRA: adapters})
+	first := loraCompletion(t, st.Stack, prompt, scaled(0, 1))
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if files := parkFiles(t, dir); len(files) == 0 {
+		t.Fatal("nothing parked on stop")
+	}
+
+	again := startParkStack(t, app.Options{ParkDir: dir, LoRA: adapters})
+	warm := loraCompletion(t, again.Stack, prompt, scaled(0, 1))
+	t.Logf("after a restart: %d of %d prompt tokens cached", warm.TokensCached, warm.TokensEvaluated)
+	if warm.TokensCached == 0 || warm.TokensCached < warm.TokensEvaluated-1 {
+		t.Errorf("after a restart %d cached, %d evaluated: want the prompt warm", warm.TokensCached, warm.TokensEvaluated)
+	}
+	if ok, why := sameOrNearTie(warm, first); !ok {
+		t.Errorf("the restored answer differs: %s", why)
+	}
+	half := loraCompletion(t, again.Stack, prompt, scaled(0, 0.5))
+	if half.TokensCached != 0 {
+		t.Errorf("another scale after a restart: %d tokens cached", half.TokensCached)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	swapped := []app.LoRAFile{{Path: loraFile(t, 3)}, {Path: loraFile(t, 2)}}
+	other := startParkStack(t, app.Options{ParkDir: dir, LoRA: swapped})
+	cold := loraCompletion(t, other.Stack, prompt, scaled(0, 1))
+	if cold.TokensCached != 0 {
+		t.Errorf("another adapter file in the same place: %d tokens cached from the first's stream", cold.TokensCached)
+	}
+
+	loneHalf := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: adapters}), prompt, scaled(0, 0.5))
+	if ok, why := sameOrNearTie(half, loneHalf); !ok {
+		t.Errorf("scale 0.5 after a restart differs from its lone run: %s", why)
+	}
+	loneSwapped := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: swapped}), prompt, scaled(0, 1))
+	if ok, why := sameOrNearTie(cold, loneSwapped); !ok {
+		t.Errorf("the other adapter after a restart differs from its lone run: %s", why)
+	}
+	if slices.Equal(loneSwapped.Tokens, first.Tokens) {
+		t.Error("the two adapters answer alike: the test shows nothing")
+	}
+}
