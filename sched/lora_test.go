@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"testing"
 
 	"superfluid/engine"
@@ -241,5 +242,41 @@ func TestLoRARequestsValidated(t *testing.T) {
 	r := Request{Prompt: []engine.Token{1, 2}, LoRA: []float32{0, -1.5}}
 	if err := r.validate(d); err != nil {
 		t.Errorf("scales %v: %v", r.LoRA, err)
+	}
+}
+
+// An image's key tokens under an adapter set move into the set's own
+// range of the media keys: disjoint from the base model's keys, from
+// every other set's, and from every text tag; the stream's first token
+// still says its namespace.
+func TestCacheNamespacesKeepImagesApart(t *testing.T) {
+	for _, vocab := range []int{1000, 151936, 262144} {
+		c := newCacheNamespaces(vocab)
+		var digest [32]byte
+		digest[0] = 7
+		keys := mediaKeyTokens(digest, 64)
+		seen := map[engine.Token]int64{}
+		for _, k := range keys {
+			seen[k] = -1
+		}
+		for _, ns := range []int32{0, 1, c.max - 1} {
+			tagged := c.tag(ns, keys)
+			text := c.tag(ns, []engine.Token{0, engine.Token(vocab - 1)})
+			for i, k := range tagged {
+				if got, ok := seen[k]; ok {
+					t.Fatalf("vocab %d: namespace %d's key %d is also namespace %d's", vocab, ns, k, got)
+				}
+				seen[k] = int64(ns)
+				if c.nsOf(k) != int64(ns) || int64(k) > -mediaKeyBase || int64(k) < math.MinInt32 {
+					t.Fatalf("vocab %d: key %d of namespace %d reads as namespace %d", vocab, k, ns, c.nsOf(k))
+				}
+				if i == 0 && (int64(text[1]) <= -mediaKeyBase || c.nsOf(text[0]) != int64(ns) || c.nsOf(text[1]) != int64(ns)) {
+					t.Fatalf("vocab %d: text tags %v of namespace %d", vocab, text, ns)
+				}
+			}
+		}
+		if c.nsOf(keys[0]) != -1 {
+			t.Errorf("vocab %d: a base image key reads as namespace %d", vocab, c.nsOf(keys[0]))
+		}
 	}
 }

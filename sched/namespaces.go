@@ -8,8 +8,9 @@ import (
 // adapter set in the set's namespace ns, its tokens reaching the cache as
 // -(1 + token + vocab × ns): negative, which no vocabulary's token is,
 // one-to-one within a set, disjoint between sets and from the base
-// model's streams, and above the media key tokens (media.go). A stream's
-// first token therefore says its namespace.
+// model's streams, and above the media key tokens (media.go); an image's
+// key tokens move into the namespace's own range of the media keys. A
+// stream's first token therefore says its namespace.
 //
 // A set is named by engine.AdapterSetOf — its adapters' file digests and
 // scales — not by this process: the name is what a park file records
@@ -127,8 +128,11 @@ func (c *cacheNamespaces) names(ns int32, set engine.AdapterSetID) bool {
 
 // nsOf is the namespace a cache token is keyed in; -1 for the base model.
 func (c *cacheNamespaces) nsOf(t engine.Token) int64 {
-	if t >= 0 || int64(t) <= -mediaKeyBase {
+	switch {
+	case t >= 0:
 		return -1
+	case int64(t) <= -mediaKeyBase:
+		return (-int64(t)-mediaKeyBase)/mediaKeyRange - 1
 	}
 	return (-int64(t) - 1) / c.vocab
 }
@@ -161,11 +165,18 @@ func (c *cacheNamespaces) reserve(set engine.AdapterSetID, first engine.Token) {
 	c.bind(int32(ns), set)
 }
 
-// tag is tokens as the cache sees them in namespace ns.
+// tag is tokens as the cache sees them in namespace ns: a vocabulary
+// token tagged, an image's key token (media.go, in the base model's range)
+// moved into ns's range of the media keys.
 func (c *cacheNamespaces) tag(ns int32, tokens []engine.Token) []engine.Token {
 	out := make([]engine.Token, len(tokens))
 	base := 1 + c.vocab*int64(ns)
+	shift := (1 + int64(ns)) * mediaKeyRange
 	for i, t := range tokens {
+		if int64(t) <= -mediaKeyBase {
+			out[i] = engine.Token(int64(t) - shift)
+			continue
+		}
 		out[i] = engine.Token(-(base + int64(t)))
 	}
 	return out
