@@ -343,3 +343,61 @@ func TestLoRAParkRestoresAfterRestart(t *testing.T) {
 		t.Error("the two adapters answer alike: the test shows nothing")
 	}
 }
+
+// /props and /slots list every loaded adapter at its scale in their params
+// (llama-server's {"id", "scale"} shape), a completion's
+// generation_settings the scales it ran under, and Ollama's /api/show an
+// ADAPTER line per adapter its requests run under.
+func TestLoRAListedInPropsSlotsAndShow(t *testing.T) {
+	st := startStack(t, app.Options{Lanes: 2, LoRA: []app.LoRAFile{{Path: loraFile(t, 1), Scale: 0.5}, {Path: loraFile(t, 2)}}})
+	type params struct {
+		LoRA []struct {
+			ID    int     `json:"id"`
+			Scale float64 `json:"scale"`
+		} `json:"lora"`
+	}
+	type slot struct {
+		Params params `json:"params"`
+	}
+	want := func(where string, p params, scales ...float64) {
+		t.Helper()
+		if len(p.LoRA) != len(scales) {
+			t.Fatalf("%s: lora %+v, want scales %v", where, p.LoRA, scales)
+		}
+		for i, s := range scales {
+			if p.LoRA[i].ID != i || p.LoRA[i].Scale != s {
+				t.Errorf("%s: lora %+v, want scales %v", where, p.LoRA, scales)
+			}
+		}
+	}
+	props := llamaDo[struct {
+		Default slot `json:"default_generation_settings"`
+	}](t, st, "/props", "")
+	want("/props", props.Default.Params, 0.5, 0)
+	slots := llamaDo[[]slot](t, st, "/slots", "")
+	if len(slots) != 2 {
+		t.Fatalf("/slots: %d entries", len(slots))
+	}
+	want("/slots", slots[1].Params, 0.5, 0)
+	ran := llamaDo[struct {
+		Settings params `json:"generation_settings"`
+	}](t, st, "/completion", jsonBody(map[string]any{"prompt": "x", "n_predict": 1, "lora": scaled(1, 2)}))
+	want("generation_settings", ran.Settings, 0, 2)
+
+	status, b := post(t, st.URL()+"/api/show", map[string]any{"model": "tiny"})
+	var show struct {
+		Modelfile string `json:"modelfile"`
+	}
+	if status != 200 || json.Unmarshal(b, &show) != nil {
+		t.Fatalf("/api/show: %d %s", status, b)
+	}
+	if !strings.Contains(show.Modelfile, "ADAPTER "+loraFile(t, 1)+"\n") || strings.Contains(show.Modelfile, loraFile(t, 2)) || !strings.Contains(show.Modelfile, "scale 0.5") {
+		t.Errorf("/api/show modelfile:\n%s", show.Modelfile)
+	}
+	plain := llamaDo[struct {
+		Default slot `json:"default_generation_settings"`
+	}](t, startStack(t, app.Options{Lanes: 1}), "/props", "")
+	if plain.Default.Params.LoRA == nil || len(plain.Default.Params.LoRA) != 0 {
+		t.Errorf("a model without adapters: lora %+v, want []", plain.Default.Params.LoRA)
+	}
+}
