@@ -280,3 +280,39 @@ func TestCacheNamespacesKeepImagesApart(t *testing.T) {
 		}
 	}
 }
+
+// With the table full, a new set takes the namespace of a set no job
+// holds once that set's jobs have ended, the cache emptied of it first:
+// the new set's lane, on the very prompt the old set cached, starts cold
+// and answers as its lone run; each set's repeat is warm. While the only
+// namespace is held, another set runs cold beside it.
+func TestLoRANamespaceChangesHandsWhenLetGo(t *testing.T) {
+	h := loraHarness(t, 2)
+	h.loop.p.cacheNS.max = 1
+	a := Request{Prompt: promptOf(9, 40), MaxTokens: 6, LoRA: []float32{1, 0}}
+	b := Request{Prompt: promptOf(9, 40), MaxTokens: 6, LoRA: []float32{0, 1}}
+	step := func(name string, req Request, wantHit bool) {
+		t.Helper()
+		before := h.cache.hits
+		h.submit(name, req)
+		h.run(500)
+		h.expectOutputUnder(name, req)
+		if hit := h.cache.hits != before; hit != wantHit {
+			t.Errorf("%s: cache hit %v, want %v", name, hit, wantHit)
+		}
+	}
+	step("a", a, false)
+	step("a again", a, true)
+	step("b", b, false) // namespace 0 changes hands: a's streams dropped
+	step("b again", b, true)
+	step("a back", a, false)
+
+	// Both at once: one holds the namespace, the other runs cold.
+	long := Request{Prompt: promptOf(7, 40), MaxTokens: 60, LoRA: []float32{0, 1}}
+	other := Request{Prompt: promptOf(7, 40), MaxTokens: 6, LoRA: []float32{1, 1}}
+	h.submit("long", long)
+	h.submit("other", other)
+	h.run(2000)
+	h.expectOutputUnder("long", long)
+	h.expectOutputUnder("other", other)
+}
