@@ -44,7 +44,7 @@ func loraStack(t *testing.T) *app.Stack {
 
 // loraCompletion is a greedy /completion of prompt under lora (nil: the
 // field left out), with the top alternatives for the near-tie oracle.
-func loraCompletion(t *testing.T, st *app.Stack, prompt string, lora any) llamaCompletion {
+func loraCompletion(t *testing.T, st *app.Stack, prompt any, lora any) llamaCompletion {
 	t.Helper()
 	body := map[string]any{"prompt": prompt, "n_predict": 24, "temperature": 0, "n_probs": 5, "return_tokens": true}
 	if lora != nil {
@@ -299,7 +299,8 @@ func TestLoRAParkRestoresAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	adapters := []app.LoRAFile{{Path: loraFile(t, 1)}, {Path: loraFile(t, 2)}}
 	st := startParkStack(t, app.Options{ParkDir: dir, LoRA: adapters})
-	first := loraCompletion(t, st.Stack, prompt, scaled(0, 1))
+	toks := llamaTokens(t, st.Stack, prompt, false)
+	first := loraCompletion(t, st.Stack, toks, scaled(0, 1))
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -307,16 +308,19 @@ func TestLoRAParkRestoresAfterRestart(t *testing.T) {
 		t.Fatal("nothing parked on stop")
 	}
 
+	// The next turn: the first turn's prompt and answer, then more.
 	again := startParkStack(t, app.Options{ParkDir: dir, LoRA: adapters})
-	warm := loraCompletion(t, again.Stack, prompt, scaled(0, 1))
-	t.Logf("after a restart: %d of %d prompt tokens cached", warm.TokensCached, warm.TokensEvaluated)
-	if warm.TokensCached == 0 || warm.TokensCached < warm.TokensEvaluated-1 {
-		t.Errorf("after a restart %d cached, %d evaluated: want the prompt warm", warm.TokensCached, warm.TokensEvaluated)
+	turn2 := slices.Concat(toks, first.Tokens, llamaTokens(t, again.Stack, " And then?", false))
+	warm := loraCompletion(t, again.Stack, turn2, scaled(0, 1))
+	t.Logf("the next turn after a restart: %d of %d prompt tokens cached", warm.TokensCached, warm.TokensEvaluated)
+	if want := first.TokensEvaluated + len(first.Tokens) - 1; warm.TokensCached < want {
+		t.Errorf("the next turn after a restart: %d tokens cached, want the first turn's %d", warm.TokensCached, want)
 	}
-	if ok, why := sameOrNearTie(warm, first); !ok {
-		t.Errorf("the restored answer differs: %s", why)
+	loneTurn2 := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: adapters}), turn2, scaled(0, 1))
+	if ok, why := sameOrNearTie(warm, loneTurn2); !ok {
+		t.Errorf("the restored turn differs from its lone run: %s", why)
 	}
-	half := loraCompletion(t, again.Stack, prompt, scaled(0, 0.5))
+	half := loraCompletion(t, again.Stack, toks, scaled(0, 0.5))
 	if half.TokensCached != 0 {
 		t.Errorf("another scale after a restart: %d tokens cached", half.TokensCached)
 	}
@@ -326,16 +330,16 @@ func TestLoRAParkRestoresAfterRestart(t *testing.T) {
 
 	swapped := []app.LoRAFile{{Path: loraFile(t, 3)}, {Path: loraFile(t, 2)}}
 	other := startParkStack(t, app.Options{ParkDir: dir, LoRA: swapped})
-	cold := loraCompletion(t, other.Stack, prompt, scaled(0, 1))
+	cold := loraCompletion(t, other.Stack, toks, scaled(0, 1))
 	if cold.TokensCached != 0 {
 		t.Errorf("another adapter file in the same place: %d tokens cached from the first's stream", cold.TokensCached)
 	}
 
-	loneHalf := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: adapters}), prompt, scaled(0, 0.5))
+	loneHalf := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: adapters}), toks, scaled(0, 0.5))
 	if ok, why := sameOrNearTie(half, loneHalf); !ok {
 		t.Errorf("scale 0.5 after a restart differs from its lone run: %s", why)
 	}
-	loneSwapped := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: swapped}), prompt, scaled(0, 1))
+	loneSwapped := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: swapped}), toks, scaled(0, 1))
 	if ok, why := sameOrNearTie(cold, loneSwapped); !ok {
 		t.Errorf("the other adapter after a restart differs from its lone run: %s", why)
 	}
