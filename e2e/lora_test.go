@@ -44,7 +44,7 @@ func loraStack(t *testing.T) *app.Stack {
 
 // loraCompletion is a greedy /completion of prompt under lora (nil: the
 // field left out), with the top alternatives for the near-tie oracle.
-func loraCompletion(t *testing.T, st *app.Stack, prompt any, lora any) llamaCompletion {
+func loraCompletion(t testing.TB, st *app.Stack, prompt any, lora any) llamaCompletion {
 	t.Helper()
 	body := map[string]any{"prompt": prompt, "n_predict": 24, "temperature": 0, "n_probs": 5, "return_tokens": true}
 	if lora != nil {
