@@ -210,6 +210,10 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgo: model digest %q: %w", digest, err)
 	}
+	loraIDs, err := fileDigests(o.LoRA)
+	if err != nil {
+		return nil, fmt.Errorf("cgo: LoRA adapter: %w", err)
+	}
 	logCPUFeatures()
 	if err := loadGPUBackend(); err != nil {
 		return nil, err
@@ -279,6 +283,7 @@ func Open(opts Options) (*Engine, error) {
 	e.cplan = (*C.sf_plan)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sf_plan{}))))
 	e.cevents = (*C.sf_events)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sf_events{}))))
 	e.fillDescriptor(o, digest)
+	e.desc.LoRAIdentity = loraIDs
 	e.growEvents(o.Lanes * 4)
 	return e, nil
 }

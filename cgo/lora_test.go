@@ -1,8 +1,11 @@
 package cgo
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -200,5 +203,33 @@ func BenchmarkLoRASwitch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The descriptor names each adapter by its whole file's sha256: what an
+// adapter set's name (engine.AdapterSetOf), and so its parked streams,
+// are keyed by across restarts.
+func TestLoRAIdentityIsTheFilesDigest(t *testing.T) {
+	paths := []string{loraAdapter(t, "llama", 1), loraAdapter(t, "llama", 2)}
+	e, err := Open(Options{ModelPath: tinyModel(t), Ctx: 512, Lanes: 1, Seqs: 1, Threads: 1, LoRA: paths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ids := e.Descriptor().LoRAIdentity
+	if len(ids) != len(paths) {
+		t.Fatalf("%d identities for %d adapters", len(ids), len(paths))
+	}
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(b); ids[i] != hex.EncodeToString(sum[:]) {
+			t.Errorf("adapter %d: identity %s, file sha256 %x", i, ids[i], sum)
+		}
+	}
+	if ids[0] == ids[1] {
+		t.Error("two adapters share an identity")
 	}
 }

@@ -44,7 +44,7 @@ func loraStack(t *testing.T) *app.Stack {
 
 // loraCompletion is a greedy /completion of prompt under lora (nil: the
 // field left out), with the top alternatives for the near-tie oracle.
-func loraCompletion(t *testing.T, st *app.Stack, prompt string, lora any) llamaCompletion {
+func loraCompletion(t testing.TB, st *app.Stack, prompt any, lora any) llamaCompletion {
 	t.Helper()
 	body := map[string]any{"prompt": prompt, "n_predict": 24, "temperature": 0, "n_probs": 5, "return_tokens": true}
 	if lora != nil {
@@ -284,5 +284,124 @@ func TestLoRARunOne(t *testing.T) {
 	}
 	if got := text(1); got == base.String() {
 		t.Errorf("scale 1 gives the base's text %q", got)
+	}
+}
+
+// A conversation under an adapter parks when the server stops and resumes
+// warm after a restart with the same --lora files: its namespace is named
+// by the adapters' digests and scales, which a park file records. Under
+// another scale, or with another file in the adapter's place, the same
+// prompt starts cold and answers as a lone run under that set does: a
+// parked prefix never crosses sets (were a set named by position alone,
+// the last case would restore the first adapter's stream).
+func TestLoRAParkRestoresAfterRestart(t *testing.T) {
+	prompt := strings.Repeat("A conversation under an adapter, long enough to park: the system prompt, the user's question and its context. ", 3)
+	dir := t.TempDir()
+	adapters := []app.LoRAFile{{Path: loraFile(t, 1)}, {Path: loraFile(t, 2)}}
+	st := startParkStack(t, app.Options{ParkDir: dir, LoRA: adapters})
+	toks := llamaTokens(t, st.Stack, prompt, false)
+	first := loraCompletion(t, st.Stack, toks, scaled(0, 1))
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if files := parkFiles(t, dir); len(files) == 0 {
+		t.Fatal("nothing parked on stop")
+	}
+
+	// The next turn: the first turn's prompt and answer, then more.
+	again := startParkStack(t, app.Options{ParkDir: dir, LoRA: adapters})
+	turn2 := slices.Concat(toks, first.Tokens, llamaTokens(t, again.Stack, " And then?", false))
+	warm := loraCompletion(t, again.Stack, turn2, scaled(0, 1))
+	t.Logf("the next turn after a restart: %d of %d prompt tokens cached", warm.TokensCached, warm.TokensEvaluated)
+	if want := first.TokensEvaluated + len(first.Tokens) - 1; warm.TokensCached < want {
+		t.Errorf("the next turn after a restart: %d tokens cached, want the first turn's %d", warm.TokensCached, want)
+	}
+	loneTurn2 := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: adapters}), turn2, scaled(0, 1))
+	if ok, why := sameOrNearTie(warm, loneTurn2); !ok {
+		t.Errorf("the restored turn differs from its lone run: %s", why)
+	}
+	half := loraCompletion(t, again.Stack, toks, scaled(0, 0.5))
+	if half.TokensCached != 0 {
+		t.Errorf("another scale after a restart: %d tokens cached", half.TokensCached)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	swapped := []app.LoRAFile{{Path: loraFile(t, 3)}, {Path: loraFile(t, 2)}}
+	other := startParkStack(t, app.Options{ParkDir: dir, LoRA: swapped})
+	cold := loraCompletion(t, other.Stack, toks, scaled(0, 1))
+	if cold.TokensCached != 0 {
+		t.Errorf("another adapter file in the same place: %d tokens cached from the first's stream", cold.TokensCached)
+	}
+
+	loneHalf := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: adapters}), toks, scaled(0, 0.5))
+	if ok, why := sameOrNearTie(half, loneHalf); !ok {
+		t.Errorf("scale 0.5 after a restart differs from its lone run: %s", why)
+	}
+	loneSwapped := loraCompletion(t, startStack(t, app.Options{Lanes: 1, LoRA: swapped}), toks, scaled(0, 1))
+	if ok, why := sameOrNearTie(cold, loneSwapped); !ok {
+		t.Errorf("the other adapter after a restart differs from its lone run: %s", why)
+	}
+	if slices.Equal(loneSwapped.Tokens, first.Tokens) {
+		t.Error("the two adapters answer alike: the test shows nothing")
+	}
+}
+
+// /props and /slots list every loaded adapter at its scale in their params
+// (llama-server's {"id", "scale"} shape), a completion's
+// generation_settings the scales it ran under, and Ollama's /api/show an
+// ADAPTER line per adapter its requests run under.
+func TestLoRAListedInPropsSlotsAndShow(t *testing.T) {
+	st := startStack(t, app.Options{Lanes: 2, LoRA: []app.LoRAFile{{Path: loraFile(t, 1), Scale: 0.5}, {Path: loraFile(t, 2)}}})
+	type params struct {
+		LoRA []struct {
+			ID    int     `json:"id"`
+			Scale float64 `json:"scale"`
+		} `json:"lora"`
+	}
+	type slot struct {
+		Params params `json:"params"`
+	}
+	want := func(where string, p params, scales ...float64) {
+		t.Helper()
+		if len(p.LoRA) != len(scales) {
+			t.Fatalf("%s: lora %+v, want scales %v", where, p.LoRA, scales)
+		}
+		for i, s := range scales {
+			if p.LoRA[i].ID != i || p.LoRA[i].Scale != s {
+				t.Errorf("%s: lora %+v, want scales %v", where, p.LoRA, scales)
+			}
+		}
+	}
+	props := llamaDo[struct {
+		Default slot `json:"default_generation_settings"`
+	}](t, st, "/props", "")
+	want("/props", props.Default.Params, 0.5, 0)
+	slots := llamaDo[[]slot](t, st, "/slots", "")
+	if len(slots) != 2 {
+		t.Fatalf("/slots: %d entries", len(slots))
+	}
+	want("/slots", slots[1].Params, 0.5, 0)
+	ran := llamaDo[struct {
+		Settings params `json:"generation_settings"`
+	}](t, st, "/completion", jsonBody(map[string]any{"prompt": "x", "n_predict": 1, "lora": scaled(1, 2)}))
+	want("generation_settings", ran.Settings, 0, 2)
+
+	status, b := post(t, st.URL()+"/api/show", map[string]any{"model": "tiny"})
+	var show struct {
+		Modelfile string `json:"modelfile"`
+	}
+	if status != 200 || json.Unmarshal(b, &show) != nil {
+		t.Fatalf("/api/show: %d %s", status, b)
+	}
+	if !strings.Contains(show.Modelfile, "ADAPTER "+loraFile(t, 1)+"\n") || strings.Contains(show.Modelfile, loraFile(t, 2)) || !strings.Contains(show.Modelfile, "scale 0.5") {
+		t.Errorf("/api/show modelfile:\n%s", show.Modelfile)
+	}
+	plain := llamaDo[struct {
+		Default slot `json:"default_generation_settings"`
+	}](t, startStack(t, app.Options{Lanes: 1}), "/props", "")
+	if plain.Default.Params.LoRA == nil || len(plain.Default.Params.LoRA) != 0 {
+		t.Errorf("a model without adapters: lora %+v, want []", plain.Default.Params.LoRA)
 	}
 }

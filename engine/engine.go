@@ -66,6 +66,10 @@ type Descriptor struct {
 	// LoRA is how many LoRA adapters the engine loaded (the length of a
 	// plan's LoRA scales).
 	LoRA int `json:"lora_adapters,omitempty"`
+	// LoRAIdentity is each adapter's file digest (hex sha256 of its
+	// bytes), in load order: what names an adapter set across processes
+	// (AdapterSetOf).
+	LoRAIdentity []string `json:"lora_identity,omitempty"`
 }
 
 // ModelSampling holds the sampling values a model file recommends; the Has

@@ -122,6 +122,7 @@ type Cache struct {
 	restoreBuf []byte
 	view       viewCache
 	pins       pinTable
+	spaces     func(first engine.Token) (engine.AdapterSetID, bool) // nil: every stream is the base model's
 
 	// Restores read on reader goroutines (restore.go): in flight by
 	// sequence; loads take turns on loadMu; Close waits for readers.

@@ -20,6 +20,9 @@ type parkEntry struct {
 	used uint64
 	// ckptPos are the positions of the checkpoints the file holds.
 	ckptPos []int
+	// set is the LoRA adapter set the file says its stream was computed
+	// under: it seeds a prompt only while its namespace names that set.
+	set engine.AdapterSetID
 }
 
 // indexParked makes the park directory's files entries, oldest first so
@@ -35,7 +38,7 @@ func (c *Cache) indexParked() {
 		}
 		c.clock++
 		n := c.tree.insert(m.Tokens)
-		p := &parkEntry{node: n, name: m.Name, used: c.clock, ckptPos: m.Checkpoints}
+		p := &parkEntry{node: n, name: m.Name, used: c.clock, ckptPos: m.Checkpoints, set: m.Set}
 		n.park = p
 		c.parked[m.Name] = p
 	}
@@ -77,6 +80,9 @@ func (c *Cache) dropPark(p *parkEntry) {
 // an engine that can truncate inside a sequence, a sliding window whose
 // cells may still reach back there (resumeAt decides), or a checkpoint.
 func (c *Cache) restorable(p *parkEntry, depth int) bool {
+	if set, ok := c.setOf(p.node); !ok || set != p.set {
+		return false // another set's stream in a namespace reused since
+	}
 	d := c.eng.Descriptor()
 	switch {
 	case depth >= p.node.depth, d.Partial == engine.PartialNone && d.PartialTruncation, d.Partial == engine.PartialSWA:
@@ -104,17 +110,17 @@ func (c *Cache) restorable(p *parkEntry, depth int) bool {
 func (c *Cache) seedFromPark(seq int32, p *parkEntry, depth int) int {
 	start := time.Now()
 	toks := p.node.path()
-	blob, ckpts, err := c.loadParked(toks, c.restoreBuf)
+	blob, ckpts, err := c.loadParked(p.set, toks, c.restoreBuf)
 	return c.importParked(seq, p, toks, depth, blob, ckpts, err, time.Since(start))
 }
 
 // loadParked reads, verifies and decompresses the stream parked for toks.
 // The store decodes with one scratch buffer, so loads take turns; any
 // goroutine.
-func (c *Cache) loadParked(toks []engine.Token, dst []byte) ([]byte, []engine.Checkpoint, error) {
+func (c *Cache) loadParked(set engine.AdapterSetID, toks []engine.Token, dst []byte) ([]byte, []engine.Checkpoint, error) {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
-	return c.park.LoadWith(toks, dst)
+	return c.park.LoadSet(set, toks, dst)
 }
 
 // importParked imports what loadParked returned for p (blob and its
@@ -210,8 +216,15 @@ func (c *Cache) parkHost(h *hostEntry) { c.parkBlob(h.node, h.blob, h.ckpts, fal
 // parkBlob queues n's exported state for parking. Parked strict prefixes
 // of n go once n's file is written: n serves every prompt they would.
 func (c *Cache) parkBlob(n *node, blob []byte, ckpts []engine.Checkpoint, wait bool) bool {
-	if c.park == nil || n.depth < c.cfg.MinParkTokens || processLocal(n) {
+	if c.park == nil || n.depth < c.cfg.MinParkTokens {
 		return false
+	}
+	set, ok := c.setOf(n)
+	if !ok {
+		return false
+	}
+	if n.park != nil && n.park.set != set {
+		c.dropPark(n.park) // another set's, in a namespace reused since: replaced
 	}
 	if n.park != nil {
 		return true
@@ -223,10 +236,10 @@ func (c *Cache) parkBlob(n *node, blob []byte, ckpts []engine.Checkpoint, wait b
 		}
 	}
 	toks := n.path()
-	if !c.park.PutWith(toks, blob, ckpts, supersedes, wait) {
+	if !c.park.PutSet(set, toks, blob, ckpts, supersedes, wait) {
 		return false
 	}
-	p := &parkEntry{node: n, name: park.Name(toks), used: c.clock}
+	p := &parkEntry{node: n, name: park.Name(toks), used: c.clock, set: set}
 	for _, cp := range ckpts {
 		p.ckptPos = append(p.ckptPos, cp.Pos)
 	}
@@ -251,7 +264,7 @@ func (c *Cache) parkIdle(now time.Time) {
 		if now.Sub(e.touched) < idle || pinned[e.node] > 0 {
 			continue
 		}
-		if e.node.depth >= c.cfg.MinParkTokens && !processLocal(e.node) && !c.parkSeq(e.node, e.seq, false) {
+		if e.node.depth >= c.cfg.MinParkTokens && c.parkable(e.node) && !c.parkSeq(e.node, e.seq, false) {
 			continue
 		}
 		e.node.resident = nil
@@ -265,7 +278,7 @@ func (c *Cache) parkIdle(now time.Time) {
 		if now.Sub(h.touched) < idle || pinned[h.node] > 0 {
 			continue
 		}
-		if h.node.depth >= c.cfg.MinParkTokens && !processLocal(h.node) && !c.parkBlob(h.node, h.blob, h.ckpts, false) {
+		if h.node.depth >= c.cfg.MinParkTokens && c.parkable(h.node) && !c.parkBlob(h.node, h.blob, h.ckpts, false) {
 			continue
 		}
 		c.host.remove(&c.tree, h)
@@ -314,18 +327,4 @@ func (c *Cache) ParkStats() *park.Stats {
 		return nil
 	}
 	return c.park.Stats()
-}
-
-// processLocal reports whether n's stream is in a namespace of this
-// process: its tokens are negative, as no vocabulary's are. The scheduler
-// keys a stream computed under LoRA adapters so (sched/lora.go), by a
-// namespace it numbers as sets appear; another process may number another
-// set the same, so such a stream is cached in memory like any other but
-// never parked (an idle one is evicted, as one too short to park is).
-func processLocal(n *node) bool {
-	at := n
-	for at.parent != nil && at.parent.parent != nil {
-		at = at.parent
-	}
-	return at.parent != nil && len(at.edge) > 0 && at.edge[0] < 0
 }

@@ -386,35 +386,96 @@ func TestViewAndParkInfo(t *testing.T) {
 	}
 }
 
-// A process-local stream (negative tokens: a LoRA adapter set's namespace)
-// is cached and served like any other, but never parked: not when evicted,
-// not when idle, not at close.
-func TestProcessLocalStreamsAreNeverParked(t *testing.T) {
+// fakeSpaces names namespaces by their first token's thousand: what the
+// scheduler's tagging does by its own arithmetic.
+type fakeSpaces map[engine.Token]engine.AdapterSetID
+
+func (f fakeSpaces) SetOf(first engine.Token) (engine.AdapterSetID, bool) {
+	if first >= 0 {
+		return engine.AdapterSetID{}, true
+	}
+	set, ok := f[first/1000]
+	return set, ok
+}
+
+// A stream in an adapter set's namespace parks naming its set: after a
+// restart it restores while its namespace names that set, and never when
+// the namespace names another (its file stays for a run that has the set).
+// A stream in a namespace that names no set is cached but never parked.
+// Dropping a namespace removes its entries and files.
+func TestNamespacedStreamsParkUnderTheirSet(t *testing.T) {
 	now := time.Unix(1000, 0)
 	clock := func() time.Time { return now }
 	dir := t.TempDir()
+	setA := engine.AdapterSetOf([]string{"a"}, []float32{1})
+	setB := engine.AdapterSetOf([]string{"b"}, []float32{1})
 	c, f := newParked(t, dir, 2, Config{ParkIdle: 5 * time.Minute, Now: clock})
-	local := seqOf(-5000, 100) // all negative
-	serve(t, c, f, local, seqOf(-100, 10))
-	if cached := serve(t, c, f, cat(local, seqOf(-100, 10), seqOf(-7000, 5)), nil); cached != 110 {
-		t.Fatalf("the local stream served %d tokens, want 110", cached)
+	c.UseNamespaces(fakeSpaces{-5: setA}.SetOf)
+	tagged := seqOf(-5000, 100)  // set A's namespace
+	unbound := seqOf(-8000, 100) // a namespace naming no set
+	turn2 := cat(tagged, seqOf(-4000, 10), seqOf(-4500, 5))
+	serve(t, c, f, tagged, seqOf(-4000, 10))
+	if cached := serve(t, c, f, turn2, nil); cached != 110 {
+		t.Fatalf("the set's stream served %d tokens, want 110", cached)
 	}
-	base := seqOf(1, 100)
-	serve(t, c, f, base, nil)
-	serve(t, c, f, seqOf(3000, 100), nil) // two sequences: evicts the oldest
+	serve(t, c, f, unbound, nil)
+	serve(t, c, f, seqOf(1, 100), nil)
 	now = now.Add(10 * time.Minute)
-	c.Tidy() // idle: the base streams are parked, the local one evicted
+	c.Tidy()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if n := c.ParkStats().Parks.Load(); n != 2 {
-		t.Errorf("%d streams parked, want the 2 base ones", n)
+		t.Errorf("%d streams parked, want the set's and the base one", n)
 	}
+
 	c2, f2 := newParked(t, dir, 2, Config{})
-	if cached := serve(t, c2, f2, cat(local, seqOf(-9000, 3)), nil); cached != 0 {
-		t.Errorf("a process-local stream came back from disk: %d tokens", cached)
+	c2.UseNamespaces(fakeSpaces{-5: setB}.SetOf) // the namespace now names B
+	if cached := serve(t, c2, f2, cat(tagged, seqOf(-4000, 3)), nil); cached != 0 {
+		t.Errorf("set B restored %d tokens of set A's stream", cached)
 	}
-	if cached := serve(t, c2, f2, cat(base, seqOf(9000, 3)), nil); cached != 100 {
-		t.Errorf("the base stream restored %d tokens, want 100", cached)
+	c2.Close()
+
+	c3, f3 := newParked(t, dir, 2, Config{})
+	c3.UseNamespaces(fakeSpaces{-5: setA}.SetOf)
+	// B's stream parked at c2's close: both sets have a file keyed in the
+	// namespace, the most recently used first.
+	if ps := parkedSets(c3); len(ps) != 2 || ps[0] != setB || ps[1] != setA {
+		t.Fatalf("parked sets %v", ps)
 	}
+	if cached := serve(t, c3, f3, turn2, nil); cached != len(turn2)-1 {
+		t.Errorf("set A restored %d tokens after a restart, want %d", cached, len(turn2)-1)
+	}
+	if cached := serve(t, c3, f3, cat(unbound, seqOf(-7000, 3)), nil); cached != 0 {
+		t.Errorf("an unbound namespace's stream came back from disk: %d tokens", cached)
+	}
+	c3.DropNamespace(func(first engine.Token) bool { return first/1000 == -5 })
+	if ps := parkedSets(c3); len(ps) != 0 {
+		t.Errorf("parked sets after dropping their namespace: %+v", ps)
+	}
+	if cached := serve(t, c3, f3, turn2, nil); cached != 0 {
+		t.Errorf("a dropped namespace served %d tokens", cached)
+	}
+	if names := parkedNames(c3); len(names) != 1 {
+		t.Errorf("park files after the drop: %v, want the base one", names)
+	}
+}
+
+// parkedSets are the sets EachParkedSet gives, all keyed at -5000.
+func parkedSets(c *Cache) []engine.AdapterSetID {
+	var out []engine.AdapterSetID
+	c.EachParkedSet(func(set engine.AdapterSetID, first engine.Token) {
+		if first == -5000 {
+			out = append(out, set)
+		}
+	})
+	return out
+}
+
+func parkedNames(c *Cache) []string {
+	var out []string
+	for _, m := range c.park.List() {
+		out = append(out, m.Name)
+	}
+	return out
 }

@@ -91,7 +91,7 @@ func (c *Cache) readRestore(r *restore, buf []byte) {
 	if hook := c.cfg.BeforeRestoreRead; hook != nil {
 		hook(len(r.toks))
 	}
-	r.blob, r.ckpts, r.err = c.loadParked(r.toks, buf)
+	r.blob, r.ckpts, r.err = c.loadParked(r.entry.set, r.toks, buf)
 }
 
 // FinishRestore imports the stream read for seq (whose read has ended:

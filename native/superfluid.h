@@ -554,7 +554,9 @@ int64_t sf_bench_plain_prefill(sf_engine *e, int32_t prompt_len);
  * llama_decode of its own (a llama_batch carries tokens or rows, not both);
  * the lane's prompt holds placeholder tokens there, which no tick decodes.
  * The span must end before the prompt's last position (the lane samples its
- * first token from a token row). Not under LoRA adapters. */
+ * first token from a token row). The rows run under the LoRA adapter set
+ * the last sf_tick applied (its plan's lora_scales, applied even by a tick
+ * with no token rows): call it after the tick of a step of the lane's set. */
 int sf_prefill_rows(sf_engine *e, uint32_t lane, const float *rows, uint32_t n_rows, uint32_t width);
 
 /* Media (images) through llama.cpp's mtmd: a projector (mmproj GGUF) loaded

@@ -512,10 +512,13 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
             add_row(e, l->draft[j], (int32_t)(l->n_past + 1 + j), l->seq, l);
         }
     }
+    // Before the early return: a step whose only rows are media rows
+    // (sf_prefill_rows, right after this tick) runs them under the step's
+    // adapter set too.
+    sf_lora_apply(e, p);
     if (e->batch.n_tokens == 0) {
         return SF_OK;  // retires and admits only
     }
-    sf_lora_apply(e, p);
     int64_t t0 = sf_now_ns();
     int32_t rc;
     {
@@ -662,9 +665,8 @@ static int prefill_rows(sf_engine *e, uint32_t lane, const float *rows, uint32_t
         return sf_fail(e, SF_ERR_PAST_PROMPT, "prefill rows lane %u: [%u, +%u) reaches the end of its %zu-row prompt",
                        lane, l->prefilled, n_rows, l->prompt.size());
     }
-    if (!e->loras.empty()) {
-        return sf_fail(e, SF_ERR_UNSUPPORTED, "prefill rows: media under LoRA adapters is not supported");
-    }
+    // The rows run under the adapter set the step's sf_tick applied: the
+    // scheduler prefills a lane's rows only in a step of its own set.
     llama_batch b = llama_batch_init((int32_t)n_rows, (int32_t)width, 1);
     struct batch_guard {
         llama_batch &b;

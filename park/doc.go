@@ -4,7 +4,8 @@
 // instead of prefilling its whole prompt again.
 //
 // A park file is a header (format, model identity, K and V cache types, V
-// cache layout, the token list and its sha256, encoding, lengths, a checksum over
+// cache layout, the LoRA adapter set the stream was computed under, the
+// token list and its sha256, encoding, lengths, a checksum over
 // the compressed payload and one over the header itself) followed by the
 // payload — and, since format version 3, by the stream's checkpoints of
 // partial state (a sliding-window or hybrid model's; kv/partial.go), each

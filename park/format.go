@@ -31,7 +31,7 @@ import (
 //	 96     8  payload length: the compressed bytes after the header
 //	104     4  CRC-32C of the payload
 //	108     8  V cache type when it is not K's, ASCII, NUL-padded; else zero
-//	116    12  zero
+//	116    12  LoRA adapter set (engine.AdapterSetID); zero: the base model
 //	128    4n  the token list
 //	128+4n 32k the checkpoint table, one record per checkpoint:
 //	            kind (1: partial state) u8, flags u8 (shuffle only), 2 zero,
@@ -57,6 +57,12 @@ import (
 // The V cache type is written only when it differs from K's, so a cache of
 // one type writes what builds before the two could differ wrote and read
 // (those refuse a file with it set as from a newer build).
+//
+// The adapter set is a stream computed under LoRA adapters (sched/lora.go
+// keys such a stream in its set's namespace): zero for the base model, as
+// every file before it had, and builds before it refuse a file with it set
+// as from a newer build — they would key its tokens in a namespace of
+// their own numbering. A file is restored only for the set it names.
 //
 // Version 1 had no V layout (byte 9 was zero): such a file may hold
 // either layout, so it is read only to migrate it (migrate.go), which
@@ -104,6 +110,8 @@ type Header struct {
 	PayloadLen  uint64
 	PayloadCRC  uint32
 	Checkpoints []Space
+	// Set is the LoRA adapter set the state was computed under.
+	Set engine.AdapterSetID
 }
 
 // Space is a checkpoint's record in the header.
@@ -165,6 +173,7 @@ func appendHeader(dst []byte, h *Header) []byte {
 	if h.VType != h.KVType {
 		copy(fixed[108:116], h.VType)
 	}
+	copy(fixed[116:128], h.Set[:])
 	h.TokenDigest = TokenDigest(h.Tokens)
 	copy(fixed[56:88], h.TokenDigest[:])
 	binary.LittleEndian.PutUint64(fixed[88:], h.RawLen)
@@ -267,7 +276,7 @@ func readHeader(r io.Reader, size int64) (*Header, error) {
 	}
 	// Checked after the checksum: a damaged byte is a header refusal, while
 	// a well-formed header with these set is a file from a newer build.
-	if fixed[6] != codecZstd || fixed[7]&^knownFlags != 0 || fixed[7] == knownFlags || (version != formatVersion && !allZero(fixed[10:12])) || !allZero(fixed[116:128]) {
+	if fixed[6] != codecZstd || fixed[7]&^knownFlags != 0 || fixed[7] == knownFlags || (version != formatVersion && (!allZero(fixed[10:12]) || !allZero(fixed[116:128]))) {
 		return nil, refuseForeign(ReasonFormat, "unknown codec %d or flags %#x (lossy and shuffled never go together)", fixed[6], fixed[7])
 	}
 	layout := VLayout(fixed[9])
@@ -278,6 +287,7 @@ func readHeader(r io.Reader, size int64) (*Header, error) {
 	copy(h.Model[:], fixed[16:48])
 	h.KVType = strings.TrimRight(string(fixed[48:56]), "\x00")
 	h.VType = strings.TrimRight(string(fixed[108:116]), "\x00")
+	copy(h.Set[:], fixed[116:128])
 	copy(h.TokenDigest[:], fixed[56:88])
 	h.RawLen = binary.LittleEndian.Uint64(fixed[88:])
 	h.PayloadLen = binary.LittleEndian.Uint64(fixed[96:])
@@ -354,10 +364,11 @@ const (
 	ReasonPayload                 // payload checksum mismatch
 	ReasonDecode                  // the payload does not decompress to the raw length
 	ReasonVLayout                 // written from a cache of the other V layout
+	ReasonAdapters                // computed under another LoRA adapter set
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{"format", "header", "model", "kv_type", "tokens", "truncated", "payload", "decode", "v_layout"}
+var reasonNames = [NumReasons]string{"format", "header", "model", "kv_type", "tokens", "truncated", "payload", "decode", "v_layout", "lora"}
 
 func (r Reason) String() string {
 	if r >= 0 && r < NumReasons {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"superfluid/engine"
 )
 
 // fuzzBlob is the state in the fuzzers' valid file.
@@ -60,7 +62,7 @@ func FuzzCorruptedFile(f *testing.F) {
 		tk := toks(3, 4)
 		name := Name(tk)
 		if whole != nil {
-			raw, _, err := s.decodeFile(bytes.NewReader(whole), int64(len(whole)), name, tk, nil)
+			raw, _, err := s.decodeFile(bytes.NewReader(whole), int64(len(whole)), engine.AdapterSetID{}, name, tk, nil)
 			if err == nil && !bytes.Equal(raw, fuzzBlob()) {
 				t.Fatalf("accepted %d bytes decoding to other state", len(whole))
 			}
@@ -75,7 +77,7 @@ func FuzzCorruptedFile(f *testing.F) {
 			}
 			b[int(pos)%len(b)] ^= xor
 		}
-		if _, _, err := s.decodeFile(bytes.NewReader(b), int64(len(b)), name, tk, nil); err == nil {
+		if _, _, err := s.decodeFile(bytes.NewReader(b), int64(len(b)), engine.AdapterSetID{}, name, tk, nil); err == nil {
 			t.Fatalf("accepted a corrupted file (pos %d xor %#x cut %d)", pos, xor, cut)
 		}
 	})

@@ -72,7 +72,7 @@ func (s *Store) readMeta(name string) (*Meta, error) {
 	if err := s.check(h, name); err != nil {
 		return nil, err
 	}
-	return &Meta{Name: name, Tokens: h.Tokens, Bytes: st.Size(), ModTime: st.ModTime(), Lossy: h.Lossy(), Checkpoints: h.checkpointPositions()}, nil
+	return &Meta{Name: name, Tokens: h.Tokens, Bytes: st.Size(), ModTime: st.ModTime(), Lossy: h.Lossy(), Checkpoints: h.checkpointPositions(), Set: h.Set}, nil
 }
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

@@ -116,6 +116,9 @@ type Meta struct {
 	Lossy   bool
 	// Checkpoints are the positions of the checkpoints the file holds.
 	Checkpoints []int
+	// Set is the LoRA adapter set the stream was computed under (zero:
+	// the base model).
+	Set engine.AdapterSetID
 }
 
 // job is a write waiting for (or in) the writer.
@@ -125,6 +128,10 @@ type job struct {
 	blob       []byte
 	ckpts      []engine.Checkpoint
 	supersedes []string
+	set        engine.AdapterSetID
+	// dropped: Remove asked for the file while the write was queued; the
+	// writer removes what it wrote (under mu).
+	dropped bool
 }
 
 // bytes is what the job holds in the queue.
@@ -256,7 +263,13 @@ func (s *Store) PutWait(tokens []engine.Token, blob []byte, supersedes []string)
 // beside its state: those at positions in [1, len(tokens)], ascending,
 // at most MaxCheckpoints (the last kept). Owner only.
 func (s *Store) PutWith(tokens []engine.Token, blob []byte, ckpts []engine.Checkpoint, supersedes []string, wait bool) bool {
-	return s.put(tokens, blob, usableCheckpoints(ckpts, len(tokens)), supersedes, wait)
+	return s.put(engine.AdapterSetID{}, tokens, blob, usableCheckpoints(ckpts, len(tokens)), supersedes, wait)
+}
+
+// PutSet is PutWith for a stream computed under the LoRA adapter set set:
+// the file names it, and only LoadSet of that set restores it. Owner only.
+func (s *Store) PutSet(set engine.AdapterSetID, tokens []engine.Token, blob []byte, ckpts []engine.Checkpoint, supersedes []string, wait bool) bool {
+	return s.put(set, tokens, blob, usableCheckpoints(ckpts, len(tokens)), supersedes, wait)
 }
 
 func usableCheckpoints(ckpts []engine.Checkpoint, n int) []engine.Checkpoint {
@@ -272,13 +285,19 @@ func usableCheckpoints(ckpts []engine.Checkpoint, n int) []engine.Checkpoint {
 	return out
 }
 
-func (s *Store) put(tokens []engine.Token, blob []byte, ckpts []engine.Checkpoint, supersedes []string, wait bool) bool {
+func (s *Store) put(set engine.AdapterSetID, tokens []engine.Token, blob []byte, ckpts []engine.Checkpoint, supersedes []string, wait bool) bool {
 	if s.closed || len(tokens) == 0 || len(blob) == 0 {
 		return false
 	}
-	j := &job{name: Name(tokens), tokens: tokens, blob: blob, ckpts: ckpts, supersedes: supersedes}
+	j := &job{name: Name(tokens), tokens: tokens, blob: blob, ckpts: ckpts, supersedes: supersedes, set: set}
 	s.mu.Lock()
-	if _, bad := s.refused[j.name]; s.pending[j.name] != nil || (s.index[j.name] != nil && !bad) {
+	if p := s.pending[j.name]; p != nil {
+		// One write per name in the queue; another set's (a namespace
+		// two sets claimed, sched/lora.go) keeps it.
+		s.mu.Unlock()
+		return p.set == set && !p.dropped
+	}
+	if _, bad := s.refused[j.name]; s.index[j.name] != nil && !bad && s.index[j.name].Set == set {
 		s.mu.Unlock()
 		return true
 	}
@@ -321,10 +340,20 @@ func (s *Store) Load(tokens []engine.Token, dst []byte) ([]byte, error) {
 // LoadWith is Load returning the stream's parked checkpoints too
 // (ascending; each blob its own). Owner only.
 func (s *Store) LoadWith(tokens []engine.Token, dst []byte) ([]byte, []engine.Checkpoint, error) {
+	return s.LoadSet(engine.AdapterSetID{}, tokens, dst)
+}
+
+// LoadSet is LoadWith for a stream computed under the LoRA adapter set
+// set: a file of another set is refused (ReasonAdapters) and left alone.
+// Owner only.
+func (s *Store) LoadSet(set engine.AdapterSetID, tokens []engine.Token, dst []byte) ([]byte, []engine.Checkpoint, error) {
 	name := Name(tokens)
 	s.mu.Lock()
-	if j := s.pending[name]; j != nil {
+	if j := s.pending[name]; j != nil && !j.dropped {
 		s.mu.Unlock()
+		if j.set != set {
+			return nil, nil, refuseForeign(ReasonAdapters, "queued for LoRA adapter set %s, asked for %s", j.set, set)
+		}
 		return append(dst[:0], j.blob...), j.ckpts, nil
 	}
 	r, bad := s.refused[name]
@@ -333,7 +362,7 @@ func (s *Store) LoadWith(tokens []engine.Token, dst []byte) ([]byte, []engine.Ch
 		return nil, nil, refuse(r, "refused earlier in this run; not read again")
 	}
 	start := time.Now()
-	raw, ckpts, h, size, err := s.readFile(name, tokens, dst)
+	raw, ckpts, h, size, err := s.readFile(set, name, tokens, dst)
 	if cap(s.dec.scratch) > keepBuffers {
 		s.dec.scratch = nil
 	}
@@ -351,7 +380,7 @@ func (s *Store) LoadWith(tokens []engine.Token, dst []byte) ([]byte, []engine.Ch
 	if m := s.index[name]; m != nil {
 		m.ModTime = now
 	} else { // a file another process wrote since start-up
-		s.addLocked(&Meta{Name: name, Tokens: h.Tokens, Bytes: size, ModTime: now, Lossy: h.Lossy(), Checkpoints: h.checkpointPositions()})
+		s.addLocked(&Meta{Name: name, Tokens: h.Tokens, Bytes: size, ModTime: now, Lossy: h.Lossy(), Checkpoints: h.checkpointPositions(), Set: h.Set})
 	}
 	s.mu.Unlock()
 	s.stats.Loads.Add(1)
@@ -361,7 +390,7 @@ func (s *Store) LoadWith(tokens []engine.Token, dst []byte) ([]byte, []engine.Ch
 	return raw, ckpts, nil
 }
 
-func (s *Store) readFile(name string, tokens []engine.Token, dst []byte) ([]byte, []engine.Checkpoint, *Header, int64, error) {
+func (s *Store) readFile(set engine.AdapterSetID, name string, tokens []engine.Token, dst []byte) ([]byte, []engine.Checkpoint, *Header, int64, error) {
 	s.stats.Reads.Add(1)
 	f, err := os.Open(filepath.Join(s.dir, name))
 	if err != nil {
@@ -372,7 +401,7 @@ func (s *Store) readFile(name string, tokens []engine.Token, dst []byte) ([]byte
 	if err != nil {
 		return nil, nil, nil, 0, fmt.Errorf("park: %w", err)
 	}
-	raw, h, err := s.decodeFile(f, st.Size(), name, tokens, dst)
+	raw, h, err := s.decodeFile(f, st.Size(), set, name, tokens, dst)
 	if err != nil {
 		return nil, nil, nil, 0, err
 	}
@@ -400,7 +429,7 @@ func (s *Store) decodeCheckpoints(r io.ReaderAt, h *Header) ([]engine.Checkpoint
 // decodeFile verifies a whole park file of size bytes and decodes its
 // payload: the header's checks, the header against this store and the
 // tokens asked for, then the payload's checksum and decoding.
-func (s *Store) decodeFile(r io.ReaderAt, size int64, name string, tokens []engine.Token, dst []byte) ([]byte, *Header, error) {
+func (s *Store) decodeFile(r io.ReaderAt, size int64, set engine.AdapterSetID, name string, tokens []engine.Token, dst []byte) ([]byte, *Header, error) {
 	h, err := readHeader(io.NewSectionReader(r, 0, size), size)
 	if err != nil {
 		return nil, nil, err
@@ -410,6 +439,10 @@ func (s *Store) decodeFile(r io.ReaderAt, size int64, name string, tokens []engi
 	}
 	if !slices.Equal(h.Tokens, tokens) {
 		return nil, nil, refuse(ReasonTokens, "the file covers other tokens than asked for")
+	}
+	if h.Set != set {
+		// Sound, and another set's to restore: left on disk.
+		return nil, nil, refuseForeign(ReasonAdapters, "computed under LoRA adapter set %s, asked for %s", h.Set, set)
 	}
 	raw, err := s.dec.decode(dst, h, io.NewSectionReader(r, h.Len(), int64(h.PayloadLen)))
 	if err != nil {
@@ -503,6 +536,21 @@ func (s *Store) refuseName(name string, r Reason, why error, remove bool) {
 	s.mu.Lock()
 	s.refused[name] = r
 	s.mu.Unlock()
+}
+
+// Remove removes the file parked for tokens, or the write queued for it:
+// its stream is no longer wanted (the prefix cache gave its adapter set's
+// namespace to another set). Owner only.
+func (s *Store) Remove(tokens []engine.Token) {
+	name := Name(tokens)
+	s.mu.Lock()
+	if j := s.pending[name]; j != nil {
+		j.dropped = true
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.forget(name, true)
 }
 
 // forget drops name from the index (removing the file when remove) and

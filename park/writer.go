@@ -45,6 +45,14 @@ func (s *Store) write(j *job) {
 		}
 		return
 	}
+	if j.dropped {
+		// Removed while queued: what was written goes too.
+		if err := os.Remove(filepath.Join(s.dir, j.name)); err != nil {
+			s.log.Debug("park: removing a file dropped while queued", "file", j.name, "err", err)
+		}
+		s.gone = append(s.gone, j.name)
+		return
+	}
 	s.addLocked(m)
 	delete(s.refused, j.name) // a fresh state replaced the file refused
 	for _, name := range j.supersedes {
@@ -120,7 +128,7 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 	if l, err := stateVLayout(j.blob); err == nil && l != s.cfg.VLayout {
 		return nil, fmt.Errorf("park: the engine exported a state with V layout %s, this store parks %s: not parked", l, s.cfg.VLayout)
 	}
-	h := Header{Level: uint8(level), VLayout: s.cfg.VLayout, Model: s.model, KVType: s.cfg.KVType, VType: s.cfg.VType, Tokens: j.tokens, RawLen: uint64(len(j.blob))}
+	h := Header{Level: uint8(level), VLayout: s.cfg.VLayout, Model: s.model, KVType: s.cfg.KVType, VType: s.cfg.VType, Tokens: j.tokens, RawLen: uint64(len(j.blob)), Set: j.set}
 	src := j.blob
 	if s.cfg.Lossy {
 		d, err := demote(s.wDemoted[:0], j.blob)
@@ -186,7 +194,7 @@ func (s *Store) writeFile(j *job) (*Meta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("park: %w", err)
 	}
-	return &Meta{Name: j.name, Tokens: j.tokens, Bytes: size, ModTime: now, Lossy: h.Lossy(), Checkpoints: h.checkpointPositions()}, nil
+	return &Meta{Name: j.name, Tokens: j.tokens, Bytes: size, ModTime: now, Lossy: h.Lossy(), Checkpoints: h.checkpointPositions(), Set: j.set}, nil
 }
 
 func (s *Store) writeAll(f *os.File, parts ...[]byte) error {

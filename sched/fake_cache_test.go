@@ -170,3 +170,17 @@ func untag(tokens []engine.Token, vocab int) []engine.Token {
 	}
 	return out
 }
+
+// The fake keeps no parked streams; it drops a namespace's entries as
+// kv's cache does (NamespacedCache).
+func (c *fakeCache) UseNamespaces(func(engine.Token) (engine.AdapterSetID, bool)) {}
+
+func (c *fakeCache) EachParkedSet(func(engine.AdapterSetID, engine.Token)) {}
+
+func (c *fakeCache) DropNamespace(in func(first engine.Token) bool) {
+	for _, e := range slices.Clone(c.entries) {
+		if len(e.tokens) > 0 && in(e.tokens[0]) {
+			c.evict(e)
+		}
+	}
+}

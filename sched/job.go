@@ -31,13 +31,15 @@ type job struct {
 	// held from Submit until the job ends.
 	grammar engine.GrammarID
 	// adapters is the LoRA set every step of the job runs under; cacheNS
-	// its namespace in the prefix cache (-1: none given yet, or none left).
+	// its namespace in the prefix cache (-1: none given yet, or none
+	// left), held until the job ends, and cacheSet the set it named.
 	adapters adapterSet
 	// media are the prompt's images (media.go); the prompt holds their
 	// key tokens.
 	media     []*mediaSpan
 	mediaDone func()
 	cacheNS   int32
+	cacheSet  engine.AdapterSetID
 
 	submitted time.Time
 	// queuedStep is the step the job was first queued on: aging and the

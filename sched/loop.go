@@ -46,6 +46,7 @@ func newLoop(eng engine.Engine, cache Cache, cfg Config, stats *counters) *loop 
 	l := &loop{eng: eng, cache: cache, clock: cfg.Clock, stats: stats, p: newPlanner(cfg, eng.Descriptor(), stats)}
 	l.grammars, _ = eng.(engine.Grammars)
 	l.restorer, _ = cache.(RestoringCache)
+	l.p.cacheNS.useCache(cache, eng.Descriptor().LoRAIdentity)
 	if cfg.Arbiter != nil {
 		l.turn = cfg.Arbiter
 		l.p.elsewhere = cfg.Arbiter.others
@@ -213,23 +214,24 @@ func (l *loop) acquire(j *job) (seq int32, cached int, ready *atomic.Bool, err e
 			seq, cached, ready, err = -1, 0, nil, panics.Recovered(panics.Scheduler, v, "in", "cache acquire", "prompt_tokens", len(j.prompt))
 		}
 	}()
+	key := j.prompt
 	if !j.adapters.none() {
-		// The set's own namespace of the cache (never on disk, so no
-		// restore); cold when no namespace is left (lora.go).
-		key, ok := l.p.cacheKey(j)
+		// The set's own namespace of the cache; cold when none is left
+		// (namespaces.go).
+		k, ok := l.p.cacheKey(j)
 		if !ok {
-			key = j.prompt[:1] // one token leaves nothing to seed
+			seq, cached, err = l.cache.Acquire(j.prompt[:1]) // one token leaves nothing to seed
+			return seq, cached, nil, err
 		}
-		seq, cached, err = l.cache.Acquire(key)
-		return seq, cached, nil, err
+		key = k
 	}
 	if l.restorer == nil {
-		seq, cached, err = l.cache.Acquire(j.prompt)
+		seq, cached, err = l.cache.Acquire(key)
 		return seq, cached, nil, err
 	}
 	flag := new(atomic.Bool)
 	wake := l.wake
-	seq, cached, restoring, err := l.restorer.AcquireRestoring(j.prompt, func() {
+	seq, cached, restoring, err := l.restorer.AcquireRestoring(key, func() {
 		flag.Store(true)
 		if wake != nil {
 			wake()
@@ -298,6 +300,10 @@ func (l *loop) flush() {
 		rel.obs.Published(start, l.clock.Now(), len(rel.tokens), parked)
 	}
 	for _, j := range r.done {
+		// A stream of the job's released from now on (its lane retires
+		// in a later step) is published only if the namespace still names
+		// its set (giveBack).
+		l.p.cacheNS.release(j.cacheNS)
 		l.releaseGrammar(j)
 		l.endMedia(j)
 		l.stats.completed.Add(1)
@@ -446,6 +452,9 @@ func (l *loop) close() {
 // giveBack returns a released sequence to the cache; a discarded one
 // (an adapter lane's stream with no cache namespace) is emptied first.
 func (l *loop) giveBack(rel release) {
+	if rel.ns >= 0 && !l.p.cacheNS.names(rel.ns, rel.set) {
+		rel.discard, rel.tokens = true, nil
+	}
 	if rel.discard {
 		if err := l.eng.Free(rel.seq); err != nil {
 			l.p.cfg.Logger.Error("sched: emptying an adapter lane's sequence failed", "seq", rel.seq, "err", err)

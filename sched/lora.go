@@ -3,8 +3,6 @@ package sched
 import (
 	"encoding/binary"
 	"math"
-
-	"superfluid/engine"
 )
 
 // LoRA adapters. llama.cpp applies adapters to a whole context, not to a
@@ -16,16 +14,10 @@ import (
 // batches the same way (only slots with the same adapters share a batch).
 //
 // A stream computed under an adapter set differs from the base model's
-// at every layer an adapter touches, so the prefix cache keys it by its
-// set: each set that appears gets a namespace, numbered from 0, and its
-// lanes' tokens reach the cache as -(1 + token + vocab × namespace) —
-// negative, which no vocabulary's token is, one-to-one within a set and
-// disjoint between sets and from the base model's streams. A prefix
-// computed under one set therefore never serves another, and a set's next
-// turn starts warm. The numbering is this process's: kv never parks such
-// a stream (kv.processLocal), since another process may number another
-// set the same. Past maxCacheNamespaces sets (or what int32 holds at this
-// vocabulary) a new set's lanes run cold and their streams are discarded.
+// at every layer an adapter touches, so the prefix cache keys it in its
+// set's namespace (namespaces.go): a prefix computed under one set never
+// serves another, a set's next turn starts warm, and its streams park and
+// restore after a restart with the same adapters and scales.
 
 // adapterSet is one request's LoRA scales and the key steps compare.
 type adapterSet struct {
@@ -134,72 +126,4 @@ func (p *planner) onlyStepAdapters(decoders []*lane) []*lane {
 		}
 	}
 	return kept
-}
-
-// maxCacheNamespaces bounds the adapter sets given a cache namespace in a
-// process: scales are a request's choice, and each namespace stays
-// numbered for the process's life.
-const maxCacheNamespaces = 256
-
-// cacheNamespaces numbers adapter sets for the prefix cache.
-type cacheNamespaces struct {
-	vocab int64
-	max   int32
-	ids   map[string]int32
-}
-
-func newCacheNamespaces(vocab int) cacheNamespaces {
-	v := int64(max(vocab, 1))
-	// -(1 + t + v×ns) > -mediaKeyBase for every t < v: tags stay above
-	// media key tokens (media.go).
-	fit := (int64(mediaKeyBase) - 1 - v) / v
-	return cacheNamespaces{vocab: v, max: int32(min(maxCacheNamespaces, max(fit, 0))), ids: map[string]int32{}}
-}
-
-// of is a's namespace, numbered on first use; false when none is left.
-func (c *cacheNamespaces) of(a adapterSet) (int32, bool) {
-	if id, ok := c.ids[a.key]; ok {
-		return id, true
-	}
-	if int32(len(c.ids)) >= c.max {
-		return -1, false
-	}
-	id := int32(len(c.ids))
-	c.ids[a.key] = id
-	return id, true
-}
-
-// tag is tokens as the cache sees them in namespace ns.
-func (c *cacheNamespaces) tag(ns int32, tokens []engine.Token) []engine.Token {
-	out := make([]engine.Token, len(tokens))
-	base := 1 + c.vocab*int64(ns)
-	for i, t := range tokens {
-		out[i] = engine.Token(-(base + int64(t)))
-	}
-	return out
-}
-
-// cacheKey is j's prompt as the cache sees it: the set's namespace, given
-// on the job's first admission.
-func (p *planner) cacheKey(j *job) ([]engine.Token, bool) {
-	if j.cacheNS < 0 {
-		ns, ok := p.cacheNS.of(j.adapters)
-		if !ok {
-			return nil, false
-		}
-		j.cacheNS = ns
-	}
-	return p.cacheNS.tag(j.cacheNS, j.prompt), true
-}
-
-// releaseOf is seq given back holding tokens (j's): published in the base
-// namespace, in j's set's, or discarded when the set has none.
-func (p *planner) releaseOf(j *job, seq int32, tokens []engine.Token) release {
-	switch {
-	case j.adapters.none():
-		return release{seq: seq, tokens: tokens}
-	case j.cacheNS >= 0:
-		return release{seq: seq, tokens: p.cacheNS.tag(j.cacheNS, tokens)}
-	}
-	return release{seq: seq, discard: true}
 }

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"testing"
 
 	"superfluid/engine"
@@ -94,7 +95,7 @@ func TestLoRANoCachedPrefixCrossesAdapters(t *testing.T) {
 // at a vocabulary, no namespace is given and the set runs cold.
 func TestCacheNamespaces(t *testing.T) {
 	ns := newCacheNamespaces(1000)
-	a, b := newAdapterSet([]float32{1, 0}), newAdapterSet([]float32{0, 1})
+	a, b := []float32{1, 0}, []float32{0, 1}
 	ia, _ := ns.of(a)
 	ib, _ := ns.of(b)
 	if again, _ := ns.of(a); ia == ib || again != ia {
@@ -110,18 +111,74 @@ func TestCacheNamespaces(t *testing.T) {
 	if got := untag(ta, 1000); !equalTokens(got, toks) {
 		t.Errorf("untagged %v", got)
 	}
+	if set, ok := ns.setOf(ta[0]); !ok || set != engine.AdapterSetOf(nil, a) {
+		t.Errorf("the set of a tagged token: %s %v", set, ok)
+	}
+	if set, ok := ns.setOf(toks[1]); !ok || !set.IsBase() {
+		t.Errorf("a vocabulary token's set: %s %v", set, ok)
+	}
+	if _, ok := ns.setOf(ns.tag(7, toks)[0]); ok {
+		t.Error("a namespace never given names a set")
+	}
 	big := newCacheNamespaces(1 << 30)
 	if _, ok := big.of(a); ok {
 		t.Error("a namespace given where int32 holds none")
 	}
+}
+
+// Every namespace held, a new set gets none (it runs cold); once jobs let
+// go, a new set takes the least recently used namespace, emptied in the
+// cache first, and the old set's name no longer matches it.
+func TestCacheNamespacesReuseTheLeastRecentlyUsed(t *testing.T) {
 	full := newCacheNamespaces(1000)
+	var dropped []int32
+	full.drop = func(ns int32) { dropped = append(dropped, ns) }
 	for i := range maxCacheNamespaces {
-		if _, ok := full.of(newAdapterSet([]float32{float32(i + 1)})); !ok {
+		if _, ok := full.of([]float32{float32(i + 1)}); !ok {
 			t.Fatalf("set %d refused", i)
 		}
 	}
-	if _, ok := full.of(newAdapterSet([]float32{-1})); ok {
-		t.Error("more namespaces than maxCacheNamespaces")
+	if _, ok := full.of([]float32{-1}); ok || len(dropped) != 0 {
+		t.Fatalf("a namespace given away while held (dropped %v)", dropped)
+	}
+	full.release(9)
+	full.release(5)
+	full.release(5) // once too many: no harm
+	full.of([]float32{10})
+	full.release(9) // set 10 (namespace 9) used after set 6 (namespace 5)
+	old := full.slots[5].set
+	ns, ok := full.of([]float32{-1})
+	if !ok || ns != 5 || len(dropped) != 1 || dropped[0] != 5 {
+		t.Fatalf("new set in namespace %d (%v), dropped %v; want 5", ns, ok, dropped)
+	}
+	if full.names(5, old) || !full.names(5, engine.AdapterSetOf(nil, []float32{-1})) {
+		t.Error("namespace 5 still names its old set")
+	}
+	if again, _ := full.of([]float32{6}); again != 9 {
+		t.Errorf("the evicted set came back in namespace %d, want 9 (the only one free)", again)
+	}
+}
+
+// Sets found parked take back the namespace their files were keyed in,
+// the most recently used first when two claim one.
+func TestCacheNamespacesReserveParkedSets(t *testing.T) {
+	c := newCacheNamespaces(1000)
+	a, b := engine.AdapterSetOf(nil, []float32{1}), engine.AdapterSetOf(nil, []float32{2})
+	first := func(ns int32) engine.Token { return c.tag(ns, []engine.Token{3})[0] }
+	c.reserve(a, first(4))
+	c.reserve(b, first(4)) // older: namespace 4 is a's
+	c.reserve(a, first(6)) // a has one
+	if set, ok := c.setOf(first(4)); !ok || set != a {
+		t.Fatalf("namespace 4 names %s", set)
+	}
+	if _, ok := c.setOf(first(6)); ok {
+		t.Fatal("namespace 6 names a set")
+	}
+	if ns, _ := c.of([]float32{1}); ns != 4 {
+		t.Errorf("set a got namespace %d after a restart, want 4", ns)
+	}
+	if ns, _ := c.of([]float32{2}); ns != 0 {
+		t.Errorf("set b got namespace %d, want the first free, 0", ns)
 	}
 }
 
@@ -186,4 +243,76 @@ func TestLoRARequestsValidated(t *testing.T) {
 	if err := r.validate(d); err != nil {
 		t.Errorf("scales %v: %v", r.LoRA, err)
 	}
+}
+
+// An image's key tokens under an adapter set move into the set's own
+// range of the media keys: disjoint from the base model's keys, from
+// every other set's, and from every text tag; the stream's first token
+// still says its namespace.
+func TestCacheNamespacesKeepImagesApart(t *testing.T) {
+	for _, vocab := range []int{1000, 151936, 262144} {
+		c := newCacheNamespaces(vocab)
+		var digest [32]byte
+		digest[0] = 7
+		keys := mediaKeyTokens(digest, 64)
+		seen := map[engine.Token]int64{}
+		for _, k := range keys {
+			seen[k] = -1
+		}
+		for _, ns := range []int32{0, 1, c.max - 1} {
+			tagged := c.tag(ns, keys)
+			text := c.tag(ns, []engine.Token{0, engine.Token(vocab - 1)})
+			for i, k := range tagged {
+				if got, ok := seen[k]; ok {
+					t.Fatalf("vocab %d: namespace %d's key %d is also namespace %d's", vocab, ns, k, got)
+				}
+				seen[k] = int64(ns)
+				if c.nsOf(k) != int64(ns) || int64(k) > -mediaKeyBase || int64(k) < math.MinInt32 {
+					t.Fatalf("vocab %d: key %d of namespace %d reads as namespace %d", vocab, k, ns, c.nsOf(k))
+				}
+				if i == 0 && (int64(text[1]) <= -mediaKeyBase || c.nsOf(text[0]) != int64(ns) || c.nsOf(text[1]) != int64(ns)) {
+					t.Fatalf("vocab %d: text tags %v of namespace %d", vocab, text, ns)
+				}
+			}
+		}
+		if c.nsOf(keys[0]) != -1 {
+			t.Errorf("vocab %d: a base image key reads as namespace %d", vocab, c.nsOf(keys[0]))
+		}
+	}
+}
+
+// With the table full, a new set takes the namespace of a set no job
+// holds once that set's jobs have ended, the cache emptied of it first:
+// the new set's lane, on the very prompt the old set cached, starts cold
+// and answers as its lone run; each set's repeat is warm. While the only
+// namespace is held, another set runs cold beside it.
+func TestLoRANamespaceChangesHandsWhenLetGo(t *testing.T) {
+	h := loraHarness(t, 2)
+	h.loop.p.cacheNS.max = 1
+	a := Request{Prompt: promptOf(9, 40), MaxTokens: 6, LoRA: []float32{1, 0}}
+	b := Request{Prompt: promptOf(9, 40), MaxTokens: 6, LoRA: []float32{0, 1}}
+	step := func(name string, req Request, wantHit bool) {
+		t.Helper()
+		before := h.cache.hits
+		h.submit(name, req)
+		h.run(500)
+		h.expectOutputUnder(name, req)
+		if hit := h.cache.hits != before; hit != wantHit {
+			t.Errorf("%s: cache hit %v, want %v", name, hit, wantHit)
+		}
+	}
+	step("a", a, false)
+	step("a again", a, true)
+	step("b", b, false) // namespace 0 changes hands: a's streams dropped
+	step("b again", b, true)
+	step("a back", a, false)
+
+	// Both at once: one holds the namespace, the other runs cold.
+	long := Request{Prompt: promptOf(7, 40), MaxTokens: 60, LoRA: []float32{0, 1}}
+	other := Request{Prompt: promptOf(7, 40), MaxTokens: 6, LoRA: []float32{1, 1}}
+	h.submit("long", long)
+	h.submit("other", other)
+	h.run(2000)
+	h.expectOutputUnder("long", long)
+	h.expectOutputUnder("other", other)
 }

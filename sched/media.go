@@ -27,10 +27,15 @@ import (
 // a span cut short (a preempted lane, a cache that kept part of a stream)
 // is still a valid prefix: its rows continue where the cache left off.
 // The tokens are negative, below -mediaKeyBase: disjoint from every
-// vocabulary's tokens (non-negative) and from LoRA namespaces' tags, which
-// newCacheNamespaces keeps above it. They depend on the image alone, not
-// on the process, so a parked conversation with an image restores after a
-// restart (kv parks a stream whose first token is not negative). The
+// vocabulary's tokens (non-negative) and from LoRA namespaces' text tags,
+// which newCacheNamespaces keeps above it. The media key space is cut into
+// 1 + maxCacheNamespaces equal ranges, the first the base model's, range
+// 1 + ns the namespace ns's (namespaces.go moves a key into its job's
+// range): an image's rows computed under one adapter set — whose KV the
+// adapters change, as a text token's — never key another set's, by
+// construction rather than by hash. They depend on the image (and the
+// set's name) alone, not on the process, so a parked conversation with an
+// image restores after a restart. The
 // engine's copy of the prompt holds placeholder token 0 there instead: it
 // never decodes those positions as tokens.
 
@@ -45,7 +50,12 @@ type MediaSpan struct {
 
 // mediaKeyBase: media key tokens are -(mediaKeyBase + x), x in
 // [0, mediaKeyBase - 1): all of them fit int32 and lie below every LoRA tag.
-const mediaKeyBase = 1 << 30
+// mediaKeyRange is each namespace's share of x: the base model's keys are
+// x in [0, mediaKeyRange), namespace ns's [(1+ns)·mediaKeyRange, +range).
+const (
+	mediaKeyBase  = 1 << 30
+	mediaKeyRange = (mediaKeyBase - 1) / (1 + maxCacheNamespaces)
+)
 
 // mediaKeyTokens are the cache's tokens for an image's n rows.
 func mediaKeyTokens(digest [32]byte, n int) []engine.Token {
@@ -57,7 +67,7 @@ func mediaKeyTokens(digest [32]byte, n int) []engine.Token {
 		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 		z ^= z >> 31
-		out[i] = engine.Token(-(mediaKeyBase + int64(z%(mediaKeyBase-1))))
+		out[i] = engine.Token(-(mediaKeyBase + int64(z%mediaKeyRange)))
 	}
 	return out
 }
@@ -79,8 +89,7 @@ type rowChunk struct {
 
 // validateMedia checks a request's spans: in order, apart, each with rows
 // to give, none reaching the prompt's last position (the first token is
-// sampled from a token row), and not under adapters (the engine prefills
-// rows under the base model only).
+// sampled from a token row).
 func (r *Request) validateMedia() error {
 	end := 0
 	for i, s := range r.Media {
@@ -93,9 +102,6 @@ func (r *Request) validateMedia() error {
 			return fmt.Errorf("sched: media span %d [%d, +%d) reaches the end of a %d-token prompt", i, s.At, s.N, len(r.Prompt))
 		}
 		end = s.At + s.N
-	}
-	if len(r.Media) > 0 && !newAdapterSet(r.LoRA).none() {
-		return fmt.Errorf("sched: media under LoRA adapters is not supported")
 	}
 	return nil
 }

@@ -188,7 +188,6 @@ func TestMediaRefusals(t *testing.T) {
 		{"no rows", func(r *Request) { r.Media[0].N = 0 }, "no rows"},
 		{"no encoder", func(r *Request) { r.Media[0].Encode = nil }, "no rows"},
 		{"overlap", func(r *Request) { r.Media = append(r.Media, im.span(3)) }, "overlaps"},
-		{"under adapters", func(r *Request) { r.LoRA = []float32{1} }, "LoRA"},
 	}
 	for _, c := range cases {
 		r := base()

@@ -110,6 +110,10 @@ type release struct {
 	// holding nothing.
 	discard bool
 	park    bool // to the disk tier: the lane was parked for pressure
+	// ns and set: the namespace the tokens are tagged in (-1: none) and
+	// the set it named then; a namespace given away since discards them.
+	ns  int32
+	set engine.AdapterSetID
 }
 
 func (r *ready) clear() {

@@ -106,6 +106,31 @@ type Settings struct {
 	CachePrompt      bool     `json:"cache_prompt"`
 	LogitBias        [][2]any `json:"logit_bias"`
 	Samplers         []string `json:"samplers"`
+	// LoRA is every loaded adapter at the scale the request runs it at
+	// ([] for a model with none), in llama-server's params shape.
+	LoRA []LoRAScale `json:"lora"`
+}
+
+// LoRAScale is one adapter's id and scale.
+type LoRAScale struct {
+	ID    int     `json:"id"`
+	Scale float32 `json:"scale"`
+}
+
+// loraSettings lists m's adapters at scales (nil: every one at 0).
+func loraSettings(m *task.Model, scales []float32) []LoRAScale {
+	out := []LoRAScale{}
+	if m.LoRA == nil {
+		return out
+	}
+	for _, a := range m.LoRA.List() {
+		s := float32(0)
+		if a.ID < len(scales) {
+			s = scales[a.ID]
+		}
+		out = append(out, LoRAScale{ID: a.ID, Scale: s})
+	}
+	return out
 }
 
 // DefaultSettings is what a request that sets nothing runs with (/props'
@@ -117,5 +142,6 @@ func DefaultSettings(m *task.Model) Settings {
 		Temperature: DefaultTemperature, TopK: d.TopK, TopP: d.TopP, MinP: d.MinP,
 		RepeatLastN: DefaultRepeatLastN, RepeatPenalty: 1, Stop: []string{}, MaxTokens: -1,
 		CachePrompt: true, LogitBias: [][2]any{}, Samplers: SamplerChain,
+		LoRA: loraSettings(m, m.LoRA.Resolve(nil)),
 	}
 }

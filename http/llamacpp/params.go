@@ -163,6 +163,7 @@ func settingsOf(m *task.Model, req *completionRequest, p *completionParams) Sett
 	s.IgnoreEOS, s.Stream, s.NProbs, s.NIndent = req.IgnoreEOS, p.stream, p.nProbs, p.nIndent
 	s.TMaxPromptMS, s.TMaxPredictMS = p.maxPrompt.Milliseconds(), p.maxPredict.Milliseconds()
 	s.LogitBias = biasSettings(p.bias)
+	s.LoRA = loraSettings(m, m.LoRA.Resolve(p.lora))
 	return s
 }
 
