@@ -79,5 +79,5 @@ func (s *Server) answerBatch(ctx context.Context, url string, body []byte, class
 	if err := checkModelKind(m, r); err != nil {
 		return openai.ErrorResponse(err)
 	}
-	return openai.Answer(ctx, &m.Model, url, body, class, s.fimCache)
+	return openai.Answer(ctx, &m.Model, url, body, class, s.fimCache, s.cfg.RemoteMedia)
 }

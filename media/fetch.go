@@ -41,7 +41,16 @@ type FetchError struct {
 }
 
 func (e *FetchError) Error() string {
-	return fmt.Sprintf("%s: fetching %s: %s", e.Remote.At, e.Remote.URL, e.Reason)
+	return fmt.Sprintf("%s: fetching %s: %s", e.Remote.At, shortURL(e.Remote.URL), e.Reason)
+}
+
+// shortURL is u cut to a length an error message can carry.
+func shortURL(u string) string {
+	const most = 200
+	if len(u) <= most {
+		return u
+	}
+	return u[:most] + "…"
 }
 
 // Fetch limits.
@@ -138,6 +147,9 @@ func CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return refuse("not a URL: %v", err)
+	}
+	if u.Scheme == "" {
+		return refuse("not an absolute URL (http or https)")
 	}
 	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
 		return refuse("a %s: URL is not fetched (http and https only)", u.Scheme)

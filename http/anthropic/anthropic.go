@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/wire"
+	"superfluid/media"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -85,6 +86,9 @@ func (a *api) countTokens(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
+	if err := wire.FetchMedia(ctx, a.host, turn.Images, turn.remote); err != nil {
+		return err
+	}
 	plan, err := wire.Result(task.PlanChat(m, &turn.Chat))
 	if err != nil {
 		return err
@@ -152,6 +156,9 @@ func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (_ 
 	if err != nil {
 		return nil, err
 	}
+	if err := wire.FetchMedia(ctx, a.host, turn.Images, turn.remote); err != nil {
+		return nil, err
+	}
 	plan, err := wire.Result(task.PlanChat(m, &turn.Chat))
 	if err != nil {
 		return nil, err
@@ -179,6 +186,8 @@ type chatTurn struct {
 	task.Chat
 	conv         conversation
 	omitThinking bool
+	// remote are the images to fetch into Chat.Images (wire.FetchMedia).
+	remote []media.Remote
 }
 
 // readTurn reads the request's conversation, tools and thinking into a
@@ -213,10 +222,11 @@ func (a *api) readTurn(m *task.Model, req *request, maxTokens int) (chatTurn, []
 	if err != nil {
 		return t, nil, err
 	}
-	images, err := t.conv.images()
+	images, remote, err := t.conv.images()
 	if err != nil {
 		return t, nil, err
 	}
+	t.remote = remote
 	t.Chat = task.Chat{Messages: msgs, Tools: tools, Think: think, Continues: true, Shape: shape, Images: images, ImageField: "messages"}
 	t.omitThinking = omit
 	return t, breaks, nil
