@@ -75,15 +75,16 @@ func ChatMessagesMedia(in []Message, marker string) ([]chat.Message, [][]byte, [
 	)
 	msgs, err := chatMessages(in, func(i int, raw json.RawMessage) (string, error) {
 		return contentMedia(raw, marker, func(j int, u string) error {
-			return imageURL(u, "messages", fmt.Sprintf("messages[%d].content[%d].image_url", i, j), &images, &remote)
+			return ImageURL(u, "messages", fmt.Sprintf("messages[%d].content[%d].image_url", i, j), &images, &remote)
 		})
 	})
 	return msgs, images, remote, err
 }
 
-// imageURL reads an image_url's URL: a data URL's image is decoded into
-// images, an http(s) URL's kept in remote (remoteImage).
-func imageURL(u, field, at string, images *[][]byte, remote *[]media.Remote) error {
+// ImageURL reads an image URL as OpenAI's APIs send it: a data URL's
+// image is decoded into images, an http(s) URL's slot left for FetchMedia
+// and the URL kept in remote (field and at name it in refusals).
+func ImageURL(u, field, at string, images *[][]byte, remote *[]media.Remote) error {
 	if len(*images) >= media.MaxImages {
 		return fmt.Errorf("a request carries at most %d images", media.MaxImages)
 	}

@@ -141,11 +141,11 @@ func FuzzNewItemsRenderLater(f *testing.F) {
 			}
 			return
 		}
-		got, err := respConversation([]json.RawMessage{kept[0].Data, user}, index)
+		got, err := respConversation([]json.RawMessage{kept[0].Data, user}, index, nil)
 		if err != nil {
 			t.Fatalf("%s kept as %s does not render: %v", item, kept[0].Data, err)
 		}
-		sent, err := respConversation([]json.RawMessage{json.RawMessage(item), user}, index)
+		sent, err := respConversation([]json.RawMessage{json.RawMessage(item), user}, index, nil)
 		if err != nil {
 			return // the item alone renders nothing the turn takes (an empty reasoning)
 		}

@@ -54,6 +54,9 @@ type storedContent struct {
 	Refusal     string      `json:"refusal,omitempty"`
 	Annotations *[]struct{} `json:"annotations,omitempty"`
 	Logprobs    *[]struct{} `json:"logprobs,omitempty"`
+	// input_image: the image as sent (a data URL or an http(s) URL).
+	ImageURL string `json:"image_url,omitempty"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 type storedCallOutput struct {
@@ -191,6 +194,11 @@ func storedParts(role string, raw json.RawMessage) ([]storedContent, error) {
 			out = append(out, text(p.Text))
 		case "refusal":
 			out = append(out, storedContent{Type: "refusal", Refusal: p.Refusal})
+		case "input_image":
+			if err := storableImage(role, j, p); err != nil {
+				return nil, err
+			}
+			out = append(out, storedContent{Type: p.Type, ImageURL: p.ImageURL, Detail: p.Detail})
 		default:
 			return nil, itemErr(fmt.Sprintf("content[%d]", j), "%q parts are not supported (%s)", p.Type, wire.WhyModality)
 		}
