@@ -232,6 +232,10 @@ func (l *loop) endMedia(j *job) {
 	done()
 }
 
+// MediaKeyTokens are the prefix cache's tokens for n rows of the image
+// whose SHA-256 is digest.
+func MediaKeyTokens(digest [32]byte, n int) []engine.Token { return mediaKeyTokens(digest, n) }
+
 // KeyedPrompt is prompt as the prefix cache keys it: each span's positions
 // hold its image's key tokens instead of placeholders. A prefix of it is
 // what a cache pin of a prompt with images names.

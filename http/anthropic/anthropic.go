@@ -46,9 +46,7 @@ func (a *api) messages(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	// Submitted by the time the answer returns (a stream's start runs
 	// before it answers).
 	defer p.g.Media.Close()
-	if p.g.Media == nil { // an image's placeholders are not its cache key
-		pinMarked(a.host.Pinner(ctx), p.g.Prompt, p.breaks, p.marks)
-	}
+	pinMarked(a.host.Pinner(ctx), p.g.Media.Keyed(p.g.Prompt), p.breaks, p.marks)
 	id := wire.NewID("msg_")
 	if req.Stream {
 		return a.stream(ctx, m, p, id, req.Model)
@@ -176,7 +174,7 @@ func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (_ 
 	plan.Apply(&g.Spec)
 	p := &prepared{g: g, breaks: breaks, omitThinking: turn.omitThinking}
 	if len(breaks) > 0 {
-		p.marks = markedPrefixes(m, turn.conv, turn.Tools, breaks, plan.Prompt)
+		p.marks = markedPrefixes(m, turn.conv, turn.Tools, breaks, plan.Media.Keyed(plan.Prompt), plan.Media)
 	}
 	return p, nil
 }
