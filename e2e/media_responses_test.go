@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -106,13 +108,31 @@ func TestImageResponses(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "input" || !strings.Contains(apiErr.Message, "--allow-remote-media") {
 		t.Errorf("a remote input_image without the flag: %v", err)
 	}
-	content := responses.ResponseInputMessageContentListParam{
-		responses.ResponseInputContentParamOfInputText("and?"),
-		{OfInputImage: &responses.ResponseInputImageParam{FileID: openai.String("file-abc"), Detail: responses.ResponseInputImageDetailAuto}},
+	byFile := func(id string) responses.ResponseNewParamsInputUnion {
+		content := responses.ResponseInputMessageContentListParam{
+			responses.ResponseInputContentParamOfInputText("What is in this picture?"),
+			{OfInputImage: &responses.ResponseInputImageParam{FileID: openai.String(id), Detail: responses.ResponseInputImageDetailAuto}},
+		}
+		return responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)}}
 	}
-	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)}}
+	params.Input = byFile("file-abc")
 	_, err = client.Responses.New(context.Background(), params)
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "input" || !strings.Contains(apiErr.Message, "file_id") {
-		t.Errorf("an input_image by file_id: %v", err)
+		t.Errorf("an input_image naming no file: %v", err)
+	}
+	// The same image uploaded (purpose vision) and named by file_id: the
+	// same answer, warm by its digest.
+	png, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(url, "data:image/png;base64,"))
+	f, err := client.Files.New(context.Background(), openai.FileNewParams{File: openai.File(bytes.NewReader(png), "pic.png", "image/png"), Purpose: openai.FilePurposeVision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params.Input = byFile(f.ID)
+	fromFile, err := client.Responses.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromFile.OutputText() != first.OutputText() || fromFile.Usage.InputTokensDetails.CachedTokens < synth.MMProjImageTokens {
+		t.Errorf("by file_id: %q with %d cached tokens, want %q warm past the image", fromFile.OutputText(), fromFile.Usage.InputTokensDetails.CachedTokens, first.OutputText())
 	}
 }

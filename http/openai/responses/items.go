@@ -54,8 +54,10 @@ type storedContent struct {
 	Refusal     string      `json:"refusal,omitempty"`
 	Annotations *[]struct{} `json:"annotations,omitempty"`
 	Logprobs    *[]struct{} `json:"logprobs,omitempty"`
-	// input_image: the image as sent (a data URL or an http(s) URL).
+	// input_image: the image as sent (a data URL, an http(s) URL or a
+	// file's id).
 	ImageURL string `json:"image_url,omitempty"`
+	FileID   string `json:"file_id,omitempty"`
 	Detail   string `json:"detail,omitempty"`
 }
 
@@ -198,7 +200,7 @@ func storedParts(role string, raw json.RawMessage) ([]storedContent, error) {
 			if err := storableImage(role, j, p); err != nil {
 				return nil, err
 			}
-			out = append(out, storedContent{Type: p.Type, ImageURL: p.ImageURL, Detail: p.Detail})
+			out = append(out, storedContent{Type: p.Type, ImageURL: p.ImageURL, FileID: p.FileID, Detail: p.Detail})
 		default:
 			return nil, itemErr(fmt.Sprintf("content[%d]", j), "%q parts are not supported (%s)", p.Type, wire.WhyModality)
 		}

@@ -249,7 +249,7 @@ func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 		return rt, err
 	}
 	rt.items = append(prev, own...)
-	var img respImages
+	img := respImages{file: a.store.imageFile}
 	msgs, err := respConversation(rt.items, where, &img)
 	if err != nil {
 		return rt, err

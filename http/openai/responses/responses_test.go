@@ -87,7 +87,7 @@ func TestRespConversationRefusesByName(t *testing.T) {
 		`[{"type": "item_reference", "id": "x"}]`:                                                                              `"item_reference" items are not supported`,
 		`[{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]`:                                           `input[0].content: [0].image_url: not an absolute URL`,
 		`[{"role": "user", "content": [{"type": "input_image", "image_url": "ftp://h/x.png"}]}]`:                               `a ftp: URL is not fetched`,
-		`[{"role": "user", "content": [{"type": "input_image", "file_id": "file-1"}]}]`:                                        `[0].file_id: images are not read from uploaded files`,
+		`[{"role": "user", "content": [{"type": "input_image", "file_id": "file-1"}]}]`:                                        `[0].file_id: this server keeps no files`,
 		`[{"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,AA", "detail": "ultra"}]}]`: `[0].detail: "ultra"`,
 		`[{"role": "assistant", "content": [{"type": "input_image", "image_url": "data:,"}]}]`:                                 `input_image parts are taken in user messages only`,
 		`[{"role": "user", "content": [{"type": "input_audio"}]}]`:                                                             `"input_audio" parts are not supported`,
@@ -233,21 +233,23 @@ func TestRespBuilderFailEndsTheStream(t *testing.T) {
 }
 
 // input_image parts stand in their message as the media marker, a data
-// URL's image decoded, an http(s) URL's left to fetch at its slot.
+// URL's image decoded, an http(s) URL's left to fetch at its slot, a
+// file's read.
 func TestRespConversationImages(t *testing.T) {
 	body := `[{"role": "user", "content": [{"type": "input_text", "text": "a"},
 		{"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8=", "detail": "low"},
 		{"type": "input_text", "text": "b"},
-		{"type": "input_image", "image_url": "https://example.com/x.png"}]}]`
-	var img respImages
+		{"type": "input_image", "image_url": "https://example.com/x.png"},
+		{"type": "input_image", "file_id": "file-7"}]}]`
+	img := respImages{file: func(id string) ([]byte, error) { return []byte("file " + id), nil }}
 	msgs, err := respConversation(rawItems(t, body), index, &img)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "a" + task.MediaMarker + "b" + task.MediaMarker; len(msgs) != 1 || msgs[0].Content != want {
+	if want := "a" + task.MediaMarker + "b" + task.MediaMarker + task.MediaMarker; len(msgs) != 1 || msgs[0].Content != want {
 		t.Fatalf("messages %+v, want one user message %q", msgs, want)
 	}
-	if len(img.images) != 2 || string(img.images[0]) != "hello" || img.images[1] != nil {
+	if len(img.images) != 3 || string(img.images[0]) != "hello" || img.images[1] != nil || string(img.images[2]) != "file file-7" {
 		t.Fatalf("images %q", img.images)
 	}
 	if len(img.remote) != 1 || img.remote[0].Index != 1 || img.remote[0].URL != "https://example.com/x.png" ||
