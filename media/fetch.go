@@ -56,7 +56,9 @@ func shortURL(u string) string {
 // Fetch limits.
 const (
 	// FetchTimeout bounds one image's whole fetch: connecting, redirects
-	// and reading the body.
+	// and reading the body. A request's fetches together take at most
+	// three times as long (32 slow images would otherwise hold it for
+	// minutes).
 	FetchTimeout = 20 * time.Second
 	// MaxRedirects is how many redirects one fetch follows.
 	MaxRedirects = 3
@@ -163,10 +165,17 @@ func CheckURL(raw string) error {
 	return nil
 }
 
+// errFetchBudget ends a request's fetches that ran past their time
+// together.
+var errFetchBudget = errors.New("the request's remote images took too long together")
+
 // FetchAll fetches the remote images into images, at most FetchParallel
-// at a time, under ctx (a client that hangs up ends them). The first
-// failure ends the others and is returned as a *FetchError.
+// at a time, under ctx (a client that hangs up ends them), within three
+// fetch timeouts together. The first failure ends the others and is
+// returned as a *FetchError.
 func (f *Fetcher) FetchAll(ctx context.Context, images [][]byte, remote []Remote) error {
+	ctx, stop := context.WithTimeoutCause(ctx, 3*f.timeout, errFetchBudget)
+	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -224,6 +233,7 @@ func (f *Fetcher) fetch(ctx context.Context, raw string, budget *atomic.Int64) (
 		return nil, fmt.Errorf("not a URL: %v", err)
 	}
 	req.Header.Set("Accept", "image/png, image/jpeg, image/gif, image/bmp")
+	req.Header.Set("User-Agent", "superfluid (remote media)")
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return nil, f.reason(ctx, err)
@@ -258,6 +268,8 @@ func (f *Fetcher) fetch(ctx context.Context, raw string, budget *atomic.Int64) (
 func (f *Fetcher) reason(ctx context.Context, err error) error {
 	var ne net.Error
 	switch {
+	case errors.Is(context.Cause(ctx), errFetchBudget):
+		return fmt.Errorf("%w (%s)", errFetchBudget, 3*f.timeout)
 	case ctx.Err() != nil:
 		return fmt.Errorf("the request ended: %w", ctx.Err())
 	case errors.As(err, &ne) && ne.Timeout():
