@@ -84,7 +84,7 @@ func (a *api) countTokens(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err != nil {
 		return err
 	}
-	if err := wire.FetchMedia(ctx, a.host, turn.Images, turn.remote); err != nil {
+	if err := wire.FetchMedia(ctx, a.host, m, turn.Images, turn.remote); err != nil {
 		return err
 	}
 	plan, err := wire.Result(task.PlanChat(m, &turn.Chat))
@@ -154,7 +154,7 @@ func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (_ 
 	if err != nil {
 		return nil, err
 	}
-	if err := wire.FetchMedia(ctx, a.host, turn.Images, turn.remote); err != nil {
+	if err := wire.FetchMedia(ctx, a.host, m, turn.Images, turn.remote); err != nil {
 		return nil, err
 	}
 	plan, err := wire.Result(task.PlanChat(m, &turn.Chat))

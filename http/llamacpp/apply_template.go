@@ -75,7 +75,7 @@ func (a *api) templateImages(m *task.Model, images [][]byte, remote []media.Remo
 		return wire.BadParam("messages", "messages: image input is not supported: model %s has no vision projector (serve --mmproj)", m.Name)
 	}
 	if a.host.Settings().RemoteMedia == nil {
-		if err := wire.FetchMediaWith(context.Background(), nil, images, remote); err != nil {
+		if err := wire.FetchMediaWith(context.Background(), nil, m, images, remote); err != nil {
 			return err
 		}
 	}

@@ -54,7 +54,7 @@ func answer(ctx context.Context, m *task.Model, url string, body []byte, cls cla
 			return nil, err
 		}
 		g, err := chatRequest(m, &req, cls, func(images [][]byte, remote []media.Remote) error {
-			return wire.FetchMediaWith(ctx, fetcher, images, remote)
+			return wire.FetchMediaWith(ctx, fetcher, m, images, remote)
 		})
 		if err != nil {
 			return nil, err

@@ -150,7 +150,7 @@ func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		return err
 	}
 	g, err := chatRequest(m, &req, a.classingOf(ctx), func(images [][]byte, remote []media.Remote) error {
-		return wire.FetchMedia(ctx, a.host, images, remote)
+		return wire.FetchMedia(ctx, a.host, m, images, remote)
 	})
 	if err != nil {
 		return err

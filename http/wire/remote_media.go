@@ -7,29 +7,28 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/media"
+	"superfluid/task"
 )
 
 // FetchMedia fills the request's remote images (their slots in images)
 // under the request's context, when the server fetches remote media; a
 // server that does not refuses them, naming the field and the flag. Every
-// failure is a 400 naming the field, with the reason.
-func FetchMedia(ctx *fasthttp.RequestCtx, h Host, images [][]byte, remote []media.Remote) error {
-	if len(remote) == 0 {
-		return nil
-	}
+// failure is a 400 naming the field, with the reason. Nothing is fetched
+// for a model without a projector: task.NewMediaPrompt refuses its images.
+func FetchMedia(ctx *fasthttp.RequestCtx, h Host, m *task.Model, images [][]byte, remote []media.Remote) error {
 	f := h.Settings().RemoteMedia
-	if f == nil {
-		return FetchMediaWith(context.Background(), nil, images, remote)
+	if len(remote) == 0 || f == nil || m.Media == nil {
+		return FetchMediaWith(context.Background(), f, m, images, remote)
 	}
 	rctx, done := h.RequestContext(ctx)
 	defer done()
-	return FetchMediaWith(rctx, f, images, remote)
+	return FetchMediaWith(rctx, f, m, images, remote)
 }
 
 // FetchMediaWith is FetchMedia with the fetcher (nil: none) and the
 // context given, for a request without a transport (a batch line).
-func FetchMediaWith(ctx context.Context, f *media.Fetcher, images [][]byte, remote []media.Remote) error {
-	if len(remote) == 0 {
+func FetchMediaWith(ctx context.Context, f *media.Fetcher, m *task.Model, images [][]byte, remote []media.Remote) error {
+	if len(remote) == 0 || m.Media == nil {
 		return nil
 	}
 	if f == nil {

@@ -82,7 +82,7 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	}()
 	job, err := a.planResponse(m, &req, func(t *task.Chat) (sched.Class, error) { return wire.TurnClass(ctx, a.host, t) },
 		func(images [][]byte, remote []media.Remote) error {
-			return wire.FetchMedia(ctx, a.host, images, remote)
+			return wire.FetchMedia(ctx, a.host, m, images, remote)
 		})
 	if err != nil {
 		return err
