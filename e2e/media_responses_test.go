@@ -78,6 +78,20 @@ func TestImageResponses(t *testing.T) {
 		t.Errorf("again %q (%d input tokens), first %q (%d)", again.OutputText(), again.Usage.InputTokens, first.OutputText(), first.Usage.InputTokens)
 	}
 
+	// Streamed, the same answer (the stream's job holds the image).
+	stream := client.Responses.NewStreaming(context.Background(), params)
+	var streamed *responses.Response
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "response.completed" || ev.Type == "response.incomplete" {
+			r := ev.Response
+			streamed = &r
+		}
+	}
+	if err := stream.Err(); err != nil || streamed == nil || streamed.OutputText() != first.OutputText() {
+		t.Errorf("streamed: %v, %v, want %q", err, streamed, first.OutputText())
+	}
+	stream.Close()
+
 	// A conversation keeps the image part among its items; its next turn
 	// reads it back and is warm past it.
 	conv, err := client.Conversations.New(context.Background(), conversations.ConversationNewParams{})
