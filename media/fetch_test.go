@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -172,4 +173,22 @@ func TestFetchCancelled(t *testing.T) {
 	if !errors.As(err, &fe) || !strings.Contains(fe.Reason, "request ended") {
 		t.Errorf("cancelled: %v", err)
 	}
+}
+
+// CheckURL never panics, and what it lets through is an http(s) URL with
+// a host and no credentials.
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{"https://example.com/a.png", "http://127.0.0.1:8080/x", "HTTP://H/", "ftp://x/y", "file:///etc/passwd",
+		"http://user:pw@h/", "http:///x", "//h/x", "data:image/png;base64,AA", "http://[::1]:80/", "http://%zz/", "javascript:alert(1)"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if CheckURL(s) != nil {
+			return
+		}
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			t.Fatalf("%q accepted: %+v, %v", s, u, err)
+		}
+	})
 }
