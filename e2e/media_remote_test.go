@@ -138,3 +138,41 @@ func TestImageRemoteURL(t *testing.T) {
 		t.Errorf("a url source answering 404: %v", err)
 	}
 }
+
+// A client that hangs up while its image is fetched ends the fetch: the
+// page sees its request cancelled although the fetch timeout is an hour.
+func TestImageRemoteFetchEndsWithClient(t *testing.T) {
+	reached, cancelled := make(chan struct{}), make(chan struct{})
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(reached)
+		<-r.Context().Done()
+		close(cancelled)
+	}))
+	defer page.Close()
+	fetcher := media.NewFetcher(media.FetcherOptions{MaxBytes: wire.MaxMediaBytes, Timeout: time.Hour})
+	st := startStack(t, app.Options{MMProj: mmprojFile(t), HTTP: sfhttp.Config{RemoteMedia: fetcher}})
+	ctx, hangUp := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	client := openaiClient(st)
+	go func() {
+		_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model: "tiny",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+				openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: page.URL + "/never.png"}),
+				openai.TextContentPart("Describe it."),
+			})},
+			MaxCompletionTokens: openai.Int(4),
+		})
+		done <- err
+	}()
+	<-reached
+	hangUp()
+	if err := <-done; err == nil {
+		t.Fatal("the request was answered")
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(time.Minute): // a bound on the test, not a measure
+		t.Fatal("the fetch outlived its client")
+	}
+}
