@@ -174,6 +174,11 @@ var errFetchBudget = errors.New("the request's remote images took too long toget
 // fetch timeouts together. The first failure ends the others and is
 // returned as a *FetchError.
 func (f *Fetcher) FetchAll(ctx context.Context, images [][]byte, remote []Remote) error {
+	for _, r := range remote {
+		if r.Index < 0 || r.Index >= len(images) {
+			return &FetchError{Remote: r, Reason: "no place among the request's images (a server bug)"}
+		}
+	}
 	ctx, stop := context.WithTimeoutCause(ctx, 3*f.timeout, errFetchBudget)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
@@ -187,9 +192,6 @@ func (f *Fetcher) FetchAll(ctx context.Context, images [][]byte, remote []Remote
 	budget.Store(int64(f.total))
 	slots := make(chan struct{}, FetchParallel)
 	for _, r := range remote {
-		if r.Index < 0 || r.Index >= len(images) {
-			return &FetchError{Remote: r, Reason: "no place among the request's images (a server bug)"}
-		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -216,8 +218,8 @@ func (f *Fetcher) FetchAll(ctx context.Context, images [][]byte, remote []Remote
 	if firstErr != nil {
 		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	if ctx.Err() != nil {
+		return context.Cause(ctx) // ended before every fetch began
 	}
 	return nil
 }
