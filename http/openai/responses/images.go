@@ -67,6 +67,9 @@ func (r *respImages) fromFile(j int, id string) (string, error) {
 	if r.file == nil {
 		return "", fmt.Errorf("[%d].file_id: this server keeps no files (start it with --data-dir); send image_url (a data URL, or an http(s) URL with --allow-remote-media)", j)
 	}
+	if err := CheckID(id, "file_id", ""); err != nil {
+		return "", fmt.Errorf("[%d].file_id: %v", j, wire.AsError(err).Msg)
+	}
 	b, err := r.file(id)
 	if err != nil {
 		return "", fmt.Errorf("[%d].file_id: %v", j, err)

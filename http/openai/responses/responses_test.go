@@ -257,3 +257,17 @@ func TestRespConversationImages(t *testing.T) {
 		t.Errorf("remote %+v", img.remote)
 	}
 }
+
+// A file_id is checked as an id before any look-up.
+func TestRespImageFileID(t *testing.T) {
+	img := respImages{file: func(id string) ([]byte, error) { t.Fatalf("looked up %.20q", id); return nil, nil }}
+	long := `[{"role": "user", "content": [{"type": "input_image", "file_id": "file-` + strings.Repeat("x", 5000) + `"}]}]`
+	_, err := respConversation(rawItems(t, long), index, &img)
+	if err == nil || !strings.Contains(err.Error(), "[0].file_id: Invalid 'file_id'") || len(err.Error()) > 400 {
+		t.Errorf("a 5,000-character file_id: %.300v", err)
+	}
+	both := `[{"role": "user", "content": [{"type": "input_image", "file_id": "file-1", "image_url": "https://h/x.png"}]}]`
+	if _, err := respConversation(rawItems(t, both), index, &img); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("file_id and image_url: %v", err)
+	}
+}
