@@ -13,15 +13,15 @@ import (
 )
 
 // CreateFile stores r's content as a new file. Uploads may have purpose
-// "batch" (a batch's input) or "user_data"; "batch_output" is the store's
-// own.
+// "batch" (a batch's input), "user_data" or "vision" (an image);
+// "batch_output" is the store's own.
 func (s *Store) CreateFile(filename, purpose string, r io.Reader) (File, error) {
 	switch purpose {
-	case PurposeBatch, PurposeUserData:
+	case PurposeBatch, PurposeUserData, PurposeVision:
 	case "":
 		return File{}, invalid("purpose", "purpose is required")
 	default:
-		return File{}, invalid("purpose", "invalid purpose %q: this server accepts %q and %q", purpose, PurposeBatch, PurposeUserData)
+		return File{}, invalid("purpose", "invalid purpose %q: this server accepts %q, %q and %q", purpose, PurposeBatch, PurposeUserData, PurposeVision)
 	}
 	filename = cleanFilename(filename)
 	if filename == "" {
@@ -143,7 +143,7 @@ func (s *Store) DeleteFile(id string) error {
 // Files lists files, newest first unless p.Order is "asc". OpenAI's
 // default page is 10000 files, its maximum too.
 func (s *Store) Files(p ListParams) (Page[File], error) {
-	if p.Purpose != "" && p.Purpose != PurposeBatch && p.Purpose != PurposeBatchOutput && p.Purpose != PurposeUserData {
+	if p.Purpose != "" && p.Purpose != PurposeBatch && p.Purpose != PurposeBatchOutput && p.Purpose != PurposeUserData && p.Purpose != PurposeVision {
 		return Page[File]{}, invalid("purpose", "invalid purpose %q", p.Purpose)
 	}
 	s.mu.Lock()

@@ -23,6 +23,7 @@ const (
 	PurposeBatch       = "batch"        // a batch's input
 	PurposeBatchOutput = "batch_output" // a batch's output or error file
 	PurposeUserData    = "user_data"    // anything; accepted and kept
+	PurposeVision      = "vision"       // an image a Responses input_image names by file_id
 )
 
 // Status is a batch's state.

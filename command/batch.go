@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -37,7 +38,7 @@ func batchCommand() *cli.Command {
 			&cli.StringFlag{Name: "alias", Usage: "the model name request bodies may give (default: the file name without .gguf)"},
 			dataDirFlag(),
 			modelsDirFlag(),
-		}, append(engineFlags(8), loraFlags()...)...),
+		}, slices.Concat(engineFlags(8), loraFlags(), remoteMediaFlags())...),
 		Action: batchAction,
 	}
 }
@@ -148,7 +149,7 @@ func batchDoer(c *cli.Context, class sched.Class) (d batch.Doer, parallel int, c
 	}
 	st, err := app.Load(app.Options{
 		ModelPath: path, Alias: c.String("alias"), LoRA: lora, Lanes: lanes, Ctx: c.Int("ctx"), Threads: c.Int("threads"),
-		Batch: c.Int("batch"), UBatch: c.Int("ubatch"), CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HTTP: sfhttp.Config{Version: version},
+		Batch: c.Int("batch"), UBatch: c.Int("ubatch"), CacheTypeK: typeK, CacheTypeV: typeV, FlashAttn: c.String("flash-attn"), NoRepack: c.Bool("no-repack"), Poll: poll, HTTP: sfhttp.Config{Version: version, RemoteMedia: remoteMedia(c)},
 	})
 	if err != nil {
 		return nil, 0, nil, err

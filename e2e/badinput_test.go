@@ -67,6 +67,12 @@ func responsesBody(prompt string) map[string]any {
 	return map[string]any{"model": "tiny", "input": prompt, "max_output_tokens": 4, "temperature": 0}
 }
 
+// respImageInput is a Responses input of one user message holding an
+// input_image of url.
+func respImageInput(url string) []any {
+	return []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image", "image_url": url}}}}
+}
+
 func completionsBody(prompt string) map[string]any {
 	return map[string]any{"model": "tiny", "prompt": prompt, "max_tokens": 4, "temperature": 0}
 }
@@ -131,6 +137,7 @@ var badInputRoutes = map[string]badRoute{
 			{name: "best_of above n", edit: set("best_of", 2), status: 400, check: openaiParam("best_of")},
 			{name: "echo with logprobs", edit: edits(set("echo", true), set("logprobs", 1)), status: 400, check: openaiParam("echo")},
 			{name: "suffix with token ids", edit: edits(set("prompt", []any{1, 2}), set("suffix", "x")), status: 400, check: openaiParam("suffix")},
+			{name: "prompt object with images", edit: set("prompt", map[string]any{"prompt_string": "a <__media__>", "multimodal_data": []any{"aGk="}}), status: 400, check: openaiParam("prompt.multimodal_data")},
 		},
 	},
 	// llama.cpp samples greedily at any temperature <= 0, so a negative
@@ -270,6 +277,10 @@ var badInputRoutes = map[string]badRoute{
 			{name: "required without tools", edit: set("tool_choice", "required"), status: 400, check: openaiParam("tool_choice")},
 			{name: "unknown previous response", edit: set("previous_response_id", "resp_nope"), status: 400, check: openaiParam("previous_response_id")},
 			{name: "reasoning effort", edit: set("reasoning", map[string]any{"effort": "huge"}), status: 400, check: openaiParam("reasoning.effort")},
+			{name: "image by ftp", edit: set("input", respImageInput("ftp://example.com/a.png")), status: 400, check: openaiParam("input")},
+			{name: "remote image without the flag", edit: set("input", respImageInput("https://example.com/a.png")), status: 400, check: openaiParam("input")},
+			{name: "image on a model without a projector", edit: set("input", respImageInput("data:image/png;base64,aGk=")), status: 400, check: openaiParam("input")},
+			{name: "image detail", edit: set("input", []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image", "image_url": "data:,", "detail": "ultra"}}}}), status: 400, check: openaiParam("input")},
 		},
 	},
 	"/v1/chat/completions": {
@@ -285,6 +296,8 @@ var badInputRoutes = map[string]badRoute{
 			{name: "logit_bias not a token", edit: set("logit_bias", map[string]any{"word": 1}), status: 400, check: openaiParam("logit_bias")},
 			{name: "17 stop strings", edit: set("stop", strings.Split("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", ",")), status: 400, check: openaiParam("stop")},
 			{name: "image content", edit: set("messages.0.content", []any{map[string]any{"type": "image_url"}}), status: 400, check: openaiParam("messages")},
+			{name: "remote image without the flag", edit: set("messages.0.content", []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "https://example.com/a.png"}}}), status: 400, check: openaiParam("messages")},
+			{name: "image by file URL", edit: set("messages.0.content", []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "file:///etc/passwd"}}}), status: 400, check: openaiParam("messages")},
 			{name: "tool name with a space", edit: set("tools", []any{map[string]any{"type": "function", "function": map[string]any{"name": "a b"}}}), status: 400, check: openaiParam("tools")},
 			{name: "tool_choice names no tool", edit: set("tool_choice", map[string]any{"type": "function", "function": map[string]any{"name": "f"}}), status: 400, check: openaiParam("tool_choice")},
 			{name: "reasoning_effort", edit: set("reasoning_effort", "huge"), status: 400, check: openaiParam("reasoning_effort")},

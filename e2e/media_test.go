@@ -250,8 +250,8 @@ func TestImageOpenAIChat(t *testing.T) {
 	})}
 	_, err = client.Chat.Completions.New(context.Background(), params)
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "remote image") {
-		t.Errorf("a remote image URL: %v, want a 400 saying remote images are not fetched", err)
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "--allow-remote-media") {
+		t.Errorf("a remote image URL: %v, want a 400 naming the flag that allows remote images", err)
 	}
 }
 
@@ -291,8 +291,8 @@ func TestImageAnthropicMessage(t *testing.T) {
 	url := anthropic.NewUserMessage(anthropic.NewTextBlock("and?"), anthropic.NewImageBlock(anthropic.URLImageSourceParam{URL: "https://example.com/x.png"}))
 	_, err = c.Messages.New(context.Background(), anthropicGreedy(4, url))
 	var apiErr *anthropic.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
-		t.Errorf("a url image source: %v, want a 400", err)
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.RawJSON(), "--allow-remote-media") {
+		t.Errorf("a url image source: %v, want a 400 naming the flag that allows remote images", err)
 	}
 }
 

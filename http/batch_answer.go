@@ -27,7 +27,10 @@ func (s *Server) SetChains(st *session.Store) { s.responses.SetChains(st) }
 
 // SetBatches gives the server the store behind /v1/files and /v1/batches;
 // without one those routes answer that the batch API is off.
-func (s *Server) SetBatches(st *batches.Store) { s.openai.SetBatches(st) }
+func (s *Server) SetBatches(st *batches.Store) {
+	s.openai.SetBatches(st)
+	s.responses.SetFiles(st) // input_image's file_id
+}
 
 // AnswerBatch answers one request of a batch — an OpenAI body for url,
 // one of the batch API's routes — as a client's request on that route
@@ -79,5 +82,5 @@ func (s *Server) answerBatch(ctx context.Context, url string, body []byte, class
 	if err := checkModelKind(m, r); err != nil {
 		return openai.ErrorResponse(err)
 	}
-	return openai.Answer(ctx, &m.Model, url, body, class, s.fimCache)
+	return openai.Answer(ctx, &m.Model, url, body, class, s.fimCache, s.cfg.RemoteMedia)
 }

@@ -101,7 +101,7 @@ func (h serverHost) Pinner(ctx *fasthttp.RequestCtx) wire.CachePinner {
 }
 
 func (h serverHost) Settings() wire.Settings {
-	return wire.Settings{Version: h.s.cfg.Version, Started: h.s.started, KeepBillingHeader: h.s.cfg.KeepBillingHeader}
+	return wire.Settings{Version: h.s.cfg.Version, Started: h.s.started, KeepBillingHeader: h.s.cfg.KeepBillingHeader, RemoteMedia: h.s.cfg.RemoteMedia}
 }
 
 func (h serverHost) Store() wire.ModelStore { return h.s.modelStore() }

@@ -32,6 +32,12 @@ func (p durablePinner) Pin(prefix []engine.Token, ttl time.Duration) {
 	if ttl <= 0 || len(prefix) == 0 {
 		return
 	}
+	if slices.ContainsFunc(prefix, func(t engine.Token) bool { return t < 0 }) {
+		// An image's key tokens (task.MediaPrompt.Keyed) are negative; the
+		// session store records vocabulary tokens only, so a pin over an
+		// image holds until a restart and is not pinned again after it.
+		return
+	}
 	rec := session.Pin{Key: pinKey(p.model, prefix), Model: p.model, Tokens: prefix, Expires: time.Now().Add(ttl)}
 	if err := p.store.SetPin(rec); err != nil {
 		// The pin holds in memory; only its restart is lost.

@@ -33,7 +33,8 @@ func TestPinsOutliveARestart(t *testing.T) {
 	p.Pin([]engine.Token{1, 2, 3}, time.Hour)
 	p.Pin([]engine.Token{1, 2, 3}, 2*time.Hour) // again: one record
 	wire.MemoryPinner(p).Pin([]engine.Token{9, 9}, time.Hour)
-	if len(cache.got) != 3 {
+	p.Pin([]engine.Token{1, -(1 << 30) - 5, 2}, time.Hour) // over an image: in memory only
+	if len(cache.got) != 4 {
 		t.Fatalf("the cache got %v", cache.got)
 	}
 	if pins := store.Pins(); len(pins) != 1 || !slices.Equal(pins[0].Tokens, []int32{1, 2, 3}) || pins[0].Expires.Before(time.Now().Add(time.Hour)) {

@@ -19,6 +19,7 @@ import (
 	"superfluid/http/openai/responses"
 	"superfluid/http/wire"
 	"superfluid/keys"
+	"superfluid/media"
 	"superfluid/metric"
 	"superfluid/sched"
 	"superfluid/task"
@@ -77,6 +78,9 @@ type Config struct {
 	// start of its system prompt (a per-request nonce, dropped by default
 	// so that the prefix cache serves the next turn).
 	KeepBillingHeader bool
+	// RemoteMedia fetches the images requests name by http(s) URL
+	// (serve --allow-remote-media); nil: such images are refused.
+	RemoteMedia *media.Fetcher
 	// Tracing exports a span of every request that reaches its route, the
 	// parent of the scheduler's spans of its generation; nil: off.
 	Tracing *tracing.Tracing

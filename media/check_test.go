@@ -175,8 +175,8 @@ func TestDataURL(t *testing.T) {
 			}
 		})
 	}
-	if !IsRemoteURL("HTTPS://x/y.png") || IsRemoteURL("data:image/png;base64,") || IsRemoteURL("file:///etc/passwd") {
-		t.Error("IsRemoteURL")
+	if CheckURL("HTTPS://x/y.png") != nil || CheckURL("data:image/png;base64,") == nil || CheckURL("file:///etc/passwd") == nil {
+		t.Error("CheckURL: an http(s) URL with a host, and nothing else")
 	}
 }
 

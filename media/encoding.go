@@ -47,10 +47,3 @@ func ParseDataURL(u string, maxBytes int) (mime string, data []byte, err error) 
 	data, err = DecodeBase64(payload, maxBytes)
 	return mime, data, err
 }
-
-// IsRemoteURL reports whether u is an http(s) URL (which a request may
-// name only when the server allows remote media).
-func IsRemoteURL(u string) bool {
-	l := strings.ToLower(u)
-	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
-}

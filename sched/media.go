@@ -3,6 +3,7 @@ package sched
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"superfluid/engine"
@@ -235,4 +236,24 @@ func (l *loop) endMedia(j *job) {
 		}
 	}()
 	done()
+}
+
+// MediaKeyTokens are the prefix cache's tokens for n rows of the image
+// whose SHA-256 is digest.
+func MediaKeyTokens(digest [32]byte, n int) []engine.Token { return mediaKeyTokens(digest, n) }
+
+// KeyedPrompt is prompt as the prefix cache keys it: each span's positions
+// hold its image's key tokens instead of placeholders. A prefix of it is
+// what a cache pin of a prompt with images names.
+func KeyedPrompt(prompt []engine.Token, spans []MediaSpan) []engine.Token {
+	if len(spans) == 0 {
+		return prompt
+	}
+	out := slices.Clone(prompt)
+	for _, s := range spans {
+		if s.At >= 0 && s.N > 0 && s.At+s.N <= len(out) {
+			copy(out[s.At:s.At+s.N], mediaKeyTokens(s.Digest, s.N))
+		}
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/http/wire"
+	"superfluid/media"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -45,9 +46,7 @@ func (a *api) messages(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	// Submitted by the time the answer returns (a stream's start runs
 	// before it answers).
 	defer p.g.Media.Close()
-	if p.g.Media == nil { // an image's placeholders are not its cache key
-		pinMarked(a.host.Pinner(ctx), p.g.Prompt, p.breaks, p.marks)
-	}
+	pinMarked(a.host.Pinner(ctx), p.g.Media.Keyed(p.g.Prompt), p.breaks, p.marks)
 	id := wire.NewID("msg_")
 	if req.Stream {
 		return a.stream(ctx, m, p, id, req.Model)
@@ -83,6 +82,9 @@ func (a *api) countTokens(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	}
 	turn, _, err := a.readTurn(m, &req, countTokensLimit)
 	if err != nil {
+		return err
+	}
+	if err := wire.FetchMedia(ctx, a.host, m, turn.Images, turn.remote); err != nil {
 		return err
 	}
 	plan, err := task.PlanChat(m, &turn.Chat)
@@ -152,6 +154,9 @@ func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (_ 
 	if err != nil {
 		return nil, err
 	}
+	if err := wire.FetchMedia(ctx, a.host, m, turn.Images, turn.remote); err != nil {
+		return nil, err
+	}
 	plan, err := task.PlanChat(m, &turn.Chat)
 	if err != nil {
 		return nil, err
@@ -169,7 +174,7 @@ func (a *api) prepare(ctx *fasthttp.RequestCtx, m *task.Model, req *request) (_ 
 	plan.Apply(&g.Spec)
 	p := &prepared{g: g, breaks: breaks, omitThinking: turn.omitThinking}
 	if len(breaks) > 0 {
-		p.marks = markedPrefixes(m, turn.conv, turn.Tools, breaks, plan.Prompt)
+		p.marks = markedPrefixes(m, turn.conv, turn.Tools, breaks, plan.Media.Keyed(plan.Prompt), plan.Media)
 	}
 	return p, nil
 }
@@ -179,6 +184,8 @@ type chatTurn struct {
 	task.Chat
 	conv         conversation
 	omitThinking bool
+	// remote are the images to fetch into Chat.Images (wire.FetchMedia).
+	remote []media.Remote
 }
 
 // readTurn reads the request's conversation, tools and thinking into a
@@ -213,10 +220,11 @@ func (a *api) readTurn(m *task.Model, req *request, maxTokens int) (chatTurn, []
 	if err != nil {
 		return t, nil, err
 	}
-	images, err := t.conv.images()
+	images, remote, err := t.conv.images()
 	if err != nil {
 		return t, nil, err
 	}
+	t.remote = remote
 	t.Chat = task.Chat{Messages: msgs, Tools: tools, Think: think, Continues: true, Shape: shape, Images: images, ImageField: "messages"}
 	t.omitThinking = omit
 	return t, breaks, nil

@@ -113,7 +113,12 @@ func (t conversation) upTo(b cacheBreak) conversation {
 // system block after what follows it in Anthropic's order (Qwen writes the
 // tools after the system prompt) marks less than Anthropic would, never
 // more. A breakpoint the template cannot render alone marks nothing.
-func markedPrefixes(m *task.Model, conv conversation, tools task.Tools, breaks []cacheBreak, prompt []engine.Token) []int {
+//
+// With images, prompt is the keyed prompt (task.MediaPrompt.Keyed) and a
+// breakpoint's rendering is tokenized with each image as its key tokens
+// (KeyedPrefix), so a mark covers the images before it as the cache keys
+// them.
+func markedPrefixes(m *task.Model, conv conversation, tools task.Tools, breaks []cacheBreak, prompt []engine.Token, images *task.MediaPrompt) []int {
 	out := make([]int, len(breaks))
 	for i, b := range breaks {
 		if b.whole {
@@ -135,7 +140,7 @@ func markedPrefixes(m *task.Model, conv conversation, tools task.Tools, breaks [
 		if err != nil {
 			continue
 		}
-		toks, err := task.Tokenize(m, text, true)
+		toks, err := images.KeyedPrefix(m, text, true)
 		if err != nil {
 			continue
 		}

@@ -16,6 +16,8 @@ var requestSeeds = []string{
 	`{"model":"tiny","max_tokens":8,"system":[{"type":"text","text":"a"},{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":"Sure"}]}`,
 	`{"model":"tiny","max_tokens":8,"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"system","content":[{"type":"text","text":"s"}]}],"stop_sequences":["\n\n","END"]}`,
 	`{"model":"tiny","max_tokens":8,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}],"tools":[{"name":"f"}]}`,
+	`{"model":"tiny","max_tokens":8,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}},{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}]}`,
+	`{"model":"tiny","max_tokens":8,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"file:///etc/passwd"}}]}]}`,
 	`{"model":"tiny","max_tokens":8,"messages":[{"role":"assistant","content":"ok "}],"thinking":{"type":"enabled","budget_tokens":1024}}`,
 	`{"model":"claude-x","messages":[{"role":"user","content":""}],"output_config":{"format":{"type":"json_schema"}}}`,
 	`{"model":"tiny","max_tokens":1e12,"temperature":1.5,"messages":[{"role":"user"}]}`,

@@ -122,6 +122,9 @@ func readBlocks(field string, raw json.RawMessage, optional bool) ([]block, erro
 				return nil, wire.BadParam(field, "%v", err)
 			}
 			blocks[i].image = img
+			if img == nil {
+				blocks[i].imageURL = b.Source.URL
+			}
 		default:
 			return nil, wire.BadParam(field, "%s: content blocks of type %q are not supported", at, b.Type)
 		}
@@ -131,15 +134,19 @@ func readBlocks(field string, raw json.RawMessage, optional bool) ([]block, erro
 
 // readImage decodes an image block's base64 source, bounded before
 // decoding; the image itself is checked with the request's others
-// (task.NewMediaPrompt).
+// (task.NewMediaPrompt). A url source's image is nil here: its URL is
+// checked, and fetched later (wire.FetchMedia).
 func readImage(at string, src *imageSource) ([]byte, error) {
 	switch {
 	case src == nil:
-		return nil, fmt.Errorf("%s.source: Field required (an image block needs a base64 source)", at)
+		return nil, fmt.Errorf("%s.source: Field required (an image block needs a base64 or url source)", at)
 	case src.Type == "url":
-		return nil, fmt.Errorf("%s.source: url image sources are not fetched; send the image as base64", at)
+		if err := media.CheckURL(src.URL); err != nil {
+			return nil, fmt.Errorf("%s.source.url: %v", at, err)
+		}
+		return nil, nil
 	case src.Type != "base64":
-		return nil, fmt.Errorf("%s.source.type: %q is not supported (base64)", at, src.Type)
+		return nil, fmt.Errorf("%s.source.type: %q is not supported (base64 or url)", at, src.Type)
 	case src.MediaType != "" && !strings.HasPrefix(src.MediaType, "image/"):
 		return nil, fmt.Errorf("%s.source.media_type: %q is not an image type", at, src.MediaType)
 	}
@@ -151,25 +158,28 @@ func readImage(at string, src *imageSource) ([]byte, error) {
 }
 
 // images are the conversation's images in the order their markers appear
-// in its messages; an image outside a user turn is refused (a template may
-// drop other turns' content).
-func (t conversation) images() ([][]byte, error) {
-	var out [][]byte
+// in its messages, a url source's slot nil and named in remote; an image
+// outside a user turn is refused (a template may drop other turns'
+// content).
+func (t conversation) images() (out [][]byte, remote []media.Remote, err error) {
 	for i, turn := range t.msgs {
-		for _, b := range turn.blocks {
+		for j, b := range turn.blocks {
 			if b.Type != "image" {
 				continue
 			}
 			if turn.role != chat.RoleUser {
-				return nil, wire.BadParam("messages", "messages.%d: image blocks are taken in user turns only", i)
+				return nil, nil, wire.BadParam("messages", "messages.%d: image blocks are taken in user turns only", i)
 			}
 			if len(out) == media.MaxImages {
-				return nil, wire.BadParam("messages", "messages.%d: a request carries at most %d images", i, media.MaxImages)
+				return nil, nil, wire.BadParam("messages", "messages.%d: a request carries at most %d images", i, media.MaxImages)
+			}
+			if b.imageURL != "" {
+				remote = append(remote, media.Remote{Index: len(out), URL: b.imageURL, Field: "messages", At: fmt.Sprintf("messages.%d.content.%d.source.url", i, j)})
 			}
 			out = append(out, b.image)
 		}
 	}
-	return out, nil
+	return out, remote, nil
 }
 
 // toolResultText is a tool_result's content as text: a string, or its

@@ -33,8 +33,8 @@ type request struct {
 	CacheControl *cacheControl `json:"cache_control"`
 }
 
-// imageSource is an image block's source: base64 data (a url source is
-// refused: the server fetches nothing).
+// imageSource is an image block's source: base64 data, or a url the
+// server fetches when it allows remote media (wire.FetchMedia).
 type imageSource struct {
 	Type      string `json:"type"`
 	MediaType string `json:"media_type"`
@@ -62,9 +62,11 @@ type block struct {
 	IsError   bool            `json:"is_error"`
 	// thinking; the signature is ours or another server's, and unchecked.
 	Thinking *string `json:"thinking"`
-	// image: its source; image is the decoded file (readBlocks).
-	Source *imageSource `json:"source"`
-	image  []byte
+	// image: its source; image is the decoded file (readBlocks), or nil
+	// until imageURL's is fetched.
+	Source   *imageSource `json:"source"`
+	image    []byte
+	imageURL string
 
 	CacheControl *cacheControl `json:"cache_control"`
 }

@@ -7,6 +7,7 @@ import (
 
 	"superfluid/batch"
 	"superfluid/http/wire"
+	"superfluid/media"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -18,14 +19,15 @@ import (
 // JSON; the request runs in class, whatever it holds, and cache, when not
 // nil, answers and keeps suffix completions as the route does. No
 // transport is involved: the caller has chosen m (a batch line's model)
-// and ends the work through ctx.
-func Answer(ctx context.Context, m *task.Model, url string, body []byte, class sched.Class, cache *task.CompletionCache) (status int, resp []byte) {
+// and ends the work through ctx. fetcher fetches the images a chat names
+// by URL (nil: they are refused, as without --allow-remote-media).
+func Answer(ctx context.Context, m *task.Model, url string, body []byte, class sched.Class, cache *task.CompletionCache, fetcher *media.Fetcher) (status int, resp []byte) {
 	defer func() {
 		if v := recover(); v != nil {
 			status, resp = ErrorResponse(task.Recovered("batch request to "+url, v))
 		}
 	}()
-	v, err := answer(ctx, m, url, body, namedClass(class), cache)
+	v, err := answer(ctx, m, url, body, namedClass(class), cache, fetcher)
 	if err != nil {
 		return ErrorResponse(err)
 	}
@@ -44,14 +46,16 @@ func ErrorResponse(err error) (int, []byte) {
 }
 
 // answer decodes a batch request for its route and runs it whole.
-func answer(ctx context.Context, m *task.Model, url string, body []byte, cls classing, cache *task.CompletionCache) (any, error) {
+func answer(ctx context.Context, m *task.Model, url string, body []byte, cls classing, cache *task.CompletionCache, fetcher *media.Fetcher) (any, error) {
 	switch url {
 	case batch.ChatCompletions:
 		var req oaiChatRequest
 		if err := decodeWhole(body, &req, &req.Stream); err != nil {
 			return nil, err
 		}
-		g, err := chatRequest(m, &req, cls)
+		g, err := chatRequest(m, &req, cls, func(images [][]byte, remote []media.Remote) error {
+			return wire.FetchMediaWith(ctx, fetcher, m, images, remote)
+		})
 		if err != nil {
 			return nil, err
 		}

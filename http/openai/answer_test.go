@@ -16,7 +16,7 @@ func TestAnswerRunsABatchLineInItsClass(t *testing.T) {
 	m.Desc.Ctx = 2048 // room for the tools' system prompt
 	ctx := context.Background()
 	chat := `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"max_tokens":2}`
-	status, body := Answer(ctx, m, "/v1/chat/completions", []byte(chat), sched.Background, nil)
+	status, body := Answer(ctx, m, "/v1/chat/completions", []byte(chat), sched.Background, nil, nil)
 	if status < 400 || !strings.Contains(string(body), tasktest.ErrStubRefused.Error()) {
 		t.Fatalf("chat: %d %s, want the stub scheduler's refusal", status, body)
 	}
@@ -34,7 +34,7 @@ func TestAnswerRunsABatchLineInItsClass(t *testing.T) {
 		{"/v1/embeddings", `{"input":"hi"}`, `"error"`, 400},
 		{"/v1/models", ``, `"error"`, 404},
 	} {
-		status, body := Answer(ctx, m, c.url, []byte(c.body), sched.Background, nil)
+		status, body := Answer(ctx, m, c.url, []byte(c.body), sched.Background, nil, nil)
 		if status != c.status || !strings.Contains(string(body), c.want) {
 			t.Errorf("%s %s: %d %s, want %d with %s", c.url, c.body, status, body, c.status, c.want)
 		}

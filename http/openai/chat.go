@@ -10,6 +10,7 @@ import (
 
 	"superfluid/engine"
 	"superfluid/http/wire"
+	"superfluid/media"
 	"superfluid/reply"
 	"superfluid/task"
 )
@@ -51,10 +52,14 @@ func choiceCount(n *int) (int, error) {
 	return *n, nil
 }
 
+// fetchMedia fills a request's remote images (wire.FetchMedia under the
+// request's transport, wire.FetchMediaWith for a batch line).
+type fetchMedia func(images [][]byte, remote []media.Remote) error
+
 // chatRequest reads a chat request into the core's request of n choices.
 // A request with images holds a reference to them (g.Media) that the
 // caller drops once it has submitted g (task.ChatPlan.Close).
-func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (g *task.Request, err error) {
+func chatRequest(m *task.Model, req *oaiChatRequest, cls classing, fetch fetchMedia) (g *task.Request, err error) {
 	if err := req.oaiUnhonoured.check(); err != nil {
 		return nil, err
 	}
@@ -62,12 +67,15 @@ func chatRequest(m *task.Model, req *oaiChatRequest, cls classing) (g *task.Requ
 	if err != nil {
 		return nil, err
 	}
-	msgs, images, err := wire.ChatMessagesMedia(req.Messages, task.MediaMarker)
+	msgs, images, remote, err := wire.ChatMessagesMedia(req.Messages, task.MediaMarker)
 	if err != nil {
 		return nil, err
 	}
 	tools, err := req.toolFields.ReadTools()
 	if err != nil {
+		return nil, err
+	}
+	if err := fetch(images, remote); err != nil {
 		return nil, err
 	}
 	turn := task.Chat{Messages: msgs, Tools: tools, Kwargs: req.ChatTemplateKwargs, Shape: shape, Images: images, ImageField: "messages"}
@@ -141,7 +149,9 @@ func (a *api) chat(ctx *fasthttp.RequestCtx, m *task.Model) error {
 	if err := wire.DecodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	g, err := chatRequest(m, &req, a.classingOf(ctx))
+	g, err := chatRequest(m, &req, a.classingOf(ctx), func(images [][]byte, remote []media.Remote) error {
+		return wire.FetchMedia(ctx, a.host, m, images, remote)
+	})
 	if err != nil {
 		return err
 	}

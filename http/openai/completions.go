@@ -216,6 +216,9 @@ func planCompletions(m *task.Model, req *oaiCompletionRequest, class sched.Class
 	if err != nil {
 		return nil, wire.Convert(err)
 	}
+	if err := wire.RefusePromptImages(prompts, "prompt", "/v1/completions takes no images, as llama-server's does not; send them to /completion, or as image_url parts to /v1/chat/completions"); err != nil {
+		return nil, err
+	}
 	n, err := choiceCount(req.N)
 	if err != nil {
 		return nil, err

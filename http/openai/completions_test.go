@@ -104,3 +104,17 @@ func decodeCompletions(t testing.TB, body string) *oaiCompletionRequest {
 	}
 	return &req
 }
+
+// A prompt object's images are refused by name on /v1/completions, never
+// dropped (their markers would reach the model as text); an empty
+// multimodal_data asks for nothing.
+func TestCompletionsRefusePromptImages(t *testing.T) {
+	m := tasktest.FakeModel(t, true)
+	_, err := planCompletions(m, decodeCompletions(t, `{"prompt":{"prompt_string":"a <__media__> b","multimodal_data":["aGk="]}}`), sched.Chat)
+	if e := wire.AsError(err); e == nil || e.Status != 400 || e.Param != "prompt.multimodal_data" || !strings.Contains(e.Msg, "/v1/completions takes no images") {
+		t.Errorf("a prompt object with images: %v", err)
+	}
+	if _, err := planCompletions(m, decodeCompletions(t, `{"prompt":{"prompt_string":"a b","multimodal_data":[]}}`), sched.Chat); err != nil {
+		t.Errorf("an empty multimodal_data: %v", err)
+	}
+}

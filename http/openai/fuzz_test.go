@@ -43,6 +43,10 @@ func FuzzOpenAIChatRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":"a"}],"grammar":"root ::= x","json_schema":{},"mirostat":2,"typical_p":0.5}`,
 		`{"messages":[{"role":"user","content":"a"}],"tools":[],"tool_choice":"auto","response_format":{"type":"text"},"modalities":["text"],"mirostat":0}`,
 		`{"messages":[{"role":"user","content":"` + strings.Repeat("x", 16*256+1) + `"}]}`,
+		// Images: a remote URL (no fetcher here), another scheme, a data URL.
+		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}},{"type":"text","text":"a"}]}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"gopher://h/a"}}]}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,aGk="}}]}]}`,
 	} {
 		f.Add([]byte(s), "")
 	}

@@ -6,6 +6,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"superfluid/chat"
 	"superfluid/media"
@@ -42,8 +43,8 @@ type ContentPart struct {
 	ImageURL *ImageURLPart `json:"image_url,omitempty"`
 }
 
-// ImageURLPart is an image_url part's image: a data URL (a remote URL is
-// refused: the server fetches nothing).
+// ImageURLPart is an image_url part's image: a data URL, or an http(s)
+// URL the server fetches when it allows remote media (FetchMedia).
 type ImageURLPart struct {
 	URL    string `json:"url"`
 	Detail string `json:"detail"`
@@ -55,7 +56,7 @@ type ImageURLPart struct {
 // transformers passes them. Image parts are refused (ChatMessagesMedia
 // takes them).
 func ChatMessages(in []Message) ([]chat.Message, error) {
-	msgs, images, err := ChatMessagesMedia(in, task.MediaMarker)
+	msgs, images, _, err := ChatMessagesMedia(in, task.MediaMarker)
 	if err == nil && len(images) > 0 {
 		return nil, BadParam("messages", "messages: image_url parts are not supported on this route")
 	}
@@ -64,13 +65,38 @@ func ChatMessages(in []Message) ([]chat.Message, error) {
 
 // ChatMessagesMedia is ChatMessages taking image_url parts too: each is
 // decoded (data URLs, base64, bounded before decoding) and stands in its
-// message's text as marker, in order of appearance.
-func ChatMessagesMedia(in []Message, marker string) ([]chat.Message, [][]byte, error) {
-	var images [][]byte
+// message's text as marker, in order of appearance. An http(s) URL's
+// image is left for FetchMedia: its slot in images is nil, and remote
+// says where it is to be fetched from.
+func ChatMessagesMedia(in []Message, marker string) ([]chat.Message, [][]byte, []media.Remote, error) {
+	var (
+		images [][]byte
+		remote []media.Remote
+	)
 	msgs, err := chatMessages(in, func(i int, raw json.RawMessage) (string, error) {
-		return contentMedia(raw, marker, &images)
+		return contentMedia(raw, marker, func(j int, u string) error {
+			return ImageURL(u, "messages", fmt.Sprintf("messages[%d].content[%d].image_url", i, j), &images, &remote)
+		})
 	})
-	return msgs, images, err
+	return msgs, images, remote, err
+}
+
+// ImageURL reads an image URL as OpenAI's APIs send it: a data URL's
+// image is decoded into images, an http(s) URL's slot left for FetchMedia
+// and the URL kept in remote (field and at name it in refusals).
+func ImageURL(u, field, at string, images *[][]byte, remote *[]media.Remote) error {
+	if len(*images) >= media.MaxImages {
+		return fmt.Errorf("a request carries at most %d images", media.MaxImages)
+	}
+	if !strings.HasPrefix(u, "data:") {
+		return remoteImage(u, field, at, images, remote)
+	}
+	_, b, err := media.ParseDataURL(u, MaxMediaBytes)
+	if err != nil {
+		return err
+	}
+	*images = append(*images, b)
+	return nil
 }
 
 func chatMessages(in []Message, content func(i int, raw json.RawMessage) (string, error)) ([]chat.Message, error) {
@@ -128,8 +154,9 @@ func MessageToolCalls(i int, in []MessageToolCall) ([]chat.ToolCall, error) {
 }
 
 // contentMedia reads message content as ContentText does, taking
-// image_url parts with data URLs into images and their place as marker.
-func contentMedia(raw json.RawMessage, marker string, images *[][]byte) (string, error) {
+// image_url parts through image (the part's index and URL) and their
+// place as marker.
+func contentMedia(raw json.RawMessage, marker string, image func(j int, url string) error) (string, error) {
 	var parts []ContentPart
 	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
 		return ContentText(raw)
@@ -143,17 +170,9 @@ func contentMedia(raw json.RawMessage, marker string, images *[][]byte) (string,
 			if p.ImageURL == nil || p.ImageURL.URL == "" {
 				return "", fmt.Errorf("part %d: an image_url part needs image_url.url", j)
 			}
-			if media.IsRemoteURL(p.ImageURL.URL) {
-				return "", fmt.Errorf("part %d: remote image URLs are not fetched; send the image as a data URL", j)
-			}
-			if len(*images) >= media.MaxImages {
-				return "", fmt.Errorf("part %d: a request carries at most %d images", j, media.MaxImages)
-			}
-			_, b, err := media.ParseDataURL(p.ImageURL.URL, MaxMediaBytes)
-			if err != nil {
+			if err := image(j, p.ImageURL.URL); err != nil {
 				return "", fmt.Errorf("part %d: image_url: %v", j, err)
 			}
-			*images = append(*images, b)
 			text += marker
 		default:
 			return "", fmt.Errorf("content parts of type %q are not supported (text and image_url only)", p.Type)

@@ -222,5 +222,19 @@ func mediaPrompt(obj map[string]any, field string) ([]PromptPiece, error) {
 	return []PromptPiece{{Text: text, IsText: true, Images: images}}, nil
 }
 
+// RefusePromptImages refuses prompts of which a prompt object carries
+// images, on a route that takes none (why says so and where they go):
+// dropped, the markers would reach the model as text.
+func RefusePromptImages(prompts [][]PromptPiece, field, why string) error {
+	for _, pieces := range prompts {
+		for _, p := range pieces {
+			if len(p.Images) > 0 {
+				return NotSupported(field+".multimodal_data", why)
+			}
+		}
+	}
+	return nil
+}
+
 // MaxMediaBytes bounds one image file a request carries (decoded).
 const MaxMediaBytes = 20 << 20

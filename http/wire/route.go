@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"superfluid/engine"
+	"superfluid/media"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -150,6 +151,9 @@ type Settings struct {
 	// KeepBillingHeader keeps the billing header Claude Code puts at the
 	// start of its system prompt (Anthropic).
 	KeepBillingHeader bool
+	// RemoteMedia fetches images named by URL; nil when the server does
+	// not (FetchMedia refuses them then).
+	RemoteMedia *media.Fetcher
 }
 
 // ModelEntry is one model a listing shows.

@@ -142,6 +142,10 @@ const (
 	WhySampler   = "this server's sampler chain is penalties, top_k, top_p, min_p and temperature"
 	WhyModality  = "this server runs text models and answers in text only"
 	WhyReasoning = "this server does not control the model's reasoning"
+	// llama-server takes images only inside a prompt object; its older
+	// image_data ([img-N] markers) it dropped with the move to mtmd.
+	WhyTopLevelMedia = `images go inside the prompt object, as llama-server takes them: "prompt": {"prompt_string": "… <__media__> …", "multimodal_data": ["<base64>"]} (on /completion)`
+	WhyImageData     = `image_data is llama-server's former image field ([img-N] markers), which it no longer takes: send "prompt": {"prompt_string": "… <__media__> …", "multimodal_data": ["<base64>"]} (on /completion)`
 )
 
 // LlamaUnhonoured are llama.cpp's request fields beyond what the engine
@@ -179,8 +183,8 @@ func (u *LlamaUnhonoured) Check() error {
 		Unhonoured{"min_keep", u.MinKeep, AnyOf(NumberIs(0), NumberIs(1)), WhySampler},
 		Unhonoured{"post_sampling_probs", u.PostSamplingProbs, IsFalse, "probabilities are reported as logprobs before sampling"},
 		Unhonoured{"n_cmpl", u.NCmpl, NumberIs(1), "one completion per prompt is generated (OpenAI's endpoints take n)"},
-		Unhonoured{"multimodal_data", u.MultimodalData, EmptyValue, WhyModality},
-		Unhonoured{"image_data", u.ImageData, EmptyValue, WhyModality},
+		Unhonoured{"multimodal_data", u.MultimodalData, EmptyValue, WhyTopLevelMedia},
+		Unhonoured{"image_data", u.ImageData, EmptyValue, WhyImageData},
 	)
 }
 

@@ -95,7 +95,7 @@ func (a *api) appendTurn(job *respJob) error {
 		return e
 	}
 	if job.pin != nil {
-		job.pin.Pin(job.g.Prompt, conversationPinTTL)
+		job.pin.Pin(job.g.Media.Keyed(job.g.Prompt), conversationPinTTL)
 	}
 	return nil
 }

@@ -132,6 +132,11 @@ func FuzzNewItemsRenderLater(f *testing.F) {
 	f.Add(`{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "x"}]}`)
 	f.Add(`{"type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}], "content": [{"type": "reasoning_text", "text": "r"}]}`)
 	f.Add(`{"type": "reasoning", "content": "not a list"}`)
+	f.Add(`{"role": "user", "content": [{"type": "input_text", "text": "see"}, {"type": "input_image", "image_url": "data:image/png;base64,aGk=", "detail": "low"}]}`)
+	f.Add(`{"role": "user", "content": [{"type": "input_image", "file_id": "file-1"}, {"type": "input_image", "image_url": "https://h/x.png"}]}`)
+	images := func() *respImages {
+		return &respImages{file: func(id string) ([]byte, error) { return []byte(id), nil }}
+	}
 	f.Fuzz(func(t *testing.T, item string) {
 		user := json.RawMessage(`{"role": "user", "content": "next"}`)
 		kept, err := NewItems([]json.RawMessage{json.RawMessage(item)}, "items")
@@ -141,11 +146,11 @@ func FuzzNewItemsRenderLater(f *testing.F) {
 			}
 			return
 		}
-		got, err := respConversation([]json.RawMessage{kept[0].Data, user}, index)
+		got, err := respConversation([]json.RawMessage{kept[0].Data, user}, index, images())
 		if err != nil {
 			t.Fatalf("%s kept as %s does not render: %v", item, kept[0].Data, err)
 		}
-		sent, err := respConversation([]json.RawMessage{json.RawMessage(item), user}, index)
+		sent, err := respConversation([]json.RawMessage{json.RawMessage(item), user}, index, images())
 		if err != nil {
 			return // the item alone renders nothing the turn takes (an empty reasoning)
 		}

@@ -37,8 +37,9 @@ func respInputItems(raw json.RawMessage) ([]json.RawMessage, error) {
 // its function calls — that become one assistant message, as the chat
 // templates expect; a function_call_output is a tool message answering
 // its call by call_id. where names item i in errors (the items of a
-// previous response come before the request's own).
-func respConversation(items []json.RawMessage, where func(i int) string) ([]chat.Message, error) {
+// previous response come before the request's own). A user message's
+// images are read into img.
+func respConversation(items []json.RawMessage, where func(i int) string, img *respImages) ([]chat.Message, error) {
 	var (
 		out       []chat.Message
 		open      = -1 // the assistant message items are still adding to
@@ -63,7 +64,7 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 			default:
 				return nil, wire.BadParam("input", "%s.role: %q is not user, assistant, system or developer", where(i), it.Role)
 			}
-			text, err := respContentText(it.Content)
+			text, err := respContent(it.Content, img.reader(role, where(i)))
 			if err != nil {
 				return nil, wire.BadParam("input", "%s.content: %v", where(i), err)
 			}
@@ -123,7 +124,11 @@ func respConversation(items []json.RawMessage, where func(i int) string) ([]chat
 
 // respContentText reads a message's content: a string or a list of text
 // parts (input_text, output_text; a refusal's text).
-func respContentText(raw json.RawMessage) (string, error) {
+func respContentText(raw json.RawMessage) (string, error) { return respContent(raw, nil) }
+
+// respContent is respContentText taking input_image parts through image
+// (nil: refused), which returns the text that stands for the image.
+func respContent(raw json.RawMessage, image func(j int, p respTextPart) (string, error)) (string, error) {
 	if task.IsNull(raw) {
 		return "", nil
 	}
@@ -142,8 +147,17 @@ func respContentText(raw json.RawMessage) (string, error) {
 			b.WriteString(p.Text)
 		case "refusal":
 			b.WriteString(p.Refusal)
+		case "input_image":
+			if image == nil {
+				return "", fmt.Errorf("[%d]: input_image parts are taken in message content only", j)
+			}
+			marker, err := image(j, p)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(marker)
 		default:
-			return "", fmt.Errorf("[%d]: %q parts are not supported (%s)", j, p.Type, wire.WhyModality)
+			return "", fmt.Errorf("[%d]: %q parts are not supported (input_text, output_text, refusal and input_image are)", j, p.Type)
 		}
 	}
 	return b.String(), nil

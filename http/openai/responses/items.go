@@ -54,6 +54,11 @@ type storedContent struct {
 	Refusal     string      `json:"refusal,omitempty"`
 	Annotations *[]struct{} `json:"annotations,omitempty"`
 	Logprobs    *[]struct{} `json:"logprobs,omitempty"`
+	// input_image: the image as sent (a data URL, an http(s) URL or a
+	// file's id).
+	ImageURL string `json:"image_url,omitempty"`
+	FileID   string `json:"file_id,omitempty"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 type storedCallOutput struct {
@@ -191,6 +196,11 @@ func storedParts(role string, raw json.RawMessage) ([]storedContent, error) {
 			out = append(out, text(p.Text))
 		case "refusal":
 			out = append(out, storedContent{Type: "refusal", Refusal: p.Refusal})
+		case "input_image":
+			if err := storableImage(role, j, p); err != nil {
+				return nil, err
+			}
+			out = append(out, storedContent{Type: p.Type, ImageURL: p.ImageURL, FileID: p.FileID, Detail: p.Detail})
 		default:
 			return nil, itemErr(fmt.Sprintf("content[%d]", j), "%q parts are not supported (%s)", p.Type, wire.WhyModality)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"superfluid/chat"
 	"superfluid/http/wire"
+	"superfluid/media"
 	"superfluid/reply"
 	"superfluid/respstore"
 	"superfluid/sched"
@@ -79,10 +80,16 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 			release()
 		}
 	}()
-	job, err := a.planResponse(m, &req, func(t *task.Chat) (sched.Class, error) { return wire.TurnClass(ctx, a.host, t) })
+	job, err := a.planResponse(m, &req, func(t *task.Chat) (sched.Class, error) { return wire.TurnClass(ctx, a.host, t) },
+		func(images [][]byte, remote []media.Remote) error {
+			return wire.FetchMedia(ctx, a.host, m, images, remote)
+		})
 	if err != nil {
 		return err
 	}
+	// Submitted by the time the answer returns (a stream's start runs
+	// before it answers): the job holds its own reference to the images.
+	defer job.g.Media.Close()
 	if job.conv != "" {
 		// Unrecorded: the conversation's items rebuild the prompt.
 		job.pin = wire.MemoryPinner(a.host.Pinner(ctx))
@@ -111,8 +118,9 @@ func (a *api) createResponse(ctx *fasthttp.RequestCtx, m *task.Model) error {
 }
 
 // planResponse reads the request into a chat turn and plans it; class
-// picks the turn's class.
-func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Chat) (sched.Class, error)) (*respJob, error) {
+// picks the turn's class, fetch fills its remote images.
+func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Chat) (sched.Class, error),
+	fetch func(images [][]byte, remote []media.Remote) error) (_ *respJob, err error) {
 	if err := req.respUnhonoured.check(); err != nil {
 		return nil, err
 	}
@@ -129,10 +137,18 @@ func (a *api) planResponse(m *task.Model, req *respRequest, class func(*task.Cha
 	if err != nil {
 		return nil, err
 	}
+	if err := fetch(rt.turn.Images, rt.remote); err != nil {
+		return nil, err
+	}
 	plan, err := task.PlanChat(m, &rt.turn)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			plan.Close() // its images, which a job would have held
+		}
+	}()
 	maxTok, err := task.MaxTokens("max_output_tokens", req.MaxOutputTokens, m.Desc.Ctx)
 	if err != nil {
 		return nil, err
@@ -193,6 +209,7 @@ type respTurnOf struct {
 	prevChain    string // the previous response's chain in the chain store, "" none
 	instructions *string
 	tools        []json.RawMessage // the function tools, as the response echoes them
+	remote       []media.Remote    // the images to fetch into turn.Images
 }
 
 // respTurn reads the conversation (the previous response's items, then
@@ -232,7 +249,8 @@ func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 		return rt, err
 	}
 	rt.items = append(prev, own...)
-	msgs, err := respConversation(rt.items, where)
+	img := respImages{file: a.store.imageFile}
+	msgs, err := respConversation(rt.items, where, &img)
 	if err != nil {
 		return rt, err
 	}
@@ -254,7 +272,8 @@ func (a *api) respTurn(req *respRequest) (respTurnOf, error) {
 	if err != nil {
 		return rt, err
 	}
-	rt.turn = task.Chat{Messages: msgs, Tools: tools, Shape: shape}
+	rt.turn = task.Chat{Messages: msgs, Tools: tools, Shape: shape, Images: img.images, ImageField: "input"}
+	rt.remote = img.remote
 	rt.tools = echo
 	if req.Reasoning != nil && req.Reasoning.Effort != nil {
 		if err := wire.Convert(rt.turn.SetEffort("reasoning.effort", *req.Reasoning.Effort)); err != nil {

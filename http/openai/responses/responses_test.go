@@ -35,7 +35,7 @@ func TestRespConversationJoinsAnAssistantTurn(t *testing.T) {
 		{"type": "function_call_output", "call_id": "call_a", "output": "7 C"},
 		{"type": "function_call_output", "call_id": "call_b", "output": [{"type": "input_text", "text": "noon"}]}
 	]`)
-	msgs, err := respConversation(items, index)
+	msgs, err := respConversation(items, index, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestRespConversationJoinsAnAssistantTurn(t *testing.T) {
 }
 
 func TestRespInputStringIsOneUserMessage(t *testing.T) {
-	msgs, err := respConversation(rawItems(t, `"hi"`), index)
+	msgs, err := respConversation(rawItems(t, `"hi"`), index, nil)
 	if err != nil || len(msgs) != 1 || msgs[0].Role != "user" || msgs[0].Content != "hi" {
 		t.Fatalf("got %+v, %v", msgs, err)
 	}
@@ -72,7 +72,7 @@ func TestRespOutputReadsBackAsInput(t *testing.T) {
 	b, _ := json.Marshal(obj.Output)
 	items := rawItems(t, string(b))
 	items = append(items, rawItems(t, `[{"type": "function_call_output", "call_id": "call_1", "output": "42"}]`)...)
-	msgs, err := respConversation(append(rawItems(t, `"go"`), items...), index)
+	msgs, err := respConversation(append(rawItems(t, `"go"`), items...), index, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +84,19 @@ func TestRespOutputReadsBackAsInput(t *testing.T) {
 
 func TestRespConversationRefusesByName(t *testing.T) {
 	for body, want := range map[string]string{
-		`[{"type": "item_reference", "id": "x"}]`:                                             `"item_reference" items are not supported`,
-		`[{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]`:          `input[0].content: [0]: "input_image" parts`,
-		`[{"role": "tool", "content": "x"}]`:                                                  `input[0].role`,
-		`[{"type": "function_call", "call_id": "c", "name": "f", "arguments": "[1]"}]`:        `input[0].arguments`,
-		`[{"role": "user", "content": "x"}, {"type": "function_call_output", "output": "x"}]`: `input[1].call_id`,
+		`[{"type": "item_reference", "id": "x"}]`:                                                                              `"item_reference" items are not supported`,
+		`[{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]`:                                           `input[0].content: [0].image_url: not an absolute URL`,
+		`[{"role": "user", "content": [{"type": "input_image", "image_url": "ftp://h/x.png"}]}]`:                               `a ftp: URL is not fetched`,
+		`[{"role": "user", "content": [{"type": "input_image", "file_id": "file-1"}]}]`:                                        `[0].file_id: this server keeps no files`,
+		`[{"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,AA", "detail": "ultra"}]}]`: `[0].detail: "ultra"`,
+		`[{"role": "assistant", "content": [{"type": "input_image", "image_url": "data:,"}]}]`:                                 `input_image parts are taken in user messages only`,
+		`[{"role": "user", "content": [{"type": "input_audio"}]}]`:                                                             `"input_audio" parts are not supported`,
+		`[{"role": "tool", "content": "x"}]`:                                                                                   `input[0].role`,
+		`[{"type": "function_call", "call_id": "c", "name": "f", "arguments": "[1]"}]`:                                         `input[0].arguments`,
+		`[{"role": "user", "content": "x"}, {"type": "function_call_output", "output": "x"}]`:                                  `input[1].call_id`,
 		`[]`: `no messages`,
 	} {
-		_, err := respConversation(rawItems(t, body), index)
+		_, err := respConversation(rawItems(t, body), index, &respImages{})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", body, err, want)
 		}
@@ -199,7 +204,7 @@ func FuzzRespConversation(f *testing.F) {
 		if err != nil {
 			return
 		}
-		msgs, err := respConversation(items, index)
+		msgs, err := respConversation(items, index, nil)
 		if err != nil {
 			if e := wire.AsError(err); e.Status != 400 {
 				t.Fatalf("%s: status %d", input, e.Status)
@@ -224,5 +229,45 @@ func TestRespBuilderFailEndsTheStream(t *testing.T) {
 	b.fail(wire.FromTask(task.ErrShutDown))
 	if last.Type != "response.failed" || obj.Status != "failed" || obj.Error == nil || obj.Error.Message == "" || obj.Output[0].Status != "incomplete" {
 		t.Fatalf("last event %s, response %+v", last.Type, obj)
+	}
+}
+
+// input_image parts stand in their message as the media marker, a data
+// URL's image decoded, an http(s) URL's left to fetch at its slot, a
+// file's read.
+func TestRespConversationImages(t *testing.T) {
+	body := `[{"role": "user", "content": [{"type": "input_text", "text": "a"},
+		{"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8=", "detail": "low"},
+		{"type": "input_text", "text": "b"},
+		{"type": "input_image", "image_url": "https://example.com/x.png"},
+		{"type": "input_image", "file_id": "file-7"}]}]`
+	img := respImages{file: func(id string) ([]byte, error) { return []byte("file " + id), nil }}
+	msgs, err := respConversation(rawItems(t, body), index, &img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a" + task.MediaMarker + "b" + task.MediaMarker + task.MediaMarker; len(msgs) != 1 || msgs[0].Content != want {
+		t.Fatalf("messages %+v, want one user message %q", msgs, want)
+	}
+	if len(img.images) != 3 || string(img.images[0]) != "hello" || img.images[1] != nil || string(img.images[2]) != "file file-7" {
+		t.Fatalf("images %q", img.images)
+	}
+	if len(img.remote) != 1 || img.remote[0].Index != 1 || img.remote[0].URL != "https://example.com/x.png" ||
+		img.remote[0].Field != "input" || img.remote[0].At != "input[0].content[3].image_url" {
+		t.Errorf("remote %+v", img.remote)
+	}
+}
+
+// A file_id is checked as an id before any look-up.
+func TestRespImageFileID(t *testing.T) {
+	img := respImages{file: func(id string) ([]byte, error) { t.Fatalf("looked up %.20q", id); return nil, nil }}
+	long := `[{"role": "user", "content": [{"type": "input_image", "file_id": "file-` + strings.Repeat("x", 5000) + `"}]}]`
+	_, err := respConversation(rawItems(t, long), index, &img)
+	if err == nil || !strings.Contains(err.Error(), "[0].file_id: Invalid 'file_id'") || len(err.Error()) > 400 {
+		t.Errorf("a 5,000-character file_id: %.300v", err)
+	}
+	both := `[{"role": "user", "content": [{"type": "input_image", "file_id": "file-1", "image_url": "https://h/x.png"}]}]`
+	if _, err := respConversation(rawItems(t, both), index, &img); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("file_id and image_url: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"superfluid/batches"
 	"superfluid/http/wire"
 	"superfluid/respstore"
 	"superfluid/session"
@@ -22,6 +23,7 @@ type Store struct {
 	once     sync.Once
 	sessions atomic.Pointer[session.Store]
 	chains   atomic.Pointer[session.Store] // the stored responses' chains (chains.go)
+	files    atomic.Pointer[batches.Store] // the files input_image's file_id names (images.go)
 
 	// busy are the conversations a turn is running in: a second turn
 	// would read the conversation without the first's items and append
@@ -36,6 +38,10 @@ func (st *Store) Set(s *respstore.Store) { st.ptr.Store(s) }
 // SetSessions gives the Responses and Conversations APIs their store of
 // conversations.
 func (st *Store) SetSessions(s *session.Store) { st.sessions.Store(s) }
+
+// SetFiles gives the Responses API the server's files (/v1/files), which
+// an input_image names by file_id.
+func (st *Store) SetFiles(s *batches.Store) { st.files.Store(s) }
 
 // get is the store the app set, else one in memory.
 func (st *Store) get() *respstore.Store {

@@ -129,6 +129,11 @@ type respTextPart struct {
 	Type    string `json:"type"`
 	Text    string `json:"text"`
 	Refusal string `json:"refusal"`
+	// input_image: a data URL or an http(s) URL, or a file's id, and
+	// the detail asked for (images.go).
+	ImageURL string `json:"image_url,omitempty"`
+	FileID   string `json:"file_id,omitempty"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 // respObject is a response, as returned, streamed and stored.
