@@ -12,11 +12,15 @@ import (
 	"testing"
 
 	"superfluid/engine"
+	"superfluid/media/mediatest"
 )
 
 // fakeProjector splits the text at its markers: each text part is one
 // token per byte, each image 3 rows named by its digest.
-type fakeProjector struct{ calls int }
+type fakeProjector struct {
+	calls       int
+	blind, deaf bool
+}
 
 type fakeChunks struct {
 	chunks  []MediaChunk
@@ -25,6 +29,8 @@ type fakeChunks struct {
 }
 
 func (f *fakeProjector) Marker() string { return "<img>" }
+
+func (f *fakeProjector) Modalities() (vision, audio bool) { return !f.blind, !f.deaf }
 
 func (f *fakeProjector) TokenizeMedia(text string, images [][]byte, _ bool) (MediaChunks, error) {
 	f.calls++
@@ -95,6 +101,7 @@ func TestNewMediaPrompt(t *testing.T) {
 	}
 
 	calls := proj.calls
+	deaf := &Model{Name: "m", Desc: m.Desc, Media: &fakeProjector{deaf: true}}
 	many := make([][]byte, 33)
 	for i := range many {
 		many[i] = img
@@ -106,7 +113,10 @@ func TestNewMediaPrompt(t *testing.T) {
 		images [][]byte
 		want   string
 	}{
-		{"no projector", &Model{Name: "m", Desc: m.Desc}, "<img>x", [][]byte{img}, "no vision projector"},
+		{"no projector", &Model{Name: "m", Desc: m.Desc}, "<img>x", [][]byte{img}, "no projector"},
+		{"audio to a model without ears", deaf, "<img>x", [][]byte{mediatest.SineWAV(1, 440, 16000)}, "no audio encoder"},
+		{"an image to a model without eyes", &Model{Name: "m", Desc: m.Desc, Media: &fakeProjector{blind: true}}, "<img>x", [][]byte{img}, "no vision encoder"},
+		{"hours of audio", m, "<img>x", [][]byte{mediatest.WAV(make([]int16, 31*60*1000), 1000, 1)}, "at most 30m0s"},
 		{"not an image", m, "<img>x", [][]byte{[]byte("GIF? no")}, "magic"},
 		{"too many", m, strings.Repeat("<img>", 33) + "x", many, "at most 32"},
 		{"ends with the image", m, "x<img>", [][]byte{img}, "ends with an image"},
@@ -120,5 +130,24 @@ func TestNewMediaPrompt(t *testing.T) {
 	}
 	if proj.calls != calls+2 {
 		t.Errorf("the projector ran %d times for the refusals, want only for the last two", proj.calls-calls)
+	}
+}
+
+// An audio file's windows share its digest; the cache keys the first by
+// the digest itself (as an image) and each later one by its own key.
+func TestChunkKey(t *testing.T) {
+	d := sha256.Sum256([]byte("audio"))
+	h := hex.EncodeToString(d[:])
+	k0, ok0 := chunkKey(MediaChunk{Rows: 1, Digest: h})
+	k1, ok1 := chunkKey(MediaChunk{Rows: 1, Digest: h, Segment: 1})
+	k2, ok2 := chunkKey(MediaChunk{Rows: 1, Digest: h, Segment: 2})
+	if !ok0 || !ok1 || !ok2 || k0 != d || k1 == d || k2 == k1 || k2 == d {
+		t.Fatalf("keys %x %x %x", k0, k1, k2)
+	}
+	if again, _ := chunkKey(MediaChunk{Digest: h, Segment: 1}); again != k1 {
+		t.Error("a segment's key changed")
+	}
+	if _, ok := chunkKey(MediaChunk{Digest: "nope"}); ok {
+		t.Error("a digest that is not hex was taken")
 	}
 }
