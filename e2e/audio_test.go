@@ -207,6 +207,16 @@ func TestAudioRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want a 400 on messages saying %q", c.name, err, c.want)
 		}
 	}
+	// The APIs whose fields carry images only refuse audio in them.
+	ollama := map[string]any{"model": "tiny", "stream": false, "messages": []map[string]any{{"role": "user", "content": "hear", "images": []string{b64(wav)}}}}
+	if out := string(postJSONTo(t, st, "/api/chat", ollama, 400, nil)); !strings.Contains(out, "not an image") {
+		t.Errorf("audio in Ollama's images: %s", out)
+	}
+	anthropicBody := map[string]any{"model": "tiny", "max_tokens": 4, "messages": []map[string]any{{"role": "user", "content": []map[string]any{
+		{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": b64(wav)}}, {"type": "text", "text": "hear"}}}}}
+	if out := string(postJSONTo(t, st, "/v1/messages", anthropicBody, 400, nil)); !strings.Contains(out, "not an image") {
+		t.Errorf("audio in an Anthropic image block: %s", out)
+	}
 	if got := imageCompletion(t, st, "a <__media__> b", b64(wav)); len(got.Tokens) == 0 {
 		t.Error("no answer after the refusals")
 	}
