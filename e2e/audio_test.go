@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +74,20 @@ func audioChatParams(b64 string) openai.ChatCompletionNewParams {
 // same audio again cached past them with the same answer.
 func TestAudioOpenAIChat(t *testing.T) {
 	st := startStack(t, app.Options{Lanes: 2, MMProj: audioProjFile(t)})
+	var props struct {
+		Modalities map[string]bool `json:"modalities"`
+	}
+	getJSON(t, st.URL()+"/props", &props)
+	if !props.Modalities["audio"] || !props.Modalities["vision"] {
+		t.Errorf("/props modalities %v, want audio and vision", props.Modalities)
+	}
+	var show struct {
+		Capabilities []string `json:"capabilities"`
+	}
+	postJSONTo(t, st, "/api/show", map[string]any{"model": "tiny"}, 200, &show)
+	if !slices.Contains(show.Capabilities, "audio") || !slices.Contains(show.Capabilities, "vision") {
+		t.Errorf("/api/show capabilities %v, want audio and vision", show.Capabilities)
+	}
 	client := openaiClient(st)
 	params := audioChatParams(sineB64(2, 440))
 	first, err := client.Chat.Completions.New(context.Background(), params)

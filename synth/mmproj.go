@@ -6,9 +6,10 @@ import (
 	"superfluid/gguf"
 )
 
-// A vision projector for a synthetic model, as llama.cpp's mtmd (clip.cpp)
-// loads one: the LLaVA layout, projector type "mlp" — a ViT over
-// patch_size² pixel patches (a strided convolution, learned positions,
+// A projector for a synthetic model: its vision encoder here, its audio
+// encoder in mmproj_audio.go (MMProjOptions.Modality picks). The vision
+// encoder, as llama.cpp's mtmd (clip.cpp) loads one: the LLaVA layout,
+// projector type "mlp" — a ViT over patch_size² pixel patches (a strided convolution, learned positions,
 // pre-norm blocks of attention and a GELU FFN) whose second-to-last layer
 // feeds a two-matrix MLP (mm.0, GELU, mm.2) into the text model's embedding
 // width. It is the simplest projector mtmd accepts that gives one embedding
@@ -71,7 +72,7 @@ func WriteMMProj(path string, o MMProjOptions) error {
 		return err
 	}
 	if a.block != nil || a.name == "gemma4" {
-		return fmt.Errorf("synth: vision projectors are written for the llama layout (llama, qwen2, qwen3), not %s", a.name)
+		return fmt.Errorf("synth: projectors are written for the llama layout (llama, qwen2, qwen3), not %s", a.name)
 	}
 	vision, audio, err := modalities(o.Modality)
 	if err != nil {
