@@ -34,6 +34,8 @@ func (p projector) Marker() string { return p.m.Marker() }
 
 func (p projector) Modalities() (vision, audio bool) { return p.m.Vision(), p.m.Audio() }
 
+func (p projector) AudioWindowRows() int { return p.m.AudioWindowRows() }
+
 func (p projector) TokenizeMedia(text string, images [][]byte, addSpecial bool) (task.MediaChunks, error) {
 	mp, err := p.m.Tokenize(text, images, addSpecial)
 	if err != nil {

@@ -32,6 +32,7 @@ type Media struct {
 	// rate audio is decoded at (0 without an audio encoder).
 	vision, audio bool
 	audioRate     int
+	windowRows    int
 }
 
 // MediaKind says what a chunk of a tokenized prompt holds.
@@ -83,7 +84,8 @@ func (e *Engine) OpenMedia(path string, threads int) (*Media, error) {
 	}
 	mods := C.sf_media_modalities(m)
 	return &Media{m: m, width: int(C.sf_media_n_embd(m)), marker: C.GoString(C.sf_media_marker(m)),
-		vision: mods&C.SF_MEDIA_VISION != 0, audio: mods&C.SF_MEDIA_HEARING != 0, audioRate: int(C.sf_media_audio_rate(m))}, nil
+		vision: mods&C.SF_MEDIA_VISION != 0, audio: mods&C.SF_MEDIA_HEARING != 0, audioRate: int(C.sf_media_audio_rate(m)),
+		windowRows: int(C.sf_media_audio_window_rows(m))}, nil
 }
 
 // Vision reports whether the projector encodes images.
@@ -94,6 +96,10 @@ func (m *Media) Audio() bool { return m.audio }
 
 // AudioRate is the sample rate audio is decoded at (0 without audio).
 func (m *Media) AudioRate() int { return m.audioRate }
+
+// AudioWindowRows is the rows of one 30-second audio window (0 without
+// audio).
+func (m *Media) AudioWindowRows() int { return m.windowRows }
 
 // Close frees the projector.
 func (m *Media) Close() {

@@ -54,8 +54,8 @@ func openAudioMedia(t *testing.T, modality string) *Media {
 // image by what it lacks.
 func TestMediaAudio(t *testing.T) {
 	m := openAudioMedia(t, synth.ModalityAudio)
-	if !m.Audio() || m.Vision() || m.AudioRate() != 16000 {
-		t.Fatalf("audio %v vision %v rate %d", m.Audio(), m.Vision(), m.AudioRate())
+	if !m.Audio() || m.Vision() || m.AudioRate() != 16000 || m.AudioWindowRows() != synth.MMProjAudioTokens {
+		t.Fatalf("audio %v vision %v rate %d window rows %d", m.Audio(), m.Vision(), m.AudioRate(), m.AudioWindowRows())
 	}
 	wav := mediatest.SineWAV(2, 440, 16000)
 	p, err := m.Tokenize("hear "+m.Marker()+" now", [][]byte{wav}, true)

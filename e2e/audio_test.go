@@ -195,6 +195,7 @@ func TestAudioRefusals(t *testing.T) {
 		{"ogg", "a <__media__> b", []string{b64([]byte("OggS\x00\x02\x00\x00\x00\x00\x00\x00 and more"))}, "magic"},
 		{"too many", strings.Repeat("<__media__>", 9) + " b", many, "at most 8"},
 		{"too short to hear", "a <__media__> b", []string{b64(mediatest.WAV(make([]int16, 20), 16000, 1))}, "samples"},
+		{"windows past the context", "a <__media__> b", []string{b64(mediatest.WAV(make([]int16, 28*60*1000), 1000, 1))}, "past the context"},
 	} {
 		body := map[string]any{"prompt": map[string]any{"prompt_string": c.text, "multimodal_data": c.files}, "n_predict": 2}
 		out := string(postJSONTo(t, st, "/completion", body, 400, nil))

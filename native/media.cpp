@@ -65,8 +65,36 @@ struct sf_media {
     sf_engine *engine = nullptr;
     mtmd_context *ctx = nullptr;
     int32_t n_embd = 0;
+    int32_t window_rows = 0;  // rows of one audio window (0 without audio)
     ~sf_media() { mtmd_free(ctx); }
 };
+
+// audio_window_rows tokenizes a second of silence: mtmd pads audio to whole
+// 30-second windows, so its one audio chunk is a window's rows.
+static int32_t audio_window_rows(mtmd_context *ctx) {
+    int rate = mtmd_get_audio_sample_rate(ctx);
+    if (rate <= 0) {
+        return 0;
+    }
+    std::vector<float> silence((size_t)rate, 0.0f);
+    mtmd_bitmap *bm = mtmd_bitmap_init_from_audio(silence.size(), silence.data());
+    mtmd_input_chunks *chunks = mtmd_input_chunks_init();
+    mtmd_input_text in{mtmd_default_marker(), strlen(mtmd_default_marker()), false, true};
+    const mtmd_bitmap *bms[] = {bm};
+    int32_t rows = 0;
+    if (mtmd_tokenize(ctx, chunks, &in, bms, 1) == 0) {
+        for (size_t i = 0; i < mtmd_input_chunks_size(chunks); i++) {
+            const mtmd_input_chunk *c = mtmd_input_chunks_get(chunks, i);
+            if (mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_AUDIO) {
+                rows = (int32_t)mtmd_input_chunk_get_n_tokens(c);
+                break;
+            }
+        }
+    }
+    mtmd_input_chunks_free(chunks);
+    mtmd_bitmap_free(bm);
+    return rows;
+}
 
 struct sf_media_prompt {
     mtmd_input_chunks *chunks = nullptr;
@@ -98,6 +126,10 @@ static int media_open(sf_engine *e, const char *path, int32_t n_threads, sf_medi
     }
     if (mtmd_decode_use_mrope(ctx)) {
         sf_set_err(err, err_cap, "media", "the projector needs M-RoPE positions, which this engine does not feed");
+        return SF_ERR_UNSUPPORTED;
+    }
+    if (mtmd_support_audio(ctx) && (m->window_rows = audio_window_rows(ctx)) <= 0) {
+        sf_set_err(err, err_cap, "media", cap.say("the projector's audio encoder does not tokenize a second of silence"));
         return SF_ERR_UNSUPPORTED;
     }
     *out = m.release();
@@ -146,6 +178,8 @@ int32_t sf_media_modalities(const sf_media *m) {
     }
     return (mtmd_support_vision(m->ctx) ? SF_MEDIA_VISION : 0) | (mtmd_support_audio(m->ctx) ? SF_MEDIA_HEARING : 0);
 }
+
+int32_t sf_media_audio_window_rows(const sf_media *m) { return m == nullptr ? 0 : m->window_rows; }
 
 int32_t sf_media_audio_rate(const sf_media *m) {
     if (m == nullptr || !mtmd_support_audio(m->ctx)) {
@@ -379,6 +413,7 @@ int32_t sf_media_n_embd(const sf_media *) { return 0; }
 const char *sf_media_marker(const sf_media *) { return "<__media__>"; }
 int32_t sf_media_modalities(const sf_media *) { return 0; }
 int32_t sf_media_audio_rate(const sf_media *) { return 0; }
+int32_t sf_media_audio_window_rows(const sf_media *) { return 0; }
 int sf_media_tokenize(sf_media *, const char *, const uint8_t *const *, const size_t *, uint32_t, int32_t,
                       sf_media_prompt **out, char *err, int32_t err_cap) {
     if (out != nullptr) {

@@ -599,6 +599,9 @@ const char *sf_media_marker(const sf_media *m);
 int32_t sf_media_modalities(const sf_media *m);
 /* The sample rate audio is decoded at for the audio encoder (0: none). */
 int32_t sf_media_audio_rate(const sf_media *m);
+/* The rows of one 30-second audio window (0: no audio encoder): an audio
+ * file is at least floor(seconds / 30) + 1 windows once mtmd pads it. */
+int32_t sf_media_audio_window_rows(const sf_media *m);
 /* sf_media_tokenize decodes n_images media files (images: JPEG, PNG, BMP,
  * GIF; audio: WAV, MP3, FLAC, told apart by their magic bytes; files[i] of
  * lens[i] bytes), and tokenizes text, in which the i-th marker stands for

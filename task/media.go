@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"superfluid/engine"
 	"superfluid/media"
@@ -33,6 +35,9 @@ type Projector interface {
 	Marker() string
 	// Modalities says which encoders the projector has.
 	Modalities() (vision, audio bool)
+	// AudioWindowRows is the rows of one 30-second audio window (0
+	// without an audio encoder).
+	AudioWindowRows() int
 	// TokenizeMedia decodes the files (images or audio) and tokenizes
 	// text, whose i-th marker stands for files[i], into chunks.
 	TokenizeMedia(text string, files [][]byte, addSpecial bool) (MediaChunks, error)
@@ -134,6 +139,15 @@ func (p *MediaPrompt) Close() {
 	}
 }
 
+// audioWindows is the fewest 30-second windows mtmd cuts audio of length
+// d into: it pads the samples with 30 seconds of silence and keeps the
+// whole windows, so floor(d / 30 s) + 1. The second taken off first leaves
+// room for a decoded length a little short of the header's (an MP3's
+// encoder delay), so this never overcounts.
+func audioWindows(d time.Duration) int {
+	return int(max(d-time.Second, 0)/(30*time.Second)) + 1
+}
+
 // NewMediaPrompt checks a request's images and audio and tokenizes text
 // with them; field names the request's media field in refusals (a 400
 // naming it). A model without a projector refuses both, one without an
@@ -146,12 +160,22 @@ func NewMediaPrompt(m *Model, field, text string, images [][]byte, addBOS bool) 
 	if err != nil {
 		return nil, BadParam(field, "%s: %v", field, err)
 	}
+	audioRows := 0
 	for i, info := range infos {
 		if audio := media.IsAudioFormat(info.Format); audio && !m.Hears() {
 			return nil, BadParam(field, "%s: file %d is audio and model %s's projector has no audio encoder", field, i, m.Name)
 		} else if !audio && !m.Sees() {
 			return nil, BadParam(field, "%s: file %d is an image and model %s's projector has no vision encoder", field, i, m.Name)
+		} else if audio {
+			audioRows += audioWindows(info.Duration) * m.Media.AudioWindowRows()
 		}
+	}
+	if audioRows >= m.Desc.Ctx {
+		// Refused before the audio is decoded: its windows alone are past
+		// the context.
+		e := ContextExceededError(audioRows, m.Desc.Ctx)
+		e.Param, e.Msg = field, fmt.Sprintf("%s: the audio is at least %d rows, past the context of %d", field, audioRows, m.Desc.Ctx)
+		return nil, e
 	}
 	if err := CheckPromptBytes(m.Desc, "prompt", len(text)); err != nil {
 		return nil, err

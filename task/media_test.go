@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"superfluid/engine"
 	"superfluid/media/mediatest"
@@ -31,6 +32,10 @@ type fakeChunks struct {
 func (f *fakeProjector) Marker() string { return "<img>" }
 
 func (f *fakeProjector) Modalities() (vision, audio bool) { return !f.blind, !f.deaf }
+
+// AudioWindowRows: a 30-second window is 1,000 rows, so 4 minutes of audio
+// are past a 4,096-token context.
+func (f *fakeProjector) AudioWindowRows() int { return 1000 }
 
 func (f *fakeProjector) TokenizeMedia(text string, images [][]byte, _ bool) (MediaChunks, error) {
 	f.calls++
@@ -128,6 +133,13 @@ func TestNewMediaPrompt(t *testing.T) {
 			t.Errorf("%s: %v, want a 400 on images saying %q", c.name, err, c.want)
 		}
 	}
+	// Audio whose windows alone pass the context: refused naming the field
+	// before the projector decodes it.
+	_, err = NewMediaPrompt(m, "images", "<img>x", [][]byte{mediatest.WAV(make([]int16, 4*60*1000), 1000, 1)}, false)
+	var te *Error
+	if !errors.As(err, &te) || te.Kind != ContextExceeded || te.Param != "images" || !strings.Contains(te.Msg, "at least 8000 rows") {
+		t.Errorf("4 minutes of audio: %v, want the context exceeded on images", err)
+	}
 	if proj.calls != calls+2 {
 		t.Errorf("the projector ran %d times for the refusals, want only for the last two", proj.calls-calls)
 	}
@@ -149,5 +161,18 @@ func TestChunkKey(t *testing.T) {
 	}
 	if _, ok := chunkKey(MediaChunk{Digest: "nope"}); ok {
 		t.Error("a digest that is not hex was taken")
+	}
+}
+
+// audioWindows counts as mtmd's Whisper preprocessing cuts: audio padded
+// with 30 seconds of silence, whole windows kept; never more.
+func TestAudioWindows(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want int
+	}{{time.Second, 1}, {29 * time.Second, 1}, {30500 * time.Millisecond, 1}, {31 * time.Second, 2}, {45 * time.Second, 2}, {30 * time.Minute, 60}} {
+		if got := audioWindows(c.d); got != c.want {
+			t.Errorf("%s: %d windows, want %d", c.d, got, c.want)
+		}
 	}
 }
