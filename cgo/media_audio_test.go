@@ -138,3 +138,48 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// The cost of audio on the synthetic projector: decoding and preprocessing
+// 30 seconds of WAV (miniaudio, the log-mel spectrogram) and encoding its
+// window into rows (the Whisper tower and projector). Reported per window.
+func BenchmarkAudioWindow(b *testing.B) {
+	e, err := Open(Options{ModelPath: tinyModel(b), Ctx: 512, Lanes: 1, Seqs: 1, Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	m, err := e.OpenMedia(audioProjFor(b, "tiny", synth.ModalityAudio), 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	wav := mediatest.SineWAV(29, 440, 16000)
+	b.Run("tokenize", func(b *testing.B) {
+		for range b.N {
+			p, err := m.Tokenize(m.Marker()+" x", [][]byte{wav}, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Free()
+		}
+	})
+	p, err := m.Tokenize(m.Marker()+" x", [][]byte{wav}, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Free()
+	at := -1
+	for i, c := range p.Chunks {
+		if c.Kind == MediaAudio {
+			at = i
+		}
+	}
+	b.Run("encode", func(b *testing.B) {
+		for range b.N {
+			if _, err := m.Encode(p, at, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(p.Chunks[at].Rows*b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+}
