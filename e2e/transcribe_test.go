@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -187,6 +188,10 @@ func TestTranscriptionRefusals(t *testing.T) {
 	binary.BigEndian.PutUint64(info[10:], 16000<<44|15<<36|16000*3600)
 	long = append(long, info...)
 	cut := append([]byte(nil), wav[:len(wav)/2]...)
+	var manyParts []string
+	for i := range 40 {
+		manyParts = append(manyParts, fmt.Sprintf("x%d", i), "y")
+	}
 	for _, c := range []struct {
 		name   string
 		file   []byte
@@ -202,6 +207,8 @@ func TestTranscriptionRefusals(t *testing.T) {
 		{"timestamps", wav, []string{"timestamp_granularities[]", "word"}, "timestamp_granularities[]", "not supported"},
 		{"temperature", wav, []string{"temperature", "-3"}, "temperature", "temperature"},
 		{"unknown field", wav, []string{"voice", "alloy"}, "voice", "not a transcription field"},
+		{"huge field", wav, []string{"prompt", strings.Repeat("p", 65<<10)}, "prompt", "larger than"},
+		{"many parts", wav, manyParts, "", "parts"},
 	} {
 		status, _, body := transcribeRaw(t, st, c.file, c.fields...)
 		var e struct {
