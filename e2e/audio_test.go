@@ -242,3 +242,30 @@ func TestAudioRefusals(t *testing.T) {
 		t.Errorf("a projector without an audio encoder: %s", out)
 	}
 }
+
+// A conversation with audio of two windows is parked when the server
+// stops and restores warm after a restart: both windows' keys come from the
+// file's bytes (the second from its digest and number), nothing of the
+// process.
+func TestAudioParkRestoresAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	const text = "Listen to this <__media__> and tell me what it sounds like, how long it is and what made it."
+	clip := sineB64(35, 250)
+	st := startParkStack(t, app.Options{ParkDir: dir, MMProj: audioProjFile(t)})
+	first := imageCompletion(t, st.Stack, text, clip)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if files := parkFiles(t, dir); len(files) == 0 {
+		t.Fatal("nothing parked on stop")
+	}
+	again := startParkStack(t, app.Options{ParkDir: dir, MMProj: audioProjFile(t)})
+	warm := imageCompletion(t, again.Stack, text, clip)
+	t.Logf("after a restart: %d of %d prompt tokens cached", warm.TokensCached, warm.TokensEvaluated)
+	if warm.TokensCached < 2*synth.MMProjAudioTokens {
+		t.Errorf("after a restart %d tokens cached, want past both windows' %d rows", warm.TokensCached, 2*synth.MMProjAudioTokens)
+	}
+	if ok, why := sameOrNearTie(warm, first); !ok {
+		t.Errorf("the restored answer differs: %s", why)
+	}
+}

@@ -8,6 +8,8 @@
 // while it runs (a thread-local buffer: tokenize may run on several
 // threads) and returns them as the call's message.
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "internal.h"
 
@@ -77,23 +79,23 @@ static int32_t audio_window_rows(mtmd_context *ctx) {
         return 0;
     }
     std::vector<float> silence((size_t)rate, 0.0f);
-    mtmd_bitmap *bm = mtmd_bitmap_init_from_audio(silence.size(), silence.data());
-    mtmd_input_chunks *chunks = mtmd_input_chunks_init();
+    // Owned so that nothing leaks if mtmd throws (the ABI guard catches it).
+    std::unique_ptr<mtmd_bitmap, void (*)(mtmd_bitmap *)> bm(
+        mtmd_bitmap_init_from_audio(silence.size(), silence.data()), mtmd_bitmap_free);
+    std::unique_ptr<mtmd_input_chunks, void (*)(mtmd_input_chunks *)> chunks(mtmd_input_chunks_init(),
+                                                                              mtmd_input_chunks_free);
     mtmd_input_text in{mtmd_default_marker(), strlen(mtmd_default_marker()), false, true};
-    const mtmd_bitmap *bms[] = {bm};
-    int32_t rows = 0;
-    if (mtmd_tokenize(ctx, chunks, &in, bms, 1) == 0) {
-        for (size_t i = 0; i < mtmd_input_chunks_size(chunks); i++) {
-            const mtmd_input_chunk *c = mtmd_input_chunks_get(chunks, i);
-            if (mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_AUDIO) {
-                rows = (int32_t)mtmd_input_chunk_get_n_tokens(c);
-                break;
-            }
+    const mtmd_bitmap *bms[] = {bm.get()};
+    if (mtmd_tokenize(ctx, chunks.get(), &in, bms, 1) != 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks.get()); i++) {
+        const mtmd_input_chunk *c = mtmd_input_chunks_get(chunks.get(), i);
+        if (mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_AUDIO) {
+            return (int32_t)mtmd_input_chunk_get_n_tokens(c);
         }
     }
-    mtmd_input_chunks_free(chunks);
-    mtmd_bitmap_free(bm);
-    return rows;
+    return 0;
 }
 
 struct sf_media_prompt {
