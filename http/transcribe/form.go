@@ -3,6 +3,7 @@ package transcribe
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -94,7 +95,7 @@ func readForm(contentType string, body []byte) (*form, error) {
 	seen := map[string]bool{}
 	for _, p := range parts {
 		if why, ok := unhonoured[p.name]; ok {
-			return nil, wire.BadParam(p.name, "%s is not supported: %s", p.name, why)
+			return nil, wire.NotSupported(p.name, why)
 		}
 		if seen[p.name] {
 			return nil, wire.BadParam(p.name, "%s is sent twice", p.name)
@@ -187,7 +188,7 @@ func (f *form) set(name, v string) error {
 		case formatJSON, formatText, formatVerboseJSON:
 			f.ResponseFormat = v
 		case "srt", "vtt", "diarized_json":
-			return wire.BadParam(name, "response_format %q is not supported: it needs timestamps or speakers, which are not produced (json, text or verbose_json)", v)
+			return wire.NotSupported(name, fmt.Sprintf("%q needs timestamps or speakers, which are not produced (json, text or verbose_json)", v))
 		default:
 			return wire.BadParam(name, "response_format must be json, text or verbose_json")
 		}

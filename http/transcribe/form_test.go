@@ -103,6 +103,9 @@ func TestReadForm(t *testing.T) {
 			if !errors.As(err, &we) || we.Status != 400 || we.Param != c.param || !strings.Contains(we.Msg, c.want) {
 				t.Fatalf("readForm: %v (param %q); want a 400 on %q saying %q", err, paramOf(err), c.param, c.want)
 			}
+			if refusedByName := c.name == "srt" || c.name == "granularities"; refusedByName != (we.Code == "unsupported_parameter") {
+				t.Errorf("code %q: an unhonoured field is unsupported_parameter, nothing else", we.Code)
+			}
 		})
 	}
 }
