@@ -37,7 +37,7 @@ type Options struct {
 	Alias     string // model name clients see; default: file name without .gguf
 	// LoRA are adapters loaded with the default model (--lora).
 	LoRA []LoRAFile
-	// MMProj is the default model's vision projector (--mmproj).
+	// MMProj is the default model's projector (--mmproj): vision, audio or both.
 	MMProj string
 	// Models are more resident models, loaded at start beside ModelPath
 	// and kept loaded (unless a request's keep_alive says otherwise).

@@ -10,7 +10,7 @@ import (
 	"superfluid/task"
 )
 
-// A model's vision projector: --mmproj FILE for the default model, else a
+// A model's projector (vision, audio or both): --mmproj FILE for the default model, else a
 // file named <model>.mmproj.gguf beside the model's GGUF (foo.gguf →
 // foo.mmproj.gguf), found at load. A projector that does not pair with the
 // model (another text width, M-RoPE) fails the load, saying why.
@@ -32,6 +32,10 @@ type projector struct{ m *cgo.Media }
 
 func (p projector) Marker() string { return p.m.Marker() }
 
+func (p projector) Modalities() (vision, audio bool) { return p.m.Vision(), p.m.Audio() }
+
+func (p projector) AudioWindowRows() int { return p.m.AudioWindowRows() }
+
 func (p projector) TokenizeMedia(text string, images [][]byte, addSpecial bool) (task.MediaChunks, error) {
 	mp, err := p.m.Tokenize(text, images, addSpecial)
 	if err != nil {
@@ -39,7 +43,7 @@ func (p projector) TokenizeMedia(text string, images [][]byte, addSpecial bool) 
 	}
 	chunks := make([]task.MediaChunk, len(mp.Chunks))
 	for i, c := range mp.Chunks {
-		chunks[i] = task.MediaChunk{Tokens: c.Tokens, Rows: c.Rows, Digest: c.Digest}
+		chunks[i] = task.MediaChunk{Tokens: c.Tokens, Rows: c.Rows, Digest: c.Digest, Segment: c.Segment}
 		if c.Kind == cgo.MediaText && c.Tokens == nil {
 			chunks[i].Tokens = []engine.Token{}
 		}

@@ -19,7 +19,7 @@ type ModelSpec struct {
 	Alias string // default: the file name without .gguf
 	// LoRA are adapters loaded with the model (serve --lora).
 	LoRA []LoRAFile
-	// MMProj is the model's vision projector (serve --mmproj); "" finds
+	// MMProj is the model's projector (serve --mmproj); "" finds
 	// one beside the model (app/media.go) or none.
 	MMProj string
 }
@@ -46,7 +46,7 @@ type modelStack struct {
 
 	turn      *sched.Turn  // its place at the process's arbiter; nil without one
 	drafter   *cgo.Drafter // the draft model's engine (--spec-draft-model); nil without one
-	media     *cgo.Media   // the vision projector; nil without one
+	media     *cgo.Media   // the projector (vision, audio or both); nil without one
 	stopSched context.CancelFunc
 	schedDone chan error
 }
@@ -108,7 +108,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 				drafter = nil
 			}
 			eng.Close()
-			return nil, fmt.Errorf("model %s: vision projector: %w", spec.Alias, err)
+			return nil, fmt.Errorf("model %s: projector: %w", spec.Alias, err)
 		}
 		defer func() {
 			if err != nil {

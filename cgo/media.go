@@ -15,10 +15,11 @@ import (
 	"superfluid/engine"
 )
 
-// Media is a vision projector (an mmproj GGUF) loaded through llama.cpp's
-// mtmd beside an engine's model: it tokenizes a prompt whose media markers
-// stand for images into chunks, and encodes an image chunk into embedding
-// rows of the model's width. Tokenize may be called from any goroutine;
+// Media is a projector (an mmproj GGUF: a vision encoder, an audio encoder
+// or both) loaded through llama.cpp's mtmd beside an engine's model: it
+// tokenizes a prompt whose media markers stand for images or audio into
+// chunks, and encodes a media chunk into embedding rows of the model's
+// width. Tokenize may be called from any goroutine;
 // Encode runs the projector's one compute context, so calls to it are
 // serialised here. Close it before the engine it was opened on.
 type Media struct {
@@ -27,6 +28,11 @@ type Media struct {
 	m      *C.sf_media
 	width  int
 	marker string
+	// vision, audio: the encoders the projector has; audioRate the sample
+	// rate audio is decoded at (0 without an audio encoder).
+	vision, audio bool
+	audioRate     int
+	windowRows    int
 }
 
 // MediaKind says what a chunk of a tokenized prompt holds.
@@ -39,15 +45,18 @@ const (
 	MediaAudio MediaKind = C.SF_MEDIA_AUDIO
 )
 
-// MediaChunk is one chunk of a tokenized prompt: text tokens, or an image's
-// Rows embedding rows taking Pos positions, identified by Digest (the
-// SHA-256, hex, of the image file's bytes).
+// MediaChunk is one chunk of a tokenized prompt: text tokens, or a media
+// file's Rows embedding rows taking Pos positions, identified by Digest (the
+// SHA-256, hex, of the file's bytes) and Segment (which of the file's
+// chunks it is: an audio file is a chunk per 30-second window, each with
+// the file's digest).
 type MediaChunk struct {
-	Kind   MediaKind
-	Tokens []engine.Token
-	Rows   int
-	Pos    int
-	Digest string
+	Kind    MediaKind
+	Tokens  []engine.Token
+	Rows    int
+	Pos     int
+	Digest  string
+	Segment int
 }
 
 // MediaPrompt is a prompt tokenized with its images; Free releases the
@@ -73,8 +82,24 @@ func (e *Engine) OpenMedia(path string, threads int) (*Media, error) {
 	if rc := C.sf_media_open(e.e, cpath, C.int32_t(threads), &m, &why[0], C.int32_t(len(why))); rc != C.SF_OK {
 		return nil, &engine.Error{Status: engine.Status(rc), Op: "media " + path, Msg: C.GoString(&why[0])}
 	}
-	return &Media{m: m, width: int(C.sf_media_n_embd(m)), marker: C.GoString(C.sf_media_marker(m))}, nil
+	mods := C.sf_media_modalities(m)
+	return &Media{m: m, width: int(C.sf_media_n_embd(m)), marker: C.GoString(C.sf_media_marker(m)),
+		vision: mods&C.SF_MEDIA_VISION != 0, audio: mods&C.SF_MEDIA_HEARING != 0, audioRate: int(C.sf_media_audio_rate(m)),
+		windowRows: int(C.sf_media_audio_window_rows(m))}, nil
 }
+
+// Vision reports whether the projector encodes images.
+func (m *Media) Vision() bool { return m.vision }
+
+// Audio reports whether the projector encodes audio.
+func (m *Media) Audio() bool { return m.audio }
+
+// AudioRate is the sample rate audio is decoded at (0 without audio).
+func (m *Media) AudioRate() int { return m.audioRate }
+
+// AudioWindowRows is the rows of one 30-second audio window (0 without
+// audio).
+func (m *Media) AudioWindowRows() int { return m.windowRows }
 
 // Close frees the projector.
 func (m *Media) Close() {
@@ -89,13 +114,15 @@ func (m *Media) Close() {
 // Width is the floats in one embedding row (the model's input width).
 func (m *Media) Width() int { return m.width }
 
-// Marker is the text that stands for one image in Tokenize's prompt.
+// Marker is the text that stands for one image or audio in Tokenize's prompt.
 func (m *Media) Marker() string { return m.marker }
 
-// Tokenize decodes the images (encoded files) and tokenizes text, whose
-// i-th marker stands for images[i]. A file that does not decode, or markers
-// that do not match the images in number, is an engine.StatusInvalid error.
-// The images' bytes are read during the call only.
+// Tokenize decodes the media files (images or audio, told apart by their
+// magic bytes) and tokenizes text, whose i-th marker stands for images[i].
+// A file that does not decode, or markers that do not match the files in
+// number, is an engine.StatusInvalid error; a kind of media the projector
+// has no encoder for, engine.StatusUnsupported. The files' bytes are read
+// during the call only.
 func (m *Media) Tokenize(text string, images [][]byte, addSpecial bool) (*MediaPrompt, error) {
 	m.life.RLock()
 	defer m.life.RUnlock()
@@ -140,7 +167,7 @@ func (m *Media) Tokenize(text string, images [][]byte, addSpecial bool) (*MediaP
 			p.Free()
 			return nil, &engine.Error{Status: engine.Status(rc), Op: "media tokenize", Msg: fmt.Sprintf("chunk %d", i)}
 		}
-		ch := MediaChunk{Kind: MediaKind(c.kind), Rows: int(c.n_tokens), Pos: int(c.n_pos), Digest: C.GoString(&c.id[0])}
+		ch := MediaChunk{Kind: MediaKind(c.kind), Rows: int(c.n_tokens), Pos: int(c.n_pos), Digest: C.GoString(&c.id[0]), Segment: int(c.segment)}
 		if ch.Kind == MediaText {
 			ch.Tokens = make([]engine.Token, c.n_tokens)
 			ch.Rows = 0
@@ -164,7 +191,7 @@ func (p *MediaPrompt) Free() {
 	}
 }
 
-// Encode runs the projector on image chunk i of p and returns its rows,
+// Encode runs the projector on media chunk i of p and returns its rows,
 // Rows × Width floats, appended to dst.
 func (m *Media) Encode(p *MediaPrompt, i int, dst []float32) ([]float32, error) {
 	if p.p == nil || i < 0 || i >= len(p.Chunks) || p.Chunks[i].Kind == MediaText {

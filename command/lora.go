@@ -22,10 +22,10 @@ func loraFlags() []cli.Flag {
 	}
 }
 
-// mmprojFlag is llama-server's --mmproj: the default model's vision
-// projector (else a <model>.mmproj.gguf beside it is used).
+// mmprojFlag is llama-server's --mmproj: the default model's projector,
+// vision, audio or both (else a <model>.mmproj.gguf beside it is used).
 func mmprojFlag() cli.Flag {
-	return &cli.StringFlag{Name: "mmproj", Usage: "load a vision projector (mmproj GGUF) with the (first) model: requests may then carry images; default: <model>.mmproj.gguf beside the model when there is one", EnvVars: env("MMPROJ")}
+	return &cli.StringFlag{Name: "mmproj", Usage: "load a projector (mmproj GGUF: a vision encoder, an audio encoder or both) with the (first) model: requests may then carry images or audio; default: <model>.mmproj.gguf beside the model when there is one", EnvVars: env("MMPROJ")}
 }
 
 // loraFiles reads the adapter flags.

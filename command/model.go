@@ -46,7 +46,8 @@ func modelCommand() *cli.Command {
 					&cli.StringFlag{Name: "pooling", Usage: "make an embedding model pooling its tokens so: mean, cls or last; rank makes a reranker (qwen3 only) (default: none, a generation model)"},
 					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output file"},
 					&cli.StringFlag{Name: "lora", Usage: "also write a LoRA adapter for the model to this file (llama, qwen2 and qwen3; --seed draws it too)"},
-					&cli.StringFlag{Name: "mmproj", Usage: "also write a vision projector for the model to this file (llama, qwen2 and qwen3; LLaVA's MLP layout, " + fmt.Sprint(synth.MMProjImageTokens) + " embedding rows per image; --seed draws it too)"},
+					&cli.StringFlag{Name: "mmproj", Usage: "also write a projector for the model to this file (llama, qwen2 and qwen3; --mmproj-modality says which encoders; --seed draws it too)"},
+					&cli.StringFlag{Name: "mmproj-modality", Value: synth.ModalityVision, Usage: "the encoders --mmproj carries: vision (LLaVA's MLP layout, " + fmt.Sprint(synth.MMProjImageTokens) + " rows per image), audio (Ultravox's Whisper encoder, " + fmt.Sprint(synth.MMProjAudioTokens) + " rows per 30 s of audio) or both in one file"},
 				},
 				Action: modelSynth,
 			},
@@ -103,10 +104,10 @@ func modelSynth(c *cli.Context) error {
 		slog.Info("LoRA adapter written", "file", out)
 	}
 	if out := c.String("mmproj"); out != "" {
-		if err := synth.WriteMMProj(out, synth.MMProjOptions{Shape: shape, Arch: opts.Arch, Seed: opts.Seed}); err != nil {
+		if err := synth.WriteMMProj(out, synth.MMProjOptions{Shape: shape, Arch: opts.Arch, Seed: opts.Seed, Modality: c.String("mmproj-modality")}); err != nil {
 			return err
 		}
-		slog.Info("vision projector written", "file", out)
+		slog.Info("projector written", "file", out, "modality", c.String("mmproj-modality"))
 	}
 	return nil
 }

@@ -126,6 +126,9 @@ var badInputRoutes = map[string]badRoute{
 	// rerank_test.go and lora_test.go cover their bad input.
 	"/rerank": {}, "/reranking": {}, "/v1/rerank": {}, "/v1/reranking": {},
 	"/lora-adapters": {},
+	// Transcriptions take multipart forms, not JSON: transcribe_test.go
+	// holds their bad input (TestTranscriptionRefusals).
+	"/v1/audio/transcriptions": {}, "/audio/transcriptions": {},
 
 	"/v1/completions": {
 		body: completionsBody, prompt: "prompt", ctxBound: true, model: "model", limit: "max_tokens",

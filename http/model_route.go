@@ -130,8 +130,14 @@ func holdModel(ctx *fasthttp.RequestCtx) func() {
 // whose policy lists models gets any other name answered as an unknown
 // model, before anything loads; a request naming none gets the default
 // model only when the list names it.
-func (s *Server) acquireModel(ctx *fasthttp.RequestCtx, ms Models, kind wire.API, client *keys.Client) (*Model, *modelHold, error) {
+func (s *Server) acquireModel(ctx *fasthttp.RequestCtx, ms Models, r route, client *keys.Client) (*Model, *modelHold, error) {
+	kind := r.kind
 	want := modelWantOf(ctx, kind)
+	if r.modelOf != nil {
+		// A body that is not JSON (a multipart upload) names its model in
+		// the route's own way.
+		want = ModelWant{Name: r.modelOf(ctx)}
+	}
 	if client != nil && want.Name != "" && !client.AllowsModel(want.Name, SameModelName) {
 		client.RefuseModel()
 		return nil, nil, modelError(kind, want.Name, ErrModelNotFound)

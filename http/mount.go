@@ -160,7 +160,7 @@ func mounted(wr wire.Route) route {
 	handle := wr.Handle
 	return route{
 		method: wr.Method, kind: wr.API, public: wr.Public, loading: wr.Loading, anyModel: wr.AnyModel,
-		embeds: wr.Embeds, generates: wr.Generates, body: bodyOf(wr),
+		embeds: wr.Embeds, generates: wr.Generates, body: bodyOf(wr), modelOf: wr.ModelOf,
 		handler: func(_ *Server, ctx *fasthttp.RequestCtx, m *Model) error {
 			if m == nil {
 				return handle(ctx, nil)

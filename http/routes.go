@@ -13,6 +13,7 @@ import (
 	"superfluid/http/openai/conversations"
 	"superfluid/http/openai/responses"
 	"superfluid/http/rerank"
+	"superfluid/http/transcribe"
 	"superfluid/http/wire"
 	"superfluid/task"
 	"superfluid/web"
@@ -44,7 +45,7 @@ func (s *Server) routeTable() (map[string][]route, []string, error) {
 		}
 	}
 	host := serverHost{s}
-	apis := slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), conversations.Routes(host, &s.responses), anthropic.Routes(host), live.Routes(host), rerank.Routes(host))
+	apis := slices.Concat(llamacpp.Routes(host), ollama.Routes(host), openai.Routes(host, &s.openai), responses.Routes(host, &s.responses), conversations.Routes(host, &s.responses), anthropic.Routes(host), live.Routes(host), rerank.Routes(host), transcribe.Routes(host))
 	// The web page answers browsers at "/" (Ollama's clients keep its
 	// text) and serves its files under /ui/.
 	apis, err := web.WithPage(apis)

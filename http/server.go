@@ -168,6 +168,9 @@ type route struct {
 	// generates: a route that generates text, which an embedding model
 	// refuses (generationPaths).
 	embeds, generates bool
+	// modelOf reads the model a request names when its body is not JSON
+	// (wire.Route.ModelOf); nil: the JSON body's "model".
+	modelOf func(*fasthttp.RequestCtx) string
 }
 
 // NewServer returns a server with no model yet.
@@ -350,7 +353,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.
 		// stays loaded until the handler and any stream it left are done.
 		var hold *modelHold
 		var err error
-		if m, hold, err = s.acquireModel(ctx, ms, r.kind, client); err != nil {
+		if m, hold, err = s.acquireModel(ctx, ms, r, client); err != nil {
 			wire.WriteError(ctx, r.kind, err)
 			return
 		}

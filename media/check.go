@@ -8,6 +8,8 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"slices"
+	"time"
 )
 
 // Limits on what a request may carry.
@@ -21,13 +23,15 @@ const (
 	MaxSide = 16384
 )
 
-// Info is what an image's header declares.
+// Info is what a media file's header declares.
 type Info struct {
-	Format        string // "png", "jpeg", "gif" or "bmp"
-	Width, Height int
+	Format        string // "png", "jpeg", "gif" or "bmp"; audio: "wav", "mp3" or "flac"
+	Width, Height int    // an image's
+	// Duration is an audio file's length.
+	Duration time.Duration
 }
 
-// Error is a refused image; Reason says why in words a client can act on.
+// Error is a refused file; Reason says why in words a client can act on.
 type Error struct{ Reason string }
 
 func (e *Error) Error() string { return e.Reason }
@@ -67,14 +71,33 @@ func Check(b []byte) (Info, error) {
 	return info, nil
 }
 
-// CheckAll checks a request's images: at most MaxImages, each by Check. The
-// error names the image by its index.
-func CheckAll(images [][]byte) ([]Info, error) {
-	if len(images) > MaxImages {
-		return nil, refuse("%d images: a request carries at most %d", len(images), MaxImages)
+// CheckAll checks a request's media files, each an image (Check) or audio
+// (CheckAudio) as IsAudio tells them apart: at most MaxImages images and
+// MaxAudio audio files. The error names the file by its kind and index
+// among all the files.
+func CheckAll(files [][]byte) ([]Info, error) {
+	audio := 0
+	for _, b := range files {
+		if IsAudio(b) {
+			audio++
+		}
 	}
-	infos := make([]Info, len(images))
-	for i, b := range images {
+	if images := len(files) - audio; images > MaxImages {
+		return nil, refuse("%d images: a request carries at most %d", images, MaxImages)
+	}
+	if audio > MaxAudio {
+		return nil, refuse("%d audio files: a request carries at most %d", audio, MaxAudio)
+	}
+	infos := make([]Info, len(files))
+	for i, b := range files {
+		if IsAudio(b) {
+			info, err := CheckAudio(b)
+			if err != nil {
+				return nil, refuse("audio %d: %v", i, err)
+			}
+			infos[i] = info
+			continue
+		}
 		info, err := Check(b)
 		if err != nil {
 			return nil, refuse("image %d: %v", i, err)
@@ -83,6 +106,9 @@ func CheckAll(images [][]byte) ([]Info, error) {
 	}
 	return infos, nil
 }
+
+// IsAudioFormat reports whether an Info's Format is an audio container's.
+func IsAudioFormat(format string) bool { return slices.Contains(AudioFormats, format) }
 
 var magics = []struct {
 	format string

@@ -85,11 +85,11 @@ func TestCheck(t *testing.T) {
 		want Info   // for a good image
 		bad  string // a word the refusal says
 	}{
-		{name: "png", b: pngB, want: Info{"png", 40, 30}},
-		{name: "jpeg", b: jpgB, want: Info{"jpeg", 40, 30}},
-		{name: "gif", b: gifB, want: Info{"gif", 40, 30}},
-		{name: "bmp", b: bmp(7, 5), want: Info{"bmp", 7, 5}},
-		{name: "top-down bmp", b: bmp(7, -5), want: Info{"bmp", 7, 5}},
+		{name: "png", b: pngB, want: Info{Format: "png", Width: 40, Height: 30}},
+		{name: "jpeg", b: jpgB, want: Info{Format: "jpeg", Width: 40, Height: 30}},
+		{name: "gif", b: gifB, want: Info{Format: "gif", Width: 40, Height: 30}},
+		{name: "bmp", b: bmp(7, 5), want: Info{Format: "bmp", Width: 7, Height: 5}},
+		{name: "top-down bmp", b: bmp(7, -5), want: Info{Format: "bmp", Width: 7, Height: 5}},
 		{name: "empty", b: nil, bad: "empty"},
 		{name: "not an image", b: []byte("{\"hello\": \"world\"} and then some more text"), bad: "magic"},
 		{name: "pdf", b: []byte("%PDF-1.7\n..."), bad: "magic"},
@@ -103,7 +103,7 @@ func TestCheck(t *testing.T) {
 		{name: "decompression bomb", b: declaredPNG(8000, 8000), bad: "pixels"},
 		{name: "strip", b: declaredPNG(1, 40000), bad: "each side"},
 		{name: "zero width", b: bmp(0, 5), bad: "declares"},
-		{name: "largest accepted", b: declaredPNG(10000, 5000), want: Info{"png", 10000, 5000}},
+		{name: "largest accepted", b: declaredPNG(10000, 5000), want: Info{Format: "png", Width: 10000, Height: 5000}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

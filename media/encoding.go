@@ -5,14 +5,15 @@ import (
 	"strings"
 )
 
-// DecodeBase64 decodes an image sent as base64 (Anthropic's base64 source,
-// Ollama's images, llama.cpp's multimodal_data), standard or URL alphabet,
+// DecodeBase64 decodes a media file sent as base64 (Anthropic's base64
+// source, Ollama's images, llama.cpp's multimodal_data, OpenAI's
+// input_audio), standard or URL alphabet,
 // padded or not, refusing before decoding one whose decoded size would pass
 // maxBytes.
 func DecodeBase64(s string, maxBytes int) ([]byte, error) {
 	s = strings.TrimRight(strings.TrimSpace(s), "=")
 	if base64.RawStdEncoding.DecodedLen(len(s)) > maxBytes {
-		return nil, refuse("the image's %d base64 characters decode past the %d-byte limit", len(s), maxBytes)
+		return nil, refuse("the file's %d base64 characters decode past the %d-byte limit", len(s), maxBytes)
 	}
 	enc := base64.RawStdEncoding
 	if strings.ContainsAny(s, "-_") {
@@ -20,7 +21,7 @@ func DecodeBase64(s string, maxBytes int) ([]byte, error) {
 	}
 	b, err := enc.DecodeString(s)
 	if err != nil {
-		return nil, refuse("the image is not valid base64: %v", err)
+		return nil, refuse("the file is not valid base64: %v", err)
 	}
 	return b, nil
 }

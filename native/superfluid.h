@@ -559,9 +559,9 @@ int64_t sf_bench_plain_prefill(sf_engine *e, int32_t prompt_len);
  * with no token rows): call it after the tick of a step of the lane's set. */
 int sf_prefill_rows(sf_engine *e, uint32_t lane, const float *rows, uint32_t n_rows, uint32_t width);
 
-/* Media (images) through llama.cpp's mtmd: a projector (mmproj GGUF) loaded
- * beside an engine's model turns images into embedding rows of the model's
- * width. These calls are separate from sf_tick: a prompt with media is
+/* Media (images and audio) through llama.cpp's mtmd: a projector (mmproj
+ * GGUF) loaded beside an engine's model turns images and audio into
+ * embedding rows of the model's width. These calls are separate from sf_tick: a prompt with media is
  * tokenized into chunks (text tokens, image chunks), and each image chunk is
  * encoded into rows the caller then prefills as prompt rows. Like the text
  * calls, the open/tokenize calls write errors into a caller's buffer.
@@ -579,7 +579,15 @@ typedef struct sf_media_chunk {
     uint32_t n_tokens; /* text tokens, or embedding rows of a media chunk */
     int32_t n_pos;     /* positions the chunk takes in the sequence */
     char id[72];       /* a media chunk's id: the SHA-256 (hex) of its file's bytes */
+    uint32_t segment;  /* which of its file's chunks this is (audio: its 30-second window) */
 } sf_media_chunk;
+
+/* What a projector encodes (sf_media_modalities' bits). */
+enum sf_media_modality { SF_MEDIA_VISION = 1, SF_MEDIA_HEARING = 2 };
+
+/* The fewest decoded samples an audio file may have (mtmd's preprocessing
+ * asserts on fewer). */
+#define SF_MEDIA_MIN_SAMPLES 400
 
 /* sf_media_open loads the projector at path for the engine's model (its
  * output width must be the model's). The engine must outlive it. A
@@ -590,13 +598,23 @@ int sf_media_open(sf_engine *e, const char *path, int32_t n_threads, sf_media **
 void sf_media_close(sf_media *m);
 /* Rows' width in floats (the model's input embedding width). */
 int32_t sf_media_n_embd(const sf_media *m);
-/* The marker that stands for one image in sf_media_tokenize's text. */
+/* The marker that stands for one image or audio in sf_media_tokenize's text. */
 const char *sf_media_marker(const sf_media *m);
-/* sf_media_tokenize decodes n_images images (encoded files: JPEG, PNG, BMP,
- * GIF; files[i] of lens[i] bytes), and tokenizes text, in which the i-th
- * marker stands for the i-th image, into chunks. add_special: the model's
- * BOS where it has one. SF_ERR_INVALID: an image that does not decode, or
- * markers that do not match the images in number. */
+/* The encoders the projector has: SF_MEDIA_VISION | SF_MEDIA_HEARING. */
+int32_t sf_media_modalities(const sf_media *m);
+/* The sample rate audio is decoded at for the audio encoder (0: none). */
+int32_t sf_media_audio_rate(const sf_media *m);
+/* The rows of one 30-second audio window (0: no audio encoder): an audio
+ * file is at least floor(seconds / 30) + 1 windows once mtmd pads it. */
+int32_t sf_media_audio_window_rows(const sf_media *m);
+/* sf_media_tokenize decodes n_images media files (images: JPEG, PNG, BMP,
+ * GIF; audio: WAV, MP3, FLAC, told apart by their magic bytes; files[i] of
+ * lens[i] bytes), and tokenizes text, in which the i-th marker stands for
+ * the i-th file, into chunks (an audio file is one chunk per 30-second
+ * window). add_special: the model's BOS where it has one. SF_ERR_INVALID: a
+ * file that does not decode, audio shorter than SF_MEDIA_MIN_SAMPLES, or
+ * markers that do not match the files in number; SF_ERR_UNSUPPORTED: a kind
+ * of media the projector has no encoder for. */
 int sf_media_tokenize(sf_media *m, const char *text, const uint8_t *const *files, const size_t *lens,
                       uint32_t n_images, int32_t add_special, sf_media_prompt **out, char *err, int32_t err_cap);
 uint32_t sf_media_prompt_n_chunks(const sf_media_prompt *p);

@@ -6,9 +6,10 @@ import (
 	"superfluid/gguf"
 )
 
-// A vision projector for a synthetic model, as llama.cpp's mtmd (clip.cpp)
-// loads one: the LLaVA layout, projector type "mlp" — a ViT over
-// patch_size² pixel patches (a strided convolution, learned positions,
+// A projector for a synthetic model: its vision encoder here, its audio
+// encoder in mmproj_audio.go (MMProjOptions.Modality picks). The vision
+// encoder, as llama.cpp's mtmd (clip.cpp) loads one: the LLaVA layout,
+// projector type "mlp" — a ViT over patch_size² pixel patches (a strided convolution, learned positions,
 // pre-norm blocks of attention and a GELU FFN) whose second-to-last layer
 // feeds a two-matrix MLP (mm.0, GELU, mm.2) into the text model's embedding
 // width. It is the simplest projector mtmd accepts that gives one embedding
@@ -37,6 +38,15 @@ const (
 	mmprojLayers = 2
 )
 
+// The encoders a projector file carries (MMProjOptions.Modality). One
+// file may carry both, as llama.cpp's omni projectors do: mtmd loads each
+// encoder it finds and checks that their output widths agree.
+const (
+	ModalityVision = "vision"
+	ModalityAudio  = "audio"
+	ModalityBoth   = "both"
+)
+
 // MMProjOptions select the projector WriteMMProj generates.
 type MMProjOptions struct {
 	// Shape is the text model's (its Embd is the projector's output width).
@@ -45,6 +55,9 @@ type MMProjOptions struct {
 	Arch string
 	// Seed draws the projector's weights.
 	Seed uint64
+	// Modality is the encoders written: ModalityVision (the default when
+	// empty), ModalityAudio or ModalityBoth.
+	Modality string
 }
 
 // WriteMMProj writes the projector to path atomically; the same options
@@ -59,7 +72,11 @@ func WriteMMProj(path string, o MMProjOptions) error {
 		return err
 	}
 	if a.block != nil || a.name == "gemma4" {
-		return fmt.Errorf("synth: vision projectors are written for the llama layout (llama, qwen2, qwen3), not %s", a.name)
+		return fmt.Errorf("synth: projectors are written for the llama layout (llama, qwen2, qwen3), not %s", a.name)
+	}
+	vision, audio, err := modalities(o.Modality)
+	if err != nil {
+		return err
 	}
 	w := gguf.NewWriter()
 	w.Set("general.architecture", "clip")
@@ -67,8 +84,41 @@ func WriteMMProj(path string, o MMProjOptions) error {
 	w.Set(gguf.KeyAlignment, uint32(gguf.DefaultAlignment))
 	w.Set("general.file_type", uint32(0))
 	w.Set("superfluid.synth.seed", o.Seed)
+	if vision {
+		writeVision(w, s, o.Seed, !audio)
+	}
+	if audio {
+		writeAudio(w, s, o.Seed, !vision)
+	}
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
+}
+
+// modalities reads MMProjOptions.Modality.
+func modalities(m string) (vision, audio bool, err error) {
+	switch m {
+	case "", ModalityVision:
+		return true, false, nil
+	case ModalityAudio:
+		return false, true, nil
+	case ModalityBoth:
+		return true, true, nil
+	}
+	return false, false, fmt.Errorf("synth: projector modality %q: want %s, %s or %s", m, ModalityVision, ModalityAudio, ModalityBoth)
+}
+
+// writeVision adds the vision encoder; only says it is the file's one
+// encoder (clip.projector_type then names its projector for every
+// modality, so a file with both names each under its own key).
+func writeVision(w *gguf.Writer, s Shape, seed uint64, only bool) {
 	w.Set("clip.has_vision_encoder", true)
-	w.Set("clip.projector_type", "mlp")
+	if only {
+		w.Set("clip.projector_type", "mlp")
+	} else {
+		w.Set("clip.vision.projector_type", "mlp")
+	}
 	w.Set("clip.use_gelu", true)
 	w.Set("clip.vision.image_size", uint32(MMProjImageSize))
 	w.Set("clip.vision.patch_size", uint32(MMProjPatchSize))
@@ -81,7 +131,7 @@ func WriteMMProj(path string, o MMProjOptions) error {
 	w.Set("clip.vision.image_mean", []float32{0.5, 0.5, 0.5})
 	w.Set("clip.vision.image_std", []float32{0.5, 0.5, 0.5})
 
-	g := gen{seed: o.Seed ^ 0x1a6e, typ: gguf.F32}
+	g := gen{seed: seed ^ 0x1a6e, typ: gguf.F32}
 	patchIn := MMProjPatchSize * MMProjPatchSize * 3
 	// The patch convolution's kernel {patch, patch, 3 channels, width}: a
 	// matrix of one row per output channel, reshaped.
@@ -111,8 +161,4 @@ func WriteMMProj(path string, o MMProjOptions) error {
 	w.AddTensor(filled("mm.0.bias", s.Embd, 0))
 	w.AddTensor(g.matrix("mm.2.weight", s.Embd, s.Embd, inv(s.Embd), nil))
 	w.AddTensor(filled("mm.2.bias", s.Embd, 0))
-	if err := w.WriteFile(path); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	return nil
 }

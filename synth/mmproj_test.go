@@ -92,3 +92,70 @@ func TestWriteMMProjRefusesOtherLayouts(t *testing.T) {
 		}
 	}
 }
+
+// An audio projector names ultravox under the one projector key and carries
+// the Whisper tower's and the projector's tensors at the text model's
+// width; a file with both encoders names each projector under its own
+// modality's key (clip.projector_type would name it for both); an unknown
+// modality is refused.
+func TestWriteMMProjAudio(t *testing.T) {
+	s := tiny(t)
+	dir := t.TempDir()
+	audio := filepath.Join(dir, "a.gguf")
+	if err := WriteMMProj(audio, MMProjOptions{Shape: s, Arch: "qwen3", Seed: 1, Modality: ModalityAudio}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(audio)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := f.String("clip.projector_type"); p != "ultravox" {
+		t.Errorf("projector type %q", p)
+	}
+	if v, ok := f.Bool("clip.has_vision_encoder"); v || ok {
+		t.Errorf("an audio projector with has_vision_encoder %v", v)
+	}
+	for k, want := range map[string]uint32{
+		"clip.audio.num_mel_bins": mmprojAudioMels, "clip.audio.projector.stack_factor": MMProjAudioStack,
+		"clip.audio.projection_dim": uint32(s.Embd), "clip.audio.block_count": mmprojLayers,
+	} {
+		if got, ok := f.Uint32(k); !ok || got != want {
+			t.Errorf("%s = %d, %v; want %d", k, got, ok, want)
+		}
+	}
+	for name, dims := range map[string][]uint64{
+		"a.conv1d.1.weight":      {3, mmprojAudioMels, mmprojWidth},
+		"a.conv1d.2.bias":        {1, mmprojWidth},
+		"a.position_embd.weight": {mmprojWidth, mmprojAudioPositions},
+		"mm.a.mlp.1.weight":      {mmprojWidth * MMProjAudioStack, 2 * mmprojAudioHidden},
+		"mm.a.mlp.2.weight":      {mmprojAudioHidden, uint64(s.Embd)},
+	} {
+		ti, ok := f.Tensor(name)
+		if !ok || !slices.Equal(ti.Dims, dims) {
+			t.Errorf("%s: %v %v, want %v", name, ok, ti.Dims, dims)
+		}
+	}
+	if _, ok := f.Tensor("a.blk.0.attn_k.bias"); ok {
+		t.Error("a key bias: mtmd's Whisper graph asserts there is none")
+	}
+
+	both := filepath.Join(dir, "b.gguf")
+	if err := WriteMMProj(both, MMProjOptions{Shape: s, Arch: "qwen3", Seed: 1, Modality: ModalityBoth}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gguf.Open(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := g.String("clip.projector_type"); ok {
+		t.Error("both: clip.projector_type set")
+	}
+	v, _ := g.String("clip.vision.projector_type")
+	a, _ := g.String("clip.audio.projector_type")
+	if v != "mlp" || a != "ultravox" {
+		t.Errorf("both: vision %q audio %q", v, a)
+	}
+	if err := WriteMMProj(filepath.Join(dir, "c.gguf"), MMProjOptions{Shape: s, Arch: "qwen3", Modality: "smell"}); err == nil {
+		t.Error("modality smell written")
+	}
+}

@@ -10,13 +10,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"superfluid/engine"
+	"superfluid/media/mediatest"
 )
 
 // fakeProjector splits the text at its markers: each text part is one
 // token per byte, each image 3 rows named by its digest.
-type fakeProjector struct{ calls int }
+type fakeProjector struct {
+	calls       int
+	blind, deaf bool
+}
 
 type fakeChunks struct {
 	chunks  []MediaChunk
@@ -25,6 +30,12 @@ type fakeChunks struct {
 }
 
 func (f *fakeProjector) Marker() string { return "<img>" }
+
+func (f *fakeProjector) Modalities() (vision, audio bool) { return !f.blind, !f.deaf }
+
+// AudioWindowRows: a 30-second window is 1,000 rows, so 4 minutes of audio
+// are past a 4,096-token context.
+func (f *fakeProjector) AudioWindowRows() int { return 1000 }
 
 func (f *fakeProjector) TokenizeMedia(text string, images [][]byte, _ bool) (MediaChunks, error) {
 	f.calls++
@@ -95,6 +106,7 @@ func TestNewMediaPrompt(t *testing.T) {
 	}
 
 	calls := proj.calls
+	deaf := &Model{Name: "m", Desc: m.Desc, Media: &fakeProjector{deaf: true}}
 	many := make([][]byte, 33)
 	for i := range many {
 		many[i] = img
@@ -106,7 +118,10 @@ func TestNewMediaPrompt(t *testing.T) {
 		images [][]byte
 		want   string
 	}{
-		{"no projector", &Model{Name: "m", Desc: m.Desc}, "<img>x", [][]byte{img}, "no vision projector"},
+		{"no projector", &Model{Name: "m", Desc: m.Desc}, "<img>x", [][]byte{img}, "no projector"},
+		{"audio to a model without ears", deaf, "<img>x", [][]byte{mediatest.SineWAV(1, 440, 16000)}, "no audio encoder"},
+		{"an image to a model without eyes", &Model{Name: "m", Desc: m.Desc, Media: &fakeProjector{blind: true}}, "<img>x", [][]byte{img}, "no vision encoder"},
+		{"hours of audio", m, "<img>x", [][]byte{mediatest.WAV(make([]int16, 31*60*1000), 1000, 1)}, "at most 30m0s"},
 		{"not an image", m, "<img>x", [][]byte{[]byte("GIF? no")}, "magic"},
 		{"too many", m, strings.Repeat("<img>", 33) + "x", many, "at most 32"},
 		{"ends with the image", m, "x<img>", [][]byte{img}, "ends with an image"},
@@ -118,7 +133,46 @@ func TestNewMediaPrompt(t *testing.T) {
 			t.Errorf("%s: %v, want a 400 on images saying %q", c.name, err, c.want)
 		}
 	}
+	// Audio whose windows alone pass the context: refused naming the field
+	// before the projector decodes it.
+	_, err = NewMediaPrompt(m, "images", "<img>x", [][]byte{mediatest.WAV(make([]int16, 4*60*1000), 1000, 1)}, false)
+	var te *Error
+	if !errors.As(err, &te) || te.Kind != ContextExceeded || te.Param != "images" || !strings.Contains(te.Msg, "at least 8000 rows") {
+		t.Errorf("4 minutes of audio: %v, want the context exceeded on images", err)
+	}
 	if proj.calls != calls+2 {
 		t.Errorf("the projector ran %d times for the refusals, want only for the last two", proj.calls-calls)
+	}
+}
+
+// An audio file's windows share its digest; the cache keys the first by
+// the digest itself (as an image) and each later one by its own key.
+func TestChunkKey(t *testing.T) {
+	d := sha256.Sum256([]byte("audio"))
+	h := hex.EncodeToString(d[:])
+	k0, ok0 := chunkKey(MediaChunk{Rows: 1, Digest: h})
+	k1, ok1 := chunkKey(MediaChunk{Rows: 1, Digest: h, Segment: 1})
+	k2, ok2 := chunkKey(MediaChunk{Rows: 1, Digest: h, Segment: 2})
+	if !ok0 || !ok1 || !ok2 || k0 != d || k1 == d || k2 == k1 || k2 == d {
+		t.Fatalf("keys %x %x %x", k0, k1, k2)
+	}
+	if again, _ := chunkKey(MediaChunk{Digest: h, Segment: 1}); again != k1 {
+		t.Error("a segment's key changed")
+	}
+	if _, ok := chunkKey(MediaChunk{Digest: "nope"}); ok {
+		t.Error("a digest that is not hex was taken")
+	}
+}
+
+// audioWindows counts as mtmd's Whisper preprocessing cuts: audio padded
+// with 30 seconds of silence, whole windows kept; never more.
+func TestAudioWindows(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want int
+	}{{time.Second, 1}, {29 * time.Second, 1}, {30500 * time.Millisecond, 1}, {31 * time.Second, 2}, {45 * time.Second, 2}, {30 * time.Minute, 60}} {
+		if got := audioWindows(c.d); got != c.want {
+			t.Errorf("%s: %d windows, want %d", c.d, got, c.want)
+		}
 	}
 }

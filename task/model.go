@@ -48,8 +48,8 @@ type Model struct {
 	// FIMGate, when set, is the server's gate every FIM-class request
 	// passes before it is queued (Start): the rate bucket, supersession.
 	FIMGate *FIMGate
-	// Media is the model's vision projector; nil when it has none (images
-	// are then refused, naming the request's field).
+	// Media is the model's projector (vision, audio or both); nil when it
+	// has none (images and audio are then refused, naming the field).
 	Media Projector
 	// ChatRefused says why Chat is nil when a template was refused at load
 	// (it failed to parse, or crossed a sandbox bound); chat requests are

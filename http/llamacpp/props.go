@@ -40,8 +40,8 @@ func (a *api) props(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		"bos_token":                   tokenText(m, m.Desc.BOS),
 		"eos_token":                   tokenText(m, m.Desc.EOS),
 		"build_info":                  "superfluid " + a.host.Settings().Version,
-		"modalities":                  map[string]bool{"vision": m.Media != nil, "audio": false},
-		// What stands for an image in a multimodal_data prompt (llama-server
+		"modalities":                  map[string]bool{"vision": m.Sees(), "audio": m.Hears()},
+		// What stands for an image or audio in a multimodal_data prompt (llama-server
 		// draws its own; clients read it here).
 		"media_marker": task.MediaMarker,
 		"is_sleeping":  false,

@@ -152,6 +152,11 @@ func readImages(field string, raw json.RawMessage, have int) ([][]byte, error) {
 		if err != nil {
 			return nil, wire.BadParam("messages", "%s[%d]: %v", field, k, err)
 		}
+		if media.IsAudio(b) {
+			// The core takes audio where its bytes say so; Ollama's
+			// images field carries images only.
+			return nil, wire.BadParam("messages", "%s[%d]: audio, not an image (images carries images only)", field, k)
+		}
 		out = append(out, b)
 	}
 	return out, nil

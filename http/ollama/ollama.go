@@ -127,8 +127,11 @@ func (a *api) show(ctx *fasthttp.RequestCtx, m *task.Model) error {
 		info = modelInfo(m, file, true)
 	}
 	caps := []string{"completion"}
-	if m.Media != nil {
+	if m.Sees() {
 		caps = append(caps, "vision") // Open WebUI offers image upload on it
+	}
+	if m.Hears() {
+		caps = append(caps, "audio")
 	}
 	tmpl := "{{ .Prompt }}"
 	// With a FIM model (--fim-model) it answers this model's suffix

@@ -6,6 +6,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"superfluid/chat"
@@ -38,9 +39,18 @@ type MessageFunctionCall struct {
 }
 
 type ContentPart struct {
-	Type     string        `json:"type"`
-	Text     string        `json:"text"`
-	ImageURL *ImageURLPart `json:"image_url,omitempty"`
+	Type       string          `json:"type"`
+	Text       string          `json:"text"`
+	ImageURL   *ImageURLPart   `json:"image_url,omitempty"`
+	InputAudio *InputAudioPart `json:"input_audio,omitempty"`
+}
+
+// InputAudioPart is an input_audio part's audio: base64 file bytes and the
+// container they are in. The container is told by the bytes (as
+// llama-server does); format is checked only to be one of those read.
+type InputAudioPart struct {
+	Data   string `json:"data"`
+	Format string `json:"format"`
 }
 
 // ImageURLPart is an image_url part's image: a data URL, or an http(s)
@@ -58,14 +68,15 @@ type ImageURLPart struct {
 func ChatMessages(in []Message) ([]chat.Message, error) {
 	msgs, images, _, err := ChatMessagesMedia(in, task.MediaMarker)
 	if err == nil && len(images) > 0 {
-		return nil, BadParam("messages", "messages: image_url parts are not supported on this route")
+		return nil, BadParam("messages", "messages: image_url and input_audio parts are not supported on this route")
 	}
 	return msgs, err
 }
 
-// ChatMessagesMedia is ChatMessages taking image_url parts too: each is
-// decoded (data URLs, base64, bounded before decoding) and stands in its
-// message's text as marker, in order of appearance. An http(s) URL's
+// ChatMessagesMedia is ChatMessages taking image_url and input_audio
+// parts too: each is decoded (data URLs, base64, bounded before decoding)
+// and stands in its message's text as marker, in order of appearance
+// (images holds the request's media files, audio among them). An http(s) URL's
 // image is left for FetchMedia: its slot in images is nil, and remote
 // says where it is to be fetched from.
 func ChatMessagesMedia(in []Message, marker string) ([]chat.Message, [][]byte, []media.Remote, error) {
@@ -76,6 +87,12 @@ func ChatMessagesMedia(in []Message, marker string) ([]chat.Message, [][]byte, [
 	msgs, err := chatMessages(in, func(i int, raw json.RawMessage) (string, error) {
 		return contentMedia(raw, marker, func(j int, u string) error {
 			return ImageURL(u, "messages", fmt.Sprintf("messages[%d].content[%d].image_url", i, j), &images, &remote)
+		}, func(p *InputAudioPart) error {
+			b, err := inputAudio(p, len(images))
+			if err == nil {
+				images = append(images, b)
+			}
+			return err
 		})
 	})
 	return msgs, images, remote, err
@@ -154,9 +171,9 @@ func MessageToolCalls(i int, in []MessageToolCall) ([]chat.ToolCall, error) {
 }
 
 // contentMedia reads message content as ContentText does, taking
-// image_url parts through image (the part's index and URL) and their
-// place as marker.
-func contentMedia(raw json.RawMessage, marker string, image func(j int, url string) error) (string, error) {
+// image_url parts through image (the part's index and URL),
+// input_audio parts through audio, and the place of each as marker.
+func contentMedia(raw json.RawMessage, marker string, image func(j int, url string) error, audio func(p *InputAudioPart) error) (string, error) {
 	var parts []ContentPart
 	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
 		return ContentText(raw)
@@ -174,11 +191,38 @@ func contentMedia(raw json.RawMessage, marker string, image func(j int, url stri
 				return "", fmt.Errorf("part %d: image_url: %v", j, err)
 			}
 			text += marker
+		case "input_audio":
+			if err := audio(p.InputAudio); err != nil {
+				return "", fmt.Errorf("part %d: %v", j, err)
+			}
+			text += marker
 		default:
-			return "", fmt.Errorf("content parts of type %q are not supported (text and image_url only)", p.Type)
+			return "", fmt.Errorf("content parts of type %q are not supported (text, image_url and input_audio only)", p.Type)
 		}
 	}
 	return text, nil
+}
+
+// inputAudio decodes an input_audio part's file (have: the request's media
+// files so far, bounded as images are).
+func inputAudio(p *InputAudioPart, have int) ([]byte, error) {
+	if p == nil || p.Data == "" {
+		return nil, fmt.Errorf("an input_audio part needs input_audio.data (base64)")
+	}
+	if p.Format != "" && !slices.Contains(media.AudioFormats, p.Format) {
+		return nil, fmt.Errorf("input_audio.format %q is not supported (wav, mp3 or flac)", p.Format)
+	}
+	if have >= media.MaxImages {
+		return nil, fmt.Errorf("a request carries at most %d media files", media.MaxImages)
+	}
+	b, err := media.DecodeBase64(p.Data, MaxMediaBytes)
+	if err != nil {
+		return nil, fmt.Errorf("input_audio.data: %v", err)
+	}
+	if !media.IsAudio(b) {
+		return nil, fmt.Errorf("input_audio.data is not WAV, MP3 or FLAC audio (unknown magic bytes)")
+	}
+	return b, nil
 }
 
 // ContentText reads message content: a string, null, or text parts.

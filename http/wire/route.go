@@ -50,6 +50,11 @@ type Route struct {
 	// Embeds: a generation model refuses it; Generates: an embedding
 	// model refuses it.
 	Embeds, Generates bool
+	// ModelOf reads the model a request names when its body is not JSON
+	// (a multipart upload's "model" field); nil: the JSON body's "model".
+	// It runs before the handler, on the body read under the route's
+	// limit; "" names the default model.
+	ModelOf func(ctx *fasthttp.RequestCtx) string
 }
 
 // Host is what handlers need of the server that mounts them.
