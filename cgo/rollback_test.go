@@ -328,3 +328,56 @@ func TestHybridCutWithoutADraftIsRefused(t *testing.T) {
 		t.Fatalf("a cut to nothing: %v, %d tokens left", err, e.SeqLen(0))
 	}
 }
+
+// Drafts from Qwen3.5's own multi-token prediction block (its trunk
+// hybrid, the block on a plain KV cache) leave every lane's tokens and
+// logprobs exactly as plain decoding gives them, greedy, penalised,
+// sampled and with logprobs, the trunk's recurrent state rolled back after
+// each rejected draft.
+func TestHybridMTPDraftsGiveThePlainTokens(t *testing.T) {
+	if !upstreamLlama {
+		t.Skip("qwen35 and multi-token prediction need the upstream llama.cpp")
+	}
+	e, err := Open(Options{ModelPath: archModel(t, "qwen35mtp"), Ctx: 1024, Lanes: 4, Seqs: 6, Batch: 256, Threads: 1, MTP: true, DraftMax: 3})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	d, err := NewMTPDrafter(e, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc := e.Descriptor(); !desc.Drafts || desc.DraftMax != 3 || desc.MTPBytes <= 0 {
+		t.Fatalf("descriptor: drafts %v (%q), max %d, MTP bytes %d", desc.Drafts, desc.DraftsRefused, desc.DraftMax, desc.MTPBytes)
+	}
+	sampled := engine.Sampling{Temperature: 0.9, TopK: 40, TopP: 0.95, MinP: 0.02, RepeatPenalty: 1, PenaltyLastN: 64, Seed: 11}
+	penalized := engine.Sampling{TopP: 1, RepeatPenalty: 1.3, FrequencyPenalty: 0.2, PresencePenalty: 0.1, PenaltyLastN: 64}
+	lanes := []specLane{
+		{prompt: promptTokens(t, e, 20, "greedy"), admit: engine.Admit{MaxTokens: 24, Sampling: engine.Greedy()}},
+		{prompt: promptTokens(t, e, 17, "penalties"), admit: engine.Admit{MaxTokens: 24, Sampling: penalized}},
+		{prompt: promptTokens(t, e, 25, "sampled"), admit: engine.Admit{MaxTokens: 24, Sampling: sampled}},
+		{prompt: promptTokens(t, e, 14, "logprobs"), admit: engine.Admit{MaxTokens: 24, Logprobs: 3, Sampling: engine.Greedy()}},
+	}
+	plain := runDrafted(t, e, lanes, nil)
+	for _, k := range []int{1, 3} {
+		drafted := 0
+		got := runDrafted(t, e, lanes, mtpDrafts(t, d, lanes, k, &drafted))
+		for i := range lanes {
+			if !slices.Equal(got.out[i], plain.out[i]) {
+				t.Fatalf("k %d lane %d: drafted %v\nplain %v", k, i, got.out[i], plain.out[i])
+			}
+			for j := range got.lp[i] {
+				if math.Abs(float64(got.lp[i][j]-plain.lp[i][j])) > 1e-3 {
+					t.Fatalf("k %d lane %d token %d: logprob %v, plain %v", k, i, j, got.lp[i][j], plain.lp[i][j])
+				}
+			}
+			if got.seqLen[i] != plain.seqLen[i] {
+				t.Errorf("k %d lane %d: sequence of %d tokens, plain %d", k, i, got.seqLen[i], plain.seqLen[i])
+			}
+		}
+		if want := len(lanes) * 22; drafted < want || got.timings.DraftTokens < uint32(want*k) {
+			t.Errorf("k %d: %d drafted steps, %d draft tokens; want at least %d and %d", k, drafted, got.timings.DraftTokens, want, want*k)
+		}
+		t.Logf("k %d: %d of %d draft tokens accepted", k, got.timings.DraftAccepted, got.timings.DraftTokens)
+	}
+}
