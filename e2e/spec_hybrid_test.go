@@ -64,3 +64,35 @@ func TestHybridSpeculationGivesThePlainCompletions(t *testing.T) {
 		t.Fatalf("follow-up differs at token %d: with drafts %q (%d cached)\nwithout %q", j, b.Content, b.TokensCached, a.Content)
 	}
 }
+
+// Qwen3.5's own multi-token prediction block drafts through the server
+// (--spec-type draft-mtp on the hybrid): completions equal those without
+// drafts, the block's drafts (random weights: never accepted) are verified,
+// rolled back out of the recurrent state and counted on /metrics.
+func TestHybridMTPGivesThePlainCompletions(t *testing.T) {
+	if cgo.LlamaSource() != "upstream source tree" {
+		t.Skip("qwen35 and multi-token prediction need the upstream llama.cpp")
+	}
+	path := archModelFile(t, "qwen35mtp")
+	plainStack := startStack(t, app.Options{ModelPath: path, Lanes: 2})
+	mtpStack := startStack(t, app.Options{ModelPath: path, Lanes: 2, Sched: sched.Config{Speculation: sched.Speculation{Type: sched.SpecDraftMTP, DraftMax: 3, Ungated: true}}})
+	text := strings.Repeat("the cat sat on the mat and the dog sat on the log. ", 3)
+	drafted := 0
+	for i, b := range []string{
+		jsonBody(map[string]any{"prompt": text, "n_predict": 32, "temperature": 0, "n_probs": 2}),
+		jsonBody(map[string]any{"prompt": "Notes: " + text, "n_predict": 24, "temperature": 0, "stop": []string{"dog"}, "n_probs": 2}),
+	} {
+		plain := llamaDo[specCompletion](t, plainStack, "/completion", b)
+		got := llamaDo[specCompletion](t, mtpStack, "/completion", b)
+		if j, ok := sameUpToATie(got, plain); !ok {
+			t.Fatalf("request %d differs at token %d, not at a near-tie:\nwith drafts %q\nwithout %q", i, j, got.Content, plain.Content)
+		}
+		if got.Timings.DraftN != nil {
+			drafted += *got.Timings.DraftN
+		}
+	}
+	src := fmt.Sprintf("{source=%q}", sched.SpecDraftMTP)
+	if drafted == 0 || specMetric(t, mtpStack, "superfluid_draft_tokens_total"+src) != drafted {
+		t.Fatalf("%d draft tokens; /metrics disagrees or the block drafted none", drafted)
+	}
+}
