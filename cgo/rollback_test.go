@@ -49,13 +49,20 @@ func TestHybridDraftsNeedRollbackSnapshots(t *testing.T) {
 		t.Fatalf("attention bytes per token %d with snapshots, %d without", d.KVBytesPerToken, plain.KVBytesPerToken)
 	}
 
-	e, err := Open(Options{ModelPath: archModel(t, "qwen35"), Ctx: 512, Lanes: 1, Seqs: 2, Batch: 8, UBatch: 8, Threads: 1, DraftMax: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if d := e.Descriptor(); d.Drafts || !strings.Contains(d.DraftsRefused, "micro-batch") {
-		t.Fatalf("drafts of 7 in micro-batches of 8: drafts %v, refused %q", d.Drafts, d.DraftsRefused)
+	for _, c := range []struct {
+		arch          string
+		ubatch, draft int
+		want          string
+	}{{"qwen35", 8, 7, "micro-batch"}, {"gemma4", 0, hybridDraftMax, "sliding-window"}} {
+		e, err := Open(Options{ModelPath: archModel(t, c.arch), Ctx: 512, Lanes: 1, Seqs: 2, Batch: 64, UBatch: c.ubatch, Threads: 1, DraftMax: c.draft})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := e.Descriptor()
+		e.Close()
+		if d.Drafts || !strings.Contains(d.DraftsRefused, c.want) {
+			t.Fatalf("%s, drafts of %d in micro-batches of %d: drafts %v, refused %q", c.arch, c.draft, c.ubatch, d.Drafts, d.DraftsRefused)
+		}
 	}
 }
 

@@ -67,13 +67,14 @@ void sf_rollback_opened(sf_engine *e, const sf_open_params *p, uint32_t asked) {
 }
 
 const char *sf_drafts_refused(const sf_engine *e) {
-    switch (e->partial) {
-    case SF_PARTIAL_NONE:
-        return nullptr;
-    case SF_PARTIAL_SWA:
+    // Before the recurrent case: a hybrid may have sliding-window
+    // attention layers too (a hybrid-iswa memory), whose cells a rollback
+    // cannot bring back.
+    if (e->partial == SF_PARTIAL_SWA || llama_model_n_swa(e->model) > 0) {
         return "a sliding-window cache may have dropped cells that positions after a draft's cut still see";
-    default:
-        break;
+    }
+    if (e->partial == SF_PARTIAL_NONE) {
+        return nullptr;
     }
     if (e->n_rs_seq > 0) {
         return nullptr;
