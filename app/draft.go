@@ -18,6 +18,11 @@ import (
 // draft run without drafts. nil, nil when there is nothing to open.
 func openDrafter(spec ModelSpec, o *Options, eng *cgo.Engine) (*cgo.Drafter, error) {
 	s := &o.Sched.Speculation
+	if desc := eng.Descriptor(); speculates(spec, *o) && !desc.Drafts {
+		slog.Warn("speculation off for this model", "model", spec.Path, "architecture", desc.Architecture, "reason", desc.DraftsRefused)
+		*s = sched.Speculation{}
+		return nil, nil
+	}
 	if s.Type == sched.SpecDraftMTP {
 		return nil, openMTPDrafter(spec, o, eng)
 	}
@@ -26,9 +31,6 @@ func openDrafter(spec ModelSpec, o *Options, eng *cgo.Engine) (*cgo.Drafter, err
 	}
 	desc := eng.Descriptor()
 	if spec.Path != o.ModelPath || !desc.Drafts {
-		if !desc.Drafts {
-			slog.Warn("speculation off: this model's sequences cannot be cut back after a draft", "model", spec.Path, "architecture", desc.Architecture)
-		}
 		*s = sched.Speculation{}
 		return nil, nil
 	}
@@ -44,6 +46,31 @@ func openDrafter(spec ModelSpec, o *Options, eng *cgo.Engine) (*cgo.Drafter, err
 	}
 	s.Drafter = dr
 	return dr, nil
+}
+
+// speculates: the engine of spec is asked for drafts: n-gram drafts on
+// any model, a draft model's or the MTP layers' on the default one only.
+func speculates(spec ModelSpec, o Options) bool {
+	switch t := o.Sched.Speculation.Type; t {
+	case "", sched.SpecNone:
+		return false
+	case sched.SpecDraftSimple, sched.SpecDraftMTP:
+		return spec.Path == o.ModelPath
+	default:
+		return true
+	}
+}
+
+// draftBound is what the engine of spec is opened with for drafts
+// (cgo.Options.DraftMax): the longest draft when it speculates, else 0.
+func draftBound(spec ModelSpec, o Options) int {
+	if !speculates(spec, o) {
+		return 0
+	}
+	if n := o.Sched.Speculation.DraftMax; n > 0 {
+		return n
+	}
+	return sched.DefaultDraftMax
 }
 
 // wantsMTP: the model at spec is opened with its multi-token prediction

@@ -31,7 +31,7 @@ func conformanceEngines(t *testing.T) (real *Engine, fake *enginetest.Fake, prom
 	d := real.Descriptor()
 	fake = enginetest.New(d.Lanes, d.Batch, d.Seqs, d.Ctx, nil)
 	fake.SetVocab(d.Vocab)
-	fake.Descriptor().Drafts = d.Drafts
+	fake.Descriptor().Drafts, fake.Descriptor().DraftMax = d.Drafts, d.DraftMax
 	if fd := fake.Descriptor(); fd.Lanes != d.Lanes || fd.Batch != d.Batch || fd.Seqs != d.Seqs || fd.Ctx != d.Ctx {
 		t.Fatalf("the fake's shape %+v differs from the engine's", fd)
 	}

@@ -75,6 +75,13 @@ type Options struct {
 	// opens a context on them, which NewMTPDrafter drafts from
 	// (--spec-type draft-mtp); Open refuses it on a model without them.
 	MTP bool
+	// DraftMax is the longest draft a lane will carry (--spec-draft-n-max)
+	// when the server speculates; 0: it does not. A recurrent or hybrid
+	// model whose architecture llama.cpp rolls back then keeps that many
+	// recurrent-state snapshots per sequence, so that it takes drafts
+	// (Descriptor.Drafts, DraftMax; its RecurrentStateBytes grow by
+	// DraftMax+1 times).
+	DraftMax int
 }
 
 // DefaultUBatch is the micro-batch unless told otherwise: llama.cpp's and
@@ -251,6 +258,7 @@ func Open(opts Options) (*Engine, error) {
 	if o.MTP {
 		p.mtp = 1
 	}
+	p.draft_max = C.int32_t(max(0, min(o.DraftMax, 1<<30)))
 	p.n_gpu_layers = C.int32_t(gpuLayers(o.GPULayers))
 	for i := 0; i < len(p.model_id) && i < len(id); i++ {
 		p.model_id[i] = C.uint8_t(id[i])
@@ -332,6 +340,8 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		CheckpointEvery:     int(d.ckpt_every),
 		CheckpointMax:       int(d.ckpt_max),
 		Drafts:              d.drafts != 0,
+		DraftMax:            int(d.draft_max),
+		DraftsRefused:       C.GoString(d.drafts_refused), // "" for null,
 		Params:              uint64(d.n_params),
 		ModelBytes:          uint64(d.model_bytes),
 		Identity:            identity,

@@ -13,10 +13,17 @@ import (
 // prediction block, and the drafter on it.
 func openMTP(t *testing.T, lanes int) (*Engine, *MTPDrafter) {
 	t.Helper()
+	return openMTPArch(t, "glm4moe", lanes)
+}
+
+// openMTPArch is openMTP on another architecture with the block (a hybrid,
+// qwen35mtp, keeping rollback snapshots for drafts of 3).
+func openMTPArch(t *testing.T, arch string, lanes int) (*Engine, *MTPDrafter) {
+	t.Helper()
 	if !upstreamLlama {
 		t.Skip("multi-token prediction needs the current engine")
 	}
-	e, err := Open(Options{ModelPath: archModel(t, "glm4moe"), Ctx: 1024, Lanes: lanes, Seqs: lanes + 2, Batch: 256, Threads: 1, MTP: true})
+	e, err := Open(Options{ModelPath: archModel(t, arch), Ctx: 1024, Lanes: lanes, Seqs: lanes + 2, Batch: 256, Threads: 1, MTP: true, DraftMax: 3})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -87,9 +94,18 @@ func TestMTPDraftsGiveThePlainTokens(t *testing.T) {
 // were rejected (its cache cut back each time), it drafts for a lane what
 // it drafts when the lane's whole history is prefilled at once; it gives
 // back an emptied sequence's cells, and decodes nothing for a lane that
-// does not draft.
+// does not draft. On a hybrid trunk (qwen35mtp) the same holds with each
+// rejected draft rolled back out of its recurrent state.
 func TestMTPFollowsTheKeptRows(t *testing.T) {
-	e, d := openMTP(t, 1)
+	for _, arch := range []string{"glm4moe", "qwen35mtp"} {
+		t.Run(arch, func(t *testing.T) {
+			e, d := openMTPArch(t, arch, 1)
+			mtpFollowsTheKeptRows(t, e, d)
+		})
+	}
+}
+
+func mtpFollowsTheKeptRows(t *testing.T, e *Engine, d *MTPDrafter) {
 	lanes := []specLane{{prompt: promptTokens(t, e, 30, "follow"), admit: engine.Admit{MaxTokens: 12, Sampling: engine.Greedy()}}}
 	plain := runDrafted(t, e, lanes, nil)
 	history := append(slices.Clone(lanes[0].prompt), plain.out[0][:len(plain.out[0])-1]...)

@@ -188,3 +188,13 @@ func (e *Engine) RestoreCheckpoint(seq int32, cp engine.Checkpoint) error {
 	}
 	return e.err("restore checkpoint", C.sf_seq_restore_checkpoint(e.e, C.int32_t(seq), C.int32_t(cp.Pos), ptr, C.size_t(len(cp.Blob))))
 }
+
+// RollbacksSettled counts the rolled-back recurrent states (a rejected
+// draft's cut, which llama.cpp applies at the sequence's next decode) that
+// a copy settled into its source's current state first.
+func (e *Engine) RollbacksSettled() uint64 {
+	if e.e == nil {
+		return 0
+	}
+	return uint64(C.sf_rollbacks_settled(e.e))
+}

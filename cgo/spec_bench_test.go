@@ -104,7 +104,8 @@ func BenchmarkSpecStepCost(b *testing.B) {
 	ks := []int{0, 1, 2, 4, 8}
 	for _, lanes := range []int{1, 4} {
 		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
-			e, err := Open(Options{ModelPath: path, Ctx: 2048, Lanes: lanes, Seqs: lanes, Batch: 512, Threads: threads, FlashAttn: os.Getenv("SF_FA")})
+			// A recurrent or hybrid model keeps a rollback snapshot per draft row.
+			e, err := Open(Options{ModelPath: path, Ctx: 2048, Lanes: lanes, Seqs: lanes, Batch: 512, Threads: threads, FlashAttn: os.Getenv("SF_FA"), DraftMax: ks[len(ks)-1]})
 			if err != nil {
 				b.Fatal(err)
 			}

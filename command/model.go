@@ -38,7 +38,7 @@ func modelCommand() *cli.Command {
 				Usage: "write a synthetic model (llama or a named architecture) with seeded random weights",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "shape", Value: "tiny", Usage: "tiny, small or 0.5b"},
-					&cli.StringFlag{Name: "arch", Value: "llama", Usage: "architecture: " + strings.Join(synth.ArchNames(), ", ") + " (gemma4: sliding window; qwen35: hybrid attention and gated delta net; qwen3moe: 8 experts, 2 used; qwen35moe: both; glm4moe: experts and a multi-token prediction block, for --spec-type draft-mtp)"},
+					&cli.StringFlag{Name: "arch", Value: "llama", Usage: "architecture: " + strings.Join(synth.ArchNames(), ", ") + " (gemma4: sliding window; qwen35: hybrid attention and gated delta net; qwen3moe: 8 experts, 2 used; qwen35moe: both; glm4moe: experts and a multi-token prediction block, for --spec-type draft-mtp; qwen35mtp: qwen35 with one)"},
 					&cli.StringFlag{Name: "vocab", Usage: "graft the tokenizer of this vocab-only GGUF (default: a built-in byte-level BPE with ChatML and FIM tokens)"},
 					&cli.IntFlag{Name: "vocab-size", Usage: "pad the built-in vocabulary to this many tokens (default: the shape's; a tiny draft model for a 0.5b target needs 151936, the 0.5b shape's)"},
 					&cli.StringFlag{Name: "type", Value: "f16", Usage: "weight type: f16, q8_0 or q4_0"},

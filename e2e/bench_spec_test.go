@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,10 +23,13 @@ import (
 // model), two threads (SF_BENCH_THREADS), 1 and 4 streams: aggregate decode tokens/s without
 // drafts, with gated drafts (the default when --spec-type ngram-simple),
 // and with every draft the drafter finds (ungated), the three taken in
-// turn each round. Two workloads: random prose, where a random-weight
+// turn each round. Three workloads: random prose, where a random-weight
 // model never agrees with a draft — the gate must keep the loss small —
-// and a prompt repeating one passage, where the drafter finds drafts
-// everywhere in the prompt; and synthetic acceptance at a mean length of 3
+// a prompt repeating one passage, where the drafter finds drafts
+// everywhere in the prompt, and a repeated sentence with the output held
+// to its words by a grammar, where drafts are found and some land (on a
+// hybrid model each rejected one is rolled back out of its recurrent
+// state); and synthetic acceptance at a mean length of 3
 // tokens a step (drafts of 4), the machinery's speed when drafts land
 // (its output is not the model's). Reported: the rates, the paired ratios
 // to no drafts, the drafts and acceptance of each.
@@ -44,7 +48,7 @@ func BenchmarkSpeculation(b *testing.B) {
 		{Type: sched.SpecNgramSimple, DraftMax: 4, SynthRates: synth3},
 	}
 	names := []string{"plain", "gated", "ungated", "synth-len3"}
-	for _, workload := range []string{"prose", "repeat"} {
+	for _, workload := range []string{"prose", "repeat", "words"} {
 		for _, streams := range []int{1, 4} {
 			b.Run(fmt.Sprintf("%s/streams=%d", workload, streams), func(b *testing.B) {
 				stacks := make([]*schedStack, len(configs))
@@ -52,14 +56,28 @@ func BenchmarkSpeculation(b *testing.B) {
 					stacks[i] = newSchedStack(b, stackConfig{model: path, lanes: streams, seqs: 2 * streams, threads: specBenchThreads(), sched: sched.Config{Speculation: c}})
 				}
 				prompts := make([][]engine.Token, streams)
+				var grammar *engine.GrammarSpec
 				for i := range prompts {
 					prompts[i] = textTokens(b, stacks[0].eng.Engine, 200, uint64(2000+i))
-					if workload == "repeat" {
+					switch workload {
+					case "repeat":
 						unit := prompts[i][:50]
 						prompts[i] = slices.Concat(unit, unit, unit, unit)
+					case "words":
+						// A random-weight model's output repeats nothing of its
+						// own; a grammar of a few words makes it a walk over
+						// them, which the n-gram drafter does draft from (and
+						// the model accepts now and then).
+						words := strings.Repeat("the cat sat on the mat and the dog sat on the log. ", 8)
+						toks, err := stacks[0].eng.Engine.Tokenize(words, false, false)
+						if err != nil {
+							b.Fatal(err)
+						}
+						prompts[i] = toks
+						grammar = &engine.GrammarSpec{GBNF: `root ::= ("cat" | " sat" | " the" | " mat" | " on" | ".")+`}
 					}
 				}
-				specPairedRounds(b, stacks, names, prompts)
+				specPairedRounds(b, stacks, names, prompts, grammar)
 			})
 		}
 	}
@@ -112,7 +130,7 @@ func BenchmarkSpeculationDraftModel(b *testing.B) {
 			for i := range prompts {
 				prompts[i] = textTokens(b, stacks[0].eng.Engine, 200, uint64(3000+i))
 			}
-			specPairedRounds(b, stacks, names, prompts)
+			specPairedRounds(b, stacks, names, prompts, nil)
 		})
 	}
 }
@@ -121,7 +139,7 @@ func BenchmarkSpeculationDraftModel(b *testing.B) {
 // stacks in turn each round (specInTurn), and reports each one's median
 // rate and, beside the first (plain decoding), the median of its per-round
 // ratios to it.
-func specPairedRounds(b *testing.B, stacks []*schedStack, names []string, prompts [][]engine.Token) {
+func specPairedRounds(b *testing.B, stacks []*schedStack, names []string, prompts [][]engine.Token, grammar *engine.GrammarSpec) {
 	rates := make([][]float64, len(stacks))
 	reps := specBenchReps(3)
 	b.ResetTimer()
@@ -129,7 +147,7 @@ func specPairedRounds(b *testing.B, stacks []*schedStack, names []string, prompt
 		for r := range reps {
 			runs := make([]func(), len(stacks))
 			for i := range stacks {
-				runs[i] = func() { rates[i] = append(rates[i], specDecodeRate(b, stacks[i], prompts, 64)) }
+				runs[i] = func() { rates[i] = append(rates[i], specDecodeRate(b, stacks[i], prompts, 64, grammar)) }
 			}
 			specInTurn(r, runs...)
 		}
@@ -177,11 +195,11 @@ func benchDraftModel(b *testing.B) string {
 // specDecodeRate runs the prompts as concurrent Chat requests of maxTokens
 // each on st and returns the aggregate tokens/s from the last stream's
 // first token to the last end (as schedDecodeRate counts).
-func specDecodeRate(b *testing.B, st *schedStack, prompts [][]engine.Token, maxTokens int) float64 {
+func specDecodeRate(b *testing.B, st *schedStack, prompts [][]engine.Token, maxTokens int, grammar *engine.GrammarSpec) float64 {
 	times := make([][]time.Time, len(prompts))
 	var wg sync.WaitGroup
 	for i, prompt := range prompts {
-		s, err := st.s.Submit(context.Background(), sched.Request{Prompt: prompt, Class: sched.Chat, MaxTokens: maxTokens})
+		s, err := st.s.Submit(context.Background(), sched.Request{Prompt: prompt, Class: sched.Chat, MaxTokens: maxTokens, Grammar: grammar})
 		if err != nil {
 			b.Fatal(err)
 		}

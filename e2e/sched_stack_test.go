@@ -77,7 +77,7 @@ func newSchedStack(t testing.TB, c stackConfig) *schedStack {
 	if c.threads == 0 {
 		c.threads = 1 // greedy outputs do not depend on it; the cores are shared
 	}
-	raw, err := cgo.Open(cgo.Options{ModelPath: c.model, Ctx: c.ctx, Lanes: c.lanes, Seqs: c.seqs, Batch: c.batch, Threads: c.threads})
+	raw, err := cgo.Open(cgo.Options{ModelPath: c.model, Ctx: c.ctx, Lanes: c.lanes, Seqs: c.seqs, Batch: c.batch, Threads: c.threads, DraftMax: draftBoundOf(c.sched.Speculation)})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -511,4 +511,17 @@ func expectAlone(t testing.TB, r *refEngine, what string, prompt, got []engine.T
 	if len(ties) > 0 {
 		t.Logf("%s: took %d near-tie(s) the other way (gaps %v nats)", what, len(ties), ties)
 	}
+}
+
+// draftBoundOf is the draft bound an engine is opened with for sp, as the
+// app opens it: a recurrent or hybrid model keeps that many rollback
+// snapshots (0: no speculation).
+func draftBoundOf(sp sched.Speculation) int {
+	switch {
+	case sp.Type == "" || sp.Type == sched.SpecNone:
+		return 0
+	case sp.DraftMax > 0:
+		return sp.DraftMax
+	}
+	return sched.DefaultDraftMax
 }

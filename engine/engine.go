@@ -44,11 +44,16 @@ type Descriptor struct {
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 	CheckpointMax   int `json:"checkpoint_max,omitempty"`
 	// Drafts: decodes may carry drafts (Decode.DraftLen); false on
-	// recurrent, hybrid and sliding-window models.
-	Drafts     bool   `json:"drafts"`
-	Params     uint64 `json:"parameters"`
-	ModelBytes uint64 `json:"model_bytes"`
-	Identity   string `json:"identity"` // digest of the model file
+	// sliding-window models, and on recurrent and hybrid ones unless opened
+	// for speculation on an architecture llama.cpp rolls back, where
+	// DraftMax bounds a draft (0: only the batch does). DraftsRefused says
+	// why not.
+	Drafts        bool   `json:"drafts"`
+	DraftMax      int    `json:"draft_max,omitempty"`
+	DraftsRefused string `json:"drafts_refused,omitempty"`
+	Params        uint64 `json:"parameters"`
+	ModelBytes    uint64 `json:"model_bytes"`
+	Identity      string `json:"identity"` // digest of the model file
 	// Recommended is what the model file recommends for sampling
 	// (general.sampling.* in the GGUF); see SamplingDefaults.
 	Recommended ModelSampling `json:"recommended_sampling"`

@@ -442,10 +442,17 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
             return msg;
         }
     }
+#if SF_LLAMA_UPSTREAM
+    cp.n_rs_seq = sf_rollback_depth_to_ask(e->model, p, cp.n_ubatch, e->pooling);
+    const uint32_t rs_asked = cp.n_rs_seq;
+#else
+    const uint32_t rs_asked = 0;
+#endif
     e->ctx = llama_init_from_model(e->model, cp);
     if (e->ctx == nullptr) {
         return "cannot create a llama.cpp context with these parameters";
     }
+    sf_rollback_opened(e, p, rs_asked);
     e->pool = p->poll < 0 ? nullptr : sf_pool_get(llama_n_threads(e->ctx), p->poll);
     if (e->pool != nullptr) {
         llama_attach_threadpool(e->ctx, e->pool->tp, e->pool->tp);
@@ -589,10 +596,11 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->max_piece_bytes = e->max_piece_bytes;
     d->pooling = e->pooling;
     d->n_embd_pooled = e->n_embd;
-    // Drafts need a sequence cut back after a rejected one at any position:
-    // no recurrent state, and no sliding window whose cache may have
-    // dropped cells the positions after a cut still see.
-    d->drafts = e->partial == SF_PARTIAL_NONE ? 1 : 0;
+    // Drafts need a sequence cut back after a rejected one: recurrent
+    // state only through llama.cpp's rollback snapshots (rollback.cpp).
+    d->drafts_refused = sf_drafts_refused(e);
+    d->drafts = d->drafts_refused == nullptr ? 1 : 0;
+    d->draft_max = e->partial == SF_PARTIAL_RECURRENT ? e->n_rs_seq : 0;
 }
 
 int sf_describe(const sf_engine *e, sf_desc *d) {

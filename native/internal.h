@@ -217,6 +217,14 @@ struct sf_engine {
     int64_t recurrent_state_bytes = 0;
     // The multi-token prediction block's KV cache (0: not opened).
     int64_t mtp_bytes = 0;
+    // Recurrent-state rollback (rollback.cpp): the draft bound the open
+    // params gave, the snapshots asked of llama.cpp, the snapshots it
+    // keeps (llama_n_rs_seq: 0 on architectures without rollback), and
+    // the pending rollbacks settled before a copy.
+    int32_t rs_wanted = 0;
+    int32_t rs_asked = 0;
+    int32_t n_rs_seq = 0;
+    uint64_t rs_settled = 0;
     int32_t rec_has = 0;  // SF_REC_* bits
     int32_t rec_top_k = 0;
     float rec_top_p = 0;
@@ -287,6 +295,21 @@ int sf_draft_check_reqs(sf_engine *e, const sf_draft_req *reqs, uint32_t n, cons
 const char *sf_mtp_open(sf_engine *e, const llama_context_params &target, char *msg, size_t msg_len);
 void sf_mtp_follow(sf_engine *e);
 void sf_mtp_free(sf_engine *e);
+
+// Recurrent-state rollback for drafts (rollback.cpp): the snapshots to ask
+// of the context for the open params' draft bound (0: none); what the
+// context kept, after it is created; why the engine refuses drafts (null:
+// it takes them); whether a sequence has a rollback its next decode would
+// apply; settling one into the current state (before a copy; op names the
+// caller in the error); whether a cut of a recurrent sequence to n_keep
+// must be refused because only a verification may roll back.
+uint32_t sf_rollback_depth_to_ask(const llama_model *model, const sf_open_params *p, uint32_t n_ubatch,
+                                  int32_t pooling);
+void sf_rollback_opened(sf_engine *e, const sf_open_params *p, uint32_t asked);
+const char *sf_drafts_refused(const sf_engine *e);
+bool sf_rollback_pending(sf_engine *e, int32_t seq);
+int sf_rollback_settle(sf_engine *e, int32_t seq, const char *op);
+bool sf_rollback_cut_refused(const sf_engine *e, int32_t seq, int32_t n_keep);
 
 // Records a formatted error message on the engine and returns code.
 int sf_fail(sf_engine *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -127,9 +127,11 @@ const char *sf_mtp_open(sf_engine *e, const llama_context_params &target, char *
     if (llama_model_n_layer_nextn(e->model) < 1) {
         return "the model has no multi-token prediction (NextN) layers";
     }
-    if (e->partial != SF_PARTIAL_NONE || e->pooling != LLAMA_POOLING_TYPE_NONE) {
-        return "the model's sequences cannot be cut back after a draft (recurrent, hybrid, sliding-window or "
-               "embedding): its multi-token prediction layers cannot draft here";
+    // A hybrid trunk drafts through its recurrent-state rollback
+    // (rollback.cpp); the block itself keeps a plain KV cache.
+    if (sf_drafts_refused(e) != nullptr || e->pooling != LLAMA_POOLING_TYPE_NONE) {
+        return "the model's sequences cannot be cut back after a draft (sliding-window, embedding, or recurrent "
+               "without rollback snapshots): its multi-token prediction layers cannot draft here";
     }
     llama_context_params cp = target;
     cp.ctx_type = LLAMA_CONTEXT_TYPE_MTP;

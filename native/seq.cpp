@@ -127,6 +127,11 @@ static int sf_seq_copy_impl(sf_engine *e, int32_t src, int32_t dst, int32_t n_to
     if (n_tokens < 0 || n_tokens > have) {
         return sf_fail(e, SF_ERR_INVALID, "copy: %d tokens of a sequence holding %d", n_tokens, have);
     }
+    // A copy shares the source's recurrent cell but not its pending
+    // rollback: settle it first (rollback.cpp).
+    if (int rc = sf_rollback_settle(e, src, "copy")) {
+        return rc;
+    }
     llama_memory_seq_rm(e->mem, dst, -1, -1);
     e->ckpts[(size_t)dst].clear();
     if (n_tokens > 0) {
@@ -145,7 +150,7 @@ static int sf_seq_truncate_impl(sf_engine *e, int32_t seq, int32_t n_keep) {
     if (n_keep < 0) {
         return sf_fail(e, SF_ERR_INVALID, "truncate: negative length %d", n_keep);
     }
-    if (!llama_memory_seq_rm(e->mem, seq, n_keep, -1)) {
+    if (sf_rollback_cut_refused(e, seq, n_keep) || !llama_memory_seq_rm(e->mem, seq, n_keep, -1)) {
         return sf_fail(e, SF_ERR_UNSUPPORTED, "truncate: this model's memory cannot be cut at %d", n_keep);
     }
     drop_ckpts_from(e, seq, n_keep);

@@ -105,6 +105,13 @@ typedef struct sf_open_params {
      * (--spec-type draft-mtp); refused on a model without such layers or
      * whose sequences cannot be cut back after a draft. */
     int32_t mtp;
+    /* The longest draft a lane will carry (--spec-draft-n-max; 0: the
+     * server does not speculate). On a recurrent or hybrid model whose
+     * architecture llama.cpp can roll back, the context keeps that many
+     * recurrent-state snapshots per sequence (n_rs_seq; the state's memory
+     * grows by that factor plus one) so that a rejected draft can be cut
+     * out; sf_desc.drafts says whether it did. */
+    int32_t draft_max;
 } sf_open_params;
 
 #define SF_MAX_LORA 64
@@ -316,10 +323,17 @@ typedef struct sf_desc {
     int32_t ckpt_every;
     int32_t ckpt_max;
     /* 1: decodes may carry drafts (sf_decode): a sequence can be cut back
-     * after a rejected one. 0 on recurrent and hybrid models (no cut) and
-     * on sliding-window ones, whose window cache may have dropped, for the
-     * draft's later positions, cells the positions after a cut still see. */
+     * after a rejected one. 0 on sliding-window models, whose window cache
+     * may have dropped, for the draft's later positions, cells the
+     * positions after a cut still see, and on recurrent and hybrid models
+     * unless opened with draft_max on an architecture llama.cpp rolls back
+     * (drafts_refused says which). */
     int32_t drafts;
+    /* The longest draft a decode may carry on a recurrent or hybrid model
+     * (the recurrent-state snapshots kept); 0: only the batch bounds it. */
+    int32_t draft_max;
+    /* Why drafts is 0 (static text), or null. */
+    const char *drafts_refused;
     /* What a reranker's pairs are built from (llama-server's
      * format_prompt_rerank): the model's rerank template ("" when it has
      * none), else BOS, query, EOS, SEP, document, EOS as the vocabulary
@@ -510,6 +524,11 @@ int sf_seq_checkpoints_clear(sf_engine *e, int32_t seq);
  * checkpoint's and everything from n_keep on is cut. On failure seq is
  * emptied. */
 int sf_seq_restore_checkpoint(sf_engine *e, int32_t seq, int32_t n_keep, const uint8_t *data, size_t len);
+
+/* sf_rollbacks_settled counts the rolled-back recurrent states (a rejected
+ * draft's cut, which llama.cpp applies at the sequence's next decode) that
+ * a copy settled into the source's current state first. */
+uint64_t sf_rollbacks_settled(const sf_engine *e);
 
 /* The CPU features ggml's CPU backend was built with, "NAME=VALUE;…". */
 int32_t sf_cpu_features(char *out, int32_t cap);

@@ -110,9 +110,15 @@ int check_draft(sf_engine *e, const sf_plan *p, const sf_decode &d, const sf_lan
         }
         return SF_OK;
     }
-    if (e->partial != SF_PARTIAL_NONE) {
+    if (const char *why = sf_drafts_refused(e)) {
+        return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: a draft on a model that refuses drafts: %s",
+                            d.lane, why);
+    }
+    // Recurrent state rolls back at most the snapshots it keeps.
+    if (e->partial == SF_PARTIAL_RECURRENT && d.draft_len > (uint32_t)e->n_rs_seq) {
         return sf_fail_lane(e, d.lane, SF_ERR_INVALID,
-                            "decode lane %u: a draft on a model whose sequences cannot be cut back after it", d.lane);
+                            "decode lane %u: a draft of %u passes the %d positions recurrent state rolls back", d.lane,
+                            d.draft_len, e->n_rs_seq);
     }
     if ((uint64_t)d.draft_off + d.draft_len > p->n_tokens) {
         return sf_fail_lane(e, d.lane, SF_ERR_INVALID, "decode lane %u: draft [%u, +%u) outside the plan's %u tokens",

@@ -73,7 +73,7 @@ type Speculation struct {
 
 // Defaults and bounds of Speculation.
 const (
-	defaultDraftMax = 4
+	DefaultDraftMax = 4
 	maxDraftMax     = 64
 	// specNgramMax is the longest n-gram the drafter looks up.
 	specNgramMax = 3
@@ -103,7 +103,7 @@ func (s Speculation) withDefaults() Speculation {
 		s.Type = SpecNone
 	}
 	if s.DraftMax == 0 {
-		s.DraftMax = defaultDraftMax
+		s.DraftMax = DefaultDraftMax
 	}
 	if s.DraftMin == 0 {
 		s.DraftMin = 1
@@ -172,6 +172,10 @@ type specState struct {
 }
 
 func newSpecState(cfg Speculation, d *engine.Descriptor, lanes int) specState {
+	if d.DraftMax > 0 && cfg.DraftMax > d.DraftMax {
+		// Recurrent state rolls back at most the snapshots it keeps.
+		cfg.DraftMax = min(cfg.DraftMax, d.DraftMax)
+	}
 	return specState{
 		cfg:      cfg,
 		enabled:  cfg.on() && d.Drafts,

@@ -107,6 +107,10 @@ var arches = map[string]arch{
 			moeKeys(w, p, s)
 		},
 		validate: validateMoE, block: qwen3moeBlock},
+	// Qwen3.5 with its multi-token prediction block (mtp.go): drafts on a
+	// hybrid through recurrent-state rollback.
+	"qwen35mtp": {name: "qwen35", hybrid: true, keys: qwen35MTPKeys, validate: validateQwen35,
+		block: qwen35Block(qwen35DenseFFN), global: qwen35MTP, mtpLayers: qwen35MTPLayers},
 	// GLM-4.5 (glm4moe) with its multi-token prediction block (mtp.go).
 	"glm4moe": {name: "glm4moe", keys: glm4moeKeys, validate: validateGLM4MoE, block: glm4moeBlock,
 		global: glm4moeMTP, mtpLayers: glm4moeMTPLayers},

@@ -32,6 +32,10 @@ func TestArchitectures(t *testing.T) {
 		// attention (2 norms, 4, Q/K norms 2, FFN 3), and the 2 globals.
 		"qwen35": {[]string{"blk.0.ssm_conv1d.weight", "blk.0.ssm_a", "blk.0.ssm_dt.bias", "blk.0.attn_qkv.weight",
 			"blk.0.attn_gate.weight", "blk.0.ssm_out.weight", "blk.1.attn_q.weight", "blk.1.post_attention_norm.weight"}, 2 + 14 + 11},
+		// qwen35 and its MTP block (layer 2): 2 norms, gated attention 4,
+		// Q/K norms 2, FFN 3, the projection and 3 norms.
+		"qwen35mtp": {[]string{"blk.0.ssm_conv1d.weight", "blk.2.attn_q_norm.weight", "blk.2.nextn.eh_proj.weight",
+			"blk.2.nextn.shared_head_norm.weight", "blk.2.ffn_down.weight"}, 2 + 14 + 11 + 15},
 		// As qwen35, each FFN being router, 3 expert stacks, shared-expert
 		// gate and a 3-matrix shared expert.
 		"qwen35moe": {[]string{"blk.0.ssm_conv1d.weight", "blk.1.ffn_gate_exps.weight", "blk.1.ffn_gate_inp_shexp.weight",
@@ -51,15 +55,16 @@ func TestArchitectures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a, _ := f.String("general.architecture"); a != arch {
-				t.Fatalf("architecture %q, want %q", a, arch)
+			name := arches[arch].name // a variant (qwen35mtp) writes its family's
+			if a, _ := f.String("general.architecture"); a != name {
+				t.Fatalf("architecture %q, want %q", a, name)
 			}
-			mtp, _ := f.Uint32(arch + ".nextn_predict_layers")
-			if n, ok := f.Uint32(arch + ".block_count"); !ok || n != 2+mtp {
-				t.Errorf("%s.block_count = %d, %v (MTP blocks %d)", arch, n, ok, mtp)
+			mtp, _ := f.Uint32(name + ".nextn_predict_layers")
+			if n, ok := f.Uint32(name + ".block_count"); !ok || n != 2+mtp {
+				t.Errorf("%s.block_count = %d, %v (MTP blocks %d)", name, n, ok, mtp)
 			}
 			if want := uint32(arches[arch].mtpLayers); mtp != want {
-				t.Errorf("%s.nextn_predict_layers = %d, want %d", arch, mtp, want)
+				t.Errorf("%s.nextn_predict_layers = %d, want %d", name, mtp, want)
 			}
 			if w, ok := whole[arch]; ok {
 				for _, name := range w.names {

@@ -77,3 +77,33 @@ func glm4moeMTP(w *gguf.Writer, g gen, s Shape) {
 		w.AddTensor(ones(p+"nextn.shared_head_norm.weight", s.Embd))
 	}
 }
+
+// Qwen3.5's multi-token prediction block (qwen35mtp): the same NextN
+// projection, then one full-attention layer of the trunk's kind (gated
+// query, Q/K norms, dense FFN), and the tied output head. llama.cpp runs
+// it on a plain KV cache of its own, so only the trunk's recurrent state
+// needs rollback after a rejected draft.
+const qwen35MTPLayers = 1
+
+func qwen35MTPKeys(w *gguf.Writer, p string, s Shape) {
+	qwen35Keys(w, p, s)
+	w.Set(p+".block_count", uint32(s.Layers+qwen35MTPLayers))
+	w.Set(p+".nextn_predict_layers", uint32(qwen35MTPLayers))
+}
+
+// qwen35MTP writes the NextN block after the trunk, at layer s.Layers.
+func qwen35MTP(w *gguf.Writer, g gen, s Shape) {
+	for l := s.Layers; l < s.Layers+qwen35MTPLayers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		w.AddTensor(ones(p+"attn_norm.weight", s.Embd))
+		w.AddTensor(ones(p+"post_attention_norm.weight", s.Embd))
+		attention(w, g, p, s, 2*s.Embd)
+		w.AddTensor(ones(p+"attn_q_norm.weight", s.HeadDim()))
+		w.AddTensor(ones(p+"attn_k_norm.weight", s.HeadDim()))
+		qwen35DenseFFN(w, g, p, s)
+		w.AddTensor(g.matrix(p+"nextn.eh_proj.weight", 2*s.Embd, s.Embd, inv(2*s.Embd), nil))
+		w.AddTensor(ones(p+"nextn.enorm.weight", s.Embd))
+		w.AddTensor(ones(p+"nextn.hnorm.weight", s.Embd))
+		w.AddTensor(ones(p+"nextn.shared_head_norm.weight", s.Embd))
+	}
+}

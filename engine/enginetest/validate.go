@@ -271,8 +271,8 @@ func failLane(st engine.Status, tag uint32, format string, args ...any) error {
 	return &engine.Error{Status: st, Op: "tick", Msg: fmt.Sprintf(format, args...), Lane: tag, HasLane: true}
 }
 
-// checkDraft is native/tick.cpp's check_draft: a model whose sequences
-// cannot be cut back after a draft (the descriptor's Drafts false), a draft
+// checkDraft is native/tick.cpp's check_draft: a model that refuses drafts
+// (the descriptor's Drafts false), a draft longer than DraftMax, a draft
 // outside the plan's tokens, past the context, or outside the vocabulary.
 func (e *Fake) checkDraft(p *engine.Plan, d *engine.Decode, l *lane) error {
 	if d.DraftLen == 0 {
@@ -282,7 +282,10 @@ func (e *Fake) checkDraft(p *engine.Plan, d *engine.Decode, l *lane) error {
 		return nil
 	}
 	if !e.desc.Drafts {
-		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: a draft on a model whose sequences cannot be cut back after it", d.Lane)
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: a draft on a model that refuses drafts: %s", d.Lane, e.desc.DraftsRefused)
+	}
+	if e.desc.DraftMax > 0 && int(d.DraftLen) > e.desc.DraftMax {
+		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: a draft of %d passes the %d positions recurrent state rolls back", d.Lane, d.DraftLen, e.desc.DraftMax)
 	}
 	if uint64(d.DraftOff)+uint64(d.DraftLen) > uint64(len(p.Tokens)) {
 		return failLane(engine.StatusInvalid, d.Lane, "decode lane %d: draft [%d, +%d) outside the plan's %d tokens", d.Lane, d.DraftOff, d.DraftLen, len(p.Tokens))
