@@ -186,13 +186,13 @@ func BenchmarkAudioWindow(b *testing.B) {
 	})
 }
 
-// audioProjStack writes (once) an audio-only synthetic projector stacking
-// stack encoder frames a row.
-func audioProjStack(t testing.TB, stack int) string {
+// audioProjStack writes (once) a synthetic projector of the modality
+// (audio or both) stacking stack encoder frames a row.
+func audioProjStack(t testing.TB, modality string, stack int) string {
 	t.Helper()
 	modelMu.Lock()
 	defer modelMu.Unlock()
-	key := fmt.Sprintf("mmproj:audio:stack%d", stack)
+	key := fmt.Sprintf("mmproj:%s:stack%d", modality, stack)
 	if p, ok := modelMemo[key]; ok {
 		return p
 	}
@@ -200,8 +200,8 @@ func audioProjStack(t testing.TB, stack int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(modelDir, fmt.Sprintf("mmproj-audio-stack%d-tiny.gguf", stack))
-	if err := synth.WriteMMProj(path, synth.MMProjOptions{Shape: shape, Arch: "llama", Seed: 3, Modality: synth.ModalityAudio, AudioStack: stack}); err != nil {
+	path := filepath.Join(modelDir, fmt.Sprintf("mmproj-%s-stack%d-tiny.gguf", modality, stack))
+	if err := synth.WriteMMProj(path, synth.MMProjOptions{Shape: shape, Arch: "llama", Seed: 3, Modality: modality, AudioStack: stack}); err != nil {
 		t.Fatal(err)
 	}
 	modelMemo[key] = path
@@ -275,7 +275,7 @@ func TestAudioWindowRowsMirror(t *testing.T) {
 	defer e.Close()
 	wav := mediatest.SineWAV(2, 440, 16000)
 	for _, stack := range []int{2, 5, 7, 8, 10, 16} {
-		m, err := e.OpenMedia(audioProjStack(t, stack), 1)
+		m, err := e.OpenMedia(audioProjStack(t, synth.ModalityAudio, stack), 1)
 		if err != nil {
 			t.Fatalf("stack %d: %v", stack, err)
 		}
@@ -310,5 +310,33 @@ func TestAudioWindowRowsMirror(t *testing.T) {
 		}
 		p.Free()
 		m.Close()
+	}
+	// Both encoders, audio stacking 8: the audio is refused, the images
+	// are still seen and encoded.
+	m, err := e.OpenMedia(audioProjStack(t, synth.ModalityBoth, 8), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Audio() || !m.Vision() || m.AudioRefused() == "" {
+		t.Fatalf("both, stack 8: audio %v vision %v refused %q", m.Audio(), m.Vision(), m.AudioRefused())
+	}
+	p, err := m.Tokenize(m.Marker()+" x", [][]byte{testPNG(t, 20, 20, 1)}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Free()
+	images := 0
+	for i, c := range p.Chunks {
+		if c.Kind != MediaImage {
+			continue
+		}
+		images++
+		if rows, err := m.Encode(p, i, nil); err != nil || len(rows) != synth.MMProjImageTokens*m.Width() {
+			t.Errorf("both, stack 8: the image encoded %d floats (%v)", len(rows), err)
+		}
+	}
+	if images != 1 {
+		t.Errorf("both, stack 8: %d image chunks", images)
 	}
 }
