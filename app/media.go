@@ -36,6 +36,8 @@ func (p projector) Modalities() (vision, audio bool) { return p.m.Vision(), p.m.
 
 func (p projector) AudioWindowRows() int { return p.m.AudioWindowRows() }
 
+func (p projector) AudioRefused() string { return p.m.AudioRefused() }
+
 func (p projector) TokenizeMedia(text string, images [][]byte, addSpecial bool) (task.MediaChunks, error) {
 	mp, err := p.m.Tokenize(text, images, addSpecial)
 	if err != nil {

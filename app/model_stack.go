@@ -155,6 +155,9 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 	}
 	if mm != nil {
 		ms.Model.Media = projector{mm}
+		if why := mm.AudioRefused(); why != "" {
+			slog.Warn("projector: its audio is refused", "model", spec.Alias, "why", why)
+		}
 	}
 	ms.Model.Chat, ms.Model.ChatRefused = tmpl, tmplRefused
 	ms.Model.FIM = loadFIM(desc, eng)

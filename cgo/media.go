@@ -33,6 +33,9 @@ type Media struct {
 	vision, audio bool
 	audioRate     int
 	windowRows    int
+	// audioRefused says why the projector's audio encoder is not used
+	// (audio is then false).
+	audioRefused string
 }
 
 // MediaKind says what a chunk of a tokenized prompt holds.
@@ -85,7 +88,7 @@ func (e *Engine) OpenMedia(path string, threads int) (*Media, error) {
 	mods := C.sf_media_modalities(m)
 	return &Media{m: m, width: int(C.sf_media_n_embd(m)), marker: C.GoString(C.sf_media_marker(m)),
 		vision: mods&C.SF_MEDIA_VISION != 0, audio: mods&C.SF_MEDIA_HEARING != 0, audioRate: int(C.sf_media_audio_rate(m)),
-		windowRows: int(C.sf_media_audio_window_rows(m))}, nil
+		windowRows: int(C.sf_media_audio_window_rows(m)), audioRefused: C.GoString(C.sf_media_audio_refused(m))}, nil
 }
 
 // Vision reports whether the projector encodes images.
@@ -93,6 +96,25 @@ func (m *Media) Vision() bool { return m.vision }
 
 // Audio reports whether the projector encodes audio.
 func (m *Media) Audio() bool { return m.audio }
+
+// AudioRefused says why the projector's audio encoder is not used, or ""
+// (it is used, or there is none): mtmd would abort encoding its windows.
+// Audio then reports false and Tokenize refuses audio saying this.
+func (m *Media) AudioRefused() string { return m.audioRefused }
+
+// audioWindowRowsFor is the guard's two formulas (sf_media_audio_window_rows_for)
+// for tests: the rows mtmd counts and its graph builds for a window of
+// frames mel frames of projector type proj stacking stack frames; ok is
+// false when proj is not a type the guard mirrors.
+func audioWindowRowsFor(proj string, stack, frames int) (counted, built int, ok bool) {
+	cproj := C.CString(proj)
+	defer C.free(unsafe.Pointer(cproj))
+	var c, b C.int32_t
+	if C.sf_media_audio_window_rows_for(cproj, C.int32_t(stack), C.int32_t(frames), &c, &b) == 0 {
+		return 0, 0, false
+	}
+	return int(c), int(b), true
+}
 
 // AudioRate is the sample rate audio is decoded at (0 without audio).
 func (m *Media) AudioRate() int { return m.audioRate }

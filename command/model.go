@@ -48,6 +48,9 @@ func modelCommand() *cli.Command {
 					&cli.StringFlag{Name: "lora", Usage: "also write a LoRA adapter for the model to this file (llama, qwen2 and qwen3; --seed draws it too)"},
 					&cli.StringFlag{Name: "mmproj", Usage: "also write a projector for the model to this file (llama, qwen2 and qwen3; --mmproj-modality says which encoders; --seed draws it too)"},
 					&cli.StringFlag{Name: "mmproj-modality", Value: synth.ModalityVision, Usage: "the encoders --mmproj carries: vision (LLaVA's MLP layout, " + fmt.Sprint(synth.MMProjImageTokens) + " rows per image), audio (Ultravox's Whisper encoder, " + fmt.Sprint(synth.MMProjAudioTokens) + " rows per 30 s of audio) or both in one file"},
+					// Hidden: a projector mtmd cannot encode audio with (8 is
+					// Ultravox's own), for testing that serve refuses its audio.
+					&cli.IntFlag{Name: "mmproj-audio-stack", Hidden: true, Usage: "the audio encoder's frame stacking (default " + fmt.Sprint(synth.MMProjAudioStack) + ")"},
 				},
 				Action: modelSynth,
 			},
@@ -104,7 +107,7 @@ func modelSynth(c *cli.Context) error {
 		slog.Info("LoRA adapter written", "file", out)
 	}
 	if out := c.String("mmproj"); out != "" {
-		if err := synth.WriteMMProj(out, synth.MMProjOptions{Shape: shape, Arch: opts.Arch, Seed: opts.Seed, Modality: c.String("mmproj-modality")}); err != nil {
+		if err := synth.WriteMMProj(out, synth.MMProjOptions{Shape: shape, Arch: opts.Arch, Seed: opts.Seed, Modality: c.String("mmproj-modality"), AudioStack: c.Int("mmproj-audio-stack")}); err != nil {
 			return err
 		}
 		slog.Info("projector written", "file", out, "modality", c.String("mmproj-modality"))

@@ -364,4 +364,25 @@ inline void sf_set_err(char *err, int32_t err_cap, const char *op, const char *m
     }
 }
 
+#if SF_LLAMA_UPSTREAM
+// Whether mtmd can encode an audio projector's 30-second windows
+// (media_window.cpp): checked says the projector's type is one whose
+// window rows mtmd counts and builds by different formulas; counted and
+// built are those rows; refusal, when not empty, says why its audio must
+// not reach mtmd (the encode would GGML_ABORT).
+struct sf_audio_window {
+    bool checked = false;
+    int64_t counted = 0;
+    int64_t built = 0;
+    std::string refusal;
+};
+// Reads the projector file's metadata (no weights) at path.
+sf_audio_window sf_audio_window_check(const char *path);
+// The two formulas for projector type proj (clip.cpp's name), its stack
+// factor, a window of n_frames mel frames and the encoder's conv kernel
+// widths and learned positions; false when proj is not such a type.
+bool sf_audio_window_rows(const char *proj, int64_t stack, int64_t n_frames, int64_t kernel1, int64_t kernel2,
+                          int64_t positions, int64_t *counted, int64_t *built);
+#endif
+
 #endif

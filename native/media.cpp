@@ -68,7 +68,10 @@ struct sf_media {
     mtmd_context *ctx = nullptr;
     int32_t n_embd = 0;
     int32_t window_rows = 0;  // rows of one audio window (0 without audio)
+    // Why the audio encoder is not used ("" when it is or there is none).
+    std::string audio_refused;
     ~sf_media() { mtmd_free(ctx); }
+    bool hears() const { return audio_refused.empty() && mtmd_support_audio(ctx); }
 };
 
 // audio_window_rows tokenizes a second of silence: mtmd pads audio to whole
@@ -130,9 +133,27 @@ static int media_open(sf_engine *e, const char *path, int32_t n_threads, sf_medi
         sf_set_err(err, err_cap, "media", "the projector needs M-RoPE positions, which this engine does not feed");
         return SF_ERR_UNSUPPORTED;
     }
-    if (mtmd_support_audio(ctx) && (m->window_rows = audio_window_rows(ctx)) <= 0) {
-        sf_set_err(err, err_cap, "media", cap.say("the projector's audio encoder does not tokenize a second of silence"));
-        return SF_ERR_UNSUPPORTED;
+    if (mtmd_support_audio(ctx)) {
+        // Decided from the file before any audio reaches mtmd: the probe
+        // below tokenizes, which for a stack factor under 1 asserts.
+        sf_audio_window w = sf_audio_window_check(path);
+        if (w.refusal.empty() && (m->window_rows = audio_window_rows(ctx)) <= 0) {
+            sf_set_err(err, err_cap, "media", cap.say("the projector's audio encoder does not tokenize a second of silence"));
+            return SF_ERR_UNSUPPORTED;
+        }
+        if (w.refusal.empty() && w.checked && w.counted != m->window_rows) {
+            // mtmd's own count is not the mirrored one: media_window.cpp
+            // no longer matches this llama.cpp, so its verdict is unknown.
+            char why[200];
+            snprintf(why, sizeof why, "mtmd counts a window as %d rows where superfluid's mirror of it (media_window.cpp) counts %lld: re-check the mirror against this llama.cpp",
+                     m->window_rows, (long long)w.counted);
+            w.refusal = why;
+        }
+        if (!w.refusal.empty()) {
+            m->audio_refused = "mtmd cannot encode this projector's audio: " + w.refusal;
+            m->window_rows = 0;
+            sf_log_forward(GGML_LOG_LEVEL_WARN, (m->audio_refused + "; its audio is refused\n").c_str());
+        }
     }
     *out = m.release();
     return SF_OK;
@@ -178,13 +199,15 @@ int32_t sf_media_modalities(const sf_media *m) {
     if (m == nullptr) {
         return 0;
     }
-    return (mtmd_support_vision(m->ctx) ? SF_MEDIA_VISION : 0) | (mtmd_support_audio(m->ctx) ? SF_MEDIA_HEARING : 0);
+    return (mtmd_support_vision(m->ctx) ? SF_MEDIA_VISION : 0) | (m->hears() ? SF_MEDIA_HEARING : 0);
 }
+
+const char *sf_media_audio_refused(const sf_media *m) { return m == nullptr ? "" : m->audio_refused.c_str(); }
 
 int32_t sf_media_audio_window_rows(const sf_media *m) { return m == nullptr ? 0 : m->window_rows; }
 
 int32_t sf_media_audio_rate(const sf_media *m) {
-    if (m == nullptr || !mtmd_support_audio(m->ctx)) {
+    if (m == nullptr || !m->hears()) {
         return 0;
     }
     return mtmd_get_audio_sample_rate(m->ctx);
@@ -253,9 +276,10 @@ static int media_tokenize(sf_media *m, const char *text, const uint8_t *const *f
         // miniaudio (mono, at the audio encoder's rate), and sets the
         // bitmap's id to the SHA-256 of the file's bytes. Asked to decode
         // audio without an audio encoder it fails, so that is said first.
-        if (is_audio(files[i], lens[i]) && !mtmd_support_audio(m->ctx)) {
-            char msg[96];
-            snprintf(msg, sizeof msg, "media file %u is audio and the projector has no audio encoder", i);
+        if (is_audio(files[i], lens[i]) && !m->hears()) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "media file %u is audio and the projector has no audio encoder%s%s", i,
+                     m->audio_refused.empty() ? "" : " it can use: ", m->audio_refused.c_str());
             sf_set_err(err, err_cap, "media", msg);
             return SF_ERR_UNSUPPORTED;
         }
@@ -269,6 +293,13 @@ static int media_tokenize(sf_media *m, const char *text, const uint8_t *const *f
         }
         bms.v.push_back(w.bitmap);
         bool audio = mtmd_bitmap_is_audio(w.bitmap);
+        if (audio && !m->hears()) {  // is_audio above mirrors the helper; this is mtmd's own word
+            char msg[512];
+            snprintf(msg, sizeof msg, "media file %u is audio and the projector has no audio encoder it can use: %s", i,
+                     m->audio_refused.c_str());
+            sf_set_err(err, err_cap, "media", msg);
+            return SF_ERR_UNSUPPORTED;
+        }
         if (!audio && !mtmd_support_vision(m->ctx)) {
             char msg[96];
             snprintf(msg, sizeof msg, "media file %u is an image and the projector has no vision encoder", i);
@@ -365,6 +396,10 @@ static int media_encode(sf_media *m, const sf_media_prompt *p, uint32_t i, float
         sf_set_err(err, err_cap, "media", "encode: a text chunk");
         return SF_ERR_INVALID;
     }
+    if (mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_AUDIO && !m->hears()) {
+        sf_set_err(err, err_cap, "media", "encode: an audio chunk, and the projector's audio encoder is not used");
+        return SF_ERR_UNSUPPORTED;
+    }
     size_t need = mtmd_input_chunk_get_n_tokens(c) * (size_t)m->n_embd;
     if (cap < need) {
         sf_set_err(err, err_cap, "media", "encode: the output buffer is too small");
@@ -416,6 +451,7 @@ const char *sf_media_marker(const sf_media *) { return "<__media__>"; }
 int32_t sf_media_modalities(const sf_media *) { return 0; }
 int32_t sf_media_audio_rate(const sf_media *) { return 0; }
 int32_t sf_media_audio_window_rows(const sf_media *) { return 0; }
+const char *sf_media_audio_refused(const sf_media *) { return ""; }
 int sf_media_tokenize(sf_media *, const char *, const uint8_t *const *, const size_t *, uint32_t, int32_t,
                       sf_media_prompt **out, char *err, int32_t err_cap) {
     if (out != nullptr) {

@@ -626,6 +626,18 @@ int32_t sf_media_audio_rate(const sf_media *m);
 /* The rows of one 30-second audio window (0: no audio encoder): an audio
  * file is at least floor(seconds / 30) + 1 windows once mtmd pads it. */
 int32_t sf_media_audio_window_rows(const sf_media *m);
+/* Why the projector's audio encoder is not used, or "" (it is used, or
+ * there is none): mtmd would abort encoding its windows (media_window.cpp).
+ * sf_media_modalities then leaves out SF_MEDIA_HEARING and audio is refused
+ * as for a projector without one, saying this. Lives as long as m. */
+const char *sf_media_audio_refused(const sf_media *m);
+/* For tests: the rows mtmd counts (counted) and its encoder graph builds
+ * (built) for a window of n_frames mel frames of projector type proj
+ * (clip.cpp's name) stacking stack frames, Whisper's kernels; -1 where the
+ * count or the graph itself would assert. Returns 1, or 0 when proj is not
+ * a type the guard mirrors. */
+int sf_media_audio_window_rows_for(const char *proj, int32_t stack, int32_t n_frames, int32_t *counted,
+                                   int32_t *built);
 /* sf_media_tokenize decodes n_images media files (images: JPEG, PNG, BMP,
  * GIF; audio: WAV, MP3, FLAC, told apart by their magic bytes; files[i] of
  * lens[i] bytes), and tokenizes text, in which the i-th marker stands for

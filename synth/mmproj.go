@@ -58,6 +58,11 @@ type MMProjOptions struct {
 	// Modality is the encoders written: ModalityVision (the default when
 	// empty), ModalityAudio or ModalityBoth.
 	Modality string
+	// AudioStack is the audio encoder's frame stacking
+	// (clip.audio.projector.stack_factor); 0 is MMProjAudioStack. Others
+	// exist to test projectors whose stacking mtmd cannot encode (8,
+	// Ultravox's own).
+	AudioStack int
 }
 
 // WriteMMProj writes the projector to path atomically; the same options
@@ -78,6 +83,13 @@ func WriteMMProj(path string, o MMProjOptions) error {
 	if err != nil {
 		return err
 	}
+	stack := o.AudioStack
+	if stack == 0 {
+		stack = MMProjAudioStack
+	}
+	if stack < 1 || stack > 64 {
+		return fmt.Errorf("synth: audio stack factor %d: want 1 to 64", stack)
+	}
 	w := gguf.NewWriter()
 	w.Set("general.architecture", "clip")
 	w.Set("general.name", fmt.Sprintf("superfluid-synth-%s-mmproj", s.Name))
@@ -88,7 +100,7 @@ func WriteMMProj(path string, o MMProjOptions) error {
 		writeVision(w, s, o.Seed, !audio)
 	}
 	if audio {
-		writeAudio(w, s, o.Seed, !vision)
+		writeAudio(w, s, o.Seed, stack, !vision)
 	}
 	if err := w.WriteFile(path); err != nil {
 		return fmt.Errorf("synth: %w", err)

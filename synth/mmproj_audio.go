@@ -40,8 +40,9 @@ const (
 	mmprojAudioHidden = 64
 )
 
-// writeAudio adds the audio encoder; only as writeVision's.
-func writeAudio(w *gguf.Writer, s Shape, seed uint64, only bool) {
+// writeAudio adds the audio encoder stacking stack frames a row; only as
+// writeVision's.
+func writeAudio(w *gguf.Writer, s Shape, seed uint64, stack int, only bool) {
 	w.Set("clip.has_audio_encoder", true)
 	if only {
 		w.Set("clip.projector_type", "ultravox")
@@ -55,7 +56,7 @@ func writeAudio(w *gguf.Writer, s Shape, seed uint64, only bool) {
 	w.Set("clip.audio.projection_dim", uint32(s.Embd))
 	w.Set("clip.audio.attention.head_count", uint32(mmprojHeads))
 	w.Set("clip.audio.attention.layer_norm_epsilon", float32(1e-5))
-	w.Set("clip.audio.projector.stack_factor", uint32(MMProjAudioStack))
+	w.Set("clip.audio.projector.stack_factor", uint32(stack))
 
 	g := gen{seed: seed ^ 0xa0d10, typ: gguf.F32}
 	// The convolutions' kernels {width 3, in channels, out channels} and
@@ -92,7 +93,7 @@ func writeAudio(w *gguf.Writer, s Shape, seed uint64, only bool) {
 	w.AddTensor(filled("a.post_ln.bias", mmprojWidth, 0))
 	// The projector: RMS-norm over the stacked frames, a SwiGLU (one matrix
 	// giving both halves), RMS-norm, then into the text model's width.
-	stacked := mmprojWidth * MMProjAudioStack
+	stacked := mmprojWidth * stack
 	w.AddTensor(ones("mm.a.norm_pre.weight", stacked))
 	w.AddTensor(g.matrix("mm.a.mlp.1.weight", stacked, 2*mmprojAudioHidden, inv(stacked), nil))
 	w.AddTensor(ones("mm.a.norm_mid.weight", mmprojAudioHidden))

@@ -159,3 +159,30 @@ func TestWriteMMProjAudio(t *testing.T) {
 		t.Error("modality smell written")
 	}
 }
+
+// AudioStack sets the stack factor and the projector's input width with
+// it (Ultravox's own 8, which mtmd cannot encode); one out of range is
+// refused.
+func TestWriteMMProjAudioStack(t *testing.T) {
+	s := tiny(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.gguf")
+	if err := WriteMMProj(path, MMProjOptions{Shape: s, Arch: "llama", Modality: ModalityAudio, AudioStack: 8}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := f.Uint32("clip.audio.projector.stack_factor"); !ok || got != 8 {
+		t.Errorf("stack factor %d, %v", got, ok)
+	}
+	if ti, ok := f.Tensor("mm.a.mlp.1.weight"); !ok || ti.Dims[0] != mmprojWidth*8 {
+		t.Errorf("mm.a.mlp.1.weight %v", ti.Dims)
+	}
+	for _, bad := range []int{-1, 65} {
+		if err := WriteMMProj(filepath.Join(dir, "b.gguf"), MMProjOptions{Shape: s, Arch: "llama", Modality: ModalityAudio, AudioStack: bad}); err == nil {
+			t.Errorf("stack %d written", bad)
+		}
+	}
+}

@@ -38,6 +38,10 @@ type Projector interface {
 	// AudioWindowRows is the rows of one 30-second audio window (0
 	// without an audio encoder).
 	AudioWindowRows() int
+	// AudioRefused says why a projector's audio encoder is not used (the
+	// engine would abort encoding its windows), or "": Modalities then
+	// reports no audio, and audio is refused saying this.
+	AudioRefused() string
 	// TokenizeMedia decodes the files (images or audio) and tokenizes
 	// text, whose i-th marker stands for files[i], into chunks.
 	TokenizeMedia(text string, files [][]byte, addSpecial bool) (MediaChunks, error)
@@ -50,6 +54,22 @@ func (m *Model) Hears() bool {
 	}
 	_, audio := m.Media.Modalities()
 	return audio
+}
+
+// Deafness says why the model does not take audio, or "" when it does:
+// no projector, a projector without an audio encoder, or one whose audio
+// encoder the engine refused at load (Projector.AudioRefused).
+func (m *Model) Deafness() string {
+	switch {
+	case m.Media == nil:
+		return "it has no projector (serve --mmproj)"
+	case m.Hears():
+		return ""
+	}
+	if why := m.Media.AudioRefused(); why != "" {
+		return "its projector has no audio encoder it can use: " + why
+	}
+	return "its projector has no audio encoder"
 }
 
 // Sees reports whether the model takes images.
@@ -163,7 +183,7 @@ func NewMediaPrompt(m *Model, field, text string, images [][]byte, addBOS bool) 
 	audioRows := 0
 	for i, info := range infos {
 		if audio := media.IsAudioFormat(info.Format); audio && !m.Hears() {
-			return nil, BadParam(field, "%s: file %d is audio and model %s's projector has no audio encoder", field, i, m.Name)
+			return nil, BadParam(field, "%s: file %d is audio and model %s does not take it: %s", field, i, m.Name, m.Deafness())
 		} else if !audio && !m.Sees() {
 			return nil, BadParam(field, "%s: file %d is an image and model %s's projector has no vision encoder", field, i, m.Name)
 		} else if audio {

@@ -21,6 +21,7 @@ import (
 type fakeProjector struct {
 	calls       int
 	blind, deaf bool
+	refused     string // AudioRefused (deaf too when set)
 }
 
 type fakeChunks struct {
@@ -31,7 +32,11 @@ type fakeChunks struct {
 
 func (f *fakeProjector) Marker() string { return "<img>" }
 
-func (f *fakeProjector) Modalities() (vision, audio bool) { return !f.blind, !f.deaf }
+func (f *fakeProjector) Modalities() (vision, audio bool) {
+	return !f.blind, !f.deaf && f.refused == ""
+}
+
+func (f *fakeProjector) AudioRefused() string { return f.refused }
 
 // AudioWindowRows: a 30-second window is 1,000 rows, so 4 minutes of audio
 // are past a 4,096-token context.
@@ -120,6 +125,7 @@ func TestNewMediaPrompt(t *testing.T) {
 	}{
 		{"no projector", &Model{Name: "m", Desc: m.Desc}, "<img>x", [][]byte{img}, "no projector"},
 		{"audio to a model without ears", deaf, "<img>x", [][]byte{mediatest.SineWAV(1, 440, 16000)}, "no audio encoder"},
+		{"audio to a model whose ears would abort", &Model{Name: "m", Desc: m.Desc, Media: &fakeProjector{refused: "its stack is 8"}}, "<img>x", [][]byte{mediatest.SineWAV(1, 440, 16000)}, "no audio encoder it can use: its stack is 8"},
 		{"an image to a model without eyes", &Model{Name: "m", Desc: m.Desc, Media: &fakeProjector{blind: true}}, "<img>x", [][]byte{img}, "no vision encoder"},
 		{"hours of audio", m, "<img>x", [][]byte{mediatest.WAV(make([]int16, 31*60*1000), 1000, 1)}, "at most 30m0s"},
 		{"not an image", m, "<img>x", [][]byte{[]byte("GIF? no")}, "magic"},

@@ -77,8 +77,8 @@ func (a *api) transcribe(ctx *fasthttp.RequestCtx, m *task.Model) error {
 
 // plan checks the audio and reads the form into the core's request.
 func plan(ctx *fasthttp.RequestCtx, h wire.Host, m *task.Model, f *form) (*job, error) {
-	if !m.Hears() {
-		return nil, wire.BadParam("file", "model %s does not take audio: it has no projector with an audio encoder (serve --mmproj)", m.Name)
+	if why := m.Deafness(); why != "" {
+		return nil, wire.BadParam("file", "model %s does not take audio: %s", m.Name, why)
 	}
 	if !media.IsAudio(f.File) {
 		return nil, wire.BadParam("file", "file is not WAV, MP3 or FLAC audio (unknown magic bytes)")

@@ -1,0 +1,1 @@
+../native/media_window.cpp
