@@ -56,10 +56,10 @@ func (m *Model) Hears() bool {
 	return audio
 }
 
-// Deafness says why the model does not take audio, or "" when it does:
+// AudioRefusal says why the model does not take audio, or "" when it does:
 // no projector, a projector without an audio encoder, or one whose audio
 // encoder the engine refused at load (Projector.AudioRefused).
-func (m *Model) Deafness() string {
+func (m *Model) AudioRefusal() string {
 	switch {
 	case m.Media == nil:
 		return "it has no projector (serve --mmproj)"
@@ -183,7 +183,7 @@ func NewMediaPrompt(m *Model, field, text string, images [][]byte, addBOS bool) 
 	audioRows := 0
 	for i, info := range infos {
 		if audio := media.IsAudioFormat(info.Format); audio && !m.Hears() {
-			return nil, BadParam(field, "%s: file %d is audio and model %s does not take it: %s", field, i, m.Name, m.Deafness())
+			return nil, BadParam(field, "%s: file %d is audio and model %s does not take it: %s", field, i, m.Name, m.AudioRefusal())
 		} else if !audio && !m.Sees() {
 			return nil, BadParam(field, "%s: file %d is an image and model %s's projector has no vision encoder", field, i, m.Name)
 		} else if audio {

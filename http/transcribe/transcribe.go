@@ -77,7 +77,7 @@ func (a *api) transcribe(ctx *fasthttp.RequestCtx, m *task.Model) error {
 
 // plan checks the audio and reads the form into the core's request.
 func plan(ctx *fasthttp.RequestCtx, h wire.Host, m *task.Model, f *form) (*job, error) {
-	if why := m.Deafness(); why != "" {
+	if why := m.AudioRefusal(); why != "" {
 		return nil, wire.BadParam("file", "model %s does not take audio: %s", m.Name, why)
 	}
 	if !media.IsAudio(f.File) {
