@@ -339,6 +339,7 @@ func (e *Engine) fillDescriptor(o Options, identity string) {
 		SlidingWindow:       int(d.n_swa),
 		CheckpointEvery:     int(d.ckpt_every),
 		CheckpointMax:       int(d.ckpt_max),
+		CheckpointTail:      int(d.ckpt_tail),
 		Drafts:              d.drafts != 0,
 		DraftMax:            int(d.draft_max),
 		DraftsRefused:       C.GoString(d.drafts_refused), // "" for null,

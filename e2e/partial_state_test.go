@@ -83,6 +83,16 @@ func partialStateTurns(t *testing.T, arch string) {
 	}
 	expectAlone(t, ref, "the edited prompt", edited, r.Tokens, predict)
 
+	// The same prompt again (a regenerated reply): it resumes at most a few
+	// tokens before its end — a recurrent model from the checkpoint its
+	// engine took there (engine.Descriptor.CheckpointTail).
+	again := complete(st, edited)
+	t.Logf("%s: the same prompt again: %d of %d cached", arch, again.Timings.CacheN, len(edited))
+	if tail := max(1, ref.e.Descriptor().CheckpointTail); again.Timings.CacheN < len(edited)-tail {
+		t.Errorf("the same prompt again: %d of %d cached, want at least %d", again.Timings.CacheN, len(edited), len(edited)-tail)
+	}
+	expectAlone(t, ref, "the same prompt again", edited, again.Tokens, predict)
+
 	turn2 := joinTokens(edited, r.Tokens, textTokens(t, ref.e, 60, 3))
 	r2 := complete(st, turn2)
 	t.Logf("%s: second turn: %d of %d cached, prompt %.1f ms", arch, r2.Timings.CacheN, len(turn2), r2.Timings.PromptMS)

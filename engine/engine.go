@@ -43,6 +43,10 @@ type Descriptor struct {
 	// sequence (0: it takes none).
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 	CheckpointMax   int `json:"checkpoint_max,omitempty"`
+	// CheckpointTail: a recurrent model's engine also checkpoints this
+	// many tokens before a prompt's end, where the planner ends a step, so
+	// the same prompt again resumes there (0: none).
+	CheckpointTail int `json:"checkpoint_tail,omitempty"`
 	// Drafts: decodes may carry drafts (Decode.DraftLen); false on
 	// sliding-window models, and on recurrent and hybrid ones unless opened
 	// for speculation on an architecture llama.cpp rolls back, where

@@ -584,6 +584,7 @@ static void sf_describe_impl(const sf_engine *e, sf_desc *d) {
     d->n_swa = e->n_swa;
     d->ckpt_every = e->partial != SF_PARTIAL_NONE ? SF_CKPT_EVERY : 0;
     d->ckpt_max = e->partial != SF_PARTIAL_NONE ? SF_CKPT_MAX : 0;
+    d->ckpt_tail = e->partial == SF_PARTIAL_RECURRENT ? SF_CKPT_TAIL : 0;
     d->n_eog = (int32_t)e->eog.size();
     d->eog = e->eog.data();
     d->chat_template = e->chat_template.c_str();

@@ -62,6 +62,15 @@ constexpr float SF_MAX_LOGIT = 1e30f;
 // the reply resumes there).
 constexpr int32_t SF_CKPT_EVERY = 512;
 constexpr int32_t SF_CKPT_MAX = 16;
+// A recurrent model also checkpoints SF_CKPT_TAIL tokens before a prompt's
+// end (the planner ends a step there): the same prompt again — a
+// regenerated reply, a retried request, a batch of one prompt — must
+// re-run at least its last token, and recurrent state cannot be cut back,
+// so without it such a prompt resumes from the last multiple of 512
+// (nothing, under 512 tokens). llama-server checkpoints 4 tokens before
+// the end for the same reason. A sliding-window model cuts within its
+// window and needs none.
+constexpr int32_t SF_CKPT_TAIL = 4;
 
 // engine.cpp: a log line to the callback sf_set_log installed (media.cpp
 // routes mtmd's log through it).

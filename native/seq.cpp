@@ -248,7 +248,8 @@ void sf_ckpt_after_prefill(sf_engine *e, const sf_lane *l, bool completes) {
     auto &v = e->ckpts[(size_t)l->seq];
     int32_t pos = (int32_t)l->prefilled;
     int32_t last = v.empty() ? 0 : v.back().pos;
-    if (pos <= last || (!completes && pos < last + SF_CKPT_EVERY)) {
+    const bool tail = e->partial == SF_PARTIAL_RECURRENT && (size_t)pos + SF_CKPT_TAIL == l->prompt.size();
+    if (pos <= last || (!completes && !tail && pos < last + SF_CKPT_EVERY)) {
         return;
     }
     const llama_state_seq_flags flags = LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY;

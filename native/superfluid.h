@@ -319,9 +319,12 @@ typedef struct sf_desc {
     int32_t n_swa;         /* the sliding window in tokens; 0: none */
     /* The engine checkpoints a prefilling lane's partial state every
      * ckpt_every prompt tokens and at the prompt's end, keeping the last
-     * ckpt_max per sequence (sf_seq_checkpoints); 0: it takes none. */
+     * ckpt_max per sequence (sf_seq_checkpoints); 0: it takes none. A
+     * recurrent model's also ckpt_tail tokens before the end, where a
+     * prefill step ends (0: none). */
     int32_t ckpt_every;
     int32_t ckpt_max;
+    int32_t ckpt_tail;
     /* 1: decodes may carry drafts (sf_decode): a sequence can be cut back
      * after a rejected one. 0 on sliding-window models, whose window cache
      * may have dropped, for the draft's later positions, cells the

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -220,6 +221,32 @@ func TestChunksOfACheckpointingModelEndWhereCheckpointsGo(t *testing.T) {
 	h.expectOutput("long", req)
 	if want := []int{512, 1024, 1400}; !slices.Equal(ends, want) {
 		t.Fatalf("chunks ended at %v, want %v", ends, want)
+	}
+}
+
+// A recurrent model's engine also checkpoints a few tokens before a
+// prompt's end (engine.Descriptor.CheckpointTail): its last chunk stops
+// there, so that the same prompt again resumes there.
+func TestChunksOfARecurrentModelStopBeforeThePromptsEnd(t *testing.T) {
+	h := newHarness(t, 4, 2048, Config{})
+	h.eng.Descriptor().CheckpointEvery = 512
+	h.eng.Descriptor().CheckpointTail = 4
+	h = newHarnessOn(t, h.eng, h.clock, Config{})
+	h.fast()
+	var ends []int
+	rec := &chunkRecorder{Fake: h.eng, ends: &ends}
+	h.loop.eng = rec
+	for _, n := range []int{1400, 300, 1028, 3} {
+		ends = ends[:0]
+		req := Request{Prompt: promptOf(n, n), Class: Background, MaxTokens: 2}
+		name := fmt.Sprint("prompt of ", n)
+		h.submit(name, req)
+		h.run(1000)
+		h.expectOutput(name, req)
+		want := map[int][]int{1400: {512, 1024, 1396, 1400}, 300: {296, 300}, 1028: {512, 1024, 1028}, 3: {3}}[n]
+		if !slices.Equal(ends, want) {
+			t.Errorf("a %d-token prompt's chunks ended at %v, want %v", n, ends, want)
+		}
 	}
 }
 

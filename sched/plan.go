@@ -174,7 +174,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 			b.holdBelow(l.job.class)
 		}
 		limit, span := l.chunkLimit()
-		chunk := p.alignToCheckpoint(l.prefilled, b.offerTo(min(rem, limit), l.job.class))
+		chunk := p.alignToCheckpoint(l.prefilled, b.offerTo(min(rem, limit), l.job.class), len(l.job.prompt))
 		if chunk == 0 {
 			continue
 		}
@@ -210,12 +210,19 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 // the last checkpoint before the divergence: a 1,400-token prompt taken in
 // one step would leave a checkpoint at 1,400 only, and an edit at 1,190
 // would find nothing. The chunks stay whole micro-batches at llama.cpp's
-// default (512 both), so the step costs what it did.
-func (p *planner) alignToCheckpoint(at, chunk int) int {
+// default (512 both), so the step costs what it did. A recurrent model's
+// chunk also ends checkpointTail tokens before the prompt's end (of n
+// tokens), where the engine checkpoints, so the same prompt again resumes
+// there rather than from the last multiple of the spacing.
+func (p *planner) alignToCheckpoint(at, chunk, n int) int {
 	if p.checkpointEvery <= 0 {
 		return chunk
 	}
-	return min(chunk, p.checkpointEvery-at%p.checkpointEvery)
+	chunk = min(chunk, p.checkpointEvery-at%p.checkpointEvery)
+	if tail := n - p.checkpointTail; p.checkpointTail > 0 && at < tail && tail < at+chunk {
+		chunk = tail - at
+	}
+	return chunk
 }
 
 // stepPrefillBudget is the prompt tokens this step may carry (budget), and

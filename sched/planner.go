@@ -26,6 +26,9 @@ type planner struct {
 	// checkpointEvery is the spacing of the engine's partial-state
 	// checkpoints (0: the model keeps none; see alignToCheckpoint).
 	checkpointEvery int
+	// checkpointTail: a step also ends this many tokens before a prompt's
+	// end, where the engine checkpoints (0: none).
+	checkpointTail int
 	// adapters is how many LoRA adapters the engine loaded; stepSet the
 	// set the step being planned runs under (lora.go).
 	adapters int
@@ -128,7 +131,7 @@ func newPlanner(cfg Config, d *engine.Descriptor, stats *counters) *planner {
 	if ubatch <= 0 {
 		ubatch = min(d.Batch, defaultUBatch)
 	}
-	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), ctx: d.Ctx, checkpointEvery: d.CheckpointEvery,
+	return &planner{cfg: cfg, batch: d.Batch, ubatch: min(ubatch, d.Batch), ctx: d.Ctx, checkpointEvery: d.CheckpointEvery, checkpointTail: d.CheckpointTail,
 		adapters: d.LoRA, cacheNS: newCacheNamespaces(d.Vocab), stats: stats, bgDivisor: cfg.BackgroundDivisor, spec: newSpecState(cfg.Speculation, d, cfg.Lanes)}
 }
 
