@@ -42,6 +42,25 @@ func (c *Cache) residentBudget() int {
 	return c.cfg.MaxResidentTokens
 }
 
+// admitted holds a sliding-window model's idle entries to their budget
+// as seq's prompt is admitted, the entry it was seeded from excepted.
+// Publishing spares the conversation's own entries, so that its next edit
+// can cut them anywhere; once another conversation's prompt arrives they
+// leave the pool like any idle one. Every resident cell widens each later
+// step's attention: llama-server keeps only the slot it serves in its
+// pool and saves the others to host memory, and a gemma4 prompt beside
+// the earlier conversations' cells took 1.35× its time (issue 22).
+func (c *Cache) admitted(seq int32) {
+	if c.eng.Descriptor().Partial != engine.PartialSWA {
+		return
+	}
+	before := c.stats.Evictions.Load()
+	c.enforceBudget(c.seededFrom[seq])
+	if c.stats.Evictions.Load() != before {
+		c.publishGauges()
+	}
+}
+
 // cutter returns the engine's cuts, nil when every cut is valid.
 func (c *Cache) cutter() engine.PartialCuts {
 	if c.eng.Descriptor().Partial == engine.PartialNone {
