@@ -23,8 +23,9 @@ type Config struct {
 	// sliding-window model's entries are not held to it (residentBudget).
 	MaxResidentTokens int
 	// MaxWindowResidentTokens is a sliding-window model's bound in place of
-	// MaxResidentTokens; 0: its entries stay until the engine reports a
-	// full pool.
+	// MaxResidentTokens, over which the conversation being served stays
+	// (enforceBudget, admitted); 0: its entries stay until the engine
+	// reports a full pool.
 	MaxWindowResidentTokens int
 	// HostBytes is the host-memory tier's budget for exported entries; 0
 	// disables the tier.

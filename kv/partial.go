@@ -27,14 +27,14 @@ import (
 const maxEntryCheckpoints = 32
 
 // residentBudget is the bound enforceBudget holds resident entries to
-// (0: none). A sliding-window model's entries are held to a larger bound
-// than the idle one (MaxWindowResidentTokens): moved out of the pool they
-// would keep only their last window (an export holds no cell that left
-// it), and a prompt leaving them further back could resume only from a
-// checkpoint, where resident they can be cut anywhere their cells still
-// cover (MinCut). But not to none: every cell in use costs each later
-// step's attention, and a pool left full makes steps fail and be retried
-// (issue 22).
+// (0: none). A sliding-window model's have their own
+// (MaxWindowResidentTokens), and the conversation being served stays over
+// it: moved out of the pool an entry keeps only its last window (an
+// export holds no cell that left it), and a prompt leaving it further
+// back resumes only from a checkpoint, where resident it can be cut
+// anywhere its cells still cover (MinCut). The others leave: every cell
+// in use costs each later step's attention, and a pool left full makes
+// steps fail and be retried (issue 22).
 func (c *Cache) residentBudget() int {
 	if c.eng.Descriptor().Partial == engine.PartialSWA {
 		return c.cfg.MaxWindowResidentTokens
@@ -47,9 +47,10 @@ func (c *Cache) residentBudget() int {
 // Publishing spares the conversation's own entries, so that its next edit
 // can cut them anywhere; once another conversation's prompt arrives they
 // leave the pool like any idle one. Every resident cell widens each later
-// step's attention: llama-server keeps only the slot it serves in its
-// pool and saves the others to host memory, and a gemma4 prompt beside
-// the earlier conversations' cells took 1.35× its time (issue 22).
+// step's attention: llama-server (--cache-idle-slots, its default,
+// with --kv-unified) saves idle slots to host memory and clears them as a
+// new task starts, and a gemma4 prompt beside the earlier conversations'
+// cells took 1.35× its time (issue 22).
 func (c *Cache) admitted(seq int32) {
 	if c.eng.Descriptor().Partial != engine.PartialSWA {
 		return
