@@ -32,22 +32,32 @@ func residentBudget(desc *engine.Descriptor, hostBytes int64) int {
 }
 
 // windowResidentShare is the share of the context a sliding-window model's
-// idle entries may hold resident (kv's MaxWindowResidentTokens). They are
-// held to more than half: moved out they keep only their last window, so
-// an edit further back resumes from a checkpoint instead of a cut. But the
-// engine keeps every layer's cells (cuts anywhere need them), so, as on a
-// full-attention model, each resident cell costs every later step, and a
-// pool left full makes steps fail and be retried: unbounded, a gemma4
-// conversation's cold prompt took 1.40× and its edit 2.28× llama-server's
-// time once a few conversations filled the pool (issue 22). The quarter
-// left over takes the next prompt without relieving the pool first.
+// idle entries may hold resident (kv's MaxWindowResidentTokens) when no
+// host tier takes them: evicted, they are gone, so they are held to more
+// than half. But not to all: each resident cell costs every later step,
+// and a pool left full makes steps fail and be retried. The quarter left
+// over takes the next prompt without relieving the pool first.
 const windowResidentShare = 3.0 / 4
 
 // windowResidentBudget is the cache's MaxWindowResidentTokens for a
-// model: 0 (unused) unless it has a sliding window.
-func windowResidentBudget(desc *engine.Descriptor) int {
+// model: 0 (unused) unless it has a sliding window. With a host tier, the
+// idle budget of a full-attention model: the entry a conversation just
+// published, and the one a prompt is seeded from, stay in the pool over
+// it (kv), so the conversation's own edits still cut anywhere, and the
+// other conversations' entries wait in host memory, where an edit further
+// back than the window resumes from a checkpoint (as in llama-server,
+// which keeps only the slot it serves in its pool). Kept resident up to
+// three quarters of the context instead, they stretched every step's
+// attention: measured on synth gemma4 small (bench/families.sh, 5
+// conversations), the steps of a cold prompt spanned up to 7,087 cells
+// where llama-server's spanned 2,156, and cold prompts took 1.35× and
+// edits 1.2× llama-server's time (issue 22).
+func windowResidentBudget(desc *engine.Descriptor, hostBytes int64) int {
 	if desc.Partial != engine.PartialSWA {
 		return 0
+	}
+	if hostBytes > 0 {
+		return min(residentIdleTokens, desc.Ctx/2)
 	}
 	return int(float64(desc.Ctx) * windowResidentShare)
 }

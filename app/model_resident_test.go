@@ -30,17 +30,21 @@ func TestResidentBudget(t *testing.T) {
 
 func TestWindowResidentBudget(t *testing.T) {
 	cases := []struct {
-		partial engine.Partial
-		want    int
+		partial   engine.Partial
+		hostBytes int64
+		want      int
 	}{
-		{engine.PartialSWA, 6144},
-		{engine.PartialNone, 0},
-		{engine.PartialRecurrent, 0},
+		// With a host tier the idle budget: other conversations' entries
+		// wait there, not in every step's attention.
+		{engine.PartialSWA, 1 << 30, 256},
+		{engine.PartialSWA, 0, 6144},
+		{engine.PartialNone, 1 << 30, 0},
+		{engine.PartialRecurrent, 1 << 30, 0},
 	}
 	for _, c := range cases {
 		desc := &engine.Descriptor{Ctx: 8192, Partial: c.partial}
-		if got := windowResidentBudget(desc); got != c.want {
-			t.Errorf("partial %v: windowResidentBudget = %d, want %d", c.partial, got, c.want)
+		if got := windowResidentBudget(desc, c.hostBytes); got != c.want {
+			t.Errorf("partial %v, host %d: windowResidentBudget = %d, want %d", c.partial, c.hostBytes, got, c.want)
 		}
 	}
 }

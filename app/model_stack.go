@@ -129,7 +129,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 		return nil, err
 	}
 	cache, err := kv.New(eng, kv.Config{Seqs: desc.Seqs, MaxResidentTokens: residentBudget(desc, o.HostCache),
-		MaxWindowResidentTokens: windowResidentBudget(desc), HostBytes: max(o.HostCache, 0), Watermarks: o.Pressure.Watermarks,
+		MaxWindowResidentTokens: windowResidentBudget(desc, o.HostCache), HostBytes: max(o.HostCache, 0), Watermarks: o.Pressure.Watermarks,
 		Park: ps, ParkEager: o.ParkEager && ps != nil, ParkIdle: parkIdle(o, ps)})
 	if err != nil {
 		if ps != nil {

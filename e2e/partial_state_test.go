@@ -124,9 +124,9 @@ func partialStateTurns(t *testing.T, arch string) {
 	expectAlone(t, ref, "the prompt diverging after a restart", edited2, r4.Tokens, predict)
 }
 
-// A sliding-window model's cached conversations stay in the KV pool past
-// half the context (kv residentBudget): exported they would keep only
-// their last window. Five distinct 1,100-token prompts overflow the three
+// Without a host tier, a sliding-window model's cached conversations stay
+// in the KV pool past half the context (kv residentBudget): evicted they
+// would be gone. Five distinct 1,100-token prompts overflow the three
 // quarters of a 4,096-token pool they may hold (app windowResidentShare):
 // the least recently used leave before a step finds the pool full (every
 // answer 200 and a lone run's), the last two stay — past half the pool —
@@ -139,7 +139,7 @@ func TestSlidingWindowEntriesStayResidentPastHalfThePool(t *testing.T) {
 	path := archModelFile(t, "gemma4")
 	ref := newRefEngine(t, path, 4096)
 	const predict = 4
-	st := startParkStack(t, app.Options{ModelPath: path, Lanes: 2})
+	st := startParkStack(t, app.Options{ModelPath: path, Lanes: 2, HostCache: -1})
 	complete := func(prompt []engine.Token) llamaCompletion {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"prompt": prompt, "n_predict": predict, "temperature": 0, "return_tokens": true, "cache_prompt": true})
@@ -174,5 +174,60 @@ func TestSlidingWindowEntriesStayResidentPastHalfThePool(t *testing.T) {
 			t.Errorf("prompt %d edited at %d: %d cached, want all of it", i, div, r.Timings.CacheN)
 		}
 		expectAlone(t, ref, fmt.Sprintf("prompt %d edited", i), edited, r.Tokens, predict)
+	}
+}
+
+// With a host tier, a sliding-window model keeps in the KV pool only the
+// conversation being served, as llama-server keeps only its active slot:
+// each prompt of another conversation sends the last one's entry to host
+// memory as it is admitted, so its steps attend over its own cells alone
+// (issue 22: beside the resident conversations, a gemma4 cold prompt took
+// 1.35× llama-server's time). The last conversation's edit still cuts
+// where it diverges; an older one's resumes from its checkpoint in host
+// memory, as llama-server's would from its own; every answer is a lone
+// run's.
+func TestSlidingWindowKeepsOnlyTheServedConversationResident(t *testing.T) {
+	if cgo.LlamaSource() != "upstream source tree" {
+		t.Skip("gemma4 needs the upstream llama.cpp")
+	}
+	path := archModelFile(t, "gemma4")
+	ref := newRefEngine(t, path, 4096)
+	const predict = 4
+	st := startParkStack(t, app.Options{ModelPath: path, Lanes: 2})
+	complete := func(prompt []engine.Token) llamaCompletion {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"prompt": prompt, "n_predict": predict, "temperature": 0, "return_tokens": true, "cache_prompt": true})
+		return llamaDo[llamaCompletion](t, st.Stack, "/completion", string(body))
+	}
+	var prompts [][]engine.Token
+	for i := range 3 {
+		p := textTokens(t, ref.e, 1100, uint64(300+i))
+		r := complete(p)
+		expectAlone(t, ref, fmt.Sprintf("prompt %d", i), p, r.Tokens, predict)
+		prompts = append(prompts, p)
+	}
+	m := scrapeMetrics(t, st.URL())
+	if r := m["superfluid_cache_resident_tokens"]; r <= 1100 || r > 1100+predict {
+		t.Errorf("%v tokens resident, want the last conversation's alone (1,100 and its reply)", r)
+	}
+	if m["superfluid_cache_host_bytes"] == 0 {
+		t.Error("nothing in host memory: the older conversations should wait there")
+	}
+	every := ref.e.Descriptor().CheckpointEvery
+	for _, c := range []struct {
+		i    int
+		want func(div int) int
+	}{
+		{2, func(div int) int { return div }},                 // resident: cut at the edit
+		{0, func(div int) int { return div / every * every }}, // host memory: its checkpoint
+	} {
+		div := len(prompts[c.i]) * 85 / 100
+		edited := joinTokens(prompts[c.i][:div], textTokens(t, ref.e, 60, uint64(400+c.i)))
+		r := complete(edited)
+		t.Logf("prompt %d edited at %d: %d cached", c.i, div, r.Timings.CacheN)
+		if r.Timings.CacheN != c.want(div) {
+			t.Errorf("prompt %d edited at %d: %d cached, want %d", c.i, div, r.Timings.CacheN, c.want(div))
+		}
+		expectAlone(t, ref, fmt.Sprintf("prompt %d edited", c.i), edited, r.Tokens, predict)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,8 +23,9 @@ type Config struct {
 	// sliding-window model's entries are not held to it (residentBudget).
 	MaxResidentTokens int
 	// MaxWindowResidentTokens is a sliding-window model's bound in place of
-	// MaxResidentTokens; 0: its entries stay until the engine reports a
-	// full pool.
+	// MaxResidentTokens, over which the conversation being served stays
+	// (enforceBudget, admitted); 0: its entries stay until the engine
+	// reports a full pool.
 	MaxWindowResidentTokens int
 	// HostBytes is the host-memory tier's budget for exported entries; 0
 	// disables the tier.
@@ -143,6 +145,11 @@ type Cache struct {
 	// trace says of them (sched.TierReporter).
 	lastTier   string
 	lastParked bool
+	// seededFrom is, per leased sequence, the resident entry its seed
+	// was copied from: its conversation's, which a sliding-window model
+	// keeps in the pool while the lane runs and as it publishes (admitted,
+	// enforceBudget).
+	seededFrom map[int32]*entry
 }
 
 // LastAcquireTier is where the last Acquire (or AcquireRestoring) found
@@ -159,7 +166,7 @@ func New(eng engine.Engine, cfg Config) (*Cache, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Cache{eng: eng, cfg: cfg, leased: map[int32]bool{}, entries: map[int32]*entry{}, parked: map[string]*parkEntry{}, restores: map[int32]*restore{}, inherit: map[int32][]engine.Checkpoint{}}
+	c := &Cache{eng: eng, cfg: cfg, leased: map[int32]bool{}, entries: map[int32]*entry{}, parked: map[string]*parkEntry{}, restores: map[int32]*restore{}, inherit: map[int32][]engine.Checkpoint{}, seededFrom: map[int32]*entry{}}
 	c.host.budget = cfg.HostBytes
 	for s := cfg.Seqs - 1; s >= 0; s-- {
 		c.free = append(c.free, int32(s))
@@ -193,6 +200,7 @@ func (c *Cache) Acquire(tokens []engine.Token) (int32, int, error) {
 		cached = 0
 	}
 	c.countAcquire(tokens, cached)
+	c.admitted(seq)
 	return seq, cached, nil
 }
 
@@ -271,6 +279,7 @@ func (c *Cache) seedFromResident(seq int32, e *entry, depth int) int {
 	}
 	e.used, e.touched = c.clock, c.cfg.Now()
 	c.inherit[seq] = checkpointsUpTo(e.ckpts, depth)
+	c.seededFrom[seq] = e
 	return depth
 }
 
@@ -352,6 +361,8 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 	c.clock++
 	delete(c.leased, seq)
 	delete(c.restores, seq) // a restore in flight for a lane that left
+	from := c.seededFrom[seq]
+	delete(c.seededFrom, seq)
 	defer c.tidy()
 	if len(tokens) == 0 {
 		delete(c.inherit, seq) // the engine's checkpoints go with the sequence
@@ -397,7 +408,7 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 	if c.cfg.ParkEager {
 		c.lastParked = c.parkSeq(n, seq, false)
 	}
-	c.enforceBudget(e)
+	c.enforceBudget(e, from)
 	c.publishGauges()
 }
 
@@ -405,7 +416,7 @@ func (c *Cache) Release(seq int32, tokens []engine.Token) {
 // one) after the engine ran out of KV cells; false when nothing is cached.
 func (c *Cache) Relieve() bool {
 	c.tidy()
-	v := c.victim(nil)
+	v := c.victim()
 	if v == nil {
 		return false
 	}
@@ -424,7 +435,7 @@ func (c *Cache) freeSeq(seq int32) {
 // takeSeq pops a free sequence, evicting a whole entry when none is free.
 func (c *Cache) takeSeq() (int32, error) {
 	if len(c.free) == 0 {
-		v := c.victim(nil)
+		v := c.victim()
 		if v == nil {
 			return -1, ErrNoSequence
 		}
@@ -436,15 +447,15 @@ func (c *Cache) takeSeq() (int32, error) {
 	return seq, nil
 }
 
-// victim picks the entry to evict other than spare (nil: any): least
+// victim picks the entry to evict other than those spared: least
 // recently used, entries whose prefix other requests shared later, pinned
 // entries last of all.
-func (c *Cache) victim(spare *entry) *entry {
+func (c *Cache) victim(spare ...*entry) *entry {
 	pinned := c.pinned()
 	var best *entry
 	bestShared, bestPinned := false, false
 	for _, e := range c.entries {
-		if e == spare {
+		if slices.Contains(spare, e) {
 			continue
 		}
 		shared, pin := c.sharedPrefix(e) != nil, pinned[e.node] > 0
@@ -525,21 +536,23 @@ func (c *Cache) cutBackTo(e *entry) *node {
 }
 
 // enforceBudget evicts until resident entries fit their budget. A
-// sliding-window model's fresh entry (just published) stays: nobody has
-// matched it yet, so victim would take it before older entries others
-// shared, and moved out it loses the cuts its conversation's next edit
-// needs (issue 22). A full-attention model's goes to host memory whole.
-func (c *Cache) enforceBudget(fresh *entry) {
+// sliding-window model's entries of the conversation being served stay
+// (conv: the fresh one just published, the one its prompt was seeded
+// from): nobody has matched a fresh entry yet, so victim would take it
+// before older entries others shared, and moved out they lose the cuts
+// the conversation's next edit or turn needs (issue 22). A full-attention
+// model's go to host memory whole.
+func (c *Cache) enforceBudget(conv ...*entry) {
 	budget := c.shedBudget(c.residentBudget())
 	if budget <= 0 {
 		return
 	}
-	spare := fresh
-	if c.eng.Descriptor().Partial != engine.PartialSWA {
-		spare = nil
+	var spare []*entry
+	if c.eng.Descriptor().Partial == engine.PartialSWA {
+		spare = conv
 	}
 	for c.residentTokens() > budget {
-		v := c.victim(spare)
+		v := c.victim(spare...)
 		if v == nil {
 			return
 		}

@@ -438,3 +438,53 @@ func TestReleaseCopiesOnlyTheCheckpointsItKeeps(t *testing.T) {
 		t.Fatalf("%d checkpoints copied out, want none more for a stream cached inside a longer one", w.handed)
 	}
 }
+
+// With a host tier, a sliding-window model's entries stay in the pool over
+// the idle budget while their own conversation goes on (published fresh,
+// seeded from), and go to host memory as soon as another conversation's
+// prompt is admitted: resident, their cells would widen the attention of
+// every step of that prompt (issue 22).
+func TestWindowEntryLeavesThePoolWhenAnotherPromptIsAdmitted(t *testing.T) {
+	w := newWindowEngine(8, 100)
+	c, _ := New(w, Config{Seqs: 8, MaxResidentTokens: 100, MaxWindowResidentTokens: 100, HostBytes: 1 << 20, MinHostTokens: 16})
+	first := seqOf(1, 900)
+	serveWindow(t, c, w, first, 512)
+	if got := tiers(c); got["resident"] != 1 {
+		t.Fatalf("tiers %v after publishing, want the fresh entry resident over the budget", got)
+	}
+	n, _ := c.tree.match(first)
+	w.minCut[n.resident.seq] = 0 // the pool kept the cells that left the window
+
+	// The conversation's own edit cuts it where it diverges, and both
+	// streams stay: the original's next turn may still come.
+	edited := cat(first[:765], seqOf(5000, 100))
+	if cached := serveWindow(t, c, w, edited); cached != 765 {
+		t.Fatalf("the conversation's own edit: cached %d, want a cut at 765", cached)
+	}
+	if got := tiers(c); got["resident"] != 2 || got["host"] != 0 {
+		t.Fatalf("tiers %v after the edit, want the edit and the stream it was seeded from resident", got)
+	}
+	// The original's next turn, re-rendered a few tokens before its end.
+	if cached := serveWindow(t, c, w, cat(first[:890], seqOf(6000, 20))); cached != 890 {
+		t.Fatalf("the original's next turn: cached %d, want a cut at 890", cached)
+	}
+
+	seq, cached, err := c.Acquire(seqOf(20000, 900))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached != 0 {
+		t.Fatalf("an unrelated prompt: cached %d", cached)
+	}
+	if got := tiers(c); got["resident"] != 0 || got["host"] < 2 {
+		t.Fatalf("tiers %v while another conversation's prompt runs, want the first one's streams in host memory", got)
+	}
+	if r := c.Stats().ResidentTokens.Load(); r != 0 {
+		t.Fatalf("resident tokens gauge %d, want 0", r)
+	}
+	c.Release(seq, nil)
+	// The edited stream's next turn comes back from host memory whole.
+	if cached := serveWindow(t, c, w, cat(edited, seqOf(7000, 20))); cached != len(edited) {
+		t.Fatalf("the edited stream's next turn: cached %d, want %d", cached, len(edited))
+	}
+}

@@ -58,8 +58,10 @@ func (c *Cache) AcquireRestoring(tokens []engine.Token, ready func()) (seq int32
 			cached = 0
 		}
 		c.countAcquire(tokens, cached)
+		c.admitted(seq)
 		return seq, cached, false, nil
 	}
+	c.admitted(seq)
 	r := &restore{entry: cd.park, toks: cd.park.node.path(), depth: pk, done: make(chan struct{})}
 	c.restores[seq] = r
 	c.lastTier = "parked"
