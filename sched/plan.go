@@ -42,7 +42,7 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 		}
 		l.decodeStarved = 0
 		p.addDecode(pl, l)
-		p.stepInteractiveDecode = p.stepInteractiveDecode || l.job.class.interactive()
+		p.stepInteractiveDecode = p.stepInteractiveDecode || l.job.watched()
 	}
 	p.finishDrafts(pl)
 	if !pl.Empty() {
@@ -185,7 +185,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 		}
 		l.chunk = chunk
 		l.prefillStarved = 0
-		b.take(chunk, chunk == rem, l.job.class)
+		b.take(chunk, chunk == rem && !l.job.whole, l.job.class)
 	}
 	if !prefill {
 		return
@@ -252,20 +252,20 @@ func (p *planner) stepPrefillBudget(room int, decoders []*lane, now time.Time) (
 		return min(budget, p.ubatch), room
 	}
 	var beside float64
-	interactiveDecodes := false
+	watchedDecodes := false // a reply someone reads token by token waits out this step
 	for _, l := range decoders {
 		beside += p.prefillCost.rowSecs(float64(l.npast))
-		interactiveDecodes = interactiveDecodes || l.job.class.interactive()
+		watchedDecodes = watchedDecodes || l.job.watched()
 	}
 	depth := p.deepestPrompt()
 	joined, interactive := p.othersElsewhere()
 	interactive = interactive || !p.lastInteractive.IsZero() && now.Sub(p.lastInteractive) < interactiveWindow
 	growMax = room
-	if !joined && !interactiveDecodes && !(p.joinerWaits() && !p.alone()) {
+	if !joined && !watchedDecodes && !(p.joinerWaits() && !p.alone()) {
 		budget = min(budget, soloTokens(&p.prefillCost, depth, beside, p.ubatch))
 	} else {
 		budget = min(budget, joinWaitTokens(&p.prefillCost, depth, beside))
-		if interactiveDecodes {
+		if watchedDecodes {
 			growMax = budget
 		}
 	}

@@ -172,6 +172,7 @@ func newJob(id uint64, req *Request) *job {
 	j := &job{
 		id:        id,
 		class:     req.Class,
+		whole:     req.Whole,
 		prompt:    append([]engine.Token(nil), req.Prompt...),
 		promptLen: len(req.Prompt),
 		maxTokens: req.MaxTokens,
