@@ -231,6 +231,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if !busy && s.loop.p.idle() {
+			s.gatherBurst(ctx) // burst.go
+		}
 		s.takeInbox()
 		s.loop.p.bgDivisor = int(s.divisor.Load())
 		s.loop.setPressure(Pressure(s.pressure.Load()))
