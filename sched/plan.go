@@ -48,18 +48,26 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 	if !pl.Empty() {
 		p.stats.ticks.Add(1)
 	}
-	if p.stepInteractiveDecode || p.stepInteractivePrefill(pl) {
+	if p.stepInteractiveDecode || p.planCarries(pl, Class.interactive) {
 		p.lastInteractive = now
+	}
+	if p.planCarries(pl, func(c Class) bool { return c == FIM }) {
+		p.lastFIM = now
 	}
 	p.stepRows, p.stepDepth = p.planShape(pl)
 	return pl
 }
 
-// stepInteractivePrefill reports whether the plan carries a Chat or FIM
-// prompt's chunk.
-func (p *planner) stepInteractivePrefill(pl *engine.Plan) bool {
+// planCarries reports whether the plan carries a prompt chunk or a token
+// of a lane whose class is.
+func (p *planner) planCarries(pl *engine.Plan, is func(Class) bool) bool {
 	for i := range pl.Prefills {
-		if l := p.find(pl.Prefills[i].Lane); l != nil && l.job.class.interactive() {
+		if l := p.find(pl.Prefills[i].Lane); l != nil && is(l.job.class) {
+			return true
+		}
+	}
+	for i := range pl.Decodes {
+		if l := p.find(pl.Decodes[i].Lane); l != nil && is(l.job.class) {
 			return true
 		}
 	}
@@ -73,11 +81,12 @@ func (p *planner) stepInteractivePrefill(pl *engine.Plan) bool {
 func (p *planner) decoders() []*lane {
 	cands := p.cands[:0]
 	throttle := p.bgDivisor > 1 && p.steps%uint64(p.bgDivisor) != 0
+	editorHold := p.shortFIMDecoding() // editor.go
 	for _, l := range p.lanes {
 		if l.finishing || !l.admitted || !l.decoding() || l.toGenerate() == 0 {
 			continue
 		}
-		if throttle && !l.job.class.interactive() {
+		if !l.job.class.interactive() && (throttle || editorHold && l.decodeStarved < p.cfg.StarvationSteps) {
 			l.decodeStarved++
 			continue
 		}
@@ -271,7 +280,7 @@ func (p *planner) stepPrefillBudget(room int, decoders []*lane, now time.Time) (
 	}
 	if interactive {
 		if c, ok := bestWaitingPrompt(p.lanes); ok && !c.interactive() {
-			budget = min(budget, interactiveWaitTokens(&p.prefillCost, depth, beside))
+			budget = min(budget, interactiveWaitTokens(&p.prefillCost, depth, beside, p.worseWaitSecs(now)))
 		}
 	}
 	return budget, growMax

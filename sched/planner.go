@@ -58,6 +58,9 @@ type planner struct {
 	// lastInteractive is when a plan last carried a Chat or FIM lane's
 	// prompt or token: a person at work on this engine.
 	lastInteractive time.Time
+	// lastFIM is when a plan last carried a FIM lane's prompt or token: an
+	// editor at work on this engine (editor.go).
+	lastFIM time.Time
 	// bgDivisor throttles Agent and Background decoding to one step in N.
 	bgDivisor int
 	// pressure is the machine's memory pressure (pressure.go).

@@ -223,10 +223,11 @@ const (
 	interactiveMinTokens = 8
 )
 
-// interactiveWaitTokens is joinWaitTokens at interactiveWaitSecs, in
-// whole interactiveMinTokens.
-func interactiveWaitTokens(cost *rowCost, depth int, besideSecs float64) int {
-	return tokensWithinWait(cost, depth, besideSecs, interactiveWaitSecs, interactiveMinTokens, interactiveMinTokens)
+// interactiveWaitTokens is joinWaitTokens at secs (interactiveWaitSecs,
+// or less while an editor works here: worseWaitSecs), in whole
+// interactiveMinTokens.
+func interactiveWaitTokens(cost *rowCost, depth int, besideSecs, secs float64) int {
+	return tokensWithinWait(cost, depth, besideSecs, secs, interactiveMinTokens, interactiveMinTokens)
 }
 
 func clampF(v, lo, hi float64) float64 { return min(max(v, lo), hi) }
