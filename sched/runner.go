@@ -228,11 +228,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			case <-s.wake:
 			}
 		}
-		if ctx.Err() != nil {
-			return nil
-		}
 		if !busy && s.loop.p.idle() {
 			s.gatherBurst(ctx) // burst.go
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 		s.takeInbox()
 		s.loop.p.bgDivisor = int(s.divisor.Load())
