@@ -78,8 +78,10 @@
 // little (cost.go). The budget is what fits at the depth of the deepest
 // prompt left, counting the rows' growing depth within the chunk. The
 // decode share is owed in measured seconds (held to the same 1.5 times the
-// fit) and the short-reply hold in the measured decode step: a reply of a
-// few seconds hardly deepens its lane. A reply taken whole
+// fit) and the short-reply hold in the measured decode step (one step
+// counting as at most 1.5 times the step learnt, so a stall on a loaded
+// machine does not release the hold): a reply of a few seconds hardly
+// deepens its lane. A reply taken whole
 // (Request.Whole: a response that is not streamed, a batch job) has no
 // inter-token deadline: its decoding lane does not shorten the step, and
 // its completing prompt caps no tail, so requests already waiting prefill

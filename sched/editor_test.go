@@ -126,3 +126,75 @@ func TestEditorWaitsLittleAndDecodesAlone(t *testing.T) {
 		t.Errorf("%d of %d FIM decode steps carried background rows; want none while the reply is short", beside, fimDecodes)
 	}
 }
+
+// stallingEngine stalls the clock inside the ticks stall picks, as a
+// loaded machine does to one step now and then.
+type stallingEngine struct {
+	*enginetest.Fake
+	clock *fakeClock
+	ticks int
+	stall func(tick int, p *engine.Plan) time.Duration
+}
+
+func (s *stallingEngine) Tick(p *engine.Plan) (*engine.Events, error) {
+	s.ticks++
+	d := s.stall(s.ticks, p)
+	s.clock.Advance(d)
+	ev, err := s.Fake.Tick(p)
+	if ev != nil {
+		ev.Timings.StepNS += int64(d) // the engine's own measure of the step
+	}
+	return ev, err
+}
+
+// A decode step of a FIM reply that stalls for a second (a loaded machine)
+// does not make the reply look long: background prefill and decode stay
+// held for the rest of it. Learnt whole, the stall released both holds and
+// background rows joined the reply's steps.
+func TestStalledStepKeepsTheEditorHolds(t *testing.T) {
+	h := newHarness(t, 8, 2048, Config{})
+	h.eng.Cost = smallModelCost
+	h.eng.KeepPlans = true
+	noStall := func(int, *engine.Plan) time.Duration { return 0 }
+	se := &stallingEngine{Fake: h.eng, clock: h.clock, stall: noStall}
+	h.loop = newLoop(se, h.cache, h.loop.p.cfg, h.stats)
+	reqs := map[string]Request{
+		"bgDecoding":   {Prompt: promptOf(1, 300), Class: Background, MaxTokens: 400},
+		"bgPrefilling": {Prompt: promptOf(2, 2000), Class: Background, MaxTokens: 8},
+		"fim":          {Prompt: promptOf(3, 94), Class: FIM, MaxTokens: 32},
+	}
+	h.submit("bgDecoding", reqs["bgDecoding"])
+	h.submit("bgPrefilling", reqs["bgPrefilling"])
+	for range 4 {
+		h.step()
+	}
+	h.submit("fim", reqs["fim"])
+	h.step()
+	fim := h.laneOf("fim")
+	decodes := 0
+	se.stall = func(tick int, p *engine.Plan) time.Duration {
+		if len(p.Decodes) == 1 && p.Decodes[0].Lane == fim {
+			if decodes++; decodes == 3 {
+				return time.Second
+			}
+		}
+		return 0
+	}
+	before := len(h.eng.Plans)
+	for !h.done("fim") {
+		h.step()
+	}
+	if decodes < 3 {
+		t.Fatalf("the FIM reply decoded alone in %d steps; the stall never came", decodes)
+	}
+	for _, pl := range h.eng.Plans[before:] {
+		if decodesIn(&pl, fim) && (len(pl.Prefills) > 0 || len(pl.Decodes) > 1) {
+			t.Fatalf("after the stall a step of the FIM reply carried %d prompt chunks and %d decoding lanes; want it alone", len(pl.Prefills), len(pl.Decodes))
+		}
+	}
+	se.stall = noStall
+	h.run(100000)
+	for name, req := range reqs {
+		h.expectOutput(name, req)
+	}
+}
