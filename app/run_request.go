@@ -79,7 +79,8 @@ func RunOne(ctx context.Context, m *task.Model, spec *task.Spec, w io.Writer) (t
 		_, err := w.Write(d.Text)
 		return err
 	}}
-	turns, err := task.Run(ctx, m, &task.Request{Choices: []*task.Spec{spec}}, sink)
+	// Its text streams to w as it comes: the scheduler treats it as watched.
+	turns, err := task.Run(task.Streaming(ctx), m, &task.Request{Choices: []*task.Spec{spec}}, sink)
 	if len(turns) == 0 {
 		return task.Turn{}, err
 	}

@@ -30,6 +30,7 @@ func (h serverHost) RequestContext(ctx *fasthttp.RequestCtx) (context.Context, f
 func (h serverHost) Stream(ctx *fasthttp.RequestCtx, sse bool, begin func(rctx context.Context) error,
 	produce func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter)) error {
 	rctx, done := h.s.requestContext(ctx)
+	rctx = task.Streaming(rctx) // its lanes' tokens are read as they come
 	if begin != nil {
 		if err := begin(rctx); err != nil {
 			done()

@@ -8,7 +8,7 @@ package sched
 // prefill steps' measured time: after a step carrying prompt tokens, the
 // planner runs decode-only steps until they have taken
 // decodeShareBesidePrefill of its time (decodeShareBesidePrefillInteractive
-// while a Chat or FIM lane decodes, whose short reply matters more than
+// while a streamed Chat or FIM reply decodes, whose short reply matters more than
 // someone's prompt), then prefills again. Agent and Background lanes may
 // be throttled to one step in N (BackgroundDivisor); a lane passed over for
 // StarvationSteps steps goes first.

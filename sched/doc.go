@@ -78,8 +78,20 @@
 // little (cost.go). The budget is what fits at the depth of the deepest
 // prompt left, counting the rows' growing depth within the chunk. The
 // decode share is owed in measured seconds (held to the same 1.5 times the
-// fit) and the short-reply hold in the measured decode step: a reply of a
-// few seconds hardly deepens its lane. The tokens
+// fit) and the short-reply hold in the measured decode step (one step
+// counting as at most 1.5 times the step learnt, so a stall on a loaded
+// machine does not release the hold): a reply of a few seconds hardly
+// deepens its lane. A reply taken whole
+// (Request.Whole: a response that is not streamed, a batch job) has no
+// inter-token deadline: its decoding lane does not shorten the step, and
+// its completing prompt caps no tail, so requests already waiting prefill
+// together as far as the step's bound allows (eight non-streamed
+// completions arriving together prefill in one step, as llama-server
+// does); an idle runner woken by such requests first gathers the rest of
+// their burst for a few milliseconds (burst.go). While an editor works
+// here (FIM work within interactiveWindow), the 0.15 s bound on Agent and
+// Background prefill steps shrinks to eight of the measured decode steps
+// when that is shorter (editor.go). The tokens
 // go to lanes in prefill order:
 // better classes, then the shortest remaining prompt, then the oldest;
 // prompts that arrived together therefore finish one after another rather
@@ -108,7 +120,8 @@
 // paid in decode-only steps before the next prefill step; a waiting Chat
 // or FIM prompt is not made to wait it out. Lanes that starved go first;
 // Agent and Background decoding may be throttled to one step in N
-// (BackgroundDivisor).
+// (BackgroundDivisor), and puts no token into the steps of a FIM reply
+// that ends within a second (editor.go), short of StarvationSteps.
 //
 // # Restores
 //

@@ -12,6 +12,7 @@ import (
 type job struct {
 	id     uint64
 	class  Class
+	whole  bool // Request.Whole
 	stream *Stream
 	api    string // the submitter's API (WithAPI), for status views
 
@@ -73,6 +74,12 @@ type job struct {
 	err    error
 	ended  time.Time
 }
+
+// watched reports whether a person reads this job's reply token by token:
+// a Chat or FIM request whose client streams. Such a lane has an
+// inter-token deadline, so prefill steps beside it stay short, and its
+// prompt's first token is not held behind a tail of others' prompts.
+func (j *job) watched() bool { return j.class.interactive() && !j.whole }
 
 func (j *job) cancelled() bool { return j.stream != nil && j.stream.cancelled.Load() }
 

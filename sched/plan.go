@@ -42,24 +42,32 @@ func (p *planner) buildPlan(now time.Time) *engine.Plan {
 		}
 		l.decodeStarved = 0
 		p.addDecode(pl, l)
-		p.stepInteractiveDecode = p.stepInteractiveDecode || l.job.class.interactive()
+		p.stepInteractiveDecode = p.stepInteractiveDecode || l.job.watched()
 	}
 	p.finishDrafts(pl)
 	if !pl.Empty() {
 		p.stats.ticks.Add(1)
 	}
-	if p.stepInteractiveDecode || p.stepInteractivePrefill(pl) {
+	if p.stepInteractiveDecode || p.planCarries(pl, Class.interactive) {
 		p.lastInteractive = now
+	}
+	if p.planCarries(pl, func(c Class) bool { return c == FIM }) {
+		p.lastFIM = now
 	}
 	p.stepRows, p.stepDepth = p.planShape(pl)
 	return pl
 }
 
-// stepInteractivePrefill reports whether the plan carries a Chat or FIM
-// prompt's chunk.
-func (p *planner) stepInteractivePrefill(pl *engine.Plan) bool {
+// planCarries reports whether the plan carries a prompt chunk or a token
+// of a lane whose class is.
+func (p *planner) planCarries(pl *engine.Plan, is func(Class) bool) bool {
 	for i := range pl.Prefills {
-		if l := p.find(pl.Prefills[i].Lane); l != nil && l.job.class.interactive() {
+		if l := p.find(pl.Prefills[i].Lane); l != nil && is(l.job.class) {
+			return true
+		}
+	}
+	for i := range pl.Decodes {
+		if l := p.find(pl.Decodes[i].Lane); l != nil && is(l.job.class) {
 			return true
 		}
 	}
@@ -73,11 +81,12 @@ func (p *planner) stepInteractivePrefill(pl *engine.Plan) bool {
 func (p *planner) decoders() []*lane {
 	cands := p.cands[:0]
 	throttle := p.bgDivisor > 1 && p.steps%uint64(p.bgDivisor) != 0
+	editorHold := p.shortFIMDecoding() // editor.go
 	for _, l := range p.lanes {
 		if l.finishing || !l.admitted || !l.decoding() || l.toGenerate() == 0 {
 			continue
 		}
-		if throttle && !l.job.class.interactive() {
+		if !l.job.class.interactive() && (throttle || editorHold && l.decodeStarved < p.cfg.StarvationSteps) {
 			l.decodeStarved++
 			continue
 		}
@@ -185,7 +194,7 @@ func (p *planner) planPrefill(pl *engine.Plan, now time.Time, decoders []*lane, 
 		}
 		l.chunk = chunk
 		l.prefillStarved = 0
-		b.take(chunk, chunk == rem, l.job.class)
+		b.take(chunk, chunk == rem && !l.job.whole, l.job.class)
 	}
 	if !prefill {
 		return
@@ -259,26 +268,26 @@ func (p *planner) stepPrefillBudget(room int, decoders []*lane, now time.Time) (
 		return min(budget, p.ubatch), room
 	}
 	var beside float64
-	interactiveDecodes := false
+	watchedDecodes := false // a reply someone reads token by token waits out this step
 	for _, l := range decoders {
 		beside += p.prefillCost.rowSecs(float64(l.npast))
-		interactiveDecodes = interactiveDecodes || l.job.class.interactive()
+		watchedDecodes = watchedDecodes || l.job.watched()
 	}
 	depth := p.deepestPrompt()
 	joined, interactive := p.othersElsewhere()
 	interactive = interactive || !p.lastInteractive.IsZero() && now.Sub(p.lastInteractive) < interactiveWindow
 	growMax = room
-	if !joined && !interactiveDecodes && !(p.joinerWaits() && !p.alone()) {
+	if !joined && !watchedDecodes && !(p.joinerWaits() && !p.alone()) {
 		budget = min(budget, soloTokens(&p.prefillCost, depth, beside, p.ubatch))
 	} else {
 		budget = min(budget, joinWaitTokens(&p.prefillCost, depth, beside))
-		if interactiveDecodes {
+		if watchedDecodes {
 			growMax = budget
 		}
 	}
 	if interactive {
 		if c, ok := bestWaitingPrompt(p.lanes); ok && !c.interactive() {
-			budget = min(budget, interactiveWaitTokens(&p.prefillCost, depth, beside))
+			budget = min(budget, interactiveWaitTokens(&p.prefillCost, depth, beside, p.worseWaitSecs(now)))
 		}
 	}
 	return budget, growMax

@@ -56,11 +56,15 @@ type planner struct {
 	// decodeOwed is the decode-only time owed to the prefill steps that
 	// ran (decodeShare of their time), paid before the next prefill step.
 	decodeOwed float64
-	// stepInteractiveDecode: a Chat or FIM lane decodes in the step of plan.
+	// stepInteractiveDecode: a watched lane (a streamed Chat or FIM reply,
+	// job.watched) decodes in the step of plan.
 	stepInteractiveDecode bool
 	// lastInteractive is when a plan last carried a Chat or FIM lane's
 	// prompt or token: a person at work on this engine.
 	lastInteractive time.Time
+	// lastFIM is when a plan last carried a FIM lane's prompt or token: an
+	// editor at work on this engine (editor.go).
+	lastFIM time.Time
 	// bgDivisor throttles Agent and Background decoding to one step in N.
 	bgDivisor int
 	// pressure is the machine's memory pressure (pressure.go).

@@ -117,17 +117,21 @@ func (b *prefillBudget) holdBelow(c Class) {
 	b.holding = true
 }
 
-// take spends chunk tokens. The first chunk that completes a prompt caps
-// what is left at that chunk's size (at least prefillTailFloor): the
-// prompt's first token comes at the end of the step that carries it, so a
-// large tail beside it would delay the token for someone else's prompt.
-func (b *prefillBudget) take(chunk int, completes bool, c Class) {
+// take spends chunk tokens. The first chunk that completes a prompt
+// whose reply streams (capsTail) caps what is left at that chunk's size
+// (at least prefillTailFloor): the prompt's first token comes at the end
+// of the step that carries it, so a large tail beside it would delay the
+// token for someone else's prompt. A prompt whose reply is taken whole
+// (Request.Whole) caps nothing: its client sees only the reply's end,
+// which its neighbours' prompts in this step delay less than steps of
+// their own between its tokens would.
+func (b *prefillBudget) take(chunk int, capsTail bool, c Class) {
 	b.left -= chunk
 	b.room -= chunk
 	if b.worseLimited && c > b.worseThan {
 		b.worseLeft -= chunk
 	}
-	if completes && !b.tailCapped {
+	if capsTail && !b.tailCapped {
 		b.tailCapped = true
 		b.left = min(b.left, max(chunk, prefillTailFloor))
 	}
@@ -219,10 +223,11 @@ const (
 	interactiveMinTokens = 8
 )
 
-// interactiveWaitTokens is joinWaitTokens at interactiveWaitSecs, in
-// whole interactiveMinTokens.
-func interactiveWaitTokens(cost *rowCost, depth int, besideSecs float64) int {
-	return tokensWithinWait(cost, depth, besideSecs, interactiveWaitSecs, interactiveMinTokens, interactiveMinTokens)
+// interactiveWaitTokens is joinWaitTokens at secs (interactiveWaitSecs,
+// or less while an editor works here: worseWaitSecs), in whole
+// interactiveMinTokens.
+func interactiveWaitTokens(cost *rowCost, depth int, besideSecs, secs float64) int {
+	return tokensWithinWait(cost, depth, besideSecs, secs, interactiveMinTokens, interactiveMinTokens)
 }
 
 func clampF(v, lo, hi float64) float64 { return min(max(v, lo), hi) }

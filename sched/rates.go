@@ -34,7 +34,7 @@ func (p *planner) learn(t *engine.Timings, stepTime time.Duration) {
 	}
 	if t.PrefillTokens == 0 {
 		if t.DecodeTokens > 0 {
-			p.decodeStepSecs = smooth(p.decodeStepSecs, secs)
+			p.decodeStepSecs = smooth(p.decodeStepSecs, plausibleDecodeSecs(p.decodeStepSecs, secs))
 			p.decodeOwed = max(0, p.decodeOwed-secs)
 		}
 		return
@@ -50,6 +50,23 @@ func (p *planner) learn(t *engine.Timings, stepTime time.Duration) {
 		p.prefillCost.observe(p.stepRows, p.stepDepth, secs)
 	}
 }
+
+// plausibleDecodeSecs is a decode-only step's measured time as the learnt
+// step time takes it: at most decodeStallFactor times the time learnt so
+// far. The short-reply holds judge a reply by its tokens left times this
+// time, and on a loaded machine one step may stall for a second: learnt
+// whole, it made a 32-token FIM reply look many seconds long, released the
+// holds, and background prefill then joined every step of the reply
+// (fim-under-load measured 13.9 s instead of 0.7 s). A lasting change
+// (more lanes decoding) is still learnt, over a few steps.
+func plausibleDecodeSecs(learnt, secs float64) float64 {
+	if learnt <= 0 {
+		return secs
+	}
+	return min(secs, decodeStallFactor*learnt)
+}
+
+const decodeStallFactor = 1.5
 
 // rateMinTokens: a prefill step of fewer prompt tokens is not learnt from
 // (unless the batch is smaller than twice this).

@@ -14,6 +14,13 @@ type Request struct {
 	Prompt []engine.Token
 	// Class is who waits on the reply; see Class.
 	Class Class
+	// Whole: the client takes the reply whole (a response that is not
+	// streamed, a batch job), so nobody reads its tokens as they come: its
+	// lane has no inter-token deadline and its first token gates nothing
+	// a person sees; only when the whole reply ends does. The planner then
+	// prefills its neighbours beside it in full steps (watched, plan.go).
+	// Zero, the default, is a reply read as it streams.
+	Whole bool
 	// MaxTokens bounds the tokens generated; 0: until end of generation, a
 	// stop token or a full context.
 	MaxTokens int

@@ -172,6 +172,7 @@ func newJob(id uint64, req *Request) *job {
 	j := &job{
 		id:        id,
 		class:     req.Class,
+		whole:     req.Whole,
 		prompt:    append([]engine.Token(nil), req.Prompt...),
 		promptLen: len(req.Prompt),
 		maxTokens: req.MaxTokens,
@@ -226,6 +227,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				return nil
 			case <-s.wake:
 			}
+		}
+		if !busy && s.loop.p.idle() {
+			s.gatherBurst(ctx) // burst.go
 		}
 		if ctx.Err() != nil {
 			return nil

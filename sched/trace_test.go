@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the scri
 //
 //	engine lanes=N batch=N [seqs=N] [kv=N] [eog=N] [cost=cpu|fast|deep]
 //	config [prefill=N] [starve=N] [caps=SPEC] [divisor=N]
-//	submit NAME class=C prompt=N[@SEED] max=N [prefix=NAME] [deadline=DUR] [stop=T]
+//	submit NAME class=C prompt=N[@SEED] max=N [prefix=NAME] [deadline=DUR] [stop=T] [whole]
 //	step [N]     run N loop steps (default 1)
 //	run          step until nothing runs or waits
 //	cancel NAME
@@ -158,7 +159,7 @@ func (r *scriptRun) do(f []string) error {
 			r.cfg.ClassLanes = caps
 		}
 	case "submit":
-		return r.submit(f[1], args, num)
+		return r.submit(f[1], f[2:], args, num)
 	case "step":
 		n := 1
 		if len(f) > 1 {
@@ -191,7 +192,7 @@ func (r *scriptRun) do(f []string) error {
 	return nil
 }
 
-func (r *scriptRun) submit(name string, args map[string]string, num func(string, int) int) error {
+func (r *scriptRun) submit(name string, f []string, args map[string]string, num func(string, int) int) error {
 	h := r.harness()
 	class, err := ParseClass(args["class"])
 	if err != nil {
@@ -210,7 +211,7 @@ func (r *scriptRun) submit(name string, args map[string]string, num func(string,
 		prompt = append(prompt, r.reqs[p].Prompt...)
 	}
 	prompt = append(prompt, promptOf(seed, n)...)
-	req := Request{Prompt: prompt, Class: class, MaxTokens: num("max", 0)}
+	req := Request{Prompt: prompt, Class: class, MaxTokens: num("max", 0), Whole: slices.Contains(f, "whole")}
 	if d, ok := args["deadline"]; ok {
 		dur, err := time.ParseDuration(d)
 		if err != nil {

@@ -97,7 +97,7 @@ func Submit(ctx context.Context, m *Model, s *Spec) (*sched.Stream, error) {
 		return nil, WrongModelError("model %q is an embedding model: it does not generate text", m.Name)
 	}
 	st, err := m.Sched.Submit(ctx, sched.Request{
-		Prompt: s.Prompt, Class: s.Class, MaxTokens: s.MaxTokens, Sampling: s.Sampling,
+		Prompt: s.Prompt, Class: s.Class, Whole: takenWhole(ctx), MaxTokens: s.MaxTokens, Sampling: s.Sampling,
 		Logprobs: s.Logprobs, Deadline: s.Deadline, Bias: s.Bias, StopTokens: s.StopTokens, Grammar: s.Grammar,
 		LoRA: m.LoRA.Resolve(s.LoRA), Media: s.Media.spans(), MediaDone: s.Media.submitted(),
 	})

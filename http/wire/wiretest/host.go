@@ -34,7 +34,7 @@ func (Host) RequestContext(*fasthttp.RequestCtx) (context.Context, func()) {
 
 func (h Host) Stream(_ *fasthttp.RequestCtx, sse bool, begin func(rctx context.Context) error,
 	produce func(rctx context.Context, cancel context.CancelFunc, ew *wire.EventWriter)) error {
-	rctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := context.WithCancel(task.Streaming(context.Background()))
 	defer cancel()
 	if begin != nil {
 		if err := begin(rctx); err != nil {
