@@ -1,7 +1,12 @@
 package bench
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -83,4 +88,37 @@ func TestTruncatedStreamIsAFailure(t *testing.T) {
 		t.Fatalf("requests %+v", rep.Requests)
 	}
 	expectOneFailure(t, rep, errTruncated.Error())
+}
+
+// A warm-up whose connection the server drops before answering (a
+// keep-alive connection it closed as the client reused it) is sent again
+// once, not reported as the run's failure.
+func TestWarmUpResentAfterADroppedConnection(t *testing.T) {
+	f := newFake(t, nil)
+	var drops atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/infill" && drops.Add(1) == 1 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		rp := httputil.NewSingleHostReverseProxy(mustURL(t, f.URL))
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	rep := run(t, Config{URL: proxy.URL, Scenario: FIMUnderLoad, Concurrency: 1, Requests: 1, MaxTokens: 4, PromptTokens: 50, Settle: time.Minute, FIMStream: true})
+	if drops.Load() < 2 || rep.FIM == nil || rep.FIM.Idle.Requests.OK != 1 {
+		t.Fatalf("%d infill requests reached the proxy; report %+v", drops.Load(), rep.FIM)
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -210,6 +211,11 @@ func (r *runner) resolve(ctx context.Context, candidates []endpoint, warm work) 
 			w.maxTokens = max(w.maxTokens, 1) // n_predict 0 is llama.cpp's warm-up; others want 1
 		}
 		o := r.c.post(ctx, ep.request(r.model, w))
+		if dropped(o.Err) && ctx.Err() == nil {
+			// A keep-alive connection the server closed as it was reused
+			// (llama-server's idle timeout); a warm-up is safe to resend.
+			o = r.c.post(ctx, ep.request(r.model, w))
+		}
 		if o.Err == nil {
 			return ep, nil
 		}
@@ -223,6 +229,11 @@ func (r *runner) resolve(ctx context.Context, candidates []endpoint, warm work) 
 		slog.Debug("bench: endpoint missing, trying the next", "path", ep.path, "err", o.Err)
 	}
 	return endpoint{}, first
+}
+
+// dropped reports whether err is a connection closed before any answer.
+func dropped(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // completionEndpoints are where plain completion work goes: /v1/completions,
