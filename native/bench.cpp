@@ -19,12 +19,7 @@ static int64_t plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len, i
         llama_memory_seq_rm(e->mem, s, -1, -1);
         b.n_tokens = 0;
         for (int32_t i = 0; i < prompt_len; i++) {
-            b.token[i] = (llama_token)((1 + s * 31 + i * 7) % e->n_vocab);
-            b.pos[i] = i;
-            b.n_seq_id[i] = 1;
-            b.seq_id[i][0] = s;
-            b.logits[i] = i == prompt_len - 1;
-            b.n_tokens++;
+            sf_batch_add(b, (llama_token)((1 + s * 31 + i * 7) % e->n_vocab), i, s, i == prompt_len - 1);
         }
         if (llama_decode(e->ctx, b) != 0) {
             return -SF_ERR_DECODE;
@@ -38,13 +33,9 @@ static int64_t plain_decode(sf_engine *e, int32_t n_lanes, int32_t prompt_len, i
     }
     int64_t t0 = sf_now_ns();
     for (int32_t r = 0; r < n_rounds; r++) {
-        b.n_tokens = n_lanes;
+        b.n_tokens = 0;
         for (int32_t s = 0; s < n_lanes; s++) {
-            b.token[s] = next[(size_t)s];
-            b.pos[s] = prompt_len + r;
-            b.n_seq_id[s] = 1;
-            b.seq_id[s][0] = s;
-            b.logits[s] = 1;
+            sf_batch_add(b, next[(size_t)s], prompt_len + r, s, true);
         }
         if (llama_decode(e->ctx, b) != 0) {
             return -SF_ERR_DECODE;
@@ -82,13 +73,9 @@ static int64_t plain_prefill(sf_engine *e, int32_t prompt_len) {
     sf_compute_lock compute(e);
     llama_batch &b = e->batch;
     llama_memory_seq_rm(e->mem, 0, -1, -1);
-    b.n_tokens = prompt_len;
+    b.n_tokens = 0;
     for (int32_t i = 0; i < prompt_len; i++) {
-        b.token[i] = (llama_token)((1 + i * 7) % e->n_vocab);
-        b.pos[i] = i;
-        b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = 0;
-        b.logits[i] = i == prompt_len - 1;
+        sf_batch_add(b, (llama_token)((1 + i * 7) % e->n_vocab), i, 0, i == prompt_len - 1);
     }
     int64_t t0 = sf_now_ns();
     if (llama_decode(e->ctx, b) != 0) {

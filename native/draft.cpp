@@ -68,15 +68,6 @@ int32_t seq_for(sf_engine *e, uint32_t lane) {
     return best;
 }
 
-void add_row(llama_batch &b, llama_token tok, int32_t pos, int32_t seq, bool logits) {
-    int32_t i = b.n_tokens++;
-    b.token[i] = tok;
-    b.pos[i] = pos;
-    b.n_seq_id[i] = 1;
-    b.seq_id[i][0] = seq;
-    b.logits[i] = logits ? 1 : 0;
-}
-
 // Decodes the batch; on failure cuts its rows back out of the cache.
 int decode(sf_engine *e) {
     int32_t rc;
@@ -166,7 +157,7 @@ int catch_up(sf_engine *e, std::vector<draft_work> &work, const int32_t *tokens,
             const int32_t *h = tokens + w.req->hist_off;
             while (w.fed < w.req->hist_len && b.n_tokens < e->n_batch) {
                 bool last = w.fed + 1 == w.req->hist_len;
-                add_row(b, h[w.fed], (int32_t)w.fed, w.seq, last);
+                sf_batch_add(b, h[w.fed], (int32_t)w.fed, w.seq, last);
                 e->draft_row_req.push_back(last ? (int32_t)k : -1);
                 w.fed++;
             }
@@ -206,7 +197,7 @@ int extend(sf_engine *e, std::vector<draft_work> &work, int32_t *out, int32_t n_
                 continue;
             }
             const sf_draft_req &r = *w.req;
-            add_row(b, out[r.out_off + r.out_len - 1], (int32_t)(r.hist_len + r.out_len - 1), w.seq, true);
+            sf_batch_add(b, out[r.out_off + r.out_len - 1], (int32_t)(r.hist_len + r.out_len - 1), w.seq, true);
             e->draft_row_req.push_back((int32_t)k);
         }
         if (b.n_tokens == 0) {

@@ -112,12 +112,8 @@ int embed(sf_engine *e, const int32_t *tokens, const sf_embed_input *in, uint32_
     b.n_tokens = 0;
     for (uint32_t i = 0; i < n_in; i++) {
         for (uint32_t j = 0; j < in[i].len; j++) {
-            int32_t r = b.n_tokens++;
-            b.token[r] = tokens[in[i].off + j];
-            b.pos[r] = (llama_pos)j;
-            b.n_seq_id[r] = 1;
-            b.seq_id[r][0] = (llama_seq_id)i;
-            b.logits[r] = 1;  // every row is an output: pooling reads them all
+            // every row is an output: pooling reads them all
+            sf_batch_add(b, tokens[in[i].off + j], (llama_pos)j, (llama_seq_id)i, true);
         }
     }
     clear_sequences(e, n_in);

@@ -366,6 +366,27 @@ auto sf_guard(Body &&body, OnError &&on_error) noexcept -> decltype(body()) {
     }
 }
 
+// Appends one row of one sequence to b, as llama.cpp's common_batch_add;
+// the caller checks b has room (every batch here is sized to its work).
+inline void sf_batch_add(llama_batch &b, llama_token tok, llama_pos pos, llama_seq_id seq, bool logits) {
+    int32_t i = b.n_tokens++;
+    b.token[i] = tok;
+    b.pos[i] = pos;
+    b.n_seq_id[i] = 1;
+    b.seq_id[i][0] = seq;
+    b.logits[i] = logits ? 1 : 0;
+}
+
+// The lane in use with this tag, nullptr when none is (tick.cpp, mtp.cpp).
+inline sf_lane *sf_find_lane(sf_engine *e, uint32_t tag) {
+    for (sf_lane &l : e->slots) {
+        if (l.used && l.tag == tag) {
+            return &l;
+        }
+    }
+    return nullptr;
+}
+
 // Writes msg into a caller's error buffer, when there is one.
 inline void sf_set_err(char *err, int32_t err_cap, const char *op, const char *msg) {
     if (err != nullptr && err_cap > 0) {

@@ -85,13 +85,8 @@ namespace {
 
 void add_row(sf_mtp *m, llama_token tok, int32_t pos, int32_t seq, bool logits, const float *h) {
     llama_batch &b = m->batch;
-    int32_t i = b.n_tokens++;
-    b.token[i] = tok;
-    b.pos[i] = pos;
-    b.n_seq_id[i] = 1;
-    b.seq_id[i][0] = seq;
-    b.logits[i] = logits ? 1 : 0;
-    std::memcpy(b.embd + (size_t)i * (size_t)m->n_embd, h, sizeof(float) * (size_t)m->n_embd);
+    std::memcpy(b.embd + (size_t)b.n_tokens * (size_t)m->n_embd, h, sizeof(float) * (size_t)m->n_embd);
+    sf_batch_add(b, tok, pos, seq, logits);
 }
 
 // Forgets everything the block holds: after a failed decode its cache is
@@ -242,15 +237,6 @@ void sf_mtp_follow(sf_engine *e) {
 
 namespace {
 
-sf_lane *lane_by_tag(sf_engine *e, uint32_t tag) {
-    for (sf_lane &l : e->slots) {
-        if (l.used && l.tag == tag) {
-            return &l;
-        }
-    }
-    return nullptr;
-}
-
 // One request's progress through a draft call.
 struct mtp_work {
     sf_draft_req *req;
@@ -308,7 +294,7 @@ int mtp_draft(sf_engine *e, sf_draft_req *reqs, uint32_t n, const int32_t *token
         r.out_len = 0;
         mtp_work &w = work[k];
         w.req = &r;
-        sf_lane *l = lane_by_tag(e, r.lane);
+        sf_lane *l = sf_find_lane(e, r.lane);
         // The block drafts from where the lane is: its sequence as the
         // block last saw it, and its pending token.
         if (l == nullptr || l->pending < 0 || r.hist_len != l->n_past + 1 ||

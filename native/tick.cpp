@@ -16,15 +16,6 @@
 
 namespace {
 
-sf_lane *find_lane(sf_engine *e, uint32_t tag) {
-    for (sf_lane &l : e->slots) {
-        if (l.used && l.tag == tag) {
-            return &l;
-        }
-    }
-    return nullptr;
-}
-
 // Frees the chains of lanes validation staged and the tick did not admit.
 void drop_staged(sf_engine *e) {
     for (sf_lane &l : e->staged) {
@@ -184,7 +175,7 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
         return rc;
     }
     for (uint32_t i = 0; i < p->n_retires; i++) {
-        if (find_lane(e, p->retires[i]) == nullptr) {
+        if (sf_find_lane(e, p->retires[i]) == nullptr) {
             return sf_fail_lane(e, p->retires[i], SF_ERR_UNKNOWN_LANE, "retire: unknown lane %u", p->retires[i]);
         }
         for (uint32_t j = 0; j < i; j++) {
@@ -200,7 +191,7 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
     }
     for (uint32_t i = 0; i < p->n_admits; i++) {
         const sf_admit &a = p->admits[i];
-        if (find_lane(e, a.lane) != nullptr && !retired_in_plan(p, a.lane)) {
+        if (sf_find_lane(e, a.lane) != nullptr && !retired_in_plan(p, a.lane)) {
             return sf_fail_lane(e, a.lane, SF_ERR_LANE_EXISTS, "admit: lane %u is already admitted", a.lane);
         }
         for (uint32_t j = 0; j < i; j++) {
@@ -220,7 +211,7 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
     for (uint32_t i = 0; i < p->n_prefills; i++) {
         const sf_prefill &f = p->prefills[i];
         const sf_admit *a = admitted_in_plan(p, f.lane);
-        sf_lane *l = a == nullptr && !retired_in_plan(p, f.lane) ? find_lane(e, f.lane) : nullptr;
+        sf_lane *l = a == nullptr && !retired_in_plan(p, f.lane) ? sf_find_lane(e, f.lane) : nullptr;
         if (a == nullptr && l == nullptr) {
             return sf_fail_lane(e, f.lane, SF_ERR_UNKNOWN_LANE, "prefill: unknown lane %u", f.lane);
         }
@@ -248,7 +239,7 @@ int validate(sf_engine *e, const sf_plan *p, sf_events *ev) {
     for (uint32_t i = 0; i < p->n_decodes; i++) {
         const sf_decode &d = p->decodes[i];
         const sf_admit *a = admitted_in_plan(p, d.lane);
-        sf_lane *l = a == nullptr && !retired_in_plan(p, d.lane) ? find_lane(e, d.lane) : nullptr;
+        sf_lane *l = a == nullptr && !retired_in_plan(p, d.lane) ? sf_find_lane(e, d.lane) : nullptr;
         if (a == nullptr && l == nullptr) {
             return sf_fail_lane(e, d.lane, SF_ERR_UNKNOWN_LANE, "decode: unknown lane %u", d.lane);
         }
@@ -306,7 +297,7 @@ void touch(sf_engine *e, sf_lane *l) {
 // Retires and admits; validation has made sure nothing here can fail.
 void apply_admits(sf_engine *e, const sf_plan *p) {
     for (uint32_t i = 0; i < p->n_retires; i++) {
-        sf_lane *l = find_lane(e, p->retires[i]);
+        sf_lane *l = sf_find_lane(e, p->retires[i]);
         sf_lane_release(l);
         e->seq_lane[(size_t)l->seq] = -1;
         l->used = false;
@@ -329,14 +320,8 @@ void apply_admits(sf_engine *e, const sf_plan *p) {
 }
 
 void add_row(sf_engine *e, llama_token tok, int32_t pos, int32_t seq, sf_lane *sampler) {
-    llama_batch &b = e->batch;
-    int32_t i = b.n_tokens++;
-    b.token[i] = tok;
-    b.pos[i] = pos;
-    b.n_seq_id[i] = 1;
-    b.seq_id[i][0] = seq;
-    b.logits[i] = sampler != nullptr ? 1 : 0;
-    e->row_lane[(size_t)i] = sampler;
+    e->row_lane[(size_t)e->batch.n_tokens] = sampler;
+    sf_batch_add(e->batch, tok, pos, seq, sampler != nullptr);
 }
 
 // Fills in the top-N logprobs of one row and returns the sampled token's.
@@ -498,7 +483,7 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
     e->batch.n_tokens = 0;
     for (uint32_t i = 0; i < p->n_prefills; i++) {
         const sf_prefill &f = p->prefills[i];
-        sf_lane *l = find_lane(e, f.lane);
+        sf_lane *l = sf_find_lane(e, f.lane);
         touch(e, l);
         bool completes = f.offset + f.count == l->prompt.size();
         for (uint32_t j = 0; j < f.count; j++) {
@@ -508,7 +493,7 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
     }
     for (uint32_t i = 0; i < p->n_decodes; i++) {
         const sf_decode &d = p->decodes[i];
-        sf_lane *l = find_lane(e, d.lane);
+        sf_lane *l = sf_find_lane(e, d.lane);
         touch(e, l);
         add_row(e, l->pending, (int32_t)l->n_past, l->seq, l);
         l->draft = p->tokens + d.draft_off;
@@ -548,7 +533,7 @@ int run_step(sf_engine *e, const sf_plan *p, sf_events *ev) {
     ev->timings.step_ns = sf_now_ns() - t0;
     // The step is in the cache: advance every lane it carried.
     for (uint32_t i = 0; i < p->n_prefills; i++) {
-        sf_lane *l = find_lane(e, p->prefills[i].lane);
+        sf_lane *l = sf_find_lane(e, p->prefills[i].lane);
         l->prefilled += p->prefills[i].count;
         l->n_past += p->prefills[i].count;
         ev->timings.prefill_tokens += p->prefills[i].count;
@@ -654,7 +639,7 @@ int sf_tick(sf_engine *e, const sf_plan *p, sf_events *ev) {
 // share the tick's batch. The scheduler runs it beside the tick, in the
 // same step budget.
 static int prefill_rows(sf_engine *e, uint32_t lane, const float *rows, uint32_t n_rows, uint32_t width) {
-    sf_lane *l = find_lane(e, lane);
+    sf_lane *l = sf_find_lane(e, lane);
     if (l == nullptr) {
         return sf_fail(e, SF_ERR_UNKNOWN_LANE, "prefill rows: unknown lane %u", lane);
     }

@@ -53,17 +53,5 @@ func (p *planner) worseWaitSecs(now time.Time) float64 {
 // editorHoldSecs at the measured decode step time (editorHoldTokens while
 // it is unknown): Agent and Background lanes then do not decode beside it.
 func (p *planner) shortFIMDecoding() bool {
-	for _, l := range p.lanes {
-		if l.finishing || !l.admitted || !l.decoding() || l.job.class != FIM {
-			continue
-		}
-		left := l.toGenerate()
-		if left < 0 {
-			continue
-		}
-		if p.decodeStepSecs > 0 && float64(left)*p.decodeStepSecs <= editorHoldSecs || p.decodeStepSecs <= 0 && left <= editorHoldTokens {
-			return true
-		}
-	}
-	return false
+	return p.replyEndingWithin(func(c Class) bool { return c == FIM }, editorHoldSecs, editorHoldTokens)
 }

@@ -357,15 +357,22 @@ func (p *planner) releaseServed(pl *engine.Plan) {
 // ends within shortReplySecs at the measured decode step time
 // (shortReplyTokens while the time is unknown).
 func (p *planner) shortReplyDecoding() bool {
+	return p.replyEndingWithin(Class.interactive, shortReplySecs, shortReplyTokens)
+}
+
+// replyEndingWithin reports a decoding lane of a class of is whose reply
+// ends within secs at the measured decode step time (tokens while the
+// time is unknown).
+func (p *planner) replyEndingWithin(of func(Class) bool, secs float64, tokens int) bool {
 	for _, l := range p.lanes {
-		if l.finishing || !l.admitted || !l.decoding() || !l.job.class.interactive() {
+		if l.finishing || !l.admitted || !l.decoding() || !of(l.job.class) {
 			continue
 		}
 		left := l.toGenerate()
 		if left < 0 {
 			continue
 		}
-		if p.decodeStepSecs > 0 && float64(left)*p.decodeStepSecs <= shortReplySecs || p.decodeStepSecs <= 0 && left <= shortReplyTokens {
+		if p.decodeStepSecs > 0 && float64(left)*p.decodeStepSecs <= secs || p.decodeStepSecs <= 0 && left <= tokens {
 			return true
 		}
 	}
