@@ -26,15 +26,15 @@ import (
 // keeps its own CheckpointMax per sequence; inherited ones add to those).
 const maxEntryCheckpoints = 32
 
-// residentBudget is the bound enforceBudget holds resident entries to
-// (0: none). A sliding-window model's have their own
-// (MaxWindowResidentTokens), and the conversation being served stays over
-// it: moved out of the pool an entry keeps only its last window (an
-// export holds no cell that left it), and a prompt leaving it further
-// back resumes only from a checkpoint, where resident it can be cut
-// anywhere its cells still cover (MinCut). The others leave: every cell
-// in use costs each later step's attention, and a pool left full makes
-// steps fail and be retried (issue 22).
+// residentBudget is the bound enforceBudget holds idle resident entries
+// to (0: none); the conversation being served stays over it, on every
+// family. A sliding-window model's have their own bound
+// (MaxWindowResidentTokens): moved out of the pool an entry keeps only
+// its last window (an export holds no cell that left it), and a prompt
+// leaving it further back resumes only from a checkpoint, where resident
+// it can be cut anywhere its cells still cover (MinCut). The others
+// leave: every cell in use costs each later step's attention, and a pool
+// left full makes steps fail and be retried (issue 22).
 func (c *Cache) residentBudget() int {
 	if c.eng.Descriptor().Partial == engine.PartialSWA {
 		return c.cfg.MaxWindowResidentTokens
@@ -42,19 +42,16 @@ func (c *Cache) residentBudget() int {
 	return c.cfg.MaxResidentTokens
 }
 
-// admitted holds a sliding-window model's idle entries to their budget
-// as seq's prompt is admitted, the entry it was seeded from excepted.
-// Publishing spares the conversation's own entries, so that its next edit
-// can cut them anywhere; once another conversation's prompt arrives they
-// leave the pool like any idle one. Every resident cell widens each later
-// step's attention: llama-server (--cache-idle-slots, its default,
-// with --kv-unified) saves idle slots to host memory and clears them as a
-// new task starts, and a gemma4 prompt beside the earlier conversations'
-// cells took 1.35× its time (issue 22).
+// admitted holds idle entries to their budget as seq's prompt is
+// admitted, the entry it was seeded from excepted. Publishing spares the
+// conversation's own entries, so that its next turn or edit finds them in
+// the pool; once another conversation's prompt arrives they leave it like
+// any idle one. Every resident cell widens each later step's attention:
+// llama-server (--cache-idle-slots, its default, with --kv-unified) saves
+// idle slots to host memory and clears them as a new task starts, and a
+// gemma4 prompt beside the earlier conversations' cells took 1.35× its
+// time (issue 22).
 func (c *Cache) admitted(seq int32) {
-	if c.eng.Descriptor().Partial != engine.PartialSWA {
-		return
-	}
 	before := c.stats.Evictions.Load()
 	c.enforceBudget(c.seededFrom[seq])
 	if c.stats.Evictions.Load() != before {

@@ -47,9 +47,20 @@ func TestEvictionCutsBackToPin(t *testing.T) {
 	system := seqOf(1000, 50)
 	c.Pin(system, time.Hour)
 	serve(t, c, f, cat(system, seqOf(2000, 40)), seqOf(3000, 10))
-	es := c.Entries()
-	if len(es) != 1 || es[0].Tokens != 50 || f.SeqLen(es[0].Seq) != 50 {
-		t.Fatalf("entries %+v, want the 50-token pinned prefix alone", es)
+	// The conversation being served stays whole until another prompt
+	// is admitted.
+	if es := c.Entries(); len(es) != 1 || es[0].Tokens != 100 {
+		t.Fatalf("entries %+v, want the conversation's 100 tokens", es)
+	}
+	serve(t, c, f, seqOf(9000, 10), nil)
+	var pinned []Entry
+	for _, e := range c.Entries() {
+		if e.Tier == "resident" && e.Tokens == 50 && f.SeqLen(e.Seq) == 50 {
+			pinned = append(pinned, e)
+		}
+	}
+	if len(pinned) != 1 {
+		t.Fatalf("entries %+v, want the 50-token pinned prefix resident", c.Entries())
 	}
 	other := cat(system, seqOf(8000, 20))
 	if got := serve(t, c, f, other, nil); got != 50 {
