@@ -62,7 +62,7 @@ type Options struct {
 	FIMModelPath string
 	Lanes        int    // default 4
 	Ctx          int    // default 16384
-	Seqs         int    // default 4 per lane
+	Seqs         int    // 0: engineSeqs chooses for the model
 	Threads      int    // default: all cores
 	Batch        int    // a step's cap; 0: cgo's default for a generation model, 512 for an embedding one
 	UBatch       int    // the engine's micro-batch; default cgo.DefaultUBatch
@@ -261,9 +261,6 @@ func (o *Options) withDefaults() {
 	}
 	if o.Ctx <= 0 {
 		o.Ctx = 16384
-	}
-	if o.Seqs <= 0 {
-		o.Seqs = 4 * o.Lanes
 	}
 	if o.HostCache == 0 {
 		o.HostCache = 1 << 30

@@ -1,6 +1,9 @@
 package app
 
-import "superfluid/engine"
+import (
+	"superfluid/engine"
+	"superfluid/gguf"
+)
 
 // residentIdleTokens is how many tokens of idle cached conversations a
 // full-attention model keeps in its KV pool when a host tier can take the
@@ -60,4 +63,39 @@ func windowResidentBudget(desc *engine.Descriptor, hostBytes int64) int {
 		return min(residentIdleTokens, desc.Ctx/2)
 	}
 	return int(float64(desc.Ctx) * windowResidentShare)
+}
+
+// engineSeqs is the number of engine sequences a model's context opens
+// with: o.Seqs when set, else 4 per lane (each lane's own, and cached
+// conversations beside them), or 2 beside the lanes on a sliding-window
+// model. llama.cpp sizes a unified context's window cache as the window
+// times the sequences plus a micro-batch, and fills its free cells before
+// it reuses the ones that slid out of a window: each step's window layers
+// attend over every cell below the highest filled. At 16 sequences of a
+// 512-token window the window cache was as big as an 8,192-token
+// context, and a cold 2,000-token prompt on synth gemma4 small took 1.30×
+// llama-server's time (-np 4: 2,560 cells; bench/families.sh, paired
+// conversations); at lanes + 2 it took 0.99×. The window model keeps only
+// the conversation being served resident anyway (windowResidentBudget),
+// and the cache evicts an entry when it needs a sequence.
+func engineSeqs(path string, o Options) int {
+	switch {
+	case o.Seqs > 0:
+		return o.Seqs
+	case slidingWindow(path) > 0:
+		return o.Lanes + 2
+	default:
+		return 4 * o.Lanes
+	}
+}
+
+// slidingWindow is the attention window a model file's header declares
+// (0: none, or the file cannot be read).
+func slidingWindow(path string) uint64 {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return 0
+	}
+	arch, _ := f.String("general.architecture")
+	return ggufUint(f, arch+".attention.sliding_window")
 }

@@ -1,9 +1,11 @@
 package app
 
 import (
+	"path/filepath"
 	"testing"
 
 	"superfluid/engine"
+	"superfluid/synth"
 )
 
 func TestResidentBudget(t *testing.T) {
@@ -45,6 +47,32 @@ func TestWindowResidentBudget(t *testing.T) {
 		desc := &engine.Descriptor{Ctx: 8192, Partial: c.partial}
 		if got := windowResidentBudget(desc, c.hostBytes); got != c.want {
 			t.Errorf("partial %v, host %d: windowResidentBudget = %d, want %d", c.partial, c.hostBytes, got, c.want)
+		}
+	}
+}
+
+// A sliding-window model opens lanes + 2 sequences unless --seqs says
+// otherwise: its window cache grows with them (engineSeqs).
+func TestSlidingWindowModelOpensFewerSequences(t *testing.T) {
+	dir := t.TempDir()
+	tiny, err := synth.ShapeByName("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	window, dense := filepath.Join(dir, "gemma4.gguf"), filepath.Join(dir, "qwen3.gguf")
+	if err := synth.Write(window, synth.Options{Shape: tiny, Arch: "gemma4", Type: "f16", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := synth.Write(dense, synth.Options{Shape: tiny, Arch: "qwen3", Type: "f16", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		seqs int
+		want int
+	}{{window, 0, 6}, {dense, 0, 16}, {window, 9, 9}, {dense, 5, 5}} {
+		if got := engineSeqs(c.path, Options{Lanes: 4, Seqs: c.seqs}); got != c.want {
+			t.Errorf("%s with --seqs %d: %d sequences, want %d", filepath.Base(c.path), c.seqs, got, c.want)
 		}
 	}
 }

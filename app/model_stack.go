@@ -80,7 +80,7 @@ func openModelStack(spec ModelSpec, o Options, arb *sched.Arbiter) (ms *modelSta
 	for _, f := range spec.LoRA {
 		loraPaths, loraScales = append(loraPaths, f.Path), append(loraScales, f.Scale)
 	}
-	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: o.Seqs, Batch: o.Batch, UBatch: o.UBatch, Threads: o.Threads, CacheTypeK: o.CacheTypeK, CacheTypeV: o.CacheTypeV, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack, Poll: o.Poll,
+	eng, err := cgo.Open(cgo.Options{ModelPath: spec.Path, Ctx: o.Ctx, Lanes: o.Lanes, Seqs: engineSeqs(spec.Path, o), Batch: o.Batch, UBatch: o.UBatch, Threads: o.Threads, CacheTypeK: o.CacheTypeK, CacheTypeV: o.CacheTypeV, FlashAttn: o.FlashAttn, NoRepack: o.NoRepack, Poll: o.Poll,
 		LoRA: loraPaths, MTP: wantsMTP(spec, o), DraftMax: draftBound(spec, o)})
 	if err != nil {
 		if wantsMTP(spec, o) {

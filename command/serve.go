@@ -40,7 +40,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on", EnvVars: env("HOST")},
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port to listen on (0: any free port)", EnvVars: env("PORT")},
 		}, engineFlags(4), loraFlags(), []cli.Flag{mmprojFlag()}, remoteMediaFlags(), []cli.Flag{
-			&cli.IntFlag{Name: "seqs", Value: 0, Usage: "engine sequences: lanes plus cached conversations (0: 4 per lane)", EnvVars: env("SEQS")},
+			&cli.IntFlag{Name: "seqs", Value: 0, Usage: "engine sequences: lanes plus cached conversations (0: 4 per lane; lanes + 2 on a sliding-window model, whose window cache grows with them)", EnvVars: env("SEQS")},
 			&cli.StringFlag{Name: "class-lanes", Usage: "lane caps per class, e.g. background=2,agent=6", EnvVars: env("CLASS_LANES")},
 			&cli.StringFlag{Name: "spec-type", Value: "none", Usage: "speculative decoding's draft source: none, ngram-simple (the tokens that followed the last occurrence of the reply's latest tokens in the prompt and reply) draft-simple (a draft model, --spec-draft-model) or draft-mtp (the model's own multi-token prediction layers; refused on a model without them); drafts ride in the multi-lane step, each lane's only while they measurably pay", EnvVars: env("SPEC_TYPE")},
 			&cli.StringFlag{Name: "spec-draft-model", Usage: "draft model for --spec-type draft-simple: a small GGUF with the model's vocabulary", EnvVars: env("SPEC_DRAFT_MODEL")},
