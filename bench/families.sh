@@ -93,7 +93,7 @@ merge() {
 for arch in "${archs[@]}"; do
 	model=$OUT/synth-$arch-$SHAPE-$TYPE.gguf
 	[[ -s $model ]] || "$SF" model synth --arch "$arch" --shape "$SHAPE" --type "$TYPE" -o "$model" >&2
-	rm -f "$OUT"/report-*-"$arch"-*.json
+	rm -f "$OUT"/report-*-"$arch"-*.json "$OUT"/rounds-*-"$arch".json
 	start "$PORT" "$OUT/serve-ours-$arch.log" "$SF" serve --model "$model" --port "$PORT" --threads "$THREADS" --lanes "$LANES" --ctx "$CTX" --park-dir off --data-dir off "${sf_args[@]}"
 	names=(ours)
 	if [[ -n $LLAMA_SERVER ]]; then
