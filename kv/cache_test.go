@@ -220,3 +220,34 @@ func FuzzRadixAgreesWithLinearScan(f *testing.F) {
 		}
 	})
 }
+
+// A full-attention model's conversation stays in the pool over the idle
+// budget while it is served: its next turn continues there, not through a
+// copy to host memory and back. Another conversation's prompt moves it
+// out, and a prompt that shares only a short opening with it (a chat
+// template's, a system prompt) does not hold it in the pool.
+func TestServedConversationContinuesInThePool(t *testing.T) {
+	f := newFakeEngine(4)
+	c, _ := New(f, Config{Seqs: 4, HostBytes: 1 << 20, MinHostTokens: 16, MaxResidentTokens: 32})
+	opening := seqOf(1, 100)
+	serve(t, c, f, opening, seqOf(500, 10))
+	if cached := serve(t, c, f, cat(opening, seqOf(500, 10), seqOf(800, 4)), seqOf(900, 6)); cached != 110 {
+		t.Fatalf("the next turn found %d tokens cached, want 110", cached)
+	}
+	if n := c.Stats().HostExports.Load(); n != 0 || f.imports != 0 {
+		t.Fatalf("the conversation crossed the host tier: %d exports, %d imports", n, f.imports)
+	}
+	// Another conversation sharing only the first 8 tokens.
+	other := cat(seqOf(1, 8), seqOf(7000, 60))
+	if cached := serve(t, c, f, other, nil); cached != 8 {
+		t.Fatalf("the other conversation found %d tokens cached, want 8", cached)
+	}
+	for _, e := range c.Entries() {
+		if e.Tier == "resident" && e.Tokens > 68 {
+			t.Fatalf("the first conversation stayed in the pool beside another: %+v", c.Entries())
+		}
+	}
+	if c.Stats().HostExports.Load() == 0 {
+		t.Fatalf("the first conversation did not move to host memory: %+v", c.Entries())
+	}
+}
