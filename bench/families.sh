@@ -16,7 +16,7 @@
 # Environment, with defaults: SF=bin/superfluid, LLAMA_SERVER (none: ours
 # alone), SHAPE=small, TYPE=f16, THREADS=2, LANES=4, CTX=8192,
 # PROMPT_TOKENS=2000, REQUESTS=2 (conversations), MAX_TOKENS=16,
-# SF_ARGS (more serve flags), PORT=18480 (llama-server on PORT+1), OUT=.cache/bench-families (models, reports, logs, the table).
+# SF_ARGS (more serve flags), TABLE_ONLY=1 (print the table of the last run), PORT=18480 (llama-server on PORT+1), OUT=.cache/bench-families (models, reports, logs, the table).
 set -euo pipefail
 
 SF=${SF:-bin/superfluid}
@@ -91,6 +91,7 @@ merge() {
 }
 
 for arch in "${archs[@]}"; do
+	[[ -z ${TABLE_ONLY:-} ]] || break
 	model=$OUT/synth-$arch-$SHAPE-$TYPE.gguf
 	[[ -s $model ]] || "$SF" model synth --arch "$arch" --shape "$SHAPE" --type "$TYPE" -o "$model" >&2
 	rm -f "$OUT"/report-*-"$arch"-*.json "$OUT"/rounds-*-"$arch".json
@@ -121,7 +122,7 @@ row() { printf '%-10s %-12s %8s %10s %10s %10s %10s\n' "$@"; }
 			r=$OUT/rounds-$name-$arch.json
 			[[ -s $r ]] || continue
 			IFS=$'\t' read -r -a cells < <(jq -r '
-				def med: sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+				def med: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
 				def v(x): if x == null then "-" else (x * 1000 | round / 1000 | tostring) end;
 				[ v(map(.cold) | med), v(map(.edit_share) | med), v(map(.edit) | med), v(map(.second_share) | med), v(map(.second) | med) ] | @tsv' "$r")
 			row "$arch" "$([[ $name == ours ]] && echo superfluid || echo llama-server)" "${cells[@]}"
@@ -129,9 +130,9 @@ row() { printf '%-10s %-12s %8s %10s %10s %10s %10s\n' "$@"; }
 		a=$OUT/rounds-ours-$arch.json b=$OUT/rounds-llama-$arch.json
 		[[ -s $a && -s $b ]] || continue
 		IFS=$'\t' read -r -a cells < <(jq -rn --slurpfile a "$a" --slurpfile b "$b" '
-			def med: sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+			def med: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
 			def v(x): if x == null then "-" else (x * 1000 | round / 1000 | tostring) end;
-			def paired(k): [range([$a[0], $b[0]] | map(length) | min) | $a[0][.][k] / $b[0][.][k]] | med;
+			def paired(k): [range([$a[0], $b[0]] | map(length) | min) | [$a[0][.][k], $b[0][.][k]] | select(all(. != null)) | .[0] / .[1]] | med;
 			[ v(paired("cold")), "-", v(paired("edit")), "-", v(paired("second")) ] | @tsv')
 		row "$arch" "ours/theirs" "${cells[@]}"
 	done
