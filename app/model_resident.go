@@ -75,7 +75,7 @@ func windowResidentBudget(desc *engine.Descriptor, hostBytes int64) int {
 // 512-token window the window cache was as big as an 8,192-token
 // context, and a cold 2,000-token prompt on synth gemma4 small took 1.30×
 // llama-server's time (-np 4: 2,560 cells; bench/families.sh, paired
-// conversations); at lanes + 2 it took 0.99×. The window model keeps only
+// conversations); at lanes + 2 it took 0.99–1.03×. The window model keeps only
 // the conversation being served resident anyway (windowResidentBudget),
 // and the cache evicts an entry when it needs a sequence.
 func engineSeqs(path string, o Options) int {
