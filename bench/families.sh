@@ -114,6 +114,14 @@ for arch in "${archs[@]}"; do
 	for name in "${names[@]}"; do merge "$name" "$arch"; done
 done
 
+# The table's jq helpers: the median of the values present, and a cell.
+jq_defs='
+def med: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+def v(x): if x == null then "-" else (x * 1000 | round / 1000 | tostring) end;
+'
+# The conversations the table's medians are over: the first family's
+# rounds (REQUESTS when this run measured nothing readable).
+conversations=$(jq length "$OUT/rounds-ours-${archs[0]}.json" 2>/dev/null || echo "$REQUESTS")
 row() { printf '%-10s %-12s %8s %10s %10s %10s %10s\n' "$@"; }
 {
 	row family server "cold ms" "edit share" "edit ms" "2nd share" "2nd ms"
@@ -121,22 +129,18 @@ row() { printf '%-10s %-12s %8s %10s %10s %10s %10s\n' "$@"; }
 		for name in ours llama; do
 			r=$OUT/rounds-$name-$arch.json
 			[[ -s $r ]] || continue
-			IFS=$'\t' read -r -a cells < <(jq -r '
-				def med: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-				def v(x): if x == null then "-" else (x * 1000 | round / 1000 | tostring) end;
+			IFS=$'\t' read -r -a cells < <(jq -r "$jq_defs"'
 				[ v(map(.cold) | med), v(map(.edit_share) | med), v(map(.edit) | med), v(map(.second_share) | med), v(map(.second) | med) ] | @tsv' "$r")
 			row "$arch" "$([[ $name == ours ]] && echo superfluid || echo llama-server)" "${cells[@]}"
 		done
 		a=$OUT/rounds-ours-$arch.json b=$OUT/rounds-llama-$arch.json
 		[[ -s $a && -s $b ]] || continue
-		IFS=$'\t' read -r -a cells < <(jq -rn --slurpfile a "$a" --slurpfile b "$b" '
-			def med: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-			def v(x): if x == null then "-" else (x * 1000 | round / 1000 | tostring) end;
+		IFS=$'\t' read -r -a cells < <(jq -rn --slurpfile a "$a" --slurpfile b "$b" "$jq_defs"'
 			def paired(k): [range([$a[0], $b[0]] | map(length) | min) | [$a[0][.][k], $b[0][.][k]] | select(all(. != null)) | .[0] / .[1]] | med;
 			[ v(paired("cold")), "-", v(paired("edit")), "-", v(paired("second")) ] | @tsv')
 		row "$arch" "ours/theirs" "${cells[@]}"
 	done
-	echo "p50 time to first token in ms over $REQUESTS conversations, alternating between the servers; shares of the prompt found cached;"
+	echo "p50 time to first token in ms over $conversations conversations, alternating between the servers; shares of the prompt found cached;"
 	echo "ours/theirs: the median of the conversations' paired ratios. synth $SHAPE $TYPE, $PROMPT_TOKENS-token openings edited after 85%,"
 	echo "--threads $THREADS, $LANES lanes (-np $LANES --kv-unified), context $CTX."
 	echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg). Reports and logs: $OUT/"
