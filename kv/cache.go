@@ -230,12 +230,14 @@ func (c *Cache) seed(seq int32, tokens []engine.Token, limit int, fromPark bool)
 		res, host, pk := min(cd.resDepth, limit), min(cd.hostDepth, limit), min(cd.parkDepth, limit)
 		switch {
 		case fromPark && cd.park != nil && pk > max(res, host):
+			c.roomToLoad(nil)
 			if got := c.seedFromPark(seq, cd.park, pk); got > 0 {
 				c.lastTier = "parked"
 				return got
 			}
 			tried[cd.park] = true
 		case cd.host != nil && host > res:
+			c.roomToLoad(cd.host)
 			if got := c.seedFromHost(seq, cd.host, host); got > 0 {
 				c.lastTier = "host"
 				return got
@@ -279,6 +281,9 @@ func (c *Cache) seedFromResident(seq int32, e *entry, depth int) int {
 	}
 	e.used, e.touched = c.clock, c.cfg.Now()
 	c.inherit[seq] = checkpointsUpTo(e.ckpts, depth)
+	if depth < e.node.depth && c.handsOver(seq, e, depth) {
+		return depth
+	}
 	if 2*depth >= e.node.depth {
 		// A prompt that keeps most of e continues its conversation (a
 		// turn, an edit): e is spared with it (enforceBudget). One that
@@ -288,6 +293,51 @@ func (c *Cache) seedFromResident(seq int32, e *entry, depth int) int {
 		c.seededFrom[seq] = e
 	}
 	return depth
+}
+
+// roomToLoad holds idle entries to their budget before a stream is
+// loaded from host memory (h, kept there meanwhile) or disk, rather than
+// after (admitted): the loaded cells then take the cells they free, low in
+// the pool, instead of landing above them, where every later step of the
+// lane attends over both (a second turn after an edit attended over 4,055
+// cells for its own 2,050: synth qwen3 small, issue 22).
+func (c *Cache) roomToLoad(h *hostEntry) {
+	c.host.held = h
+	defer func() { c.host.held = nil }()
+	c.enforceBudget()
+}
+
+// handsOver moves e's stream out of the pool but for its first depth
+// tokens, which seq was just seeded with, when e is a full-attention
+// model's and host memory takes it; true when it did. A prompt that
+// leaves a conversation there (an edited message, a regenerated answer)
+// continues it in seq, and e's cells past depth would sit below seq's new
+// ones, widening every step's attention: an edit 15% from the end of a
+// 2,000-token conversation attended over ~2,380 cells where llama-server,
+// which cuts its slot back to the prompt, attends over ~2,060 (synth
+// qwen3 and qwen3moe small, issue 22). The whole stream is exported first,
+// so its own next turn is an import away; e keeps the shared prefix, whose
+// cells seq holds too, and seq's new tokens take the freed cells
+// (llama.cpp moves its head back as a sequence's cells are removed).
+// Sliding-window and hybrid streams stay whole: moved out they keep only
+// their last window or their last state, and resident they serve any cut
+// their cells still cover. Without room in host memory e stays whole too:
+// its next turn stays warm at the cost of the wider steps.
+func (c *Cache) handsOver(seq int32, e *entry, depth int) bool {
+	if c.eng.Descriptor().Partial != engine.PartialNone || c.host.budget <= 0 || c.shedding ||
+		e.node.host != nil || e.node.depth < c.cfg.MinHostTokens || c.pinned()[e.node] > depth {
+		return false
+	}
+	if !c.host.fits(int(int64(e.node.depth) * c.eng.Descriptor().KVBytesPerToken)) {
+		return false
+	}
+	c.evict(e, c.nodeAt(e.node, depth))
+	if c.entries[e.seq] == e {
+		// e is the prefix seq shares now, spared while seq runs
+		// (enforceBudget) and absorbed when seq publishes (Release).
+		c.seededFrom[seq] = e
+	}
+	return true
 }
 
 // candidates are the best entry of each tier sharing a prefix with a
@@ -427,7 +477,7 @@ func (c *Cache) Relieve() bool {
 	if v == nil {
 		return false
 	}
-	c.evict(v, false)
+	c.evict(v, c.cutBackTo(v))
 	c.publishGauges()
 	return true
 }
@@ -446,7 +496,7 @@ func (c *Cache) takeSeq() (int32, error) {
 		if v == nil {
 			return -1, ErrNoSequence
 		}
-		c.evict(v, true)
+		c.evict(v, nil)
 		c.publishGauges()
 	}
 	seq := c.free[len(c.free)-1]
@@ -491,9 +541,10 @@ func (c *Cache) sharedPrefix(e *entry) *node {
 }
 
 // evict removes e from the pool: exported to host memory first when the
-// tier has room for it; cut back to its shared prefix instead of dropped
-// unless whole (the caller needs the sequence itself).
-func (c *Cache) evict(e *entry, whole bool) {
+// tier has room for it; cut back to keep (a node on its path: its shared
+// prefix, a pin) instead of dropped where keep is not nil and the cut is
+// valid. A nil keep frees its sequence (the caller needs it).
+func (c *Cache) evict(e *entry, keep *node) {
 	c.stats.Evictions.Add(1)
 	switch {
 	case c.host.budget > 0 && !c.shedding && e.node.depth >= c.cfg.MinHostTokens && e.node.host == nil:
@@ -510,10 +561,6 @@ func (c *Cache) evict(e *entry, whole bool) {
 		c.stats.HostExports.Add(1)
 	case e.node.host == nil:
 		c.parkSeq(e.node, e.seq, false)
-	}
-	var keep *node
-	if !whole {
-		keep = c.cutBackTo(e)
 	}
 	old := e.node
 	old.resident = nil
@@ -564,7 +611,7 @@ func (c *Cache) enforceBudget(conv ...*entry) {
 		if v == nil {
 			return
 		}
-		c.evict(v, false)
+		c.evict(v, c.cutBackTo(v))
 	}
 }
 

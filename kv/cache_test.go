@@ -251,3 +251,48 @@ func TestServedConversationContinuesInThePool(t *testing.T) {
 		t.Fatalf("the first conversation did not move to host memory: %+v", c.Entries())
 	}
 }
+
+// An edit of a full-attention conversation continues in its own lane: the
+// original moves to host memory whole and its resident copy is cut back
+// to the shared prefix, so that the edit's cells are not appended below
+// the original's; the original's next turn is then an import.
+func TestEditedConversationHandsOverItsCells(t *testing.T) {
+	opening, reply := seqOf(1, 100), seqOf(500, 10)
+	for _, host := range []int64{1 << 20, 0} {
+		f := newFakeEngine(4)
+		c, _ := New(f, Config{Seqs: 4, HostBytes: host, MinHostTokens: 16, MaxResidentTokens: 32})
+		serve(t, c, f, opening, reply)
+		edit := cat(opening[:85], seqOf(3000, 20))
+		seq, cached, err := c.Acquire(edit)
+		if err != nil || cached != 85 {
+			t.Fatalf("host %d: the edit found %d tokens cached (%v), want 85", host, cached, err)
+		}
+		resident := 0
+		for s, toks := range f.seqs {
+			if int32(s) != seq {
+				resident = max(resident, len(toks))
+			}
+		}
+		if host == 0 {
+			// Nowhere to keep the original but the pool: it stays whole.
+			if resident != 110 || f.exports != 0 {
+				t.Fatalf("no host tier: the original holds %d tokens after %d exports, want 110 and 0", resident, f.exports)
+			}
+			c.Release(seq, nil)
+			continue
+		}
+		if resident != 85 || f.exports != 1 {
+			t.Fatalf("the original holds %d resident tokens after %d exports, want 85 and 1", resident, f.exports)
+		}
+		f.fill(seq, cat(edit, seqOf(4000, 5)))
+		c.Release(seq, cat(edit, seqOf(4000, 5)))
+		if got := serve(t, c, f, cat(opening, reply, seqOf(800, 4)), nil); got != 110 || c.LastAcquireTier() != "host" || f.imports != 1 {
+			t.Fatalf("the original's next turn found %d tokens in %q after %d imports, want 110 from host memory after 1", got, c.LastAcquireTier(), f.imports)
+		}
+		// The edit's entry, idle now, left the pool before the import,
+		// so the imported cells did not land above its cells.
+		if f.heldAtImport != 0 {
+			t.Fatalf("the import landed beside %d resident tokens, want none", f.heldAtImport)
+		}
+	}
+}

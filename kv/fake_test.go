@@ -17,6 +17,9 @@ type fakeEngine struct {
 	imports   int
 	exports   int
 	importErr error // when set, Import fails with it
+	// heldAtImport is how many tokens the other sequences held at the
+	// last Import: what the imported cells land beside.
+	heldAtImport int
 }
 
 func newFakeEngine(n int) *fakeEngine {
@@ -84,6 +87,12 @@ func (f *fakeEngine) Import(s int32, data []byte) (int, error) {
 		return 0, engine.ErrState
 	}
 	f.imports++
+	f.heldAtImport = 0
+	for o, toks := range f.seqs {
+		if int32(o) != s {
+			f.heldAtImport += len(toks)
+		}
+	}
 	var toks []engine.Token
 	for i := 2; i < len(data); i += 4 {
 		toks = append(toks, engine.Token(binary.LittleEndian.Uint32(data[i:])))

@@ -24,6 +24,9 @@ type hostTier struct {
 	// leaving, when set, is told of each entry the budget pushes out,
 	// before it goes (the disk tier takes it).
 	leaving func(*hostEntry)
+	// held, when set, is not pushed out: the entry a lane is about to be
+	// seeded from, while the pool makes room for it (Cache.roomToLoad).
+	held *hostEntry
 }
 
 func (t *hostTier) fits(n int) bool { return int64(n) <= t.budget }
@@ -41,6 +44,9 @@ func (t *hostTier) add(tree *radix, n *node, blob []byte, ckpts []engine.Checkpo
 	t.bytes += h.size()
 	for t.bytes > t.budget {
 		oldest := t.oldest()
+		if oldest == nil {
+			return // only the held entry is left; it goes once loaded
+		}
 		if t.leaving != nil {
 			t.leaving(oldest)
 		}
@@ -48,11 +54,12 @@ func (t *hostTier) add(tree *radix, n *node, blob []byte, ckpts []engine.Checkpo
 	}
 }
 
-// oldest is the least recently used entry; the tier must hold one.
+// oldest is the least recently used entry but the held one; nil when
+// there is none.
 func (t *hostTier) oldest() *hostEntry {
-	oldest := t.entries[0]
-	for _, e := range t.entries[1:] {
-		if e.used < oldest.used {
+	var oldest *hostEntry
+	for _, e := range t.entries {
+		if e != t.held && (oldest == nil || e.used < oldest.used) {
 			oldest = e
 		}
 	}

@@ -95,7 +95,7 @@ func (c *Cache) shedResident() int64 {
 		if v == nil {
 			break
 		}
-		c.evict(v, false)
+		c.evict(v, c.cutBackTo(v))
 	}
 	return int64(before-c.residentTokens()) * c.eng.Descriptor().KVBytesPerToken
 }
