@@ -1,6 +1,7 @@
 package cgo
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"testing"
@@ -113,12 +114,30 @@ func TestExportedStateContinuesIdentically(t *testing.T) {
 	if !slices.Equal(cold, warm) {
 		t.Fatalf("cold %v\nimported %v", cold, warm)
 	}
-	// A flipped byte is refused.
-	blob[len(blob)/2] ^= 0x40
-	if _, err := e.Import(4, blob); err == nil {
-		t.Fatal("corrupted state imported")
+	// A state of version 1, checksummed byte by byte (parked by an
+	// earlier build), is still imported.
+	old := slices.Clone(blob)
+	binary.LittleEndian.PutUint32(old[4:], 1)
+	sum := uint64(1469598103934665603)
+	for _, b := range old[stateHeaderLen:] {
+		sum = (sum ^ uint64(b)) * 1099511628211
+	}
+	binary.LittleEndian.PutUint64(old[56:], sum)
+	if n, err := e.Import(4, old); err != nil || n != 33 {
+		t.Fatalf("import of a version 1 state: %d tokens, %v", n, err)
+	}
+	// A flipped byte is refused, in either version.
+	for _, b := range [][]byte{blob, old} {
+		b[len(b)/2] ^= 0x40
+		if _, err := e.Import(4, b); err == nil {
+			t.Fatalf("corrupted state of version %d imported", b[4])
+		}
 	}
 }
+
+// stateHeaderLen is the length of the header native/seq.cpp puts before an
+// exported state (magic, version, model, KV type, tokens, length, checksum).
+const stateHeaderLen = 64
 
 func TestSeededSamplingRepeats(t *testing.T) {
 	e := openTest(t, 2)

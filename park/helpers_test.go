@@ -79,18 +79,16 @@ func stateBlob(cells, layers, width int, vTrans bool, typ int32, seed uint64) []
 	}
 	var h [engineHeaderLen]byte
 	copy(h[:], "SFKV")
-	binary.LittleEndian.PutUint32(h[4:], 1)
+	binary.LittleEndian.PutUint32(h[4:], engineVersionBlock)
 	binary.LittleEndian.PutUint32(h[44:], uint32(cells))
 	binary.LittleEndian.PutUint64(h[48:], uint64(len(p)))
-	binary.LittleEndian.PutUint64(h[56:], engineChecksum(p))
+	binary.LittleEndian.PutUint64(h[56:], engineChecksum(engineVersionBlock, p))
 	return append(h[:], p...)
 }
 
-func fnvSum(b []byte) uint64 { return engineChecksum(b) }
-
-// fnvOK reports whether an exported blob's engine checksum holds.
-func fnvOK(blob []byte) bool {
-	return binary.LittleEndian.Uint64(blob[56:]) == engineChecksum(blob[engineHeaderLen:]) &&
+// checksumOK reports whether an exported blob's engine checksum holds.
+func checksumOK(blob []byte) bool {
+	return binary.LittleEndian.Uint64(blob[56:]) == engineChecksum(engineVersion(blob), blob[engineHeaderLen:]) &&
 		binary.LittleEndian.Uint64(blob[48:]) == uint64(len(blob)-engineHeaderLen)
 }
 

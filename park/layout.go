@@ -53,8 +53,8 @@ func stateVLayout(blob []byte) (VLayout, error) {
 	if len(blob) < engineHeaderLen+4 {
 		return 0, shortf("an engine header")
 	}
-	if string(blob[:4]) != "SFKV" || binary.LittleEndian.Uint32(blob[4:]) != 1 {
-		return 0, errors.New("park: not an exported sequence of engine state version 1")
+	if engineVersion(blob) == 0 {
+		return 0, errEngineVersion
 	}
 	p := blob[engineHeaderLen:]
 	p = p[llamaSeqPrefixLen(p):]

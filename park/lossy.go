@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 )
@@ -75,7 +76,7 @@ func promote(dst, demoted []byte) ([]byte, error) {
 	}
 	body := out[start+engineHeaderLen:]
 	binary.LittleEndian.PutUint64(out[start+48:], uint64(len(body)))
-	binary.LittleEndian.PutUint64(out[start+56:], engineChecksum(body))
+	binary.LittleEndian.PutUint64(out[start+56:], engineChecksum(engineVersion(out[start:]), body))
 	return out, nil
 }
 
@@ -94,14 +95,72 @@ func llamaSeqPrefixLen(state []byte) int {
 	return 0
 }
 
-// engineChecksum is the engine header's checksum (fnv1a in native/seq.cpp):
-// FNV-1a's structure with an offset basis of 1469598103934665603, one digit
-// short of the standard 14695981039346656037 — so hash/fnv does not
-// reproduce it, and this must match the native code, not the standard.
-func engineChecksum(b []byte) uint64 {
-	h := uint64(1469598103934665603)
+// Engine state versions (native/seq.cpp): version 2 changed only the
+// checksum, and blobs of version 1 parked before are still read.
+const (
+	engineVersionFNV   = 1
+	engineVersionBlock = 2
+)
+
+// engineVersion is an exported blob's engine state version, 0 when the
+// blob is not one this build reads.
+func engineVersion(blob []byte) uint32 {
+	if len(blob) < engineHeaderLen || string(blob[:4]) != "SFKV" {
+		return 0
+	}
+	if v := binary.LittleEndian.Uint32(blob[4:]); v == engineVersionFNV || v == engineVersionBlock {
+		return v
+	}
+	return 0
+}
+
+// errEngineVersion refuses a blob engineVersion does not read.
+var errEngineVersion = errors.New("park: not an exported sequence of engine state version 1 or 2")
+
+// engineChecksum is the engine header's checksum of a version's payload:
+// native/seq.cpp's block_checksum (version 2) or fnv1a (version 1), which
+// this must match bit for bit.
+func engineChecksum(version uint32, b []byte) uint64 {
+	if version == engineVersionFNV {
+		return fnvChecksum(b)
+	}
+	return blockChecksum(b)
+}
+
+const (
+	checksumBasis = 1469598103934665603 // one digit short of FNV's standard basis
+	checksumPrime = 1099511628211
+)
+
+// fnvChecksum is FNV-1a's structure with the offset basis above, so
+// hash/fnv does not reproduce it.
+func fnvChecksum(b []byte) uint64 {
+	h := uint64(checksumBasis)
 	for _, x := range b {
-		h = (h ^ uint64(x)) * 1099511628211
+		h = (h ^ uint64(x)) * checksumPrime
+	}
+	return h
+}
+
+// blockChecksum is FNV-1a's xor-and-multiply on four lanes of
+// little-endian words in turn, each rotated left by 29, the tail after the
+// last 32-byte block byte by byte on lane 0, then the length and lanes
+// folded the same way (see native/seq.cpp for why).
+func blockChecksum(b []byte) uint64 {
+	lane := [4]uint64{checksumBasis, checksumBasis ^ 1, checksumBasis ^ 2, checksumBasis ^ 3}
+	n := len(b)
+	for len(b) >= 32 {
+		for l := range lane {
+			lane[l] = bits.RotateLeft64((lane[l]^binary.LittleEndian.Uint64(b[8*l:]))*checksumPrime, 29)
+		}
+		b = b[32:]
+	}
+	for _, x := range b {
+		lane[0] = (lane[0] ^ uint64(x)) * checksumPrime
+	}
+	h := uint64(n)
+	for _, v := range lane {
+		h = bits.RotateLeft64((h^v)*checksumPrime, 29)
 	}
 	return h
 }
@@ -114,8 +173,8 @@ type walker struct {
 }
 
 func walk(dst, blob []byte, region func(w *walker, typ int32, size uint64) error) ([]byte, error) {
-	if len(blob) < engineHeaderLen || string(blob[:4]) != "SFKV" || binary.LittleEndian.Uint32(blob[4:]) != 1 {
-		return nil, errors.New("park: not an exported sequence of engine state version 1")
+	if engineVersion(blob) == 0 {
+		return nil, errEngineVersion
 	}
 	n := engineHeaderLen + llamaSeqPrefixLen(blob[engineHeaderLen:])
 	w := &walker{in: blob[n:], out: append(dst, blob[:n]...)}

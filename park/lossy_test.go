@@ -53,8 +53,8 @@ func TestDemotePromote(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(back) != len(blob) || !fnvOK(back) {
-			t.Fatalf("promoted %d bytes of %d, checksum ok %v", len(back), len(blob), fnvOK(back))
+		if len(back) != len(blob) || !checksumOK(back) {
+			t.Fatalf("promoted %d bytes of %d, checksum ok %v", len(back), len(blob), checksumOK(back))
 		}
 		// Values are within half a step of their block's scale (|x| ≤ ~8
 		// here: scale ≤ 8/127, error ≤ 0.032 plus f16 rounding).
@@ -74,7 +74,7 @@ func TestDemoteKeepsNonFiniteRegionsVerbatim(t *testing.T) {
 	blob := stateBlob(4, 1, 32, false, ggmlF16, 1)
 	off := len(blob) - 10
 	blob[off], blob[off+1] = 0x00, 0x7c // +inf in the last V region
-	fixFNV(blob)
+	fixChecksum(blob)
 	d, err := demote(nil, blob)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestLossyStoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(blob) || !fnvOK(got) || bytes.Equal(got, blob) {
+	if len(got) != len(blob) || !checksumOK(got) || bytes.Equal(got, blob) {
 		t.Fatal("lossy restore: wrong size, bad checksum, or (impossibly) exact")
 	}
 	if !s.List()[0].Lossy {
@@ -144,20 +144,39 @@ func setU32(b []byte, off int, v uint32) []byte {
 	return b
 }
 
-func fixFNV(blob []byte) {
-	h := fnvSum(blob[engineHeaderLen:])
+func fixChecksum(blob []byte) {
+	h := engineChecksum(engineVersion(blob), blob[engineHeaderLen:])
 	for i := range 8 {
 		blob[56+i] = byte(h >> (8 * i))
 	}
 }
 
-// The engine's checksum is native/seq.cpp's fnv1a, whose offset basis is
-// not the standard one: the value below was computed with that loop and
-// constant, and pins them (the e2e lossy test has the engine accept a
-// promoted blob, the end-to-end proof).
-func TestEngineChecksumMatchesTheNativeOne(t *testing.T) {
-	if got := engineChecksum([]byte("superfluid")); got != 1858722405405763046 {
-		t.Fatalf("engineChecksum = %d", got)
+// The engine's checksums are native/seq.cpp's fnv1a (version 1), whose
+// offset basis is not the standard one, and block_checksum (version 2):
+// the values below were computed with the native functions, compiled on
+// their own, and pin them (the e2e lossy test has the engine accept a
+// promoted blob, the end-to-end proof). The block inputs cover an empty
+// payload, a tail alone, one whole block, and blocks with a tail.
+func TestEngineChecksumsMatchTheNativeOnes(t *testing.T) {
+	if got := engineChecksum(engineVersionFNV, []byte("superfluid")); got != 1858722405405763046 {
+		t.Fatalf("version 1 checksum = %d", got)
+	}
+	buf := make([]byte, 100)
+	for i := range buf {
+		buf[i] = byte(i*37 + 11)
+	}
+	for _, c := range []struct {
+		in   []byte
+		want uint64
+	}{
+		{[]byte("superfluid"), 8510134068788303755},
+		{buf[:0], 11408823509580372228},
+		{buf[:32], 14335828957786290525},
+		{buf, 7765572648019188451},
+	} {
+		if got := engineChecksum(engineVersionBlock, c.in); got != c.want {
+			t.Fatalf("version 2 checksum of %d bytes = %d, want %d", len(c.in), got, c.want)
+		}
 	}
 }
 

@@ -93,7 +93,7 @@ func TestFlatLayoutMigratesThisIdentityAndLeavesTheRest(t *testing.T) {
 	if got, err := s.Load(big, nil); err != nil || !bytes.Equal(got, bigBlob) {
 		t.Fatalf("the migrated shuffled file: %v", err)
 	}
-	if got, err := s.Load(small, nil); err != nil || len(got) != len(smallBlob) || !fnvOK(got) {
+	if got, err := s.Load(small, nil); err != nil || len(got) != len(smallBlob) || !checksumOK(got) {
 		t.Fatalf("the migrated lossy file: %v", err)
 	}
 	for _, tk := range [][]engine.Token{big, small} {
