@@ -324,8 +324,7 @@ func (c *Cache) roomToLoad(h *hostEntry) {
 // their cells still cover. Without room in host memory e stays whole too:
 // its next turn stays warm at the cost of the wider steps.
 func (c *Cache) handsOver(seq int32, e *entry, depth int) bool {
-	if c.eng.Descriptor().Partial != engine.PartialNone || c.host.budget <= 0 || c.shedding ||
-		e.node.host != nil || e.node.depth < c.cfg.MinHostTokens || c.pinned()[e.node] > depth {
+	if c.eng.Descriptor().Partial != engine.PartialNone || !c.exportable(e) || c.pinned()[e.node] > depth {
 		return false
 	}
 	if !c.host.fits(int(int64(e.node.depth) * c.eng.Descriptor().KVBytesPerToken)) {
@@ -540,6 +539,13 @@ func (c *Cache) sharedPrefix(e *entry) *node {
 	return nil
 }
 
+// exportable reports whether evicting e exports its stream to host
+// memory: the tier is on, the machine is not short of memory, e is long
+// enough to be worth it and not there already.
+func (c *Cache) exportable(e *entry) bool {
+	return c.host.budget > 0 && !c.shedding && e.node.depth >= c.cfg.MinHostTokens && e.node.host == nil
+}
+
 // evict removes e from the pool: exported to host memory first when the
 // tier has room for it; cut back to keep (a node on its path: its shared
 // prefix, a pin) instead of dropped where keep is not nil and the cut is
@@ -547,7 +553,7 @@ func (c *Cache) sharedPrefix(e *entry) *node {
 func (c *Cache) evict(e *entry, keep *node) {
 	c.stats.Evictions.Add(1)
 	switch {
-	case c.host.budget > 0 && !c.shedding && e.node.depth >= c.cfg.MinHostTokens && e.node.host == nil:
+	case c.exportable(e):
 		blob, err := c.eng.Export(e.seq, nil)
 		if err != nil {
 			slog.Warn("prefix cache: export to host memory failed", "err", err)
