@@ -21,6 +21,9 @@ func (b *benchSched) Submit(context.Context, sched.Request) (*sched.Stream, erro
 }
 func (b *benchSched) Stats() sched.Snapshot { return b.st }
 
+// Expect: no runner here gathers bursts.
+func (b *benchSched) Expect() func() { return func() {} }
+
 // benchTTFT stands for the scheduler's own (unexported) definition.
 var benchTTFT = metric.NewHistogramDef("superfluid_ttft_seconds", "Time from submission to the first token.",
 	[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40}, "class")

@@ -44,6 +44,9 @@ func (s *Server) requestClass(ctx *fasthttp.RequestCtx, field string) (sched.Cla
 // called: a stream's span ends with the stream, not with its handler.
 func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func()) {
 	base, untrace := traceOf(ctx).Context(task.WithClient(context.Background(), clientName(ctx)))
+	if arrived, ok := ctx.UserValue(arrivalKey{}).(func()); ok {
+		base = task.Announced(base, arrived)
+	}
 	c, cancel := context.WithCancel(base)
 	go watchClient(ctx.Conn(), cancel, c.Done(), s.cfg.ClientPoll)
 	done := func() {
@@ -55,6 +58,10 @@ func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func
 	}
 	return c, done
 }
+
+// arrivalKey is the RequestCtx user value holding the arrived function of
+// the request's announcement to its model's scheduler (Server.run).
+type arrivalKey struct{}
 
 // routeAPIKey is the RequestCtx user value holding the API of the route
 // a request took.

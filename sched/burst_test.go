@@ -48,10 +48,11 @@ func TestBurstTakenWholePrefillsInOneStep(t *testing.T) {
 	}
 }
 
-// Eight whole requests arriving a few milliseconds apart at an idle
-// runner run their prompts in its first step: it gathers while they
-// arrive. A streamed request is planned at once, and so are those that
-// follow it into the next step.
+// Eight whole requests whose HTTP requests reached the server together
+// (announced), submitted a few milliseconds apart as each is parsed, run
+// their prompts in an idle runner's first step: it gathers while they are
+// on their way. A streamed request is planned at once, and so are those
+// that follow it into the next step.
 func TestIdleRunnerGathersABurstTakenWhole(t *testing.T) {
 	for _, whole := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
@@ -60,9 +61,14 @@ func TestIdleRunnerGathersABurstTakenWhole(t *testing.T) {
 			eng.KeepPlans = true
 			s, _, stop := startScheduler(t, eng, Config{})
 			defer stop()
+			arrived := make([]func(), 8)
+			for i := range arrived {
+				arrived[i] = s.Expect()
+			}
 			var wg sync.WaitGroup
 			for i := range 8 {
 				st, err := s.Submit(context.Background(), Request{Prompt: promptOf(i, 50), Class: Chat, MaxTokens: 4, Whole: whole})
+				arrived[i]()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -81,6 +87,51 @@ func TestIdleRunnerGathersABurstTakenWhole(t *testing.T) {
 			if !whole && first != 1 {
 				t.Errorf("streamed: the first step prefilled %d prompts; want the first request's alone, at once", first)
 			}
+		})
+	}
+}
+
+// An idle runner waits for a burst only while announced requests are on
+// their way: a lone request taken whole is admitted the moment it is
+// submitted; one submitted while another request is announced waits until
+// that one settles (here without submitting: it failed in its handler), or
+// burstGatherMax when it never does. Virtual time, so the waits are exact.
+func TestIdleRunnerWaitsOnlyForAnnouncedRequests(t *testing.T) {
+	cases := []struct {
+		name     string
+		settle   time.Duration // when the other announced request settles; <0: none announced, 0: never
+		wantWait time.Duration
+	}{
+		{"nothing announced", -1, 0},
+		{"announced, settles after 4ms", 4 * time.Millisecond, 4 * time.Millisecond},
+		{"announced, never settles", 0, burstGatherMax},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				eng := enginetest.New(8, 2048, 40, 1<<16, sleeper{})
+				eng.Cost = enginetest.CostModel{Step: 5 * time.Millisecond, PrefillToken: 500 * time.Microsecond, DecodeRow: 2 * time.Millisecond}
+				s, _, stop := startScheduler(t, eng, Config{})
+				defer stop()
+				if c.settle >= 0 {
+					arrived := s.Expect()
+					defer arrived()
+					if c.settle > 0 {
+						time.AfterFunc(c.settle, arrived)
+					}
+				}
+				st, err := s.Submit(context.Background(), Request{Prompt: promptOf(1, 50), Class: Chat, MaxTokens: 2, Whole: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, res, err := st.Collect(context.Background())
+				if err != nil || res.Err != nil {
+					t.Fatalf("%v / %v", err, res.Err)
+				}
+				if res.QueueWait != c.wantWait {
+					t.Errorf("queued %v before its admission; want %v", res.QueueWait, c.wantWait)
+				}
+			})
 		})
 	}
 }

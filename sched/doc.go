@@ -88,7 +88,9 @@
 // together as far as the step's bound allows (eight non-streamed
 // completions arriving together prefill in one step, as llama-server
 // does); an idle runner woken by such requests first gathers the rest of
-// their burst for a few milliseconds (burst.go). While an editor works
+// their burst while requests the HTTP layer announced (Expect) are still
+// on their way, at most 30 ms, and a lone request not at all (burst.go).
+// While an editor works
 // here (FIM work within interactiveWindow), the 0.15 s bound on Agent and
 // Background prefill steps shrinks to eight of the measured decode steps
 // when that is shorter (editor.go). The tokens

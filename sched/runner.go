@@ -23,6 +23,7 @@ type Scheduler struct {
 
 	nextID      atomic.Uint64
 	outstanding atomic.Int64 // submitted, not yet ended
+	expected    atomic.Int64 // announced submissions on their way (Expect)
 	divisor     atomic.Int64
 	pressure    atomic.Uint32 // a Pressure (SetPressure)
 	started     atomic.Bool

@@ -118,6 +118,7 @@ func Submit(ctx context.Context, m *Model, s *Spec) (*sched.Stream, error) {
 // response has started — and cancels the choices already submitted. It is
 // the one "submit every choice, roll back on refusal" of every API.
 func SubmitAll(ctx context.Context, m *Model, specs []*Spec) ([]*sched.Stream, error) {
+	defer settleArrival(ctx) // the request's work is in the queue, or refused
 	streams := make([]*sched.Stream, 0, len(specs))
 	for _, s := range specs {
 		st, err := Submit(ctx, m, s)

@@ -24,6 +24,9 @@ type Text interface {
 type Scheduler interface {
 	Submit(ctx context.Context, req sched.Request) (*sched.Stream, error)
 	Stats() sched.Snapshot
+	// Expect announces a request on its way to Submit (sched.Scheduler's:
+	// an idle runner gathers a burst while some are).
+	Expect() (arrived func())
 }
 
 // ClassRefuser is a Scheduler that refuses some classes outright (an API

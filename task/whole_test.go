@@ -19,6 +19,9 @@ func (w *wholeRecorder) Submit(_ context.Context, req sched.Request) (*sched.Str
 
 func (w *wholeRecorder) Stats() sched.Snapshot { return sched.Snapshot{} }
 
+// Expect: no runner here gathers bursts.
+func (w *wholeRecorder) Expect() func() { return func() {} }
+
 // Work submitted under the streamed response's context reaches the
 // scheduler as streamed; any other (an answer given whole, a batch job)
 // as taken whole, which lets the scheduler prefill its neighbours beside it.

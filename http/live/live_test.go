@@ -33,6 +33,7 @@ func (f *fakeSched) Submit(context.Context, sched.Request) (*sched.Stream, error
 	return nil, errors.New("fakeSched runs nothing")
 }
 func (f *fakeSched) Config() sched.Config { return sched.Config{Lanes: f.lanes} }
+func (f *fakeSched) Expect() func()       { return func() {} }
 func (f *fakeSched) Stats() sched.Snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -101,6 +101,9 @@ func (idleSched) Submit(context.Context, sched.Request) (*sched.Stream, error) {
 
 func (idleSched) Stats() sched.Snapshot { return sched.Snapshot{} }
 
+// Expect: no runner here gathers bursts.
+func (idleSched) Expect() func() { return func() {} }
+
 // ChatMLModel is "tiny" over the ChatML vocabulary with a context of ctx,
 // the ChatML template and Qwen's FIM tokens; its scheduler refuses
 // everything.

@@ -63,6 +63,9 @@ func (s *StubSched) Submit(_ context.Context, req sched.Request) (*sched.Stream,
 
 func (s *StubSched) Stats() sched.Snapshot { return sched.Snapshot{} }
 
+// Expect: no runner here gathers bursts.
+func (s *StubSched) Expect() func() { return func() {} }
+
 // Taken returns and forgets the requests submitted so far.
 func (s *StubSched) Taken() []sched.Request {
 	s.mu.Lock()

@@ -1,0 +1,127 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"superfluid/chat"
+	"superfluid/sched"
+	"superfluid/task"
+)
+
+// announceRecorder is a scheduler counting the announcements still
+// pending and the submissions made.
+type announceRecorder struct {
+	*sched.Scheduler
+	pending, submits atomic.Int32
+}
+
+func (r *announceRecorder) Expect() func() {
+	r.pending.Add(1)
+	arrived := r.Scheduler.Expect()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.pending.Add(-1)
+			arrived()
+		})
+	}
+}
+
+func (r *announceRecorder) Submit(ctx context.Context, req sched.Request) (*sched.Stream, error) {
+	r.submits.Add(1)
+	return r.Scheduler.Submit(ctx, req)
+}
+
+// Every generation route announces its request to the model's scheduler
+// and settles the announcement once its work is submitted — while the
+// request still waits for its reply, not when its handler returns — so an
+// idle runner gathering a burst waits for requests on their way and never
+// for one already queued. The scheduler here does not run until the
+// announcement has settled: a route that settled only at its handler's
+// end would never do so and the test fails at its deadline.
+func TestGenerationRoutesSettleTheirAnnouncementOnSubmission(t *testing.T) {
+	bodies := map[string]string{
+		"/completion":          `{"prompt":"hello","n_predict":3}`,
+		"/v1/completions":      `{"prompt":"hello","max_tokens":3}`,
+		"/v1/chat/completions": `{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
+		"/v1/responses":        `{"input":"hi","max_output_tokens":16,"store":false}`,
+		"/v1/messages":         `{"model":"toy","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`,
+		"/api/generate":        `{"model":"toy","prompt":"hello","stream":false,"options":{"num_predict":3}}`,
+		"/api/chat":            `{"model":"toy","messages":[{"role":"user","content":"hi"}],"stream":false,"options":{"num_predict":3}}`,
+	}
+	for path, body := range bodies {
+		t.Run(path, func(t *testing.T) {
+			rec, url, run := startUnrunToy(t)
+			answered := make(chan int, 1)
+			go func() {
+				resp, err := http.Post(url+path, "application/json", bytes.NewReader([]byte(body)))
+				if err != nil {
+					t.Errorf("POST %s: %v", path, err)
+					answered <- 0
+					return
+				}
+				resp.Body.Close()
+				answered <- resp.StatusCode
+			}()
+			deadline := time.Now().Add(10 * time.Second)
+			for rec.submits.Load() == 0 || rec.pending.Load() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d submissions, %d announcements pending while the request waits for its reply; want it settled at submission", rec.submits.Load(), rec.pending.Load())
+				}
+				time.Sleep(time.Millisecond)
+			}
+			run()
+			if code := <-answered; code != http.StatusOK {
+				t.Fatalf("answered %d; want 200", code)
+			}
+		})
+	}
+}
+
+// startUnrunToy is a server over the toy engine whose scheduler runs only
+// once run is called.
+func startUnrunToy(t *testing.T) (*announceRecorder, string, func()) {
+	t.Helper()
+	eng := newToyEngine(2, 1<<16, time.Millisecond)
+	sc, err := sched.New(eng, &toyCache{eng: eng, busy: make([]bool, len(eng.seqs))}, sched.Config{Lanes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := chat.Parse(chat.ChatML, chat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.desc.ChatTemplate = chat.ChatML
+	srv, err := NewServer(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &announceRecorder{Scheduler: sc}
+	srv.SetModel(&Model{Model: task.Model{Name: "toy", Path: "/models/toy.gguf", Desc: eng.Descriptor(), Text: &toyText{pieceLen: 1}, Sched: rec, Chat: tmpl}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { srv.Serve(ln); close(served) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	var once sync.Once
+	run := func() { once.Do(func() { go func() { sc.Run(ctx); close(ran) }() }) }
+	t.Cleanup(func() {
+		run() // so that a request still queued is failed on close
+		cancel()
+		<-ran
+		srv.srv.Shutdown()
+		ln.Close()
+		<-served
+	})
+	return rec, "http://" + ln.Addr().String(), run
+}
