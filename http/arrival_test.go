@@ -15,14 +15,15 @@ import (
 	"superfluid/task"
 )
 
-// announceRecorder is a scheduler counting the announcements still
-// pending and the submissions made.
+// announceRecorder is a scheduler counting the announcements made,
+// those still pending, and the submissions made.
 type announceRecorder struct {
 	*sched.Scheduler
-	pending, submits atomic.Int32
+	announced, pending, submits atomic.Int32
 }
 
 func (r *announceRecorder) Expect() func() {
+	r.announced.Add(1)
 	r.pending.Add(1)
 	arrived := r.Scheduler.Expect()
 	var once sync.Once
@@ -39,7 +40,7 @@ func (r *announceRecorder) Submit(ctx context.Context, req sched.Request) (*sche
 	return r.Scheduler.Submit(ctx, req)
 }
 
-// Every generation route announces its request to the model's scheduler
+// Every generation route, and a batch's line, announces its request to the model's scheduler
 // and settles the announcement once its work is submitted — while the
 // request still waits for its reply, not when its handler returns — so an
 // idle runner gathering a burst waits for requests on their way and never
@@ -56,20 +57,36 @@ func TestGenerationRoutesSettleTheirAnnouncementOnSubmission(t *testing.T) {
 		"/api/generate":        `{"model":"toy","prompt":"hello","stream":false,"options":{"num_predict":3}}`,
 		"/api/chat":            `{"model":"toy","messages":[{"role":"user","content":"hi"}],"stream":false,"options":{"num_predict":3}}`,
 	}
+	type send func(srv *Server, url string) int
+	post := func(path, body string) send {
+		return func(_ *Server, url string) int {
+			resp, err := http.Post(url+path, "application/json", bytes.NewReader([]byte(body)))
+			if err != nil {
+				t.Errorf("POST %s: %v", path, err)
+				return 0
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+	}
+	sends := map[string]send{
+		// A batch's line takes the request core without an HTTP request.
+		"batch line": func(srv *Server, _ string) int {
+			status, _, err := srv.AnswerBatch(context.Background(), "/v1/chat/completions", []byte(bodies["/v1/chat/completions"]), "")
+			if err != nil {
+				t.Errorf("batch line: %v", err)
+			}
+			return status
+		},
+	}
 	for path, body := range bodies {
-		t.Run(path, func(t *testing.T) {
-			rec, url, run := startUnrunToy(t)
+		sends[path] = post(path, body)
+	}
+	for name, send := range sends {
+		t.Run(name, func(t *testing.T) {
+			srv, rec, url, run := startUnrunToy(t)
 			answered := make(chan int, 1)
-			go func() {
-				resp, err := http.Post(url+path, "application/json", bytes.NewReader([]byte(body)))
-				if err != nil {
-					t.Errorf("POST %s: %v", path, err)
-					answered <- 0
-					return
-				}
-				resp.Body.Close()
-				answered <- resp.StatusCode
-			}()
+			go func() { answered <- send(srv, url) }()
 			deadline := time.Now().Add(10 * time.Second)
 			for rec.submits.Load() == 0 || rec.pending.Load() != 0 {
 				if time.Now().After(deadline) {
@@ -81,13 +98,16 @@ func TestGenerationRoutesSettleTheirAnnouncementOnSubmission(t *testing.T) {
 			if code := <-answered; code != http.StatusOK {
 				t.Fatalf("answered %d; want 200", code)
 			}
+			if n := rec.announced.Load(); n != 1 {
+				t.Errorf("%d announcements; want the request's one", n)
+			}
 		})
 	}
 }
 
 // startUnrunToy is a server over the toy engine whose scheduler runs only
 // once run is called.
-func startUnrunToy(t *testing.T) (*announceRecorder, string, func()) {
+func startUnrunToy(t *testing.T) (*Server, *announceRecorder, string, func()) {
 	t.Helper()
 	eng := newToyEngine(2, 1<<16, time.Millisecond)
 	sc, err := sched.New(eng, &toyCache{eng: eng, busy: make([]bool, len(eng.seqs))}, sched.Config{Lanes: 2})
@@ -123,5 +143,5 @@ func startUnrunToy(t *testing.T) (*announceRecorder, string, func()) {
 		ln.Close()
 		<-served
 	})
-	return rec, "http://" + ln.Addr().String(), run
+	return srv, rec, "http://" + ln.Addr().String(), run
 }

@@ -9,6 +9,7 @@ import (
 	"superfluid/respstore"
 	"superfluid/sched"
 	"superfluid/session"
+	"superfluid/task"
 )
 
 // SetResponses gives the Responses API its store (else it keeps one in
@@ -82,5 +83,8 @@ func (s *Server) answerBatch(ctx context.Context, url string, body []byte, class
 	if err := checkModelKind(m, r); err != nil {
 		return openai.ErrorResponse(err)
 	}
-	return openai.Answer(ctx, &m.Model, url, body, class, s.fimCache, s.cfg.RemoteMedia)
+	// A batch's lines fan out together: an idle runner gathers them.
+	arrived := announce(m, r)
+	defer arrived()
+	return openai.Answer(task.Announced(ctx, arrived), &m.Model, url, body, class, s.fimCache, s.cfg.RemoteMedia)
 }

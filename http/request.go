@@ -59,6 +59,19 @@ func (s *Server) requestContext(ctx *fasthttp.RequestCtx) (context.Context, func
 	return c, done
 }
 
+// announce tells m's scheduler that a request on route r is on its way
+// (an idle runner gathers a burst of work taken whole while requests
+// are); arrived settles it. task.SubmitAll settles it once the request's
+// work is queued — the request's context carries it there (Announced) —
+// and the caller when the request ends without submitting. A route that
+// does not generate announces nothing.
+func announce(m *Model, r route) (arrived func()) {
+	if m == nil || !r.generates || m.Sched == nil {
+		return func() {}
+	}
+	return m.Sched.Expect()
+}
+
 // arrivalKey is the RequestCtx user value holding the arrived function of
 // the request's announcement to its model's scheduler (Server.run).
 type arrivalKey struct{}

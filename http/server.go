@@ -367,13 +367,9 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, r route, id string, client *keys.
 		ctx.SetUserValue(modelHoldKey{}, hold)
 		traceOf(ctx).SetModel(m.Name)
 	}
-	if m != nil && r.generates && m.Sched != nil {
-		// On its way to the scheduler (an idle one gathers a burst while
-		// requests are): settled when the work is submitted, or here.
-		arrived := m.Sched.Expect()
-		defer arrived()
-		ctx.SetUserValue(arrivalKey{}, arrived)
-	}
+	arrived := announce(m, r)
+	defer arrived()
+	ctx.SetUserValue(arrivalKey{}, arrived)
 	if err := checkModelKind(m, r); err != nil {
 		wire.WriteError(ctx, r.kind, err)
 		return
