@@ -3,14 +3,12 @@ package http
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"superfluid/chat"
 	"superfluid/sched"
 	"superfluid/task"
 )
@@ -84,9 +82,13 @@ func TestGenerationRoutesSettleTheirAnnouncementOnSubmission(t *testing.T) {
 	}
 	for name, send := range sends {
 		t.Run(name, func(t *testing.T) {
-			srv, rec, url, run := startUnrunToy(t)
+			var rec *announceRecorder
+			ts := startToy(t, toyOptions{lanes: 2, paused: true, wrap: func(sc *sched.Scheduler) task.Scheduler {
+				rec = &announceRecorder{Scheduler: sc}
+				return rec
+			}})
 			answered := make(chan int, 1)
-			go func() { answered <- send(srv, url) }()
+			go func() { answered <- send(ts.srv, ts.url) }()
 			deadline := time.Now().Add(10 * time.Second)
 			for rec.submits.Load() == 0 || rec.pending.Load() != 0 {
 				if time.Now().After(deadline) {
@@ -94,7 +96,7 @@ func TestGenerationRoutesSettleTheirAnnouncementOnSubmission(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			run()
+			ts.run()
 			if code := <-answered; code != http.StatusOK {
 				t.Fatalf("answered %d; want 200", code)
 			}
@@ -103,45 +105,4 @@ func TestGenerationRoutesSettleTheirAnnouncementOnSubmission(t *testing.T) {
 			}
 		})
 	}
-}
-
-// startUnrunToy is a server over the toy engine whose scheduler runs only
-// once run is called.
-func startUnrunToy(t *testing.T) (*Server, *announceRecorder, string, func()) {
-	t.Helper()
-	eng := newToyEngine(2, 1<<16, time.Millisecond)
-	sc, err := sched.New(eng, &toyCache{eng: eng, busy: make([]bool, len(eng.seqs))}, sched.Config{Lanes: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := chat.Parse(chat.ChatML, chat.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng.desc.ChatTemplate = chat.ChatML
-	srv, err := NewServer(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &announceRecorder{Scheduler: sc}
-	srv.SetModel(&Model{Model: task.Model{Name: "toy", Path: "/models/toy.gguf", Desc: eng.Descriptor(), Text: &toyText{pieceLen: 1}, Sched: rec, Chat: tmpl}})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() { srv.Serve(ln); close(served) }()
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	var once sync.Once
-	run := func() { once.Do(func() { go func() { sc.Run(ctx); close(ran) }() }) }
-	t.Cleanup(func() {
-		run() // so that a request still queued is failed on close
-		cancel()
-		<-ran
-		srv.srv.Shutdown()
-		ln.Close()
-		<-served
-	})
-	return srv, rec, "http://" + ln.Addr().String(), run
 }

@@ -266,6 +266,8 @@ type toyStack struct {
 
 	stopSched context.CancelFunc
 	schedDone chan struct{}
+	// run starts the scheduler (once; startToy does unless paused).
+	run func()
 }
 
 type toyOptions struct {
@@ -275,6 +277,11 @@ type toyOptions struct {
 	cfg      Config
 	script   string // what the toy writes (see toyEngine.script); "" the alphabet
 	template string // the chat template; "" ChatML
+	// wrap, when set, is the scheduler the model submits to, around the
+	// stack's own.
+	wrap func(*sched.Scheduler) task.Scheduler
+	// paused leaves the scheduler stopped until toyStack.run.
+	paused bool
 }
 
 func startToy(t *testing.T, o toyOptions) *toyStack {
@@ -304,7 +311,11 @@ func startToy(t *testing.T, o toyOptions) *toyStack {
 		t.Fatal(err)
 	}
 	text := &toyText{pieceLen: o.pieceLen}
-	srv.SetModel(&Model{Model: task.Model{Name: "toy", Path: "/models/toy.gguf", Desc: eng.Descriptor(), Text: text, Sched: sc, Chat: tmpl}})
+	var submitTo task.Scheduler = sc
+	if o.wrap != nil {
+		submitTo = o.wrap(sc)
+	}
+	srv.SetModel(&Model{Model: task.Model{Name: "toy", Path: "/models/toy.gguf", Desc: eng.Descriptor(), Text: text, Sched: submitTo, Chat: tmpl}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -312,13 +323,18 @@ func startToy(t *testing.T, o toyOptions) *toyStack {
 	ts := &toyStack{srv: srv, sched: sc, text: text, url: "http://" + ln.Addr().String(), addr: ln.Addr().String(), schedDone: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.stopSched = cancel
-	go func() { sc.Run(ctx); close(ts.schedDone) }()
+	var once sync.Once
+	ts.run = func() { once.Do(func() { go func() { sc.Run(ctx); close(ts.schedDone) }() }) }
+	if !o.paused {
+		ts.run()
+	}
 	served := make(chan struct{})
 	go func() { srv.Serve(ln); close(served) }()
 	t.Cleanup(func() {
 		srv.srv.Shutdown()
 		ln.Close()
 		<-served
+		ts.run() // a paused stack's queued requests fail on close
 		ts.closeSched()
 	})
 	return ts
