@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"unsafe"
 
@@ -48,26 +49,61 @@ func (e *Engine) SeqLen(seq int32) int {
 
 // Export appends seq's state (a self-describing blob) to dst.
 func (e *Engine) Export(seq int32, dst []byte) ([]byte, error) {
-	if e.e == nil {
-		return dst, errClosed
-	}
-	var needed C.size_t
-	if rc := C.sf_seq_export(e.e, C.int32_t(seq), nil, 0, &needed); rc != C.SF_ERR_BUFFER {
-		return dst, e.err("export", rc)
-	}
-	start := len(dst)
-	dst = append(dst, make([]byte, int(needed))...)
-	out := dst[start:]
-	rc := C.sf_seq_export(e.e, C.int32_t(seq), (*C.uint8_t)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &needed)
-	if rc != C.SF_OK {
-		return dst[:start], e.err("export", rc)
-	}
-	return dst[:start+int(needed)], nil
+	return e.exportBlob("export", dst, func(out *C.uint8_t, cap C.size_t, needed *C.size_t) C.int {
+		return C.sf_seq_export(e.e, C.int32_t(seq), out, cap, needed)
+	})
 }
 
 // Import replaces seq's contents with exported state; it refuses state from
 // another model, another KV type, or damaged bytes.
 func (e *Engine) Import(seq int32, data []byte) (int, error) {
+	return e.importBlob("import", data, func(in *C.uint8_t, n C.size_t, tokens *C.int32_t) C.int {
+		return C.sf_seq_import(e.e, C.int32_t(seq), in, n, tokens)
+	})
+}
+
+// ExportTail appends the state of seq's tokens from from on (a tail blob)
+// to dst; only a full-attention model's engine has tails.
+func (e *Engine) ExportTail(seq int32, from int, dst []byte) ([]byte, error) {
+	if from < 1 || from > math.MaxInt32 {
+		return dst, fmt.Errorf("cgo: export tail: a tail from %d", from)
+	}
+	return e.exportBlob("export tail", dst, func(out *C.uint8_t, cap C.size_t, needed *C.size_t) C.int {
+		return C.sf_seq_export_tail(e.e, C.int32_t(seq), C.int32_t(from), out, cap, needed)
+	})
+}
+
+// ImportTail appends a tail blob to seq, which holds exactly the tokens
+// before it, and returns the tokens seq holds; on failure seq keeps those.
+func (e *Engine) ImportTail(seq int32, data []byte) (int, error) {
+	return e.importBlob("import tail", data, func(in *C.uint8_t, n C.size_t, tokens *C.int32_t) C.int {
+		return C.sf_seq_import_tail(e.e, C.int32_t(seq), in, n, tokens)
+	})
+}
+
+// exportBlob appends what an export call writes to dst: the call is asked
+// for its size first (SF_ERR_BUFFER with nothing written), then given the
+// room.
+func (e *Engine) exportBlob(op string, dst []byte, export func(out *C.uint8_t, cap C.size_t, needed *C.size_t) C.int) ([]byte, error) {
+	if e.e == nil {
+		return dst, errClosed
+	}
+	var needed C.size_t
+	if rc := export(nil, 0, &needed); rc != C.SF_ERR_BUFFER {
+		return dst, e.err(op, rc)
+	}
+	start := len(dst)
+	dst = append(dst, make([]byte, int(needed))...)
+	out := dst[start:]
+	if rc := export((*C.uint8_t)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &needed); rc != C.SF_OK {
+		return dst[:start], e.err(op, rc)
+	}
+	return dst[:start+int(needed)], nil
+}
+
+// importBlob hands data to an import call and returns the tokens the
+// sequence holds after it.
+func (e *Engine) importBlob(op string, data []byte, imp func(in *C.uint8_t, n C.size_t, tokens *C.int32_t) C.int) (int, error) {
 	if e.e == nil {
 		return 0, errClosed
 	}
@@ -76,7 +112,7 @@ func (e *Engine) Import(seq int32, data []byte) (int, error) {
 		ptr = (*C.uint8_t)(unsafe.Pointer(&data[0]))
 	}
 	var n C.int32_t
-	if err := e.err("import", C.sf_seq_import(e.e, C.int32_t(seq), ptr, C.size_t(len(data)), &n)); err != nil {
+	if err := e.err(op, imp(ptr, C.size_t(len(data)), &n)); err != nil {
 		return 0, err
 	}
 	return int(n), nil

@@ -163,3 +163,18 @@ type Engine interface {
 	// number of tokens it holds.
 	Import(seq int32, data []byte) (int, error)
 }
+
+// TailState is implemented by engines that can export and import the end
+// of a full-attention sequence alone: the prefix cache copies out only
+// the part of a stream it cuts while another sequence keeps the rest
+// (kv: an edit's hand-over). Owner goroutine, as Engine.
+type TailState interface {
+	// ExportTail appends the state of seq's tokens from from on (a tail
+	// blob) to dst; an error where the model has no tails to take apart
+	// (sliding-window or recurrent layers).
+	ExportTail(seq int32, from int, dst []byte) ([]byte, error)
+	// ImportTail appends a tail blob to seq, which holds exactly the
+	// stream's tokens before the tail, and returns the tokens seq holds;
+	// on failure seq keeps those it held.
+	ImportTail(seq int32, data []byte) (int, error)
+}

@@ -448,6 +448,13 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
 #else
     const uint32_t rs_asked = 0;
 #endif
+    // One llama.cpp sequence past those the caller has is the engine's
+    // own scratch: a full-attention sequence's tail passes through it on
+    // export and import (seq.cpp). A recurrent one would cost a state.
+    const bool scratch = e->pooling == LLAMA_POOLING_TYPE_NONE && !llama_model_is_recurrent(e->model) &&
+                         !llama_model_is_hybrid(e->model) &&
+                         (size_t)cp.n_seq_max < llama_max_parallel_sequences();
+    cp.n_seq_max += scratch ? 1 : 0;
     e->ctx = llama_init_from_model(e->model, cp);
     if (e->ctx == nullptr) {
         return "cannot create a llama.cpp context with these parameters";
@@ -460,7 +467,8 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
     e->vocab = llama_model_get_vocab(e->model);
     e->mem = llama_get_memory(e->ctx);
     e->n_ctx = (int32_t)llama_n_ctx(e->ctx);
-    e->n_seq_max = (int32_t)llama_n_seq_max(e->ctx);
+    e->n_seq_max = (int32_t)llama_n_seq_max(e->ctx) - (scratch ? 1 : 0);
+    e->scratch_seq = scratch ? e->n_seq_max : -1;
     e->n_batch = (int32_t)llama_n_batch(e->ctx);
     e->max_lanes = p->max_lanes;
     e->n_vocab = llama_vocab_n_tokens(e->vocab);

@@ -185,6 +185,9 @@ struct sf_engine {
 
     int32_t n_ctx = 0;
     int32_t n_seq_max = 0;
+    // The llama.cpp sequence past n_seq_max that tail export and import
+    // pass through (seq.cpp); -1 where the context has none.
+    int32_t scratch_seq = -1;
     int32_t n_batch = 0;
     int32_t max_lanes = 0;
     int32_t n_vocab = 0;

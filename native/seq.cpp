@@ -27,6 +27,10 @@ constexpr uint32_t SF_STATE_VERSION_FNV = 1;
 // checkpoint is never imported as a whole sequence nor the reverse.
 constexpr char SF_MAGIC_STATE[4] = {'S', 'F', 'K', 'V'};
 constexpr char SF_MAGIC_CKPT[4] = {'S', 'F', 'C', 'P'};
+// A tail blob (sf_seq_export_tail) too, never taken for either; its
+// payload starts with the position the tail starts at (uint32), then
+// llama.cpp's state of the tail's cells.
+constexpr char SF_MAGIC_TAIL[4] = {'S', 'F', 'K', 'T'};
 
 constexpr uint64_t checksum_basis = 1469598103934665603ull;
 constexpr uint64_t checksum_prime = 1099511628211ull;
@@ -100,7 +104,7 @@ int check_blob(sf_engine *e, const uint8_t *data, size_t len, const char magic[4
     memcpy(h, data, sizeof *h);
     if (memcmp(h->magic, magic, 4) != 0 || (h->version != SF_STATE_VERSION && h->version != SF_STATE_VERSION_FNV)) {
         return sf_fail(e, SF_ERR_STATE, "%s: not superfluid %s (bad magic or version)", op,
-                       magic == SF_MAGIC_CKPT ? "checkpoint" : "KV state");
+                       magic == SF_MAGIC_CKPT ? "checkpoint" : magic == SF_MAGIC_TAIL ? "KV tail" : "KV state");
     }
     if (memcmp(h->model_id, e->model_id, sizeof h->model_id) != 0) {
         return sf_fail(e, SF_ERR_STATE, "%s: the state belongs to another model", op);
@@ -135,6 +139,23 @@ void fill_header(const sf_engine *e, uint8_t *out, const char magic[4], uint32_t
     h.checksum = block_checksum(out + sizeof h, payload);
     memcpy(out, &h, sizeof h);
 }
+
+// Tails pass through the scratch sequence, whose cells are those of a
+// full-attention sequence alone: a sliding-window or recurrent model's
+// partial state has no tail to take apart.
+int check_tails(sf_engine *e, const char *op) {
+    if (e->scratch_seq < 0 || e->partial != SF_PARTIAL_NONE || e->mem == nullptr) {
+        return sf_fail(e, SF_ERR_INVALID, "%s: this engine keeps no tail state (a full-attention model's only)", op);
+    }
+    return SF_OK;
+}
+
+// Empties the scratch sequence when it goes out of scope, whichever way
+// the operation using it ends.
+struct scratch_guard {
+    sf_engine *e;
+    ~scratch_guard() { llama_memory_seq_rm(e->mem, e->scratch_seq, -1, -1); }
+};
 
 void drop_ckpts_from(sf_engine *e, int32_t seq, int32_t pos) {
     auto &v = e->ckpts[(size_t)seq];
@@ -256,6 +277,89 @@ static int sf_seq_import_impl(sf_engine *e, int32_t seq, const uint8_t *data, si
     if (*n_tokens != (int32_t)h.n_tokens) {
         llama_memory_seq_rm(e->mem, seq, -1, -1);
         return sf_fail(e, SF_ERR_STATE, "import: restored %d tokens, the header says %u", *n_tokens, h.n_tokens);
+    }
+    return SF_OK;
+}
+
+// The scratch sequence is given the tail's cells besides seq (unified
+// cells: no copy of their data) and exported alone, so that an edit's
+// hand-over copies out only what it cuts, not the prefix it keeps.
+static int sf_seq_export_tail_impl(sf_engine *e, int32_t seq, int32_t from, uint8_t *out, size_t cap,
+                                   size_t *needed) {
+    if (e == nullptr || needed == nullptr) {
+        return SF_ERR_INVALID;
+    }
+    if (int rc = check_seq(e, seq, "export tail")) {
+        return rc;
+    }
+    if (int rc = check_tails(e, "export tail")) {
+        return rc;
+    }
+    int32_t len = sf_seq_length_impl(e, seq);
+    if (from < 1 || from >= len) {
+        return sf_fail(e, SF_ERR_INVALID, "export tail: a tail from %d of a sequence holding %d tokens", from, len);
+    }
+    scratch_guard g{e};
+    llama_memory_seq_rm(e->mem, e->scratch_seq, -1, -1);
+    llama_memory_seq_cp(e->mem, seq, e->scratch_seq, from, -1);
+    const uint32_t start = (uint32_t)from;
+    size_t payload = sizeof start + llama_state_seq_get_size(e->ctx, e->scratch_seq);
+    *needed = sizeof(sf_state_header) + payload;
+    if (out == nullptr || cap < *needed) {
+        return sf_fail(e, SF_ERR_BUFFER, "export tail: needs %zu bytes, has %zu", *needed, cap);
+    }
+    uint8_t *body = out + sizeof(sf_state_header);
+    memcpy(body, &start, sizeof start);
+    size_t wrote = llama_state_seq_get_data(e->ctx, body + sizeof start, payload - sizeof start, e->scratch_seq);
+    if (wrote == 0 || wrote > payload - sizeof start) {
+        return sf_fail(e, SF_ERR_STATE, "export tail: llama.cpp wrote %zu of %zu bytes", wrote, payload - sizeof start);
+    }
+    fill_header(e, out, SF_MAGIC_TAIL, (uint32_t)len, sizeof start + wrote);
+    *needed = sizeof(sf_state_header) + sizeof start + wrote;
+    return SF_OK;
+}
+
+// llama.cpp empties the sequence it restores state into: the tail lands in
+// the scratch sequence and is then given to seq.
+static int sf_seq_import_tail_impl(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens) {
+    if (e == nullptr || n_tokens == nullptr) {
+        return SF_ERR_INVALID;
+    }
+    if (int rc = check_idle(e, seq, "import tail")) {
+        return rc;
+    }
+    if (int rc = check_tails(e, "import tail")) {
+        return rc;
+    }
+    sf_state_header h{};
+    if (int rc = check_blob(e, data, len, SF_MAGIC_TAIL, "import tail", &h)) {
+        return rc;
+    }
+    uint32_t start = 0;
+    if (h.payload_len < sizeof start) {
+        return sf_fail(e, SF_ERR_STATE, "import tail: %llu payload bytes hold no start",
+                       (unsigned long long)h.payload_len);
+    }
+    memcpy(&start, data + sizeof h, sizeof start);
+    int32_t have = sf_seq_length_impl(e, seq);
+    if (start == 0 || start >= h.n_tokens || (int64_t)start != (int64_t)have) {
+        return sf_fail(e, SF_ERR_STATE, "import tail: a tail of [%u, %u) onto sequence %d holding %d tokens", start,
+                       h.n_tokens, seq, have);
+    }
+    scratch_guard g{e};
+    llama_memory_seq_rm(e->mem, e->scratch_seq, -1, -1);
+    const uint8_t *state = data + sizeof h + sizeof start;
+    size_t read = llama_state_seq_set_data(e->ctx, state, (size_t)h.payload_len - sizeof start, e->scratch_seq);
+    if (read == 0 || llama_memory_seq_pos_min(e->mem, e->scratch_seq) != (llama_pos)start ||
+        llama_memory_seq_pos_max(e->mem, e->scratch_seq) + 1 != (llama_pos)h.n_tokens) {
+        return sf_fail(e, SF_ERR_STATE, "import tail: llama.cpp refused the tail (see debug log)");
+    }
+    llama_memory_seq_cp(e->mem, e->scratch_seq, seq, -1, -1);
+    *n_tokens = sf_seq_length_impl(e, seq);
+    if (*n_tokens != (int32_t)h.n_tokens) {
+        llama_memory_seq_rm(e->mem, seq, (llama_pos)start, -1);
+        return sf_fail(e, SF_ERR_STATE, "import tail: sequence %d holds %d tokens, the header says %u", seq,
+                       *n_tokens, h.n_tokens);
     }
     return SF_OK;
 }
@@ -452,6 +556,16 @@ int sf_seq_free(sf_engine *e, int32_t seq) {
 int sf_seq_export(sf_engine *e, int32_t seq, uint8_t *out, size_t cap, size_t *needed) {
     return sf_guard([&] { return sf_seq_export_impl(e, seq, out, cap, needed); },
                     [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "seq export: %s", msg); });
+}
+
+int sf_seq_export_tail(sf_engine *e, int32_t seq, int32_t from, uint8_t *out, size_t cap, size_t *needed) {
+    return sf_guard([&] { return sf_seq_export_tail_impl(e, seq, from, out, cap, needed); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "seq export tail: %s", msg); });
+}
+
+int sf_seq_import_tail(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens) {
+    return sf_guard([&] { return sf_seq_import_tail_impl(e, seq, data, len, n_tokens); },
+                    [&](const char *msg) { return sf_fail(e, SF_ERR_EXCEPTION, "seq import tail: %s", msg); });
 }
 
 int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens) {

@@ -497,6 +497,13 @@ int32_t sf_seq_length(const sf_engine *e, int32_t seq);
  * its size. With cap too small it returns SF_ERR_BUFFER and writes nothing. */
 int sf_seq_export(sf_engine *e, int32_t seq, uint8_t *out, size_t cap, size_t *needed);
 int sf_seq_import(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens);
+/* A tail blob holds the state of a sequence's tokens from position from
+ * on, for a sequence that holds exactly the stream's first from tokens to
+ * take back (a full-attention model's only: SF_ERR_INVALID elsewhere).
+ * Export as sf_seq_export; import appends the tail to seq and leaves seq's
+ * first from tokens as they were if it fails. */
+int sf_seq_export_tail(sf_engine *e, int32_t seq, int32_t from, uint8_t *out, size_t cap, size_t *needed);
+int sf_seq_import_tail(sf_engine *e, int32_t seq, const uint8_t *data, size_t len, int32_t *n_tokens);
 
 /* The shortest length seq can be cut (sf_seq_truncate) or copied
  * (sf_seq_copy) to with its state whole: any length from it up to the
