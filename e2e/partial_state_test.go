@@ -73,7 +73,7 @@ func partialStateTurns(t *testing.T, arch string) {
 	}
 
 	base := textTokens(t, ref.e, 1400, 1)
-	complete(st, base)
+	r0 := complete(st, base)
 	div := len(base) * 85 / 100
 	edited := joinTokens(base[:div], textTokens(t, ref.e, 120, 2))
 	r := complete(st, edited)
@@ -92,6 +92,21 @@ func partialStateTurns(t *testing.T, arch string) {
 		t.Errorf("the same prompt again: %d of %d cached, want at least %d", again.Timings.CacheN, len(edited), len(edited)-tail)
 	}
 	expectAlone(t, ref, "the same prompt again", edited, again.Tokens, predict)
+
+	// Back to the conversation before the edit, its next turn: warm on
+	// every family — a full-attention model's from the part the edit cut,
+	// kept in host memory, put back onto the prefix the edit shares (kv
+	// tail.go); the others' whole stream stayed in the pool.
+	back := joinTokens(base, r0.Tokens, textTokens(t, ref.e, 60, 6))
+	rb := complete(st, back)
+	t.Logf("%s: back to the turn before the edit: %d of %d cached", arch, rb.Timings.CacheN, len(back))
+	if rb.Timings.CacheN < len(base) {
+		t.Errorf("back to the turn before the edit: %d cached, want at least its %d-token prompt", rb.Timings.CacheN, len(base))
+	}
+	expectAlone(t, ref, "the turn before the edit", back, rb.Tokens, predict)
+	if tails := scrapeMetrics(t, st.URL())["superfluid_cache_host_tails_total"]; (tails > 0) != (ref.e.Descriptor().Partial == engine.PartialNone) {
+		t.Errorf("%v tails went to host memory on a model whose partial state is %q; want them for full attention alone", tails, ref.e.Descriptor().Partial)
+	}
 
 	turn2 := joinTokens(edited, r.Tokens, textTokens(t, ref.e, 60, 3))
 	r2 := complete(st, turn2)

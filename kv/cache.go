@@ -300,11 +300,17 @@ func (c *Cache) seedFromResident(seq int32, e *entry, depth int) int {
 // after (admitted): the loaded cells then take the cells they free, low in
 // the pool, instead of landing above them, where every later step of the
 // lane attends over both (a second turn after an edit attended over 4,055
-// cells for its own 2,050: synth qwen3 small, issue 22).
+// cells for its own 2,050: synth qwen3 small, issue 22). A tail's
+// resident prefix stays, cut back to it (readyBase): the tail is put back
+// onto it.
 func (c *Cache) roomToLoad(h *hostEntry) {
 	c.host.held = h
 	defer func() { c.host.held = nil }()
-	c.enforceBudget()
+	var base *entry
+	if h != nil && h.base > 0 {
+		base = c.readyBase(h)
+	}
+	c.enforceBudget(base)
 }
 
 // handsOver moves e's stream out of the pool but for its first depth
@@ -315,10 +321,12 @@ func (c *Cache) roomToLoad(h *hostEntry) {
 // ones, widening every step's attention: an edit 15% from the end of a
 // 2,000-token conversation attended over ~2,380 cells where llama-server,
 // which cuts its slot back to the prompt, attends over ~2,060 (synth
-// qwen3 and qwen3moe small, issue 22). The whole stream is exported first,
-// so its own next turn is an import away; e keeps the shared prefix, whose
-// cells seq holds too, and seq's new tokens take the freed cells
-// (llama.cpp moves its head back as a sequence's cells are removed).
+// qwen3 and qwen3moe small, issue 22). What is cut goes to host memory
+// first (evict: only the cut part where the engine can take a stream
+// apart, tail.go), so that the stream's own next turn is an import away; e
+// keeps the shared prefix, whose cells seq holds too, and seq's new tokens
+// take the freed cells (llama.cpp moves its head back as a sequence's
+// cells are removed).
 // Sliding-window and hybrid streams stay whole: moved out they keep only
 // their last window or their last state, and resident they serve any cut
 // their cells still cover. Without room in host memory e stays whole too:
@@ -327,7 +335,11 @@ func (c *Cache) handsOver(seq int32, e *entry, depth int) bool {
 	if c.eng.Descriptor().Partial != engine.PartialNone || !c.exportable(e) || c.pinned()[e.node] > depth {
 		return false
 	}
-	if !c.host.fits(int(int64(e.node.depth) * c.eng.Descriptor().KVBytesPerToken)) {
+	moved := e.node.depth
+	if c.tails() != nil {
+		moved -= depth
+	}
+	if !c.host.fits(int(int64(moved) * c.eng.Descriptor().KVBytesPerToken)) {
 		return false
 	}
 	c.evict(e, c.nodeAt(e.node, depth))
@@ -377,9 +389,13 @@ func (c *Cache) candidates(n *node, matched int, tried map[any]bool) candidates 
 // seedFromHost imports a host entry into seq and cuts it to depth tokens;
 // on failure the sequence is emptied and the lane starts cold.
 func (c *Cache) seedFromHost(seq int32, h *hostEntry, depth int) int {
-	n, err := c.eng.Import(seq, h.blob)
+	n, base, err := c.importHost(seq, h)
 	if err != nil {
-		slog.Warn("prefix cache: host entry refused, admitting cold", "err", err)
+		if errors.Is(err, errNoBase) {
+			c.stats.HostTailsLost.Add(1)
+		} else {
+			slog.Warn("prefix cache: host entry refused, admitting cold", "err", err)
+		}
 		c.host.remove(&c.tree, h)
 		c.eng.Free(seq)
 		return 0
@@ -390,6 +406,11 @@ func (c *Cache) seedFromHost(seq int32, h *hostEntry, depth int) int {
 		if got = c.resumeAt(seq, depth, h.ckpts); got == 0 {
 			return 0
 		}
+	}
+	if base != nil {
+		// The prefix seq shares with it is spared as seedFromResident's
+		// is: moved out, it would be copied out for nothing.
+		c.seededFrom[seq] = base
 	}
 	h.used, h.touched = c.clock, c.cfg.Now()
 	c.stats.HostHits.Add(1)
@@ -541,18 +562,23 @@ func (c *Cache) sharedPrefix(e *entry) *node {
 
 // exportable reports whether evicting e exports its stream to host
 // memory: the tier is on, the machine is not short of memory, e is long
-// enough to be worth it and not there already.
+// enough to be worth it and not there already (a tail of it there is
+// replaced: e's own stream is its whole).
 func (c *Cache) exportable(e *entry) bool {
-	return c.host.budget > 0 && !c.shedding && e.node.depth >= c.cfg.MinHostTokens && e.node.host == nil
+	return c.host.budget > 0 && !c.shedding && e.node.depth >= c.cfg.MinHostTokens && (e.node.host == nil || e.node.host.base > 0)
 }
 
 // evict removes e from the pool: exported to host memory first when the
 // tier has room for it; cut back to keep (a node on its path: its shared
 // prefix, a pin) instead of dropped where keep is not nil and the cut is
-// valid. A nil keep frees its sequence (the caller needs it).
+// valid. A nil keep frees its sequence (the caller needs it). With a keep,
+// only the part past it is exported where the engine can (tail.go): the
+// pool still holds the rest, in e or in the entry that kept e from being
+// cut there.
 func (c *Cache) evict(e *entry, keep *node) {
 	c.stats.Evictions.Add(1)
 	switch {
+	case c.exportable(e) && keep != nil && c.exportTail(e, keep.depth):
 	case c.exportable(e):
 		blob, err := c.eng.Export(e.seq, nil)
 		if err != nil {
@@ -563,11 +589,18 @@ func (c *Cache) evict(e *entry, keep *node) {
 			c.parkBlob(e.node, blob, e.ckpts, false) // too big for host memory: to disk
 			break
 		}
-		c.host.add(&c.tree, e.node, blob, e.ckpts, c.clock, e.touched)
+		c.host.add(&c.tree, &hostEntry{node: e.node, blob: blob, ckpts: e.ckpts, used: c.clock, touched: e.touched})
 		c.stats.HostExports.Add(1)
 	case e.node.host == nil:
 		c.parkSeq(e.node, e.seq, false)
 	}
+	c.cutBack(e, keep)
+}
+
+// cutBack leaves e resident at keep (a node on its path) where keep is not
+// nil and the cut is valid, else frees its sequence; its stream has been
+// moved out or given up.
+func (c *Cache) cutBack(e *entry, keep *node) {
 	old := e.node
 	old.resident = nil
 	if s := keep; s != nil && s.resident == nil && !s.coveredBelow(e) && c.cutValid(e.seq, s.depth) {

@@ -103,3 +103,45 @@ func (f *fakeEngine) Import(s int32, data []byte) (int, error) {
 
 // fill makes seq hold tokens, as a lane's prefill would.
 func (f *fakeEngine) fill(s int32, tokens []engine.Token) { f.seqs[s] = slices.Clone(tokens) }
+
+// tailEngine is the fake engine with tails (engine.TailState): a tail blob
+// is "FT", the position it starts at, then its tokens.
+type tailEngine struct {
+	*fakeEngine
+	tailExports, tailImports int
+}
+
+func newTailEngine(n int) *tailEngine { return &tailEngine{fakeEngine: newFakeEngine(n)} }
+
+func (f *tailEngine) ExportTail(s int32, from int, dst []byte) ([]byte, error) {
+	if err := f.check(s); err != nil {
+		return dst, err
+	}
+	if from < 1 || from >= len(f.seqs[s]) {
+		return dst, fmt.Errorf("fake: a tail from %d of %d tokens", from, len(f.seqs[s]))
+	}
+	f.tailExports++
+	dst = append(dst, 'F', 'T')
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(from))
+	for _, t := range f.seqs[s][from:] {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(t))
+	}
+	return dst, nil
+}
+
+func (f *tailEngine) ImportTail(s int32, data []byte) (int, error) {
+	if err := f.check(s); err != nil {
+		return 0, err
+	}
+	if len(data) < 6 || data[0] != 'F' || data[1] != 'T' || (len(data)-6)%4 != 0 {
+		return 0, engine.ErrState
+	}
+	if from := int(binary.LittleEndian.Uint32(data[2:])); from != len(f.seqs[s]) {
+		return 0, fmt.Errorf("fake: a tail from %d onto %d tokens", from, len(f.seqs[s]))
+	}
+	f.tailImports++
+	for i := 6; i < len(data); i += 4 {
+		f.seqs[s] = append(f.seqs[s], engine.Token(binary.LittleEndian.Uint32(data[i:])))
+	}
+	return len(f.seqs[s]), nil
+}

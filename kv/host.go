@@ -8,8 +8,11 @@ import (
 
 // hostEntry is an evicted stream's exported state kept in host memory.
 type hostEntry struct {
-	node    *node
-	blob    []byte
+	node *node
+	blob []byte
+	// base is 0 for a whole stream; for a tail (tail.go), the tokens
+	// before the blob's, which another entry must hold to seed from it.
+	base    int
 	ckpts   []engine.Checkpoint // the stream's checkpoints (partial.go)
 	used    uint64
 	touched time.Time // wall clock of the last use, for idle parking
@@ -31,14 +34,15 @@ type hostTier struct {
 
 func (t *hostTier) fits(n int) bool { return int64(n) <= t.budget }
 
-func (t *hostTier) add(tree *radix, n *node, blob []byte, ckpts []engine.Checkpoint, clock uint64, now time.Time) {
-	if !t.fits(len(blob) + int(checkpointBytes(ckpts))) { // the entry's whole size, as h.size() counts it
+// add keeps h, at its node in place of any entry there, when it fits.
+func (t *hostTier) add(tree *radix, h *hostEntry) {
+	if !t.fits(int(h.size())) {
 		return
 	}
+	n := h.node
 	if n.host != nil {
 		t.remove(tree, n.host)
 	}
-	h := &hostEntry{node: n, blob: blob, ckpts: ckpts, used: clock, touched: now}
 	n.host = h
 	t.entries = append(t.entries, h)
 	t.bytes += h.size()

@@ -211,7 +211,28 @@ func (c *Cache) parkSeq(n *node, seq int32, wait bool) bool {
 }
 
 // parkHost is the host tier's word that its budget pushes h out.
-func (c *Cache) parkHost(h *hostEntry) { c.parkBlob(h.node, h.blob, h.ckpts, false) }
+func (c *Cache) parkHost(h *hostEntry) { c.parkHostEntry(h, false) }
+
+// parkHostEntry parks h's stream, a tail put together whole first; false
+// when it is not parked or queued. A tail whose prefix is gone is counted
+// lost.
+func (c *Cache) parkHostEntry(h *hostEntry, wait bool) bool {
+	if c.park == nil || h.node.depth < c.cfg.MinParkTokens {
+		return false
+	}
+	if set, ok := c.setOf(h.node); ok && h.node.park != nil && h.node.park.set == set {
+		return true // on disk already (eager parking): nothing to put together
+	}
+	blob, err := c.wholeBlob(h)
+	if err != nil {
+		if errors.Is(err, errNoBase) {
+			c.stats.HostTailsLost.Add(1)
+		}
+		slog.Debug("prefix cache: a tail in host memory not parked", "err", err)
+		return false
+	}
+	return c.parkBlob(h.node, blob, h.ckpts, wait)
+}
 
 // parkBlob queues n's exported state for parking. Parked strict prefixes
 // of n go once n's file is written: n serves every prompt they would.
@@ -251,8 +272,11 @@ func (c *Cache) parkBlob(n *node, blob []byte, ckpts []engine.Checkpoint, wait b
 
 // parkIdle parks and evicts the entries no one has used for ParkIdle:
 // their room in the pool (and host memory) goes back to live requests, and
-// their state survives a crash. Pinned entries stay until their pin ends. An entry too short to park is just evicted;
-// one whose write is dropped stays, to be tried again on a later call.
+// their state survives a crash. Pinned entries stay until their pin ends.
+// An entry too short to park is just evicted; one whose write is dropped
+// stays, to be tried again on a later call. Host memory goes first: a
+// tail there is put together from the resident prefix it continues
+// (tail.go), which may be idle too.
 func (c *Cache) parkIdle(now time.Time) {
 	idle := c.cfg.ParkIdle
 	if idle <= 0 {
@@ -260,6 +284,17 @@ func (c *Cache) parkIdle(now time.Time) {
 	}
 	changed := false
 	pinned := c.pinned()
+	for _, h := range slices.Clone(c.host.entries) {
+		if now.Sub(h.touched) < idle || pinned[h.node] > 0 {
+			continue
+		}
+		if h.node.depth >= c.cfg.MinParkTokens && c.parkable(h.node) && !c.parkHostEntry(h, false) && !c.tailLost(h) {
+			continue
+		}
+		c.host.remove(&c.tree, h)
+		c.stats.IdleParks.Add(1)
+		changed = true
+	}
 	for _, e := range c.entries {
 		if now.Sub(e.touched) < idle || pinned[e.node] > 0 {
 			continue
@@ -271,17 +306,6 @@ func (c *Cache) parkIdle(now time.Time) {
 		delete(c.entries, e.seq)
 		c.freeSeq(e.seq)
 		c.tree.prune(e.node)
-		c.stats.IdleParks.Add(1)
-		changed = true
-	}
-	for _, h := range slices.Clone(c.host.entries) {
-		if now.Sub(h.touched) < idle || pinned[h.node] > 0 {
-			continue
-		}
-		if h.node.depth >= c.cfg.MinParkTokens && c.parkable(h.node) && !c.parkBlob(h.node, h.blob, h.ckpts, false) {
-			continue
-		}
-		c.host.remove(&c.tree, h)
 		c.stats.IdleParks.Add(1)
 		changed = true
 	}
@@ -313,7 +337,7 @@ func (c *Cache) Close() error {
 	hs := slices.Clone(c.host.entries)
 	slices.SortFunc(hs, func(a, b *hostEntry) int { return cmp.Compare(b.used, a.used) })
 	for _, h := range hs {
-		c.parkBlob(h.node, h.blob, h.ckpts, true)
+		c.parkHostEntry(h, true)
 	}
 	err := c.park.Close()
 	c.publishGauges()

@@ -4,16 +4,20 @@ import "sync/atomic"
 
 // Stats are the cache's counters and gauges, readable from any goroutine.
 type Stats struct {
-	Hits, Misses   atomic.Int64 // acquisitions with and without a warm prefix
-	WarmTokens     atomic.Int64 // prompt tokens acquisitions found cached
-	HostHits       atomic.Int64 // warm prefixes imported from host memory
-	Published      atomic.Int64 // streams published by retiring lanes
-	Evictions      atomic.Int64
-	HostExports    atomic.Int64
-	Entries        atomic.Int64 // resident entries now
-	ResidentTokens atomic.Int64 // distinct tokens they hold
-	HostEntries    atomic.Int64
-	HostBytes      atomic.Int64
+	Hits, Misses atomic.Int64 // acquisitions with and without a warm prefix
+	WarmTokens   atomic.Int64 // prompt tokens acquisitions found cached
+	HostHits     atomic.Int64 // warm prefixes imported from host memory
+	Published    atomic.Int64 // streams published by retiring lanes
+	Evictions    atomic.Int64
+	HostExports  atomic.Int64
+	// HostTails counts exports of only the part of a stream an edit cut
+	// (tail.go); HostTailsLost, tails dropped because the prefix they
+	// continue was no longer cached.
+	HostTails, HostTailsLost atomic.Int64
+	Entries                  atomic.Int64 // resident entries now
+	ResidentTokens           atomic.Int64 // distinct tokens they hold
+	HostEntries              atomic.Int64
+	HostBytes                atomic.Int64
 
 	// Partial state (partial.go): seeds resumed from a checkpoint; cuts
 	// the model's state could not take, served by a shorter prefix or

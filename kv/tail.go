@@ -1,0 +1,168 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"superfluid/engine"
+)
+
+// An edit's hand-over (handsOver) moves a conversation's stream out of the
+// pool but for the prefix the edited prompt keeps, which stays resident.
+// Copying the whole stream out put that prefix's cells — most of the
+// stream — on the edit's way to its first token: 8–13 ms of a
+// 2,000-token conversation's edit on synth qwen3 small, where llama-server
+// just drops its slot's tail (issue 22). Where the engine can take a
+// stream apart (engine.TailState), only the part the edit cuts goes to
+// host memory, as a tail entry (hostEntry.base > 0). Seeding a prompt
+// from it needs its base, the stream's first base tokens, from an entry
+// that still holds them: a resident one through them (the edited
+// conversation usually), else a whole stream in host memory. A tail whose
+// base has gone from both seeds nothing and is dropped when tried; one
+// that goes to disk (pushed out of host memory, idle, or the server
+// stopping) is made whole first, as park files hold whole streams only.
+
+// errNoBase means a tail entry's base is held by no resident or whole host
+// entry any more.
+var errNoBase = errors.New("kv: the prefix a tail continues is no longer cached")
+
+// exportTail moves e's stream past depth to host memory as a tail entry,
+// leaving e whole (the caller cuts it); false when the engine cannot take
+// e apart, the prefix is shorter than a shared one worth keeping (a
+// template's opening: the tail would save nothing and hang on it), or
+// host memory cannot hold the tail, and nothing was moved.
+func (c *Cache) exportTail(e *entry, depth int) bool {
+	ts := c.tails()
+	if ts == nil || depth < max(1, c.cfg.MinSharedTokens) || depth >= e.node.depth {
+		return false
+	}
+	blob, err := ts.ExportTail(e.seq, depth, nil)
+	if err != nil {
+		slog.Debug("prefix cache: no tail export, exporting the whole stream", "err", err)
+		return false
+	}
+	h := &hostEntry{node: e.node, blob: blob, base: depth, ckpts: e.ckpts, used: c.clock, touched: e.touched}
+	if !c.host.fits(int(h.size())) {
+		return false
+	}
+	c.host.add(&c.tree, h)
+	c.stats.HostExports.Add(1)
+	c.stats.HostTails.Add(1)
+	return true
+}
+
+// tails is the engine's tail state, nil where streams are not taken
+// apart: an engine without it, or a model with partial state.
+func (c *Cache) tails() engine.TailState {
+	if c.eng.Descriptor().Partial != engine.PartialNone {
+		return nil
+	}
+	ts, _ := c.eng.(engine.TailState)
+	return ts
+}
+
+// readyBase returns the resident entry holding the prefix tail h
+// continues, cut back to it first (a hand-over the other way: its own
+// tail goes to host memory), so that h's cells take the ones its tail
+// frees instead of landing above them; nil when no resident entry holds
+// the prefix. Left whole, the entry an edit published widened the steps
+// of the original's next turn by the edit's cells: 6% of its prompt time,
+// 2,000 tokens on synth qwen3 small.
+func (c *Cache) readyBase(h *hostEntry) *entry {
+	r, _ := c.tailBase(h)
+	if r != nil && r.node.depth > h.base && c.pinned()[r.node] <= h.base && c.exportable(r) {
+		c.evict(r, c.nodeAt(r.node, h.base))
+		r, _ = c.tailBase(h)
+	}
+	return r
+}
+
+// tailBase finds what holds the first h.base tokens of h's stream: a
+// resident entry through them, else a whole stream in host memory through
+// them; both nil when nothing does.
+func (c *Cache) tailBase(h *hostEntry) (*entry, *hostEntry) {
+	var res *entry
+	var whole *hostEntry
+	var walk func(*node)
+	walk = func(at *node) {
+		if res == nil && at.resident != nil {
+			res = at.resident
+		}
+		if whole == nil && at.host != nil && at.host.base == 0 {
+			whole = at.host
+		}
+		for _, ch := range at.children {
+			if res != nil {
+				return
+			}
+			walk(ch)
+		}
+	}
+	walk(c.nodeAt(h.node, h.base))
+	return res, whole
+}
+
+// importHost makes the empty seq hold h's whole stream and returns its
+// length, and for a tail the resident entry whose cells seq now shares
+// (nil when its prefix came from host memory); on failure seq is empty.
+func (c *Cache) importHost(seq int32, h *hostEntry) (int, *entry, error) {
+	if h.base == 0 {
+		n, err := c.eng.Import(seq, h.blob)
+		return n, nil, err
+	}
+	ts := c.tails()
+	if ts == nil {
+		return 0, nil, errors.New("kv: a tail entry on an engine without tails")
+	}
+	res, whole := c.tailBase(h)
+	var err error
+	switch {
+	case res != nil:
+		err = c.eng.CopyPrefix(res.seq, seq, h.base)
+	case whole != nil:
+		if _, err = c.eng.Import(seq, whole.blob); err == nil {
+			err = c.eng.Truncate(seq, h.base)
+		}
+	default:
+		return 0, nil, errNoBase
+	}
+	n := 0
+	if err == nil {
+		n, err = ts.ImportTail(seq, h.blob)
+	}
+	if err != nil {
+		c.eng.Free(seq)
+		return 0, nil, fmt.Errorf("kv: seeding a tail from its prefix: %w", err)
+	}
+	return n, res, nil
+}
+
+// wholeBlob is h's stream as one exported state, for parking: a tail
+// entry is put together in a free sequence and exported whole. The error
+// is errNoBase when the tail can never be whole again.
+func (c *Cache) wholeBlob(h *hostEntry) ([]byte, error) {
+	if h.base == 0 {
+		return h.blob, nil
+	}
+	if len(c.free) == 0 {
+		return nil, errors.New("kv: no free sequence to put a tail together in")
+	}
+	seq := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	defer c.freeSeq(seq)
+	if _, _, err := c.importHost(seq, h); err != nil {
+		return nil, err
+	}
+	return c.eng.Export(seq, nil)
+}
+
+// tailLost reports whether h is a tail whose prefix no entry holds any
+// more: it can never seed a prompt nor be parked.
+func (c *Cache) tailLost(h *hostEntry) bool {
+	if h.base == 0 {
+		return false
+	}
+	res, whole := c.tailBase(h)
+	return res == nil && whole == nil
+}
