@@ -81,6 +81,20 @@ func TestTailStateContinuesIdentically(t *testing.T) {
 	if _, err := e.ImportTail(4, bad); err == nil || e.SeqLen(4) != 25 {
 		t.Fatalf("a damaged tail: %v, %d tokens left", err, e.SeqLen(4))
 	}
+	// Round trips through the scratch sequence, many times over (15 cells
+	// each, 100 times: past the 1,024-cell pool had any stayed with
+	// sequence 4 as it was cut back).
+	for i := range 100 {
+		if err := e.Truncate(4, 25); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.ImportTail(4, tail); err != nil || n != 40 {
+			t.Fatalf("round %d: import tail: %d tokens, %v", i, n, err)
+		}
+		if _, err := e.ExportTail(4, 25, nil); err != nil {
+			t.Fatalf("round %d: export tail: %v", i, err)
+		}
+	}
 	n := e.SeqLen(1)
 	for _, from := range []int{0, n, n + 1, -1} {
 		if _, err := e.ExportTail(1, from, nil); err == nil {

@@ -304,7 +304,7 @@ func (c *Cache) seedFromResident(seq int32, e *entry, depth int) int {
 // resident prefix stays, cut back to it (readyBase): the tail is put back
 // onto it.
 func (c *Cache) roomToLoad(h *hostEntry) {
-	c.host.held = h
+	c.host.held = c.hostChain(h)
 	defer func() { c.host.held = nil }()
 	var base *entry
 	if h != nil && h.base > 0 {
@@ -368,11 +368,26 @@ type candidates struct {
 func (c *Cache) candidates(n *node, matched int, tried map[any]bool) candidates {
 	var cd candidates
 	depth := matched
+	// A tail whose prefix no tier holds any more is passed over, then
+	// dropped (tail.go).
+	lost := map[*hostEntry]bool{}
+	seedable := func(h *hostEntry) bool {
+		if !lost[h] && c.tailLost(h) {
+			lost[h] = true
+		}
+		return !lost[h]
+	}
+	defer func() {
+		for h := range lost {
+			c.stats.HostTailsLost.Add(1)
+			c.host.remove(&c.tree, h)
+		}
+	}()
 	for at := n; at != nil && at != &c.tree.root && (cd.res == nil || cd.host == nil || cd.park == nil); at = at.parent {
 		if at != n {
 			depth = at.depth
 		}
-		r, h, p := at.find(func(p *parkEntry) bool { return c.restorable(p, depth) }, tried)
+		r, h, p := at.find(func(p *parkEntry) bool { return c.restorable(p, depth) }, seedable, tried)
 		if cd.res == nil && r != nil {
 			cd.res, cd.resDepth = r, depth
 		}
@@ -408,8 +423,10 @@ func (c *Cache) seedFromHost(seq int32, h *hostEntry, depth int) int {
 		}
 	}
 	if base != nil {
-		// The prefix seq shares with it is spared as seedFromResident's
-		// is: moved out, it would be copied out for nothing.
+		// The prefix seq shares with it is in use as the tail is, and
+		// spared as seedFromResident's is: moved out, it would be copied
+		// out for nothing.
+		base.used, base.touched = c.clock, c.cfg.Now()
 		c.seededFrom[seq] = base
 	}
 	h.used, h.touched = c.clock, c.cfg.Now()

@@ -27,9 +27,10 @@ type hostTier struct {
 	// leaving, when set, is told of each entry the budget pushes out,
 	// before it goes (the disk tier takes it).
 	leaving func(*hostEntry)
-	// held, when set, is not pushed out: the entry a lane is about to be
-	// seeded from, while the pool makes room for it (Cache.roomToLoad).
-	held *hostEntry
+	// held are not pushed out: the entry a lane is about to be seeded
+	// from, and those a tail among them is put back onto, while the pool
+	// makes room for it (Cache.roomToLoad).
+	held map[*hostEntry]bool
 }
 
 func (t *hostTier) fits(n int) bool { return int64(n) <= t.budget }
@@ -49,7 +50,7 @@ func (t *hostTier) add(tree *radix, h *hostEntry) {
 	for t.bytes > t.budget {
 		oldest := t.oldest()
 		if oldest == nil {
-			return // only the held entry is left; it goes once loaded
+			return // only held entries are left; they go once loaded
 		}
 		if t.leaving != nil {
 			t.leaving(oldest)
@@ -58,12 +59,12 @@ func (t *hostTier) add(tree *radix, h *hostEntry) {
 	}
 }
 
-// oldest is the least recently used entry but the held one; nil when
+// oldest is the least recently used entry but the held ones; nil when
 // there is none.
 func (t *hostTier) oldest() *hostEntry {
 	var oldest *hostEntry
 	for _, e := range t.entries {
-		if e != t.held && (oldest == nil || e.used < oldest.used) {
+		if !t.held[e] && (oldest == nil || e.used < oldest.used) {
 			oldest = e
 		}
 	}

@@ -214,20 +214,26 @@ func (c *Cache) parkSeq(n *node, seq int32, wait bool) bool {
 func (c *Cache) parkHost(h *hostEntry) { c.parkHostEntry(h, false) }
 
 // parkHostEntry parks h's stream, a tail put together whole first; false
-// when it is not parked or queued. A tail whose prefix is gone is counted
+// when it is not parked or queued. A tail that cannot be put together
+// (its prefix gone, or no free sequence or cells to do it in: pushed out
+// of host memory by an eviction that needed the last sequence) is counted
 // lost.
 func (c *Cache) parkHostEntry(h *hostEntry, wait bool) bool {
 	if c.park == nil || h.node.depth < c.cfg.MinParkTokens {
 		return false
 	}
+	if h.base == 0 {
+		return c.parkBlob(h.node, h.blob, h.ckpts, wait)
+	}
 	if set, ok := c.setOf(h.node); ok && h.node.park != nil && h.node.park.set == set {
 		return true // on disk already (eager parking): nothing to put together
 	}
+	if !wait && c.park.Busy(int64(h.node.depth)*c.eng.Descriptor().KVBytesPerToken) {
+		return false // as parkSeq: not put together only to be dropped
+	}
 	blob, err := c.wholeBlob(h)
 	if err != nil {
-		if errors.Is(err, errNoBase) {
-			c.stats.HostTailsLost.Add(1)
-		}
+		c.stats.HostTailsLost.Add(1)
 		slog.Debug("prefix cache: a tail in host memory not parked", "err", err)
 		return false
 	}
@@ -284,7 +290,10 @@ func (c *Cache) parkIdle(now time.Time) {
 	}
 	changed := false
 	pinned := c.pinned()
-	for _, h := range slices.Clone(c.host.entries) {
+	hs := slices.Clone(c.host.entries)
+	// Tails before whole streams, which may be their prefix.
+	slices.SortStableFunc(hs, func(a, b *hostEntry) int { return cmp.Compare(b.base, a.base) })
+	for _, h := range hs {
 		if now.Sub(h.touched) < idle || pinned[h.node] > 0 {
 			continue
 		}

@@ -101,8 +101,9 @@ func (n *node) path() []engine.Token {
 
 // find returns the most recently used resident, host and parked entries
 // at or below n, leaving out those tried (already found unable to seed
-// this prompt); usable says which parked entries may be restored.
-func (n *node) find(usable func(*parkEntry) bool, tried map[any]bool) (*entry, *hostEntry, *parkEntry) {
+// this prompt); usable says which parked entries may be restored,
+// hostUsable which host entries.
+func (n *node) find(usable func(*parkEntry) bool, hostUsable func(*hostEntry) bool, tried map[any]bool) (*entry, *hostEntry, *parkEntry) {
 	var best *entry
 	var bestHost *hostEntry
 	var bestPark *parkEntry
@@ -111,7 +112,7 @@ func (n *node) find(usable func(*parkEntry) bool, tried map[any]bool) (*entry, *
 		if e := at.resident; e != nil && !tried[e] && (best == nil || e.used > best.used) {
 			best = e
 		}
-		if h := at.host; h != nil && !tried[h] && (bestHost == nil || h.used > bestHost.used) {
+		if h := at.host; h != nil && !tried[h] && (bestHost == nil || h.used > bestHost.used) && hostUsable(h) {
 			bestHost = h
 		}
 		if p := at.park; p != nil && !tried[p] && usable(p) && (bestPark == nil || p.used > bestPark.used) {

@@ -10,9 +10,10 @@ type Stats struct {
 	Published    atomic.Int64 // streams published by retiring lanes
 	Evictions    atomic.Int64
 	HostExports  atomic.Int64
-	// HostTails counts exports of only the part of a stream an edit cut
-	// (tail.go); HostTailsLost, tails dropped because the prefix they
-	// continue was no longer cached.
+	// HostTails counts exports of only the part of a stream past a prefix
+	// the pool keeps (tail.go); HostTailsLost, tails dropped because the
+	// prefix they continue was no longer cached, or because no sequence
+	// was free to put them together for disk.
 	HostTails, HostTailsLost atomic.Int64
 	Entries                  atomic.Int64 // resident entries now
 	ResidentTokens           atomic.Int64 // distinct tokens they hold

@@ -18,13 +18,18 @@ import (
 // host memory, as a tail entry (hostEntry.base > 0). Seeding a prompt
 // from it needs its base, the stream's first base tokens, from an entry
 // that still holds them: a resident one through them (the edited
-// conversation usually), else a whole stream in host memory. A tail whose
-// base has gone from both seeds nothing and is dropped when tried; one
-// that goes to disk (pushed out of host memory, idle, or the server
+// conversation usually), else a host entry through them that can be put
+// together itself (baseOf). A tail whose base has gone from both tiers
+// seeds nothing; it is passed over, and dropped when pushed out or idle.
+// One that goes to disk (pushed out of host memory, idle, or the server
 // stopping) is made whole first, as park files hold whole streams only.
 
+// maxTailChain bounds how many tails deep a tail's base is looked for
+// (baseOf): each level is an edit further back of an edited conversation.
+const maxTailChain = 4
+
 // errNoBase means a tail entry's base is held by no resident or whole host
-// entry any more.
+// entry any more, nor by a tail that is.
 var errNoBase = errors.New("kv: the prefix a tail continues is no longer cached")
 
 // exportTail moves e's stream past depth to host memory as a tail entry,
@@ -70,43 +75,101 @@ func (c *Cache) tails() engine.TailState {
 // of the original's next turn by the edit's cells: 6% of its prompt time,
 // 2,000 tokens on synth qwen3 small.
 func (c *Cache) readyBase(h *hostEntry) *entry {
-	r, _ := c.tailBase(h)
+	r, _ := c.baseOf(h, nil)
 	if r != nil && r.node.depth > h.base && c.pinned()[r.node] <= h.base && c.exportable(r) {
 		c.evict(r, c.nodeAt(r.node, h.base))
-		r, _ = c.tailBase(h)
+		if c.entries[r.seq] != r {
+			r, _ = c.baseOf(h, nil)
+		}
 	}
 	return r
 }
 
-// tailBase finds what holds the first h.base tokens of h's stream: a
-// resident entry through them, else a whole stream in host memory through
-// them; both nil when nothing does.
-func (c *Cache) tailBase(h *hostEntry) (*entry, *hostEntry) {
+// baseOf finds what gives tail h its first h.base tokens: the most
+// recently used resident entry through them (their cells are copied),
+// else a host entry through them that can itself be put together — a
+// whole stream, or a tail whose own base is found (an edit of an edited
+// conversation cuts below the prefix the first edit's tail continues);
+// nil, nil when nothing can. chain are the tails already on the way,
+// never taken again.
+func (c *Cache) baseOf(h *hostEntry, chain map[*hostEntry]bool) (*entry, *hostEntry) {
 	var res *entry
 	var whole *hostEntry
+	var tails []*hostEntry
 	var walk func(*node)
 	walk = func(at *node) {
-		if res == nil && at.resident != nil {
-			res = at.resident
+		if e := at.resident; e != nil && (res == nil || e.used > res.used) {
+			res = e
 		}
-		if whole == nil && at.host != nil && at.host.base == 0 {
-			whole = at.host
+		if w := at.host; w != nil && w != h && !chain[w] {
+			if w.base == 0 && (whole == nil || w.used > whole.used) {
+				whole = w
+			} else if w.base > 0 {
+				tails = append(tails, w)
+			}
 		}
 		for _, ch := range at.children {
-			if res != nil {
-				return
-			}
 			walk(ch)
 		}
 	}
-	walk(c.nodeAt(h.node, h.base))
-	return res, whole
+	walk(nodeThrough(h.node, h.base))
+	switch {
+	case res != nil:
+		return res, nil
+	case whole != nil:
+		return nil, whole
+	}
+	if len(chain) >= maxTailChain {
+		return nil, nil
+	}
+	next := map[*hostEntry]bool{h: true}
+	for w := range chain {
+		next[w] = true
+	}
+	for _, w := range tails {
+		if r, hw := c.baseOf(w, next); r != nil || hw != nil {
+			return nil, w
+		}
+	}
+	return nil, nil
+}
+
+// nodeThrough is the node on n's path whose edge holds its depth-th token:
+// every stream at or below it shares n's first depth tokens.
+func nodeThrough(n *node, depth int) *node {
+	for n.parent != nil && n.parent.parent != nil && n.parent.depth >= depth {
+		n = n.parent
+	}
+	return n
+}
+
+// hostChain is h and the host entries its tails are put back onto, which
+// must stay in host memory while the pool makes room for it.
+func (c *Cache) hostChain(h *hostEntry) map[*hostEntry]bool {
+	if h == nil {
+		return nil
+	}
+	held := map[*hostEntry]bool{h: true}
+	for at := h; at.base > 0; {
+		r, w := c.baseOf(at, held)
+		if r != nil || w == nil {
+			break
+		}
+		held[w] = true
+		at = w
+	}
+	return held
 }
 
 // importHost makes the empty seq hold h's whole stream and returns its
 // length, and for a tail the resident entry whose cells seq now shares
 // (nil when its prefix came from host memory); on failure seq is empty.
 func (c *Cache) importHost(seq int32, h *hostEntry) (int, *entry, error) {
+	return c.rebuild(seq, h, nil)
+}
+
+// rebuild is importHost for a tail reached through chain (see baseOf).
+func (c *Cache) rebuild(seq int32, h *hostEntry, chain map[*hostEntry]bool) (int, *entry, error) {
 	if h.base == 0 {
 		n, err := c.eng.Import(seq, h.blob)
 		return n, nil, err
@@ -115,13 +178,17 @@ func (c *Cache) importHost(seq int32, h *hostEntry) (int, *entry, error) {
 	if ts == nil {
 		return 0, nil, errors.New("kv: a tail entry on an engine without tails")
 	}
-	res, whole := c.tailBase(h)
+	res, w := c.baseOf(h, chain)
 	var err error
 	switch {
 	case res != nil:
 		err = c.eng.CopyPrefix(res.seq, seq, h.base)
-	case whole != nil:
-		if _, err = c.eng.Import(seq, whole.blob); err == nil {
+	case w != nil:
+		next := map[*hostEntry]bool{h: true}
+		for x := range chain {
+			next[x] = true
+		}
+		if _, _, err = c.rebuild(seq, w, next); err == nil {
 			err = c.eng.Truncate(seq, h.base)
 		}
 	default:
@@ -163,6 +230,6 @@ func (c *Cache) tailLost(h *hostEntry) bool {
 	if h.base == 0 {
 		return false
 	}
-	res, whole := c.tailBase(h)
-	return res == nil && whole == nil
+	res, w := c.baseOf(h, nil)
+	return res == nil && w == nil
 }

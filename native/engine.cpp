@@ -450,9 +450,12 @@ static const char *sf_open_impl(const sf_open_params *p, sf_engine **out, char *
 #endif
     // One llama.cpp sequence past those the caller has is the engine's
     // own scratch: a full-attention sequence's tail passes through it on
-    // export and import (seq.cpp). A recurrent one would cost a state.
+    // export and import (seq.cpp). Only a full-attention model has tails:
+    // a recurrent one would pay a state for it, a sliding-window one a
+    // window of cells in every such layer (llama.cpp sizes them by
+    // sequence).
     const bool scratch = e->pooling == LLAMA_POOLING_TYPE_NONE && !llama_model_is_recurrent(e->model) &&
-                         !llama_model_is_hybrid(e->model) &&
+                         !llama_model_is_hybrid(e->model) && llama_model_n_swa(e->model) == 0 &&
                          (size_t)cp.n_seq_max < llama_max_parallel_sequences();
     cp.n_seq_max += scratch ? 1 : 0;
     e->ctx = llama_init_from_model(e->model, cp);
