@@ -346,11 +346,37 @@ func (c *Cache) Close() error {
 	hs := slices.Clone(c.host.entries)
 	slices.SortFunc(hs, func(a, b *hostEntry) int { return cmp.Compare(b.used, a.used) })
 	for _, h := range hs {
+		if h.base > 0 && len(c.free) == 0 {
+			c.freeParkedEntry(hs)
+		}
 		c.parkHostEntry(h, true)
 	}
 	err := c.park.Close()
 	c.publishGauges()
 	return err
+}
+
+// freeParkedEntry frees the sequence of a resident entry already parked
+// that no tail among hs continues, for a tail to be put together in as
+// the cache closes, when every sequence holds an entry.
+func (c *Cache) freeParkedEntry(hs []*hostEntry) {
+	needed := map[*entry]bool{}
+	for _, h := range hs {
+		if h.base > 0 {
+			if r, _ := c.baseOf(h, nil); r != nil {
+				needed[r] = true
+			}
+		}
+	}
+	for seq, e := range c.entries {
+		if e.node.park != nil && !needed[e] {
+			e.node.resident = nil
+			delete(c.entries, seq)
+			c.freeSeq(seq)
+			c.tree.prune(e.node)
+			return
+		}
+	}
 }
 
 // ParkStats returns the disk tier's counters, nil when it is off. Any

@@ -14,15 +14,17 @@ import (
 // stream — on the edit's way to its first token: 8–13 ms of a
 // 2,000-token conversation's edit on synth qwen3 small, where llama-server
 // just drops its slot's tail (issue 22). Where the engine can take a
-// stream apart (engine.TailState), only the part the edit cuts goes to
-// host memory, as a tail entry (hostEntry.base > 0). Seeding a prompt
-// from it needs its base, the stream's first base tokens, from an entry
-// that still holds them: a resident one through them (the edited
+// stream apart (engine.TailState), only the part cut goes to host memory,
+// as a tail entry (hostEntry.base > 0): at a hand-over, and at any
+// eviction that cuts an entry back to a prefix the pool keeps (evict: a
+// shared prefix, a pin, readyBase's hand-over the other way). Seeding a
+// prompt from it needs its base, the stream's first base tokens, from an
+// entry that still holds them: a resident one through them (the edited
 // conversation usually), else a host entry through them that can be put
 // together itself (baseOf). A tail whose base has gone from both tiers
-// seeds nothing; it is passed over, and dropped when pushed out or idle.
-// One that goes to disk (pushed out of host memory, idle, or the server
-// stopping) is made whole first, as park files hold whole streams only.
+// seeds nothing: it is passed over and dropped (candidates). One that
+// goes to disk (pushed out of host memory, idle, or the server stopping)
+// is made whole first, as park files hold whole streams only.
 
 // maxTailChain bounds how many tails deep a tail's base is looked for
 // (baseOf): each level is an edit further back of an edited conversation.

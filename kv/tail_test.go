@@ -213,3 +213,34 @@ func TestTailContinuesATailOfAnEditFurtherBack(t *testing.T) {
 		t.Fatalf("%d tails lost", lost)
 	}
 }
+
+// As the cache closes with every sequence holding an entry, a tail is put
+// together in the sequence of an entry already parked that no tail needs.
+func TestTailIsParkedWholeWhenEverySequenceHoldsAnEntry(t *testing.T) {
+	dir := t.TempDir()
+	f := newTailEngine(2)
+	c, err := New(f, Config{Seqs: 2, HostBytes: 1 << 20, MinHostTokens: 16, Park: openPark(t, dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	original, _ := handOver(t, c, f)
+	serveOn(t, c, f, seqOf(9000, 40), nil)
+	if len(c.free) != 0 {
+		t.Fatalf("%d sequences free, want none", len(c.free))
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if lost := c.Stats().HostTailsLost.Load(); lost != 0 {
+		t.Fatalf("%d tails lost as the cache closed", lost)
+	}
+	f2 := newTailEngine(2)
+	c2, err := New(f2, Config{Seqs: 2, HostBytes: 1 << 20, MinHostTokens: 16, Park: openPark(t, dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got := serveOn(t, c2, f2, append(slices.Clone(original), 800), nil); got != len(original) || c2.LastAcquireTier() != "parked" {
+		t.Fatalf("after a restart the original found %d tokens in %q, want %d from disk", got, c2.LastAcquireTier(), len(original))
+	}
+}
