@@ -156,3 +156,65 @@ func BenchmarkHostRoundTrip(b *testing.B) {
 	b.ReportMetric(median(restore), "import-ms")
 	b.ReportMetric(median(ratios(trip, prefill)), "roundtrip/prefill")
 }
+
+// BenchmarkEditHandOver is what an edit 15% from the end of a 2,000-token
+// conversation copies out of the pool before its prefill (kv handsOver),
+// the whole stream against the tail past the edit alone, each into fresh
+// memory (the blobs are kept, as the host tier keeps them, so that none
+// is written into pages an earlier one left); and what the original's next turn
+// takes to come back: the whole stream imported against the kept prefix
+// copied (shared cells) and the tail imported onto it.
+func BenchmarkEditHandOver(b *testing.B) {
+	path := benchModel(b)
+	const n, keep = 2000, 1700
+	reps := benchReps(5)
+	e, err := Open(Options{ModelPath: path, Ctx: 8192, Lanes: 1, Seqs: 3, Batch: 2048, Threads: runtime.NumCPU(), FlashAttn: os.Getenv("SF_FA")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if err := fillSequence(e, 1, n); err != nil {
+		b.Fatal(err)
+	}
+	var wholeOut, tailOut, wholeIn, tailIn []float64
+	var whole, tail []byte
+	var kept [][]byte
+	timed := func(into *[]float64, f func() error) {
+		start := time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		*into = append(*into, time.Since(start).Seconds()*1000)
+	}
+	b.ResetTimer()
+	for range b.N {
+		for r := range reps {
+			inTurn(r, func() {
+				timed(&wholeOut, func() (err error) { whole, err = e.Export(1, nil); return err })
+			}, func() {
+				timed(&tailOut, func() (err error) { tail, err = e.ExportTail(1, keep, nil); return err })
+			})
+			kept = append(kept, whole, tail)
+			inTurn(r, func() {
+				timed(&wholeIn, func() error { _, err := e.Import(2, whole); return err })
+				e.Free(2)
+			}, func() {
+				timed(&tailIn, func() error {
+					if err := e.CopyPrefix(1, 2, keep); err != nil {
+						return err
+					}
+					_, err := e.ImportTail(2, tail)
+					return err
+				})
+				e.Free(2)
+			})
+		}
+	}
+	runtime.KeepAlive(kept)
+	b.ReportMetric(median(wholeOut), "whole-export-ms")
+	b.ReportMetric(median(tailOut), "tail-export-ms")
+	b.ReportMetric(median(ratios(tailOut, wholeOut)), "tail/whole-export")
+	b.ReportMetric(median(wholeIn), "whole-import-ms")
+	b.ReportMetric(median(tailIn), "tail-import-ms")
+	b.ReportMetric(median(ratios(tailIn, wholeIn)), "tail/whole-import")
+}
