@@ -336,7 +336,7 @@ func (c *Cache) handsOver(seq int32, e *entry, depth int) bool {
 		return false
 	}
 	moved := e.node.depth
-	if c.tails() != nil {
+	if c.cutsTail(e, depth) {
 		moved -= depth
 	}
 	if !c.host.fits(int(int64(moved) * c.eng.Descriptor().KVBytesPerToken)) {

@@ -40,11 +40,10 @@ var errNoBase = errors.New("kv: the prefix a tail continues is no longer cached"
 // template's opening: the tail would save nothing and hang on it), or
 // host memory cannot hold the tail, and nothing was moved.
 func (c *Cache) exportTail(e *entry, depth int) bool {
-	ts := c.tails()
-	if ts == nil || depth < max(1, c.cfg.MinSharedTokens) || depth >= e.node.depth {
+	if !c.cutsTail(e, depth) {
 		return false
 	}
-	blob, err := ts.ExportTail(e.seq, depth, nil)
+	blob, err := c.tails().ExportTail(e.seq, depth, nil)
 	if err != nil {
 		slog.Debug("prefix cache: no tail export, exporting the whole stream", "err", err)
 		return false
@@ -57,6 +56,12 @@ func (c *Cache) exportTail(e *entry, depth int) bool {
 	c.stats.HostExports.Add(1)
 	c.stats.HostTails.Add(1)
 	return true
+}
+
+// cutsTail reports whether e's stream past depth would leave as a tail
+// (exportTail), not whole.
+func (c *Cache) cutsTail(e *entry, depth int) bool {
+	return c.tails() != nil && depth >= max(1, c.cfg.MinSharedTokens) && depth < e.node.depth
 }
 
 // tails is the engine's tail state, nil where streams are not taken
