@@ -304,11 +304,16 @@ func (c *Cache) seedFromResident(seq int32, e *entry, depth int) int {
 // resident prefix stays, cut back to it (readyBase): the tail is put back
 // onto it.
 func (c *Cache) roomToLoad(h *hostEntry) {
-	c.host.held = c.hostChain(h)
+	c.host.held = map[*hostEntry]bool{}
 	defer func() { c.host.held = nil }()
 	var base *entry
-	if h != nil && h.base > 0 {
-		base = c.readyBase(h)
+	if h != nil {
+		c.host.held[h] = true
+		if h.base > 0 {
+			if base = c.readyBase(h); base == nil {
+				c.holdChain(h)
+			}
+		}
 	}
 	c.enforceBudget(base)
 }
@@ -595,8 +600,10 @@ func (c *Cache) exportable(e *entry) bool {
 func (c *Cache) evict(e *entry, keep *node) {
 	c.stats.Evictions.Add(1)
 	switch {
-	case c.exportable(e) && keep != nil && c.exportTail(e, keep.depth):
 	case c.exportable(e):
+		if keep != nil && c.exportTail(e, keep.depth) {
+			break
+		}
 		blob, err := c.eng.Export(e.seq, nil)
 		if err != nil {
 			slog.Warn("prefix cache: export to host memory failed", "err", err)

@@ -368,12 +368,9 @@ func (c *Cache) freeParkedEntry(hs []*hostEntry) {
 			}
 		}
 	}
-	for seq, e := range c.entries {
+	for _, e := range c.entries {
 		if e.node.park != nil && !needed[e] {
-			e.node.resident = nil
-			delete(c.entries, seq)
-			c.freeSeq(seq)
-			c.tree.prune(e.node)
+			c.cutBack(e, nil)
 			return
 		}
 	}

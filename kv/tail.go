@@ -129,10 +129,7 @@ func (c *Cache) baseOf(h *hostEntry, chain map[*hostEntry]bool) (*entry, *hostEn
 	if len(chain) >= maxTailChain {
 		return nil, nil
 	}
-	next := map[*hostEntry]bool{h: true}
-	for w := range chain {
-		next[w] = true
-	}
+	next := chainWith(chain, h)
 	for _, w := range tails {
 		if r, hw := c.baseOf(w, next); r != nil || hw != nil {
 			return nil, w
@@ -150,22 +147,28 @@ func nodeThrough(n *node, depth int) *node {
 	return n
 }
 
-// hostChain is h and the host entries its tails are put back onto, which
-// must stay in host memory while the pool makes room for it.
-func (c *Cache) hostChain(h *hostEntry) map[*hostEntry]bool {
-	if h == nil {
-		return nil
+// chainWith is chain with h added, a copy: each branch of the search
+// keeps its own.
+func chainWith(chain map[*hostEntry]bool, h *hostEntry) map[*hostEntry]bool {
+	next := make(map[*hostEntry]bool, len(chain)+1)
+	for w := range chain {
+		next[w] = true
 	}
-	held := map[*hostEntry]bool{h: true}
+	next[h] = true
+	return next
+}
+
+// holdChain holds in host memory the entries tail h is put back onto when
+// no resident entry holds its prefix, while the pool makes room for it.
+func (c *Cache) holdChain(h *hostEntry) {
 	for at := h; at.base > 0; {
-		r, w := c.baseOf(at, held)
+		r, w := c.baseOf(at, c.host.held)
 		if r != nil || w == nil {
-			break
+			return
 		}
-		held[w] = true
+		c.host.held[w] = true
 		at = w
 	}
-	return held
 }
 
 // importHost makes the empty seq hold h's whole stream and returns its
@@ -191,11 +194,7 @@ func (c *Cache) rebuild(seq int32, h *hostEntry, chain map[*hostEntry]bool) (int
 	case res != nil:
 		err = c.eng.CopyPrefix(res.seq, seq, h.base)
 	case w != nil:
-		next := map[*hostEntry]bool{h: true}
-		for x := range chain {
-			next[x] = true
-		}
-		if _, _, err = c.rebuild(seq, w, next); err == nil {
+		if _, _, err = c.rebuild(seq, w, chainWith(chain, h)); err == nil {
 			err = c.eng.Truncate(seq, h.base)
 		}
 	default:
@@ -212,13 +211,10 @@ func (c *Cache) rebuild(seq int32, h *hostEntry, chain map[*hostEntry]bool) (int
 	return n, res, nil
 }
 
-// wholeBlob is h's stream as one exported state, for parking: a tail
-// entry is put together in a free sequence and exported whole. The error
-// is errNoBase when the tail can never be whole again.
+// wholeBlob is tail h's stream as one exported state, for parking, put
+// together in a free sequence. The error is errNoBase when the tail can
+// never be whole again.
 func (c *Cache) wholeBlob(h *hostEntry) ([]byte, error) {
-	if h.base == 0 {
-		return h.blob, nil
-	}
 	if len(c.free) == 0 {
 		return nil, errors.New("kv: no free sequence to put a tail together in")
 	}
